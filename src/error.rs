@@ -1,0 +1,99 @@
+//! The kinds of failure a job can end with: the vocabulary of SPEC §6/§7/§4 shared by every
+//! stage, so the manifest, the exit code and the retry policy all speak of the same thing.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why a job (or a request inside it) failed. Serialised as the snake_case `error.kind` of a
+/// manifest record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Bad or missing credentials (Zhipu 1000–1004, HTTP 401/403). Aborts the run.
+    Auth,
+    /// Arrears, daily cap or quota (1113, 1304, 1308, 1310). Aborts the run.
+    Quota,
+    /// Rate limited (1302, 1303, 1305, other 429) beyond every retry.
+    RateLimited,
+    /// The API failed: 5xx, invalid JSON, other 4xx.
+    ApiError,
+    /// A request timed out.
+    Timeout,
+    /// The provider's content filter (1301, `finish_reason: sensitive`).
+    ContentFilter,
+    /// The prompt exceeded the model's context (1261).
+    ContextTooLong,
+    /// The agent reached its skill's `max_turns`.
+    MaxTurns,
+    /// The input is of a kind zhi cannot read.
+    UnsupportedType,
+    /// Text extraction failed (a broken PDF, a crashed worker, an unreadable office file).
+    ExtractFailed,
+    /// OCR failed or no OCR engine is available.
+    OcrFailed,
+    /// The document is larger than the model's budget and the skill does not chunk.
+    TooLarge,
+    /// The job's output folder was edited by a person; it is left untouched.
+    OutputConflict,
+    /// The input could not be read (missing, broken link, permission, paired file missing).
+    InputError,
+    /// The job was cancelled (signal, abort of the run).
+    Cancelled,
+    /// The job was not run because a run-wide limit was reached (budget, max failures).
+    Skipped,
+    /// Writing outputs or records failed.
+    Io,
+}
+
+impl ErrorKind {
+    /// The snake_case name used in manifests and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Auth => "auth",
+            ErrorKind::Quota => "quota",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::ApiError => "api_error",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::ContentFilter => "content_filter",
+            ErrorKind::ContextTooLong => "context_too_long",
+            ErrorKind::MaxTurns => "max_turns",
+            ErrorKind::UnsupportedType => "unsupported_type",
+            ErrorKind::ExtractFailed => "extract_failed",
+            ErrorKind::OcrFailed => "ocr_failed",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::OutputConflict => "output_conflict",
+            ErrorKind::InputError => "input_error",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Skipped => "skipped",
+            ErrorKind::Io => "io",
+        }
+    }
+
+    /// Errors that end the whole run at once (exit 3), not just the job.
+    pub fn aborts_run(self) -> bool {
+        matches!(self, ErrorKind::Auth | ErrorKind::Quota)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A job's failure as recorded in the manifest: `{kind, message}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct JobError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl JobError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        JobError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
