@@ -4,7 +4,13 @@
 //! `./zhi.yaml` > `~/.config/zhi/config.yaml` > built-in defaults. Everything is resolved once,
 //! here, into [`Config`]; the engine reads it and never looks at flags or the environment again.
 
+use crate::exit::ExitError;
+use serde::Serialize;
+use serde_norway::Value;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// An API key. Its `Debug` and `Display` never show it: the key must not reach a log, a
@@ -53,5 +59,721 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
         }
+    }
+}
+
+
+/// The Zhipu BigModel API.
+pub const ZHIPU_BASE_URL: &str = "https://open.bigmodel.cn/api/paas/v4";
+/// OpenAI's API, the default base of the `openai` provider.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Which API dialect the model server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Zhipu BigModel (the default).
+    Zhipu,
+    /// Any OpenAI-compatible server: OpenAI, DeepSeek, Moonshot, Ollama, vLLM, llama.cpp.
+    Openai,
+}
+
+impl Provider {
+    fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "zhipu" | "bigmodel" | "glm" => Some(Provider::Zhipu),
+            "openai" | "openai-compatible" => Some(Provider::Openai),
+            _ => None,
+        }
+    }
+    fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::Zhipu => ZHIPU_BASE_URL,
+            Provider::Openai => OPENAI_BASE_URL,
+        }
+    }
+}
+
+/// The language of zhi's own messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    En,
+    Zh,
+}
+
+/// How many documents are in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    Fixed(usize),
+    /// Adapt to rate limits within 1..=64 (SPEC §6).
+    Auto,
+}
+
+impl Concurrency {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(Concurrency::Auto);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(Concurrency::Fixed(n)),
+            _ => Err(format!("concurrency `{s}` must be a number from 1 to 1024, or auto")),
+        }
+    }
+}
+
+impl std::fmt::Display for Concurrency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Concurrency::Fixed(n) => write!(f, "{n}"),
+            Concurrency::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// Which OCR engine reads images and scanned pages (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OcrChoice {
+    /// tesseract if installed, else glm-ocr if an API key is set
+    Auto,
+    /// The local tesseract program (chi_sim+eng)
+    Tesseract,
+    /// Zhipu's layout-parsing API
+    GlmOcr,
+    /// Zhipu's files API (purpose=file-extract)
+    FileExtract,
+    /// A vision chat model (glm-4v-flash)
+    Vision,
+    /// No OCR: images and scanned pages fail with ocr_failed
+    Off,
+}
+
+impl OcrChoice {
+    fn parse(s: &str) -> Option<Self> {
+        <Self as clap::ValueEnum>::from_str(s.trim(), true).ok()
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OcrChoice::Auto => "auto",
+            OcrChoice::Tesseract => "tesseract",
+            OcrChoice::GlmOcr => "glm-ocr",
+            OcrChoice::FileExtract => "file-extract",
+            OcrChoice::Vision => "vision",
+            OcrChoice::Off => "off",
+        }
+    }
+}
+
+/// A model's token budget (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ModelBudget {
+    /// Tokens the model reads and writes in one request.
+    pub context_window: u32,
+    /// Tokens the model writes in one answer at most.
+    pub max_output: u32,
+}
+
+/// Known models' budgets; a config file's `models:` adds to or replaces these.
+pub fn default_model_budgets() -> BTreeMap<String, ModelBudget> {
+    let b = |c, o| ModelBudget {
+        context_window: c,
+        max_output: o,
+    };
+    [
+        ("glm-4-flash", b(128_000, 4_096)),
+        ("glm-4-flashx", b(128_000, 4_096)),
+        ("glm-4-air", b(128_000, 4_096)),
+        ("glm-4-plus", b(128_000, 4_096)),
+        ("glm-4-long", b(1_000_000, 4_096)),
+        ("glm-4v-flash", b(8_000, 1_024)),
+        ("gpt-4o-mini", b(128_000, 16_384)),
+        ("deepseek-chat", b(64_000, 8_192)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The budget assumed for a model that no table names.
+pub const UNKNOWN_MODEL_BUDGET: ModelBudget = ModelBudget {
+    context_window: 8_192,
+    max_output: 2_048,
+};
+
+/// Where a setting's value came from, for `zhi config show`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "from", content = "name")]
+pub enum Origin {
+    Default,
+    File(String),
+    Env(String),
+    Flag(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File(p) => write!(f, "file {p}"),
+            Origin::Env(v) => write!(f, "env {v}"),
+            Origin::Flag(v) => write!(f, "flag {v}"),
+        }
+    }
+}
+
+/// Settings given on the command line; `None` leaves the lower layers in force.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub config_file: Option<PathBuf>,
+    pub output_dir: Option<PathBuf>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub concurrency: Option<Concurrency>,
+    pub rpm: Option<NonZeroU32>,
+    pub tpm: Option<NonZeroU32>,
+    pub timeout_secs: Option<u64>,
+    pub ocr: Option<OcrChoice>,
+}
+
+/// Everything an invocation needs to know, resolved once.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The API dialect.
+    pub provider: Provider,
+    /// The API key; `None` when none is configured (fine for a local server).
+    pub api_key: Option<ApiKey>,
+    /// The environment variable the key is read from (`ZHI_API_KEY` unless configured).
+    pub api_key_env: String,
+    /// API base; requests go to `<base_url>/chat/completions`.
+    pub base_url: String,
+    /// `-m`: replaces every skill's model.
+    pub model_override: Option<String>,
+    /// The model of skills that name none.
+    pub default_model: String,
+    /// The output folder.
+    pub output_dir: PathBuf,
+    /// Language of zhi's own messages.
+    pub language: Language,
+    /// `tracing` filter when no -v/-q is given.
+    pub log_level: String,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Retry policy for API requests.
+    pub retry: RetryPolicy,
+    /// Documents in flight.
+    pub concurrency: Concurrency,
+    /// Requests per minute, per process.
+    pub rpm: Option<NonZeroU32>,
+    /// Tokens per minute, per process.
+    pub tpm: Option<NonZeroU32>,
+    /// OCR engine.
+    pub ocr: OcrChoice,
+    /// How long in-flight jobs may finish after the first SIGINT/SIGTERM.
+    pub grace_period: Duration,
+    /// Token budgets per model.
+    pub models: BTreeMap<String, ModelBudget>,
+    /// `~/.config/zhi` (user skills live below it).
+    pub config_dir: Option<PathBuf>,
+    /// Where each setting came from.
+    pub origins: BTreeMap<&'static str, Origin>,
+    /// Problems worth a warning (unknown fields, a key file readable by others).
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Resolve the settings: flags > `ZHI_*` env > `./zhi.yaml` > `~/.config/zhi/config.yaml`
+    /// > defaults. `env` is the process environment (a parameter so tests can give their own).
+    pub fn resolve(
+        ov: &Overrides,
+        env: &dyn Fn(&str) -> Option<String>,
+        cwd: &Path,
+    ) -> Result<Config, ExitError> {
+        let config_dir = env("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(".config").join("zhi"));
+        let mut files: Vec<PathBuf> = Vec::new();
+        match &ov.config_file {
+            Some(f) => {
+                if !f.is_file() {
+                    return Err(ExitError::usage(format!(
+                        "config file {} does not exist",
+                        f.display()
+                    )));
+                }
+                files.push(f.clone());
+            }
+            None => {
+                if let Some(d) = &config_dir {
+                    files.push(d.join("config.yaml"));
+                }
+                files.push(cwd.join("zhi.yaml"));
+            }
+        }
+
+        let mut c = Config {
+            provider: Provider::Zhipu,
+            api_key: None,
+            api_key_env: "ZHI_API_KEY".into(),
+            base_url: ZHIPU_BASE_URL.into(),
+            model_override: None,
+            default_model: crate::skills::DEFAULT_MODEL.into(),
+            output_dir: PathBuf::from("zhi-output"),
+            language: Language::En,
+            log_level: "warn".into(),
+            timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            concurrency: Concurrency::Fixed(4),
+            rpm: None,
+            tpm: None,
+            ocr: OcrChoice::Auto,
+            grace_period: Duration::from_secs(30),
+            models: default_model_budgets(),
+            config_dir,
+            origins: BTreeMap::new(),
+            warnings: Vec::new(),
+        };
+        let mut base_url_set = false;
+
+        // Files, lowest first.
+        for f in files.iter().filter(|f| f.is_file()) {
+            c.apply_file(f, &mut base_url_set)?;
+        }
+
+        // Environment.
+        let bad = |var: &str, msg: String| ExitError::usage(format!("{var}: {msg}"));
+        if let Some(v) = env("ZHI_PROVIDER").filter(|v| !v.is_empty()) {
+            c.provider = Provider::parse(&v)
+                .ok_or_else(|| bad("ZHI_PROVIDER", format!("`{v}` is not zhipu or openai")))?;
+            c.origins.insert("provider", Origin::Env("ZHI_PROVIDER".into()));
+        }
+        if let Some(v) = env("ZHI_BASE_URL").filter(|v| !v.is_empty()) {
+            c.base_url = v;
+            base_url_set = true;
+            c.origins.insert("base_url", Origin::Env("ZHI_BASE_URL".into()));
+        }
+        if let Some(v) = env("ZHI_DEFAULT_MODEL").filter(|v| !v.is_empty()) {
+            c.default_model = v;
+            c.origins
+                .insert("default_model", Origin::Env("ZHI_DEFAULT_MODEL".into()));
+        }
+        if let Some(v) = env("ZHI_OUTPUT_DIR").filter(|v| !v.is_empty()) {
+            c.output_dir = PathBuf::from(v);
+            c.origins
+                .insert("output_dir", Origin::Env("ZHI_OUTPUT_DIR".into()));
+        }
+        if let Some(v) = env("ZHI_LOG_LEVEL").filter(|v| !v.is_empty()) {
+            c.log_level = v;
+            c.origins.insert("log_level", Origin::Env("ZHI_LOG_LEVEL".into()));
+        }
+        match env("ZHI_LANGUAGE").filter(|v| !v.is_empty()) {
+            Some(v) => {
+                c.language = parse_language(&v)
+                    .ok_or_else(|| bad("ZHI_LANGUAGE", format!("`{v}` is not en or zh")))?;
+                c.origins.insert("language", Origin::Env("ZHI_LANGUAGE".into()));
+            }
+            None if !c.origins.contains_key("language") => {
+                let lang = env("LC_ALL")
+                    .filter(|v| !v.is_empty())
+                    .or_else(|| env("LANG"))
+                    .unwrap_or_default();
+                if lang.to_ascii_lowercase().starts_with("zh") {
+                    c.language = Language::Zh;
+                    c.origins.insert("language", Origin::Env("LANG".into()));
+                }
+            }
+            None => {}
+        }
+        if let Some(k) = env(&c.api_key_env).filter(|k| !k.trim().is_empty()) {
+            c.api_key = Some(ApiKey::new(k.trim()));
+            c.origins.insert("api_key", Origin::Env(c.api_key_env.clone()));
+        } else if c.api_key_env != "ZHI_API_KEY"
+            && let Some(k) = env("ZHI_API_KEY").filter(|k| !k.trim().is_empty())
+        {
+            c.api_key = Some(ApiKey::new(k.trim()));
+            c.origins.insert("api_key", Origin::Env("ZHI_API_KEY".into()));
+        }
+
+        // Flags.
+        if let Some(v) = &ov.base_url {
+            c.base_url = v.clone();
+            base_url_set = true;
+            c.origins.insert("base_url", Origin::Flag("--base-url".into()));
+        }
+        if let Some(v) = &ov.model {
+            c.model_override = Some(v.clone());
+            c.origins.insert("model", Origin::Flag("--model".into()));
+        }
+        if let Some(v) = &ov.output_dir {
+            c.output_dir = v.clone();
+            c.origins.insert("output_dir", Origin::Flag("--output".into()));
+        }
+        if let Some(v) = ov.concurrency {
+            c.concurrency = v;
+            c.origins
+                .insert("concurrency", Origin::Flag("--concurrency".into()));
+        }
+        if let Some(v) = ov.rpm {
+            c.rpm = Some(v);
+            c.origins.insert("rpm", Origin::Flag("--rpm".into()));
+        }
+        if let Some(v) = ov.tpm {
+            c.tpm = Some(v);
+            c.origins.insert("tpm", Origin::Flag("--tpm".into()));
+        }
+        if let Some(v) = ov.timeout_secs {
+            if v == 0 {
+                return Err(ExitError::usage("--timeout must be at least 1 second"));
+            }
+            c.timeout = Duration::from_secs(v);
+            c.origins.insert("timeout", Origin::Flag("--timeout".into()));
+        }
+        if let Some(v) = ov.ocr {
+            c.ocr = v;
+            c.origins.insert("ocr", Origin::Flag("--ocr".into()));
+        }
+
+        if !base_url_set {
+            c.base_url = c.provider.default_base_url().to_string();
+        }
+        c.base_url = c.base_url.trim_end_matches('/').to_string();
+        if !(c.base_url.starts_with("http://") || c.base_url.starts_with("https://")) {
+            return Err(ExitError::usage(format!(
+                "base URL `{}` must start with http:// or https://",
+                c.base_url
+            )));
+        }
+        Ok(c)
+    }
+
+    /// The model a skill runs on: `-m`, else the skill's, else the default.
+    pub fn model_for(&self, skill_model: Option<&str>) -> String {
+        self.model_override
+            .clone()
+            .or_else(|| skill_model.map(str::to_string))
+            .unwrap_or_else(|| self.default_model.clone())
+    }
+
+    /// The token budget of a model.
+    pub fn budget(&self, model: &str) -> ModelBudget {
+        self.models
+            .get(model)
+            .copied()
+            .unwrap_or(UNKNOWN_MODEL_BUDGET)
+    }
+
+    /// Whether the API base is on this machine (a local server needs no key).
+    pub fn base_url_is_local(&self) -> bool {
+        let rest = self
+            .base_url
+            .split_once("://")
+            .map(|(_, r)| r)
+            .unwrap_or(&self.base_url);
+        let host_port = rest.split('/').next().unwrap_or("");
+        let host = if let Some(h) = host_port.strip_prefix('[') {
+            h.split(']').next().unwrap_or("")
+        } else {
+            host_port.split(':').next().unwrap_or("")
+        };
+        host.eq_ignore_ascii_case("localhost")
+            || host.starts_with("127.")
+            || host == "::1"
+            || host == "0.0.0.0"
+    }
+
+    /// Fail with the message that says how to set a key, when one is needed and missing.
+    pub fn require_key(&self) -> Result<(), ExitError> {
+        if self.api_key.is_none() && !self.base_url_is_local() {
+            return Err(ExitError::usage(format!(
+                "no API key: set {} (export {}=your-key), or put `api_key:` in ~/.config/zhi/config.yaml (mode 0600); \
+                 a local server (--base-url http://127.0.0.1:PORT/v1) needs none",
+                self.api_key_env, self.api_key_env
+            )));
+        }
+        Ok(())
+    }
+
+    fn apply_file(&mut self, path: &Path, base_url_set: &mut bool) -> Result<(), ExitError> {
+        let label = path.display().to_string();
+        let bad = |m: String| ExitError::usage(format!("config file {label}: {m}"));
+        let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_norway::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let Value::Mapping(map) = value else {
+            return Err(bad("expected a mapping of settings".into()));
+        };
+        let origin = || Origin::File(label.clone());
+        for (k, v) in &map {
+            let Some(key) = k.as_str() else {
+                self.warnings
+                    .push(format!("config file {label}: non-string key ignored"));
+                continue;
+            };
+            let as_string = || -> Result<String, ExitError> {
+                match v {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Number(n) => Ok(n.to_string()),
+                    Value::Bool(b) => Ok(b.to_string()),
+                    _ => Err(bad(format!("`{key}` must be a single value"))),
+                }
+            };
+            let as_u64 = || -> Result<u64, ExitError> {
+                v.as_u64()
+                    .ok_or_else(|| bad(format!("`{key}` must be a whole number")))
+            };
+            match key {
+                "provider" => {
+                    let s = as_string()?;
+                    self.provider = Provider::parse(&s)
+                        .ok_or_else(|| bad(format!("provider `{s}` is not zhipu or openai")))?;
+                }
+                "api_key" => {
+                    self.api_key = Some(ApiKey::new(as_string()?.trim()));
+                    warn_if_readable(path, &mut self.warnings);
+                }
+                "api_key_env" => self.api_key_env = as_string()?,
+                "base_url" => {
+                    self.base_url = as_string()?;
+                    *base_url_set = true;
+                }
+                "model" | "default_model" => self.default_model = as_string()?,
+                "output_dir" | "output" => self.output_dir = PathBuf::from(as_string()?),
+                "language" => {
+                    let s = as_string()?;
+                    self.language =
+                        parse_language(&s).ok_or_else(|| bad(format!("language `{s}` is not en or zh")))?;
+                }
+                "log_level" => self.log_level = as_string()?,
+                "timeout" => {
+                    let t = as_u64()?;
+                    if t == 0 {
+                        return Err(bad("timeout must be at least 1 second".into()));
+                    }
+                    self.timeout = Duration::from_secs(t);
+                }
+                "concurrency" => {
+                    self.concurrency = Concurrency::parse(&as_string()?).map_err(bad)?;
+                }
+                "rpm" => self.rpm = NonZeroU32::new(as_u64()? as u32),
+                "tpm" => self.tpm = NonZeroU32::new(as_u64()? as u32),
+                "ocr" => {
+                    let s = as_string()?;
+                    self.ocr = OcrChoice::parse(&s).ok_or_else(|| {
+                        bad(format!(
+                            "ocr `{s}` is not one of auto, tesseract, glm-ocr, file-extract, vision, off"
+                        ))
+                    })?;
+                }
+                "grace_period" => self.grace_period = Duration::from_secs(as_u64()?),
+                "retry" => {
+                    let Value::Mapping(r) = v else {
+                        return Err(bad("`retry` must be a mapping".into()));
+                    };
+                    for (rk, rv) in r {
+                        let n = rv.as_u64().ok_or_else(|| {
+                            bad(format!("retry.{} must be a whole number", rk.as_str().unwrap_or("?")))
+                        })?;
+                        match rk.as_str() {
+                            Some("max_attempts") => self.retry.max_attempts = (n as u32).max(1),
+                            Some("base_delay_ms") => self.retry.base_delay = Duration::from_millis(n),
+                            Some("max_delay_ms") => self.retry.max_delay = Duration::from_millis(n),
+                            other => self.warnings.push(format!(
+                                "config file {label}: unknown field `retry.{}` ignored",
+                                other.unwrap_or("?")
+                            )),
+                        }
+                    }
+                }
+                "models" => {
+                    let Value::Mapping(m) = v else {
+                        return Err(bad("`models` must map model names to budgets".into()));
+                    };
+                    for (name, budget) in m {
+                        let name = name
+                            .as_str()
+                            .ok_or_else(|| bad("model names must be strings".into()))?;
+                        let field = |f: &str| {
+                            budget
+                                .get(f)
+                                .and_then(Value::as_u64)
+                                .map(|n| n as u32)
+                        };
+                        let base = self.budget(name);
+                        self.models.insert(
+                            name.to_string(),
+                            ModelBudget {
+                                context_window: field("context_window").unwrap_or(base.context_window),
+                                max_output: field("max_output").unwrap_or(base.max_output),
+                            },
+                        );
+                    }
+                }
+                other => {
+                    self.warnings
+                        .push(format!("config file {label}: unknown setting `{other}` ignored"));
+                    continue;
+                }
+            }
+            let name: &'static str = match key {
+                "model" | "default_model" => "default_model",
+                "output" | "output_dir" => "output_dir",
+                k => KEYS.iter().find(|x| **x == k).copied().unwrap_or("other"),
+            };
+            self.origins.insert(name, origin());
+        }
+        Ok(())
+    }
+
+    /// The settings as (name, value, origin) rows, the key redacted.
+    pub fn rows(&self) -> Vec<(&'static str, String, Origin)> {
+        let origin = |k: &str| self.origins.get(k).cloned().unwrap_or(Origin::Default);
+        let opt = |v: Option<NonZeroU32>| v.map_or("unlimited".to_string(), |n| n.to_string());
+        vec![
+            ("provider", format!("{:?}", self.provider).to_lowercase(), origin("provider")),
+            ("base_url", self.base_url.clone(), origin("base_url")),
+            (
+                "api_key",
+                match &self.api_key {
+                    Some(_) => "<redacted>".to_string(),
+                    None => format!("(not set; export {})", self.api_key_env),
+                },
+                origin("api_key"),
+            ),
+            ("api_key_env", self.api_key_env.clone(), origin("api_key_env")),
+            (
+                "model",
+                self.model_override
+                    .clone()
+                    .unwrap_or_else(|| "(each skill's)".into()),
+                origin("model"),
+            ),
+            ("default_model", self.default_model.clone(), origin("default_model")),
+            ("output_dir", self.output_dir.display().to_string(), origin("output_dir")),
+            ("concurrency", self.concurrency.to_string(), origin("concurrency")),
+            ("rpm", opt(self.rpm), origin("rpm")),
+            ("tpm", opt(self.tpm), origin("tpm")),
+            ("timeout", format!("{}s", self.timeout.as_secs()), origin("timeout")),
+            (
+                "retry",
+                format!(
+                    "{} attempts, base {}ms, cap {}ms",
+                    self.retry.max_attempts,
+                    self.retry.base_delay.as_millis(),
+                    self.retry.max_delay.as_millis()
+                ),
+                origin("retry"),
+            ),
+            ("ocr", self.ocr.as_str().to_string(), origin("ocr")),
+            ("grace_period", format!("{}s", self.grace_period.as_secs()), origin("grace_period")),
+            ("language", format!("{:?}", self.language).to_lowercase(), origin("language")),
+            ("log_level", self.log_level.clone(), origin("log_level")),
+        ]
+    }
+}
+
+const KEYS: &[&str] = &[
+    "provider",
+    "api_key",
+    "api_key_env",
+    "base_url",
+    "language",
+    "log_level",
+    "timeout",
+    "concurrency",
+    "rpm",
+    "tpm",
+    "ocr",
+    "grace_period",
+    "retry",
+    "models",
+];
+
+fn parse_language(s: &str) -> Option<Language> {
+    let s = s.trim().to_ascii_lowercase();
+    if s.starts_with("zh") {
+        Some(Language::Zh)
+    } else if s.starts_with("en") {
+        Some(Language::En)
+    } else {
+        None
+    }
+}
+
+#[cfg(unix)]
+fn warn_if_readable(path: &Path, warnings: &mut Vec<String>) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::metadata(path) {
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            warnings.push(format!(
+                "config file {} holds an API key but has mode {mode:04o}; run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_readable(_: &Path, _: &mut Vec<String>) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn precedence_flags_env_files_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config/zhi")).unwrap();
+        std::fs::write(
+            home.join(".config/zhi/config.yaml"),
+            "base_url: http://home/v1\ntimeout: 7\nrpm: 5\n",
+        )
+        .unwrap();
+        let cwd = dir.path().join("proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::write(cwd.join("zhi.yaml"), "base_url: http://proj/v1\nrpm: 9\n").unwrap();
+        let env = env_of(&[("HOME", home.to_str().unwrap())]);
+        let c = Config::resolve(&Overrides::default(), &env, &cwd).unwrap();
+        assert_eq!(c.base_url, "http://proj/v1");
+        assert_eq!(c.timeout, Duration::from_secs(7));
+        assert_eq!(c.rpm.map(|n| n.get()), Some(9));
+
+        let env = env_of(&[("HOME", home.to_str().unwrap()), ("ZHI_BASE_URL", "http://env/v1")]);
+        let c = Config::resolve(&Overrides::default(), &env, &cwd).unwrap();
+        assert_eq!(c.base_url, "http://env/v1");
+        let ov = Overrides {
+            base_url: Some("http://flag/v1/".into()),
+            ..Default::default()
+        };
+        let c = Config::resolve(&ov, &env, &cwd).unwrap();
+        assert_eq!(c.base_url, "http://flag/v1");
+        assert_eq!(c.origins["base_url"], Origin::Flag("--base-url".into()));
+    }
+
+    #[test]
+    fn key_is_redacted_and_local_needs_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_of(&[("ZHI_API_KEY", "sk-secret")]);
+        let c = Config::resolve(&Overrides::default(), &env, dir.path()).unwrap();
+        assert!(!format!("{c:?}").contains("sk-secret"));
+        assert!(c.rows().iter().all(|r| !r.1.contains("sk-secret")));
+        let env = env_of(&[("ZHI_BASE_URL", "http://127.0.0.1:9/v1")]);
+        let c = Config::resolve(&Overrides::default(), &env, dir.path()).unwrap();
+        assert!(c.require_key().is_ok());
+        let c = Config::resolve(&Overrides::default(), &env_of(&[]), dir.path()).unwrap();
+        assert!(c.require_key().is_err());
     }
 }

@@ -8,3 +8,6 @@ pub mod config;
 pub mod error;
 pub mod exit;
 pub mod sanitize;
+pub mod cli;
+pub mod skills;
+pub mod commands;

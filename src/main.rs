@@ -1,1 +1,48 @@
-fn main() {}
+//! The `zhi` binary: parse, set up logging, run, map the result to an exit code.
+
+use clap::Parser;
+use std::process::ExitCode;
+use zhi::cli::Cli;
+
+fn main() -> ExitCode {
+    reset_sigpipe();
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose, cli.global.quiet);
+    match zhi::commands::dispatch(cli) {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("error: {}", zhi::sanitize::for_terminal(&e.message));
+            e.exit.into()
+        }
+    }
+}
+
+/// Logs go to stderr through `tracing`: `-v` info (turns, tool calls), `-vv` debug; otherwise
+/// `ZHI_LOG_LEVEL` (or warnings only).
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error".to_string(),
+        (false, 0) => std::env::var("ZHI_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
+        (false, 1) => "info".into(),
+        (false, 2) => "debug".into(),
+        _ => "trace".into(),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(format!("zhi={level},warn"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+/// A closed pipe (`zhi skills list | head`) ends the process quietly, as it does for other
+/// command-line tools, instead of panicking in `println!`.
+fn reset_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -1,0 +1,93 @@
+//! One handler per subcommand: turn resolved settings into what the user sees. Handlers print;
+//! the pipeline rooms never do.
+
+mod config_cmd;
+mod skills_cmd;
+
+use crate::cli::{Cli, Command, GlobalArgs};
+use crate::config::{Config, Overrides};
+use crate::exit::{Exit, ExitError};
+use std::path::PathBuf;
+
+/// What every handler gets: the global flags, the working folder and the environment.
+pub struct Ctx {
+    pub global: GlobalArgs,
+    pub cwd: PathBuf,
+}
+
+impl Ctx {
+    /// Settings for this invocation, with the given command-line overrides.
+    pub fn config(&self, mut ov: Overrides) -> Result<Config, ExitError> {
+        ov.config_file = self.global.config.clone();
+        let c = Config::resolve(&ov, &|k| std::env::var(k).ok(), &self.cwd)?;
+        for w in &c.warnings {
+            if !self.global.quiet {
+                eprintln!("warning: {}", crate::sanitize::one_line(w));
+            }
+        }
+        Ok(c)
+    }
+
+    /// Print a warning unless `-q`.
+    pub fn warn(&self, msg: &str) {
+        if !self.global.quiet {
+            eprintln!("warning: {}", crate::sanitize::one_line(msg));
+        }
+    }
+}
+
+/// Run the parsed command line.
+pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ExitError::usage(format!("cannot read the current folder: {e}")))?;
+    let ctx = Ctx {
+        global: cli.global,
+        cwd,
+    };
+    match cli.command {
+        Command::Skills(cmd) => skills_cmd::run(&ctx, cmd),
+        Command::Config(cmd) => config_cmd::run(&ctx, cmd),
+    }
+}
+
+/// Print rows as aligned columns (by characters; CJK text is counted as wide).
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    let width = |s: &str| {
+        s.chars()
+            .map(|c| if is_wide(c) { 2 } else { 1 })
+            .sum::<usize>()
+    };
+    let n = headers.len();
+    let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
+    for r in rows {
+        for (i, cell) in r.iter().enumerate().take(n) {
+            widths[i] = widths[i].max(width(cell));
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            out.push_str(cell);
+            if i + 1 < cells.len() {
+                out.push_str(&" ".repeat(widths[i] - width(cell) + 2));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(headers.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+}
+
+fn is_wide(c: char) -> bool {
+    matches!(c as u32, 0x1100..=0x115F | 0x2E80..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6)
+}
+
+/// Print a JSON value on stdout.
+pub fn print_json(v: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
+    );
+}

@@ -1,0 +1,117 @@
+//! The graph of nested skills: a skill listed in another's `tools` becomes a tool of it. The
+//! graph must be finite and shallow before anything runs: no unknown names, no cycles, at most
+//! [`MAX_NESTING`] levels of nesting below the skill a job starts with.
+
+use super::{BUILTIN_TOOLS, Skill};
+use std::collections::BTreeMap;
+
+/// How many levels of skills may nest below the top skill (a → b → c → d is 3).
+pub const MAX_NESTING: usize = 3;
+
+/// A problem in the skill graph, with the chain that shows it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    #[error("skill `{skill}`: unknown tool or skill `{name}` (tools are {tools}, or other skills' names)", tools = BUILTIN_TOOLS.join(", "))]
+    Unknown { skill: String, name: String },
+    #[error("skill cycle: {}", chain.join(" -> "))]
+    Cycle { chain: Vec<String> },
+    #[error("skills nest deeper than {MAX_NESTING}: {}", chain.join(" -> "))]
+    TooDeep { chain: Vec<String> },
+}
+
+pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) -> Vec<GraphError> {
+    let mut errors = Vec::new();
+    let roots: Vec<&str> = match roots {
+        Some(r) => r.to_vec(),
+        None => skills.keys().map(String::as_str).collect(),
+    };
+    for root in roots {
+        let mut chain = vec![root.to_string()];
+        walk(skills, &mut chain, &mut errors);
+    }
+    errors
+}
+
+fn walk(skills: &BTreeMap<String, Skill>, chain: &mut Vec<String>, errors: &mut Vec<GraphError>) {
+    let Some(skill) = chain.last().and_then(|n| skills.get(n)) else {
+        return;
+    };
+    for name in skill.nested_skill_names() {
+        if !skills.contains_key(name) {
+            push_once(
+                errors,
+                GraphError::Unknown {
+                    skill: skill.name.clone(),
+                    name: name.to_string(),
+                },
+            );
+            continue;
+        }
+        if let Some(pos) = chain.iter().position(|n| n == name) {
+            let mut cyc: Vec<String> = chain[pos..].to_vec();
+            cyc.push(name.to_string());
+            push_once(errors, GraphError::Cycle { chain: canonical_cycle(cyc) });
+            continue;
+        }
+        chain.push(name.to_string());
+        if chain.len() - 1 > MAX_NESTING {
+            push_once(errors, GraphError::TooDeep { chain: chain.clone() });
+        } else {
+            walk(skills, chain, errors);
+        }
+        chain.pop();
+    }
+}
+
+/// A cycle found from different starting points is reported once, starting at its smallest
+/// name: `b -> a -> b` and `a -> b -> a` are the same cycle.
+fn canonical_cycle(mut cyc: Vec<String>) -> Vec<String> {
+    cyc.pop();
+    if let Some(min) = cyc.iter().enumerate().min_by(|a, b| a.1.cmp(b.1)).map(|(i, _)| i) {
+        cyc.rotate_left(min);
+    }
+    if let Some(first) = cyc.first().cloned() {
+        cyc.push(first);
+    }
+    cyc
+}
+
+fn push_once(errors: &mut Vec<GraphError>, e: GraphError) {
+    if !errors.contains(&e) {
+        errors.push(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{SkillSet, SkillSource};
+    use super::*;
+
+    fn set(defs: &[(&str, &str)]) -> SkillSet {
+        let mut s = SkillSet::default();
+        for (name, tools) in defs {
+            let y = format!("name: {name}\ndescription: d\nsystem_prompt: p\ntools: [{tools}]\n");
+            s.add_bytes(y.as_bytes(), SkillSource::File(format!("{name}.yaml").into()))
+                .unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn cycles_and_depth() {
+        let s = set(&[("a", "b"), ("b", "a")]);
+        assert_eq!(
+            s.check_graph(None),
+            vec![GraphError::Cycle { chain: vec!["a".into(), "b".into(), "a".into()] }]
+        );
+        let s = set(&[("a", "file_read, a")]);
+        assert_eq!(s.check_graph(None)[0].to_string(), "skill cycle: a -> a");
+        let s = set(&[("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "file_read")]);
+        let errs = s.check_graph(Some(&["a"]));
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].to_string(), "skills nest deeper than 3: a -> b -> c -> d -> e");
+        assert!(s.check_graph(Some(&["b"])).is_empty());
+        let s = set(&[("a", "nope")]);
+        assert!(s.check_graph(None)[0].to_string().contains("unknown tool or skill `nope`"));
+    }
+}
