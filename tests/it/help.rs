@@ -1,0 +1,30 @@
+//! `--help` is documentation: its text is snapshotted so a change to it is a reviewed change.
+
+use crate::testenv::{TestEnv, stdout};
+
+fn help(args: &[&str]) -> String {
+    let env = TestEnv::new();
+    let out = env.zhi().args(args).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{args:?} --help failed");
+    stdout(&out)
+}
+
+#[test]
+fn top_level_help() {
+    insta::assert_snapshot!(help(&[]));
+}
+
+#[test]
+fn skills_help() {
+    insta::assert_snapshot!("skills", help(&["skills"]));
+    insta::assert_snapshot!("skills_list", help(&["skills", "list"]));
+    insta::assert_snapshot!("skills_show", help(&["skills", "show"]));
+    insta::assert_snapshot!("skills_validate", help(&["skills", "validate"]));
+    insta::assert_snapshot!("skills_new", help(&["skills", "new"]));
+}
+
+#[test]
+fn config_help() {
+    insta::assert_snapshot!("config", help(&["config"]));
+    insta::assert_snapshot!("config_show", help(&["config", "show"]));
+}

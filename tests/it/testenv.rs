@@ -1,0 +1,91 @@
+//! A temporary world for one test: a home folder (for `~/.config/zhi`), a working folder, and
+//! `zhi` commands that see only them — no real user config, no real API key.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+pub struct TestEnv {
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+    pub work: PathBuf,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        let home = root.path().join("home");
+        let work = root.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        TestEnv {
+            _root: root,
+            home,
+            work,
+        }
+    }
+
+    /// `zhi ARGS…` in the working folder, with a clean environment.
+    pub fn zhi(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_zhi"));
+        c.current_dir(&self.work)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("LANG", "C.UTF-8")
+            .env("COLUMNS", "100");
+        c
+    }
+
+    /// Write a file under the working folder, creating its parents.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.work.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    /// Write a user skill into `~/.config/zhi/skills/`.
+    pub fn user_skill(&self, file: &str, yaml: &str) -> PathBuf {
+        let p = self.home.join(".config/zhi/skills").join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, yaml).unwrap();
+        p
+    }
+
+    /// Write a project skill into `./.zhi/skills/`.
+    pub fn project_skill(&self, file: &str, yaml: &str) -> PathBuf {
+        self.write(&format!(".zhi/skills/{file}"), yaml)
+    }
+
+    /// Replace this env's temp paths in text so snapshots are stable.
+    pub fn filter(&self, text: &str) -> String {
+        text.replace(&self.home.display().to_string(), "[HOME]")
+            .replace(&self.work.display().to_string(), "[WORK]")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.work.join(rel)
+    }
+}
+
+/// A minimal valid skill with the given name and tools.
+pub fn skill_yaml(name: &str, tools: &str) -> String {
+    format!(
+        "name: {name}\ndescription: test skill {name}\nsystem_prompt: Do the thing.\ntools: [{tools}]\nmax_turns: 3\n"
+    )
+}
+
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}
