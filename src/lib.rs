@@ -11,3 +11,4 @@ pub mod sanitize;
 pub mod cli;
 pub mod skills;
 pub mod commands;
+pub mod manifest;

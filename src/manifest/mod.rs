@@ -1,0 +1,180 @@
+//! Manifests: one record per job, appended and flushed as each job ends, and one summary per
+//! run (SPEC §9). They are the run's account of itself: a record is written only for what
+//! really happened, and a reader survives a record torn by a crash.
+
+mod read;
+mod write;
+
+pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
+pub use write::{ManifestWriter, write_csv};
+
+use crate::error::JobError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What became of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Succeeded,
+    Failed,
+    Cached,
+    Skipped,
+    Cancelled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+            Status::Cached => "cached",
+            Status::Skipped => "skipped",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One output file of a job, relative to the output folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputFile {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// Tokens spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+}
+
+impl Tokens {
+    pub fn total(&self) -> u64 {
+        self.prompt + self.completion
+    }
+    pub fn add(&mut self, other: Tokens) {
+        self.prompt += other.prompt;
+        self.completion += other.completion;
+    }
+}
+
+/// Chunk progress of a long document (SPEC §5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunks {
+    pub total: u32,
+    pub done: u32,
+}
+
+/// One line of `results.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub job_id: String,
+    pub skill: String,
+    pub input: String,
+    pub input_sha256: Option<String>,
+    pub input_bytes: Option<u64>,
+    pub status: Status,
+    pub outputs: Vec<OutputFile>,
+    pub model: String,
+    pub turns: u32,
+    pub attempts: u32,
+    pub refused_tool_calls: u32,
+    pub tokens: Tokens,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ms: u64,
+    pub error: Option<JobError>,
+    /// The job's folder, relative to the output folder.
+    #[serde(default)]
+    pub output_dir: String,
+    /// The cache key the outputs were made under (SPEC §8).
+    #[serde(default)]
+    pub cache_key: Option<String>,
+    /// Arguments the job ran with.
+    #[serde(default)]
+    pub args: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<Chunks>,
+}
+
+/// Jobs per status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub planned: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub cached: u64,
+    pub skipped: u64,
+    pub cancelled: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, s: Status) {
+        match s {
+            Status::Succeeded => self.succeeded += 1,
+            Status::Failed => self.failed += 1,
+            Status::Cached => self.cached += 1,
+            Status::Skipped => self.skipped += 1,
+            Status::Cancelled => self.cancelled += 1,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    CompletedWithFailures,
+    Aborted,
+    Interrupted,
+}
+
+/// Concurrency over the run (`-j auto` moves it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConcurrencyStats {
+    pub mode: ConcurrencyMode,
+    pub initial: u32,
+    pub peak: u32,
+    #[serde(rename = "final")]
+    pub last: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConcurrencyMode {
+    #[default]
+    Fixed,
+    Auto,
+}
+
+/// `manifest.json`: the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    pub run_id: String,
+    pub zhi_version: String,
+    pub command: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub skills: BTreeMap<String, String>,
+    pub counts: Counts,
+    pub tokens: Tokens,
+    pub output_dir: String,
+    /// Path of `results.jsonl`.
+    pub results: String,
+    /// Path of `results.csv`.
+    pub results_csv: String,
+    /// `M/N` when this run was one shard.
+    pub shard: Option<String>,
+    /// Why the run stopped early, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub concurrency: ConcurrencyStats,
+    /// Every job id the run planned (shard included), for `manifest merge`.
+    #[serde(default)]
+    pub planned_job_ids: Vec<String>,
+}

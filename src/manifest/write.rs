@@ -1,0 +1,123 @@
+//! Writing records: each record is one line, written whole and flushed (and synced) as its job
+//! ends, so a crash loses at most the record being written — never an earlier one.
+
+use super::{JobRecord, RunManifest};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Appends job records to `results.jsonl` as jobs end.
+pub struct ManifestWriter {
+    dir: PathBuf,
+    jsonl: File,
+}
+
+impl ManifestWriter {
+    /// Create the run's folder and its `results.jsonl`.
+    pub fn create(dir: &Path) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let jsonl = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("results.jsonl"))?;
+        Ok(ManifestWriter {
+            dir: dir.to_path_buf(),
+            jsonl,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Append one record as one line, then flush it to disk.
+    pub fn append(&mut self, record: &JobRecord) -> io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        // One write call: with O_APPEND the line lands whole or, on a crash, torn at the end
+        // (the reader ignores a torn last line).
+        self.jsonl.write_all(&line)?;
+        self.jsonl.sync_data()
+    }
+
+    /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to
+    /// `<output>/manifest.json`.
+    pub fn finish(&self, manifest: &RunManifest, output_dir: &Path, records: &[JobRecord]) -> io::Result<()> {
+        write_csv(&self.dir.join("results.csv"), records)?;
+        let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
+        write_atomic(&self.dir.join("manifest.json"), &body)?;
+        write_atomic(&output_dir.join("manifest.json"), &body)
+    }
+}
+
+/// Write a file so that readers see the old or the new content, never a part.
+pub fn write_atomic(path: &Path, body: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(body)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+const CSV_HEADERS: &[&str] = &[
+    "job_id",
+    "skill",
+    "input",
+    "input_sha256",
+    "input_bytes",
+    "status",
+    "outputs",
+    "model",
+    "turns",
+    "attempts",
+    "refused_tool_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "error_kind",
+    "error_message",
+];
+
+/// `results.csv`: the records, flat, for spreadsheets.
+pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
+    let mut body = Vec::new();
+    {
+        let mut w = csv::Writer::from_writer(&mut body);
+        w.write_record(CSV_HEADERS).map_err(io::Error::other)?;
+        for r in records {
+            let outputs = r
+                .outputs
+                .iter()
+                .map(|o| o.path.as_str())
+                .collect::<Vec<_>>()
+                .join(";");
+            w.write_record([
+                r.job_id.as_str(),
+                &r.skill,
+                &r.input,
+                r.input_sha256.as_deref().unwrap_or(""),
+                &r.input_bytes.map(|b| b.to_string()).unwrap_or_default(),
+                r.status.as_str(),
+                &outputs,
+                &r.model,
+                &r.turns.to_string(),
+                &r.attempts.to_string(),
+                &r.refused_tool_calls.to_string(),
+                &r.tokens.prompt.to_string(),
+                &r.tokens.completion.to_string(),
+                r.started_at.as_deref().unwrap_or(""),
+                r.finished_at.as_deref().unwrap_or(""),
+                &r.duration_ms.to_string(),
+                r.error.as_ref().map(|e| e.kind.as_str()).unwrap_or(""),
+                r.error.as_ref().map(|e| e.message.as_str()).unwrap_or(""),
+            ])
+            .map_err(io::Error::other)?;
+        }
+        w.flush()?;
+    }
+    write_atomic(path, &body)
+}

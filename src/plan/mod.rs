@@ -1,0 +1,100 @@
+//! Inputs → jobs. The planner expands paths, folders and globs into one job per document (or
+//! per folder for directory skills), gives each a stable id, resolves arguments, and filters
+//! shards. It never talks to the network and never writes.
+
+mod args;
+mod expand;
+mod jobs_file;
+mod shard;
+
+pub use args::{parse_arg, resolve_args};
+pub use expand::{ExpandOptions, Found, expand};
+pub use jobs_file::{JobsEntry, read_jobs_file};
+pub use shard::{Shard, ShardMode, shard_from_env};
+
+use crate::error::JobError;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// A stable job id: the first 16 hex digits of sha256 over the skill, the input path and the
+/// arguments. The same job has the same id in every run and every shard.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct JobId(pub String);
+
+impl JobId {
+    pub fn new(skill: &str, input: &str, args: &BTreeMap<String, String>) -> JobId {
+        let mut h = Sha256::new();
+        h.update(b"zhi-job-v1\0");
+        h.update(skill.as_bytes());
+        h.update(b"\0");
+        h.update(input.as_bytes());
+        for (k, v) in args {
+            h.update(b"\0");
+            h.update(k.as_bytes());
+            h.update(b"=");
+            h.update(v.as_bytes());
+        }
+        JobId(hex::encode(&h.finalize()[..8]))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One unit of work: a skill applied to one document (or folder).
+#[derive(Debug, Clone, Serialize)]
+pub struct Job {
+    pub id: JobId,
+    pub skill: String,
+    /// The primary input as the user and the model see it (relative to the current folder
+    /// when under it, else relative to the parent of the root it was found under).
+    pub input: String,
+    /// The primary input's path on disk.
+    pub path: PathBuf,
+    /// Whether the primary input is a folder (directory skills).
+    pub is_dir: bool,
+    /// Arguments, defaults applied and file templates expanded.
+    pub args: BTreeMap<String, String>,
+    /// Further input files named by file-type arguments: (argument, display path, path).
+    pub extra_inputs: Vec<(String, String, PathBuf)>,
+    /// The job's folder relative to the output folder: `<skill>/<input>`.
+    pub output_rel: PathBuf,
+    /// A problem known at planning time (a missing paired file, a broken link): the job is
+    /// planned, and fails with this error without reaching the model.
+    pub problem: Option<JobError>,
+}
+
+impl Job {
+    /// Every input the job may read: the primary and the file arguments.
+    pub fn input_paths(&self) -> impl Iterator<Item = (&str, &std::path::Path)> {
+        std::iter::once((self.input.as_str(), self.path.as_path())).chain(
+            self.extra_inputs
+                .iter()
+                .map(|(_, d, p)| (d.as_str(), p.as_path())),
+        )
+    }
+}
+
+/// The output folder of a job: `<skill>/<display path>`, with `..` and root components
+/// removed so it always stays inside the output folder.
+pub fn output_rel(skill: &str, display: &str) -> PathBuf {
+    let mut p = PathBuf::from(skill);
+    for part in display.split('/') {
+        match part {
+            "" | "." | ".." => {}
+            // A component named like zhi's own folder gets a suffix so it cannot collide.
+            ".zhi" => p.push("_zhi"),
+            other => p.push(other),
+        }
+    }
+    p
+}
