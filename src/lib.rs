@@ -7,4 +7,5 @@
 pub mod config;
 pub mod error;
 pub mod exit;
+pub mod llm;
 pub mod sanitize;
