@@ -14,8 +14,7 @@ mod wire;
 
 pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings};
 pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
-pub use limit::{Cancelled, Limits, estimate_tokens, text_tokens};
-pub use retry::{backoff, parse_retry_after, retry_after};
+pub use limit::{estimate_tokens, text_tokens};
 pub use wire::{
     ChatRequest, ChatResponse, Choice, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message,
     Role, ToolCall, ToolDef, Usage,
