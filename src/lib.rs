@@ -7,6 +7,7 @@
 pub mod config;
 pub mod error;
 pub mod exit;
+pub mod llm;
 pub mod sanitize;
 pub mod cli;
 pub mod skills;

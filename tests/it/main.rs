@@ -1,7 +1,9 @@
-//! The one integration-test binary: every module drives the real `zhi` binary or the library
-//! through the product's contract (SPEC.md).
+//! zhi's integration tests: one test binary, one module per area. Each drives the real `zhi`
+//! binary or the library through the product's contract (SPEC.md).
 
 mod config_cli;
 mod help;
+mod llm_client;
 mod skills_cli;
+mod support;
 mod testenv;

@@ -1,0 +1,485 @@
+//! The one HTTP client of a run, and the one retry loop every API call goes through.
+//!
+//! [`ChatClient`] is cheap to clone (an `Arc` inside) and meant to be shared by every worker,
+//! so rate limits, counters and the connection pool are per process. Chat completions go
+//! through [`ChatClient::chat`]; other endpoints (OCR, file upload) build their own request
+//! and hand it to [`ChatClient::send`], which applies the same budget, classification,
+//! backoff and cancellation.
+//!
+//! This module must never put the API key anywhere but the `Authorization` header: not in a
+//! log line, not in an error message (server text that echoes it is redacted).
+
+use crate::config::{ApiKey, RetryPolicy};
+use crate::error::ErrorKind;
+use crate::llm::error::{
+    ApiError, Body, Observed, ProviderError, classify, excerpt, http_error, provider_error,
+};
+use crate::llm::limit::{Limits, estimate_tokens};
+use crate::llm::retry::{backoff, retry_after};
+use crate::llm::wire::{ChatRequest, ChatResponse, Message, Usage};
+use reqwest::header::HeaderMap;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the client needs, resolved from the run's configuration.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// The API base; chat goes to `<base_url>/chat/completions`. A trailing `/` is ignored.
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer <key>` when set (local servers need none).
+    pub api_key: Option<ApiKey>,
+    /// The limit for one request, connection to last body byte (`--timeout`).
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Requests per minute for this process (`--rpm`).
+    pub rpm: Option<NonZeroU32>,
+    /// Tokens per minute for this process (`--tpm`).
+    pub tpm: Option<NonZeroU32>,
+}
+
+impl ClientSettings {
+    /// Settings with the defaults of SPEC §2/§6: 120 s timeout, 5 attempts, no rate limits.
+    pub fn new(base_url: impl Into<String>, api_key: Option<ApiKey>) -> Self {
+        ClientSettings {
+            base_url: base_url.into(),
+            api_key,
+            timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            rpm: None,
+            tpm: None,
+        }
+    }
+}
+
+/// The client could not be set up (a malformed base URL, no TLS backend).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot set up the API client: {0}")]
+pub struct BuildError(String);
+
+/// A successful chat completion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatReply {
+    /// The assistant's message (text and/or tool calls; every tool call has an id).
+    pub message: Message,
+    /// `stop`, `tool_calls`, `length`…, as the server said.
+    pub finish_reason: Option<String>,
+    /// Zeros when the server reported none.
+    pub usage: Usage,
+    /// Attempts it took, the successful one included.
+    pub attempts: u32,
+}
+
+/// A successful response of any endpoint, after classification and retries.
+#[derive(Debug, Clone)]
+pub struct ApiResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// Attempts it took, the successful one included.
+    pub attempts: u32,
+}
+
+impl ApiResponse {
+    /// The body as JSON of type `T`; a mismatch is a non-retryable `api_error`.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            let mut err = ApiError::new(
+                ErrorKind::ApiError,
+                false,
+                format!("unexpected response shape: {e}"),
+            );
+            err.status = Some(self.status);
+            err.attempts = self.attempts;
+            err
+        })
+    }
+
+    /// The body as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// The shared model API client. Clone it freely: clones share one connection pool, one set of
+/// rate limits and one set of counters.
+#[derive(Clone)]
+pub struct ChatClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base_url: String,
+    key: Option<ApiKey>,
+    retry: RetryPolicy,
+    limits: Limits,
+    /// Bumped on every rate-limited response; see [`ChatClient::rate_limit_events`].
+    rate_limited: watch::Sender<u64>,
+    attempts: AtomicU64,
+    /// Ids for tool calls a server sent without one.
+    call_ids: AtomicU64,
+}
+
+impl std::fmt::Debug for ChatClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatClient")
+            .field("base_url", &self.inner.base_url)
+            .field("api_key", &self.inner.key)
+            .field("retry", &self.inner.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One complete HTTP response.
+struct Received {
+    status: u16,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl ChatClient {
+    pub fn new(settings: ClientSettings) -> Result<Self, BuildError> {
+        let base_url = settings.base_url.trim_end_matches('/').to_owned();
+        let parsed = reqwest::Url::parse(&base_url)
+            .map_err(|e| BuildError(format!("invalid base URL {base_url:?}: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(BuildError(format!(
+                "invalid base URL {base_url:?}: only http and https are supported"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .use_rustls_tls()
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout.min(Duration::from_secs(30)))
+            .user_agent(concat!("zhi/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| BuildError(e.to_string()))?;
+        let mut retry = settings.retry;
+        retry.max_attempts = retry.max_attempts.max(1);
+        Ok(ChatClient {
+            inner: Arc::new(Inner {
+                http,
+                base_url,
+                key: settings.api_key,
+                retry,
+                limits: Limits::new(settings.rpm, settings.tpm),
+                rate_limited: watch::Sender::new(0),
+                attempts: AtomicU64::new(0),
+                call_ids: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The API base, without a trailing `/`.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// The shared HTTP client, for building requests handed to [`ChatClient::send`].
+    pub fn http(&self) -> &reqwest::Client {
+        &self.inner.http
+    }
+
+    /// Attempts sent so far by this process (every retry counts).
+    pub fn requests_sent(&self) -> u64 {
+        self.inner.attempts.load(Ordering::Relaxed)
+    }
+
+    /// The adaptive-concurrency signal: a counter bumped once for every rate-limited
+    /// response (1302/1303/1305 or other 429, quota codes excluded), retried or not.
+    /// A watcher halves concurrency when it sees the value change (`changed().await`); many
+    /// bumps between two looks coalesce into one change, which is what "slow down" needs.
+    pub fn rate_limit_events(&self) -> watch::Receiver<u64> {
+        self.inner.rate_limited.subscribe()
+    }
+
+    /// One chat completion, with rate limiting, retries and cancellation.
+    ///
+    /// Retried per SPEC §6 up to the policy's `max_attempts`; the token budget is charged once
+    /// per call (not per attempt), the request budget once per attempt. On cancellation the
+    /// in-flight request or wait is dropped at once and an error of kind `cancelled` returned.
+    pub async fn chat(
+        &self,
+        req: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChatReply, ApiError> {
+        let mut req = req.clone();
+        req.stream = false;
+        let body = serde_json::to_vec(&req).map_err(|e| {
+            ApiError::new(
+                ErrorKind::ApiError,
+                false,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+        let estimate = estimate_tokens(&req);
+        let estimate = self
+            .inner
+            .limits
+            .tokens(estimate, cancel)
+            .await
+            .map_err(|_| ApiError::cancelled())?;
+        let url = format!("{}/chat/completions", self.inner.base_url);
+        let (response, attempts) = self
+            .with_retries(
+                |http| {
+                    http.post(&url)
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(body.clone())
+                },
+                |received| self.inspect(&received, true),
+                cancel,
+            )
+            .await?;
+        // `inspect(.., true)` only accepts a completion with at least one choice.
+        let Some(response) = response else {
+            return Err(ApiError::new(ErrorKind::ApiError, true, "no completion"));
+        };
+        let usage = response.usage.unwrap_or_default();
+        self.inner.limits.settle(estimate, usage.total());
+        let Some(choice) = response.choices.into_iter().next() else {
+            return Err(ApiError::new(ErrorKind::ApiError, true, "no choices"));
+        };
+        let mut message = choice.message;
+        if let Some(calls) = &mut message.tool_calls {
+            for call in calls.iter_mut().filter(|c| c.id.is_empty()) {
+                let n = self.inner.call_ids.fetch_add(1, Ordering::Relaxed);
+                call.id = format!("call_zhi_{n}");
+            }
+        }
+        Ok(ChatReply {
+            message,
+            finish_reason: choice.finish_reason,
+            usage,
+            attempts,
+        })
+    }
+
+    /// Any other API call, through the same budget, classification, retries and cancellation
+    /// as chat. `make` builds the request from the shared client (it may be called once per
+    /// attempt); the `Authorization` header is added here, so `make` must not add it.
+    ///
+    /// A 2xx body must be JSON (or empty); a 2xx body that is not is retried like a 5xx.
+    pub async fn send<F>(
+        &self,
+        make: F,
+        cancel: &CancellationToken,
+    ) -> Result<ApiResponse, ApiError>
+    where
+        F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    {
+        let ((status, headers, body), attempts) = self
+            .with_retries(
+                make,
+                |received| {
+                    self.inspect(&received, false)?;
+                    Ok((received.status, received.headers, received.body))
+                },
+                cancel,
+            )
+            .await?;
+        Ok(ApiResponse {
+            status,
+            headers,
+            body,
+            attempts,
+        })
+    }
+
+    /// The retry loop: budget, attempt, classify, back off, until success, a final error,
+    /// the attempt limit, or cancellation.
+    async fn with_retries<T, M, A>(
+        &self,
+        make: M,
+        accept: A,
+        cancel: &CancellationToken,
+    ) -> Result<(T, u32), ApiError>
+    where
+        M: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+        A: Fn(Received) -> Result<T, ApiError>,
+    {
+        let policy = self.inner.retry;
+        let mut attempt: u32 = 0;
+        loop {
+            let cancelled = |attempts: u32| ApiError {
+                attempts,
+                ..ApiError::cancelled()
+            };
+            if cancel.is_cancelled() || self.inner.limits.request(cancel).await.is_err() {
+                return Err(cancelled(attempt));
+            }
+            attempt += 1;
+            self.inner.attempts.fetch_add(1, Ordering::Relaxed);
+            let outcome = self.attempt(&make, cancel).await.and_then(&accept);
+            let mut err = match outcome {
+                Ok(value) => {
+                    tracing::debug!(attempt, "model API request succeeded");
+                    return Ok((value, attempt));
+                }
+                Err(err) => err,
+            };
+            err.attempts = attempt;
+            if err.kind == ErrorKind::Cancelled {
+                return Err(err);
+            }
+            if err.kind == ErrorKind::RateLimited {
+                self.inner.rate_limited.send_modify(|n| *n += 1);
+            }
+            if !err.retryable || attempt >= policy.max_attempts {
+                tracing::debug!(
+                    attempt,
+                    status = err.status,
+                    kind = %err.kind,
+                    retryable = err.retryable,
+                    "model API request failed"
+                );
+                return Err(err);
+            }
+            let wait = backoff(&policy, attempt - 1, err.retry_after);
+            tracing::debug!(
+                attempt,
+                status = err.status,
+                kind = %err.kind,
+                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "model API request failed; retrying"
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = cancel.cancelled() => return Err(cancelled(attempt)),
+            }
+        }
+    }
+
+    /// One attempt: send, read the whole body. Transport failures are classified here.
+    async fn attempt<M>(&self, make: &M, cancel: &CancellationToken) -> Result<Received, ApiError>
+    where
+        M: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    {
+        let mut request = make(&self.inner.http);
+        if let Some(key) = &self.inner.key {
+            request = request.bearer_auth(key.expose());
+        }
+        let exchange = async {
+            let response = request.send().await?;
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body = response.bytes().await?;
+            Ok::<_, reqwest::Error>(Received {
+                status,
+                headers,
+                body: body.to_vec(),
+            })
+        };
+        let result = tokio::select! {
+            r = exchange => r,
+            _ = cancel.cancelled() => return Err(ApiError::cancelled()),
+        };
+        result.map_err(|e| self.transport_error(e))
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> ApiError {
+        let e = e.without_url();
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        let text = self.redact(&text);
+        if e.is_builder() {
+            return ApiError::new(
+                ErrorKind::ApiError,
+                false,
+                format!("invalid request: {text}"),
+            );
+        }
+        let observed = if e.is_timeout() {
+            Observed::Timeout
+        } else {
+            Observed::Connection
+        };
+        // Transport failures always classify as a failure.
+        let verdict = classify(observed).unwrap_or(crate::llm::error::Verdict {
+            kind: ErrorKind::ApiError,
+            retryable: true,
+        });
+        let message = match observed {
+            Observed::Timeout => format!("request timed out: {text}"),
+            _ => format!("connection failed: {text}"),
+        };
+        ApiError::new(verdict.kind, verdict.retryable, excerpt(&message, 500))
+    }
+
+    /// Classifies a complete response (the SPEC §6 table via [`classify`]); for chat, also
+    /// parses the completion, which is then always `Some`.
+    fn inspect(&self, received: &Received, chat: bool) -> Result<Option<ChatResponse>, ApiError> {
+        let status = received.status;
+        let success = (200..300).contains(&status);
+        let json: Option<Value> = serde_json::from_slice(&received.body).ok();
+        let provider: Option<ProviderError> = json.as_ref().and_then(provider_error);
+        let mut completion = None;
+        let body = match (&json, &provider) {
+            (_, Some(p)) => Body::Error(p),
+            (Some(value), None) if chat && success => {
+                match serde_json::from_value::<ChatResponse>(value.clone()) {
+                    Ok(r) if !r.choices.is_empty() => {
+                        completion = Some(r);
+                        Body::Completion {
+                            finish_reason: None,
+                        }
+                    }
+                    _ => Body::Malformed,
+                }
+            }
+            (Some(_), None) => Body::Json,
+            (None, None) if !chat && success && received.body.is_empty() => Body::Json,
+            (None, None) => Body::NotJson,
+        };
+        let finish_reason = completion
+            .as_ref()
+            .and_then(|r| r.choices[0].finish_reason.clone());
+        let body = match body {
+            Body::Completion { .. } => Body::Completion {
+                finish_reason: finish_reason.as_deref(),
+            },
+            other => other,
+        };
+        let Some(verdict) = classify(Observed::Http { status, body }) else {
+            return Ok(completion);
+        };
+        let detail = match (&provider, body) {
+            (Some(p), _) => p.message.clone(),
+            (None, Body::Completion { finish_reason }) => {
+                format!("finish_reason: {}", finish_reason.unwrap_or("none"))
+            }
+            (None, Body::Malformed) => "the response is not a chat completion".to_owned(),
+            (None, Body::NotJson) if success => format!(
+                "invalid JSON body: {}",
+                String::from_utf8_lossy(&received.body)
+            ),
+            (None, _) => String::from_utf8_lossy(&received.body).into_owned(),
+        };
+        Err(http_error(
+            verdict,
+            status,
+            provider.as_ref(),
+            &self.redact(&detail),
+            retry_after(&received.headers),
+        ))
+    }
+
+    /// Server text may echo the key (e.g. "invalid key sk-…"): it never reaches a message.
+    fn redact(&self, text: &str) -> String {
+        match &self.inner.key {
+            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "<redacted>"),
+            _ => text.to_owned(),
+        }
+    }
+}

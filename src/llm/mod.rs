@@ -1,0 +1,21 @@
+//! The chat API: wire types, error classification, retries and rate limits.
+//!
+//! One shared [`ChatClient`] per process carries every model API request (chat, and OCR or file
+//! calls through [`ChatClient::send`]), so there is one connection pool, one retry policy, one
+//! classification of failures (SPEC §6) and one per-process budget (`--rpm`, `--tpm`).
+//! This module knows nothing of skills, jobs or files: it speaks HTTP and the OpenAI-shaped
+//! wire format, and never lets the API key out of the `Authorization` header.
+
+mod client;
+mod error;
+mod limit;
+mod retry;
+mod wire;
+
+pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings};
+pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
+pub use limit::{estimate_tokens, text_tokens};
+pub use wire::{
+    ChatRequest, ChatResponse, Choice, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message,
+    Role, ToolCall, ToolDef, Usage,
+};
