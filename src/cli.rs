@@ -58,6 +58,13 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a skill over files, folders (recursive) and quoted globs ('docs/**/*.pdf')
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+
+    /// Show the jobs a run would do, which are cached, and a token estimate; no API calls
+    Plan(RunArgs),
+
     /// List, show, validate and create skills
     #[command(subcommand)]
     Skills(SkillsCommand),
@@ -92,4 +99,104 @@ pub enum SkillsCommand {
 pub enum ConfigCommand {
     /// Print the resolved settings and where each came from (the API key is redacted)
     Show,
+}
+
+const RUN_EXAMPLES: &str = "Examples:
+  zhi run summarize reports/
+  zhi run translate -a to=english 'docs/**/*.md'
+  zhi run compare -a file2={dir}/{stem}.old{ext} contracts/
+  zhi run --jobs jobs.yaml --shard 2/4
+  zhi run summarize docs/ --base-url http://127.0.0.1:8080/v1   # a local server, no key";
+
+/// Flags of `run` and `plan`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunArgs {
+    /// The skill to run (see `zhi skills list`); omit with --jobs
+    #[arg(value_name = "SKILL", required_unless_present = "jobs")]
+    pub skill: Option<String>,
+
+    /// Files, folders (walked recursively) and quoted globs
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<String>,
+
+    /// Run the jobs listed in a YAML jobs file (several skills and inputs in one run)
+    #[arg(long, value_name = "FILE", conflicts_with = "skill")]
+    pub jobs: Option<PathBuf>,
+
+    /// Output folder [default: zhi-output, env ZHI_OUTPUT_DIR]
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Skill argument KEY=VALUE, repeatable; file arguments may be templates relative to each
+    /// input: {dir}, {stem}, {ext}, {name}
+    #[arg(short, long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+
+    /// Override the skill's model
+    #[arg(short, long, value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// API base; requests go to <URL>/chat/completions [env ZHI_BASE_URL]
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Documents in flight: a number, or auto to adapt to rate limits [default: 4]
+    #[arg(short = 'j', long, value_name = "N|auto")]
+    pub concurrency: Option<String>,
+
+    /// Requests per minute, per process
+    #[arg(long, value_name = "N")]
+    pub rpm: Option<u32>,
+
+    /// Tokens per minute, per process
+    #[arg(long, value_name = "N")]
+    pub tpm: Option<u32>,
+
+    /// OCR engine for images and scanned pages
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub ocr: Option<crate::config::OcrChoice>,
+
+    /// Skip matching paths (glob), repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+
+    /// Include dot-files and dot-folders
+    #[arg(long)]
+    pub hidden: bool,
+
+    /// Follow symbolic links to folders
+    #[arg(long, short = 'L')]
+    pub follow_links: bool,
+
+    /// Do only shard M of N (hash:M/N, the default, or slice:M/N)
+    #[arg(long, value_name = "M/N")]
+    pub shard: Option<String>,
+
+    /// Redo jobs even if cached
+    #[arg(long)]
+    pub force: bool,
+
+    /// At most N jobs
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Stop scheduling after N failed jobs
+    #[arg(long, value_name = "N")]
+    pub max_failures: Option<u64>,
+
+    /// Stop scheduling after the first failed job
+    #[arg(long, conflicts_with = "max_failures")]
+    pub fail_fast: bool,
+
+    /// Stop scheduling when the tokens spent reach N
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+
+    /// Timeout of each API request, in seconds [default: 120]
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+
+    /// Give skills that list web_fetch that tool (private and local addresses are refused)
+    #[arg(long)]
+    pub allow_web: bool,
 }

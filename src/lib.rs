@@ -13,3 +13,4 @@ pub mod cli;
 pub mod skills;
 pub mod commands;
 pub mod manifest;
+pub mod plan;

@@ -2,6 +2,7 @@
 //! the pipeline rooms never do.
 
 mod config_cmd;
+mod run_cmd;
 mod skills_cmd;
 
 use crate::cli::{Cli, Command, GlobalArgs};
@@ -45,6 +46,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         cwd,
     };
     match cli.command {
+        Command::Run(a) => run_cmd::run(&ctx, a),
+        Command::Plan(a) => run_cmd::plan(&ctx, a),
         Command::Skills(cmd) => skills_cmd::run(&ctx, cmd),
         Command::Config(cmd) => config_cmd::run(&ctx, cmd),
     }
@@ -90,4 +93,37 @@ pub fn print_json(v: &serde_json::Value) {
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
     );
+}
+
+/// The reader that turns inputs into the text the model is given.
+pub fn document_reader(_config: &Config) -> std::sync::Arc<dyn crate::agent::tools::DocumentReader> {
+    std::sync::Arc::new(crate::agent::tools::PlainTextReader)
+}
+
+/// The kind of extraction a job's input needs and its estimated tokens.
+pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
+    if job.is_dir {
+        let bytes: u64 = crate::plan::cache::files_under(&job.path)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|f| std::fs::metadata(job.path.join(f)).ok())
+            .map(|m| m.len())
+            .sum();
+        return ("folder", bytes / 4);
+    }
+    let size = std::fs::metadata(&job.path).map(|m| m.len()).unwrap_or(0);
+    let ext = job
+        .path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "pdf" => ("pdf", size / 10),
+        "docx" | "pptx" | "xlsx" | "xls" | "ods" => ("office", size / 8),
+        "png" | "jpg" | "jpeg" | "gif" | "webp" | "tiff" | "tif" | "bmp" => ("ocr", 1000),
+        _ => match std::fs::read(&job.path) {
+            Ok(bytes) => ("text", crate::llm::limit::text_tokens(&String::from_utf8_lossy(&bytes))),
+            Err(_) => ("text", 0),
+        },
+    }
 }

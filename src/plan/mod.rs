@@ -3,6 +3,7 @@
 //! shards. It never talks to the network and never writes.
 
 mod args;
+pub mod cache;
 mod expand;
 mod jobs_file;
 mod shard;
@@ -97,4 +98,74 @@ pub fn output_rel(skill: &str, display: &str) -> PathBuf {
         }
     }
     p
+}
+
+/// What to plan: one skill over some inputs (a jobs file is several of these).
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    pub skill: String,
+    pub inputs: Vec<String>,
+    pub args: BTreeMap<String, String>,
+    pub expand: ExpandOptions,
+}
+
+/// Plan the jobs of several requests: expand, resolve arguments, give ids, dedupe (the same
+/// skill, input and arguments reached twice is one job). Usage errors (unknown skill, bad
+/// arguments, inputs that do not exist, no inputs at all) fail the whole plan.
+pub fn build(
+    requests: &[PlanRequest],
+    skills: &crate::skills::SkillSet,
+    cwd: &std::path::Path,
+    output_dir: &std::path::Path,
+) -> Result<Vec<Job>, crate::exit::ExitError> {
+    use crate::exit::ExitError;
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut ids = std::collections::BTreeSet::new();
+    for req in requests {
+        let skill = skills.get(&req.skill).ok_or_else(|| {
+            ExitError::usage(format!(
+                "unknown skill `{}`; `zhi skills list` shows the available ones",
+                crate::sanitize::one_line(&req.skill)
+            ))
+        })?;
+        args::check_args(skill, &req.args)?;
+        let mut opts = req.expand.clone();
+        opts.directories = skill.takes_directory();
+        let found = expand(&req.inputs, &opts, cwd, output_dir)?;
+        for f in found {
+            let (args, extra_inputs, arg_problem) = resolve_args(skill, &req.args, &f.display, &f.path);
+            let id = JobId::new(&skill.name, &f.display, &args);
+            if !ids.insert(id.clone()) {
+                continue;
+            }
+            jobs.push(Job {
+                id,
+                skill: skill.name.clone(),
+                output_rel: output_rel(&skill.name, &f.out_display),
+                input: f.display,
+                path: f.path,
+                is_dir: opts.directories,
+                args,
+                extra_inputs,
+                problem: f.problem.or(arg_problem),
+            });
+        }
+    }
+    if jobs.is_empty() {
+        return Err(ExitError::usage(
+            "no inputs: nothing matched the given paths (hidden files need --hidden; the output folder is never an input)",
+        ));
+    }
+    Ok(jobs)
+}
+
+/// Keep the jobs of one shard (positions are in plan order).
+pub fn filter_shard(jobs: Vec<Job>, shard: Option<Shard>) -> Vec<Job> {
+    let Some(shard) = shard else { return jobs };
+    let len = jobs.len();
+    jobs.into_iter()
+        .enumerate()
+        .filter(|(i, j)| shard.owns(j.id.as_str(), *i, len))
+        .map(|(_, j)| j)
+        .collect()
 }

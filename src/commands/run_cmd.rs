@@ -1,0 +1,299 @@
+//! `zhi run` and `zhi plan`: resolve settings, plan, then (for run) execute and report.
+
+use super::{Ctx, print_json, print_table};
+use crate::cli::RunArgs;
+use crate::config::{Concurrency, Config, Overrides};
+use crate::exit::{Exit, ExitError};
+use crate::plan::{self, ExpandOptions, Job, PlanRequest, Shard};
+use crate::sanitize::one_line;
+use crate::skills::{self, SkillSet};
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Settings, skills and jobs of a `run` or `plan`.
+pub struct Prepared {
+    pub config: Config,
+    pub skills: Arc<SkillSet>,
+    pub jobs: Vec<Job>,
+    pub shard: Option<Shard>,
+    pub output_dir: PathBuf,
+}
+
+fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
+    Ok(Overrides {
+        config_file: None,
+        output_dir: a.output.clone(),
+        base_url: a.base_url.clone(),
+        model: a.model.clone(),
+        concurrency: a
+            .concurrency
+            .as_deref()
+            .map(Concurrency::parse)
+            .transpose()
+            .map_err(|e| ExitError::usage(format!("--concurrency: {e}")))?,
+        rpm: a
+            .rpm
+            .map(|n| NonZeroU32::new(n).ok_or_else(|| ExitError::usage("--rpm must be at least 1")))
+            .transpose()?,
+        tpm: a
+            .tpm
+            .map(|n| NonZeroU32::new(n).ok_or_else(|| ExitError::usage("--tpm must be at least 1")))
+            .transpose()?,
+        timeout_secs: a.timeout,
+        ocr: a.ocr,
+    })
+}
+
+/// Everything up to a complete, valid plan. No network.
+pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
+    let config = ctx.config(overrides(a)?)?;
+    let set = skills::discover(config.config_dir.as_deref(), &ctx.cwd);
+    for e in &set.broken {
+        ctx.warn(&format!("skipped skill file {e}"));
+    }
+
+    let mut requests = Vec::new();
+    let expand = ExpandOptions {
+        excludes: a.exclude.clone(),
+        hidden: a.hidden,
+        follow_links: a.follow_links,
+        directories: false,
+    };
+    let mut given: BTreeMap<String, String> = BTreeMap::new();
+    for raw in &a.args {
+        let (k, v) = plan::parse_arg(raw)?;
+        given.insert(k, v);
+    }
+    if let Some(file) = &a.jobs {
+        if !a.inputs.is_empty() {
+            return Err(ExitError::usage("--jobs takes its inputs from the jobs file; give no INPUT"));
+        }
+        for entry in plan::read_jobs_file(file)? {
+            let mut args = given.clone();
+            args.extend(entry.string_args()?);
+            let mut ex = expand.clone();
+            ex.excludes.extend(entry.exclude.iter().cloned());
+            requests.push(PlanRequest {
+                skill: entry.skill.clone(),
+                inputs: entry.inputs.clone(),
+                args,
+                expand: ex,
+            });
+        }
+    } else {
+        let skill = a.skill.clone().unwrap_or_default();
+        if a.inputs.is_empty() {
+            return Err(ExitError::usage(format!(
+                "no inputs: give files, folders or quoted globs, e.g. `zhi run {skill} docs/`"
+            )));
+        }
+        requests.push(PlanRequest {
+            skill,
+            inputs: a.inputs.clone(),
+            args: given,
+            expand,
+        });
+    }
+
+    // Every skill the run uses must be valid, nested ones included, before anything runs.
+    for r in &requests {
+        if set.get(&r.skill).is_none() {
+            let broken = set
+                .broken
+                .iter()
+                .find(|e| e.file.contains(&format!("{}.y", r.skill)));
+            return Err(ExitError::usage(match broken {
+                Some(e) => format!("skill `{}` cannot be loaded: {e}", one_line(&r.skill)),
+                None => format!(
+                    "unknown skill `{}`; `zhi skills list` shows the available ones",
+                    one_line(&r.skill)
+                ),
+            }));
+        }
+        let errors = set.check_graph(Some(&[r.skill.as_str()]));
+        if let Some(e) = errors.first() {
+            return Err(ExitError::usage(format!("skill `{}` is invalid: {e}", r.skill)));
+        }
+    }
+    for w in &set.warnings {
+        tracing::debug!("{w}");
+    }
+
+    let output_dir = absolute(&ctx.cwd, &config.output_dir);
+    let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
+    let shard = match &a.shard {
+        Some(s) => Some(Shard::parse(s)?),
+        None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
+    };
+    let mut jobs = plan::filter_shard(jobs, shard);
+    if let Some(n) = a.limit {
+        jobs.truncate(n);
+    }
+    Ok(Prepared {
+        config,
+        skills: Arc::new(set),
+        jobs,
+        shard,
+        output_dir,
+    })
+}
+
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+}
+
+/// `zhi run`.
+pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
+    let prepared = prepare(ctx, &a)?;
+    prepared.config.require_key()?;
+    if prepared.jobs.is_empty() {
+        // A shard may own no job of a small plan: that is success, with a manifest saying so.
+        ctx.warn("this shard has no jobs");
+    }
+    let command = std::env::args()
+        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let reader = super::document_reader(&prepared.config);
+    let opts = crate::run::RunOptions {
+        jobs: prepared.jobs,
+        skills: prepared.skills,
+        config: prepared.config,
+        output_dir: prepared.output_dir.clone(),
+        shard: prepared.shard,
+        force: a.force,
+        max_failures: if a.fail_fast { Some(1) } else { a.max_failures },
+        budget_tokens: a.budget_tokens,
+        allow_web: a.allow_web,
+        command,
+        progress: !ctx.global.no_progress && !ctx.global.quiet,
+        summary: !ctx.global.quiet,
+        reader,
+    };
+    let summary = opts.summary;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExitError::usage(format!("cannot start the runtime: {e}")))?;
+    let result = rt.block_on(crate::run::execute(opts))?;
+    // Jobs still finishing their cancellation are not waited for.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    if summary {
+        print_summary(&result, &ctx.cwd, &prepared.output_dir);
+    }
+    if ctx.global.json {
+        print_json(&serde_json::to_value(&result.manifest).unwrap_or_default());
+    }
+    Ok(result.exit)
+}
+
+fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
+    let m = &result.manifest;
+    let c = &m.counts;
+    let status = serde_json::to_value(m.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let shown = out.strip_prefix(cwd).unwrap_or(out).display().to_string();
+    eprintln!();
+    eprintln!("run {} {status}{}", m.run_id, m.reason.as_ref().map(|r| format!(": {}", one_line(r))).unwrap_or_default());
+    eprintln!(
+        "  planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
+        c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+    );
+    eprintln!(
+        "  tokens {} (prompt {}, completion {})",
+        m.tokens.prompt + m.tokens.completion,
+        m.tokens.prompt,
+        m.tokens.completion
+    );
+    eprintln!("  outputs in {shown}/  records in {shown}/{}", m.results);
+    let failed: Vec<_> = result
+        .records
+        .iter()
+        .filter(|r| r.status == crate::manifest::Status::Failed)
+        .collect();
+    if !failed.is_empty() {
+        eprintln!("  failed jobs:");
+        for r in failed.iter().take(20) {
+            if let Some(e) = &r.error {
+                eprintln!("    {}  {}  {}", one_line(&r.input), e.kind, one_line(&truncate(&e.message, 120)));
+            }
+        }
+        if failed.len() > 20 {
+            eprintln!("    … and {} more (see results.jsonl)", failed.len() - 20);
+        }
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+/// `zhi plan`.
+pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
+    let prepared = prepare(ctx, &a)?;
+    let index = crate::plan::cache::CacheIndex::load(&prepared.output_dir);
+    let config = prepared.config.clone();
+    let skills = prepared.skills.clone();
+    let model_of = |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+    let caches = crate::plan::cache::statuses(&prepared.jobs, &index, &prepared.skills, &model_of, &prepared.output_dir, a.force);
+    let mut rows = Vec::new();
+    let mut total_tokens = 0u64;
+    for (job, cache) in prepared.jobs.iter().zip(&caches) {
+        let status = if job.problem.is_some() {
+            "will-fail"
+        } else if cache.cached {
+            "cached"
+        } else {
+            "pending"
+        };
+        let (kind, tokens) = super::estimate(job);
+        if status == "pending" {
+            total_tokens += tokens;
+        }
+        if ctx.global.json {
+            let v = serde_json::json!({
+                "job_id": job.id,
+                "skill": job.skill,
+                "inputs": job.input_paths().map(|(d, _)| d.to_string()).collect::<Vec<_>>(),
+                "args": job.args,
+                "status": status,
+                "extraction": kind,
+                "estimated_tokens": tokens,
+                "output_dir": job.output_rel.to_string_lossy(),
+                "error": job.problem,
+            });
+            println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        } else {
+            rows.push(vec![
+                job.id.0.clone(),
+                job.skill.clone(),
+                one_line(&job.input),
+                kind.to_string(),
+                status.to_string(),
+                tokens.to_string(),
+            ]);
+        }
+    }
+    if !ctx.global.json {
+        print_table(&["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"], &rows);
+        let cached = caches.iter().filter(|c| c.cached).count();
+        eprintln!(
+            "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
+            prepared.jobs.len(),
+            cached,
+            prepared.jobs.len() - cached,
+            total_tokens,
+            prepared.shard.map(|s| format!(" (shard {})", s.label())).unwrap_or_default()
+        );
+        eprintln!("token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size");
+    }
+    Ok(Exit::Success)
+}

@@ -1,0 +1,205 @@
+//! Cache status (SPEC §8): a job whose key matches the latest succeeded record for its id, and
+//! whose outputs are still there unchanged, is `cached` and costs no request.
+//!
+//! The key is a hash of the zhi prompt version, the skill and its nested skills (their file
+//! hashes), the model, the arguments and the content of every input.
+
+use crate::manifest::{self, JobRecord, Status};
+use crate::plan::Job;
+use crate::skills::SkillSet;
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+/// Bumped whenever the way zhi talks to the model changes (preamble, message layout, tools):
+/// outputs made under another version are redone.
+pub const PROMPT_VERSION: &str = "zhi-prompt-1";
+
+/// The latest usable record of each job id in an output folder.
+#[derive(Debug, Default)]
+pub struct CacheIndex {
+    latest: HashMap<String, JobRecord>,
+}
+
+impl CacheIndex {
+    /// Read every run's records, oldest first; a later success replaces an earlier one.
+    pub fn load(output_dir: &Path) -> CacheIndex {
+        let mut latest = HashMap::new();
+        for run in manifest::list_runs(output_dir) {
+            let Ok((records, _)) = manifest::read_records(&run.path) else { continue };
+            for r in records {
+                if matches!(r.status, Status::Succeeded | Status::Cached) {
+                    latest.insert(r.job_id.clone(), r);
+                }
+            }
+        }
+        CacheIndex { latest }
+    }
+
+    pub fn get(&self, job_id: &str) -> Option<&JobRecord> {
+        self.latest.get(job_id)
+    }
+}
+
+/// What the planner knows of a job before running it.
+#[derive(Debug, Clone, Default)]
+pub struct JobCache {
+    pub input_sha256: Option<String>,
+    pub input_bytes: Option<u64>,
+    pub cache_key: Option<String>,
+    /// The latest succeeded record of this job, whatever its key.
+    pub previous: Option<JobRecord>,
+    /// Whether the job is cached: same key, outputs unchanged.
+    pub cached: bool,
+}
+
+/// Hash every input and decide each job's cache status, in parallel.
+pub fn statuses(
+    jobs: &[Job],
+    index: &CacheIndex,
+    skills: &SkillSet,
+    models: &dyn Fn(&str) -> String,
+    output_dir: &Path,
+    force: bool,
+) -> Vec<JobCache> {
+    jobs.par_iter()
+        .map(|job| {
+            let (sha, bytes) = if job.problem.is_some() {
+                (None, None)
+            } else if job.is_dir {
+                hash_dir(&job.path)
+            } else {
+                hash_file(&job.path)
+            };
+            let previous = index.get(job.id.as_str()).cloned();
+            let Some(sha) = sha else {
+                return JobCache {
+                    input_sha256: None,
+                    input_bytes: bytes,
+                    cache_key: None,
+                    previous,
+                    cached: false,
+                };
+            };
+            let extra: Vec<(String, Option<String>)> = job
+                .extra_inputs
+                .iter()
+                .map(|(name, _, p)| (name.clone(), hash_file(p).0))
+                .collect();
+            let key = cache_key(skills, &job.skill, &models(&job.skill), &job.args, &sha, &extra);
+            let cached = !force
+                && previous.as_ref().is_some_and(|r| {
+                    r.cache_key.as_deref() == Some(key.as_str()) && outputs_intact(output_dir, r)
+                });
+            JobCache {
+                input_sha256: Some(sha),
+                input_bytes: bytes,
+                cache_key: Some(key),
+                previous,
+                cached,
+            }
+        })
+        .collect()
+}
+
+/// The cache key of a job.
+pub fn cache_key(
+    skills: &SkillSet,
+    skill: &str,
+    model: &str,
+    args: &std::collections::BTreeMap<String, String>,
+    input_sha256: &str,
+    extra: &[(String, Option<String>)],
+) -> String {
+    let mut h = Sha256::new();
+    h.update(PROMPT_VERSION.as_bytes());
+    for s in skills.closure(skill) {
+        h.update(b"\0skill\0");
+        h.update(s.name.as_bytes());
+        h.update(b"=");
+        h.update(s.content_hash.as_bytes());
+    }
+    h.update(b"\0model\0");
+    h.update(model.as_bytes());
+    for (k, v) in args {
+        h.update(b"\0arg\0");
+        h.update(k.as_bytes());
+        h.update(b"=");
+        h.update(v.as_bytes());
+    }
+    h.update(b"\0input\0");
+    h.update(input_sha256.as_bytes());
+    for (k, sha) in extra {
+        h.update(b"\0extra\0");
+        h.update(k.as_bytes());
+        h.update(b"=");
+        h.update(sha.as_deref().unwrap_or("missing").as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Every output of the record is still there, byte for byte, and nothing else is in the job's
+/// folder.
+pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
+    if record.output_dir.is_empty() {
+        return false;
+    }
+    let dir = output_dir.join(&record.output_dir);
+    let Ok(files) = files_under(&dir) else { return false };
+    if files.len() != record.outputs.len() {
+        return false;
+    }
+    record.outputs.iter().all(|o| {
+        let p = output_dir.join(&o.path);
+        hash_file(&p).0.as_deref() == Some(o.sha256.as_str())
+    })
+}
+
+/// Files below a folder (recursively), relative to it, sorted.
+pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.map_err(std::io::Error::other)?;
+        if !e.file_type().is_dir() {
+            out.push(e.path().strip_prefix(dir).unwrap_or(e.path()).to_path_buf());
+        }
+    }
+    Ok(out)
+}
+
+/// sha256 and size of a file; `None` when it cannot be read.
+pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
+    let Ok(mut f) = std::fs::File::open(path) else { return (None, None) };
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n_total = 0u64;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                h.update(&buf[..n]);
+                n_total += n as u64;
+            }
+            Err(_) => return (None, None),
+        }
+    }
+    (Some(hex::encode(h.finalize())), Some(n_total))
+}
+
+/// A folder's content hash: its files' relative paths and contents, in sorted order.
+fn hash_dir(path: &Path) -> (Option<String>, Option<u64>) {
+    let Ok(files) = files_under(path) else { return (None, None) };
+    let mut h = Sha256::new();
+    let mut total = 0;
+    for f in files {
+        let (sha, bytes) = hash_file(&path.join(&f));
+        h.update(f.to_string_lossy().as_bytes());
+        h.update(b"\0");
+        h.update(sha.as_deref().unwrap_or("unreadable").as_bytes());
+        h.update(b"\n");
+        total += bytes.unwrap_or(0);
+    }
+    (Some(hex::encode(h.finalize())), Some(total))
+}

@@ -1,0 +1,335 @@
+//! Paths, folders and globs → the documents (or folders) a run is about, in a sorted,
+//! deterministic order. The output folder and everything under it is never an input.
+
+use crate::error::{ErrorKind, JobError};
+use crate::exit::ExitError;
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+/// How inputs are walked.
+#[derive(Debug, Clone, Default)]
+pub struct ExpandOptions {
+    /// `--exclude`: globs matched against the path as shown and against the file name.
+    pub excludes: Vec<String>,
+    /// `--hidden`: include dot-files and dot-folders.
+    pub hidden: bool,
+    /// `--follow-links`: descend into symlinked folders.
+    pub follow_links: bool,
+    /// Directory skills: one entry per folder instead of per file.
+    pub directories: bool,
+}
+
+/// One document (or folder) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// As shown to the user and the model, `/`-separated.
+    pub display: String,
+    /// On disk.
+    pub path: PathBuf,
+    /// Where its outputs go below `<OUT>/<skill>/`: the shown path when under the current
+    /// folder, else relative to the input root it was found under (`docs/a.pdf` for
+    /// `/data/docs`).
+    pub out_display: String,
+    /// A problem reading it (broken link, unreadable folder), recorded as the job's failure.
+    pub problem: Option<JobError>,
+}
+
+/// Expand `inputs` (as typed) into documents. `cwd` is the current folder; `output_dir` is
+/// excluded wherever it appears.
+pub fn expand(
+    inputs: &[String],
+    opts: &ExpandOptions,
+    cwd: &Path,
+    output_dir: &Path,
+) -> Result<Vec<Found>, ExitError> {
+    let excludes = build_set(&opts.excludes, "--exclude")?;
+    let out_abs = absolute(cwd, output_dir);
+    let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
+    let mut found: Vec<Found> = Vec::new();
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+
+    for input in inputs {
+        let before = found.len();
+        if is_glob(input) {
+            let (base, rest) = split_glob(input);
+            let base_abs = absolute(cwd, &base);
+            let pattern = format!("{}/{rest}", base_abs.display()).replace("//", "/");
+            let glob = GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| ExitError::usage(format!("glob `{input}`: {e}")))?
+                .compile_matcher();
+            if !base_abs.is_dir() {
+                return Err(ExitError::usage(format!(
+                    "glob `{input}`: folder {} does not exist",
+                    base.display()
+                )));
+            }
+            walk(&base_abs, cwd, opts, &excludes, &out_canon, &mut |f, _| {
+                if glob.is_match(&f.path) {
+                    push(&mut found, &mut seen, f);
+                }
+            });
+        } else {
+            let path = absolute(cwd, Path::new(input));
+            let meta = std::fs::symlink_metadata(&path);
+            match meta {
+                Err(_) => {
+                    return Err(ExitError::usage(format!("input `{input}` does not exist")));
+                }
+                Ok(m) if m.is_dir() || (m.file_type().is_symlink() && path.is_dir()) => {
+                    if inside(&path, &out_canon) {
+                        return Err(ExitError::usage(format!(
+                            "input `{input}` is inside the output folder {}",
+                            output_dir.display()
+                        )));
+                    }
+                    if opts.directories {
+                        push(&mut found, &mut seen, found_entry(&path, cwd, &path, None));
+                    } else {
+                        walk(&path, cwd, opts, &excludes, &out_canon, &mut |f, _| {
+                            push(&mut found, &mut seen, f);
+                        });
+                    }
+                }
+                Ok(_) => {
+                    if inside(&path, &out_canon) {
+                        return Err(ExitError::usage(format!(
+                            "input `{input}` is inside the output folder {}",
+                            output_dir.display()
+                        )));
+                    }
+                    if opts.directories {
+                        return Err(ExitError::usage(format!(
+                            "input `{input}` is a file, but this skill takes folders"
+                        )));
+                    }
+                    let problem = probe_file(&path);
+                    push(&mut found, &mut seen, found_entry(&path, cwd, &path, problem));
+                }
+            }
+        }
+        if found.len() == before && is_glob(input) {
+            tracing::warn!("glob `{input}` matched nothing");
+        }
+    }
+    Ok(found)
+}
+
+fn push(found: &mut Vec<Found>, seen: &mut BTreeSet<PathBuf>, f: Found) {
+    // The same document reached twice (a folder and a file in it, a link) is planned once.
+    let key = f.path.canonicalize().unwrap_or_else(|_| f.path.clone());
+    if seen.insert(key) {
+        found.push(f);
+    }
+}
+
+/// Walk a folder in sorted order, calling `each` with every document and its path relative to
+/// the current folder (as matched by globs).
+fn walk(
+    root: &Path,
+    cwd: &Path,
+    opts: &ExpandOptions,
+    excludes: &GlobSet,
+    out_canon: &Path,
+    each: &mut dyn FnMut(Found, &str),
+) {
+    let mut it = walkdir::WalkDir::new(root)
+        .follow_links(opts.follow_links)
+        .sort_by_file_name()
+        .into_iter();
+    loop {
+        let entry = match it.next() {
+            None => break,
+            Some(Ok(e)) => e,
+            Some(Err(e)) => {
+                let path = e.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
+                if opts.directories {
+                    continue;
+                }
+                let msg = if e.loop_ancestor().is_some() {
+                    "symbolic link loop".to_string()
+                } else {
+                    e.io_error().map(ToString::to_string).unwrap_or_else(|| e.to_string())
+                };
+                let f = found_entry(&path, cwd, root, Some(JobError::new(ErrorKind::InputError, format!("cannot read {}: {msg}", path.display()))));
+                let rel = f.display.clone();
+                each(f, &rel);
+                continue;
+            }
+        };
+        let path = entry.path();
+        if entry.depth() > 0 {
+            let name = entry.file_name().to_string_lossy();
+            if !opts.hidden && name.starts_with('.') {
+                if entry.file_type().is_dir() {
+                    it.skip_current_dir();
+                }
+                continue;
+            }
+        }
+        if inside(path, out_canon) {
+            if entry.file_type().is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        let f = found_entry(path, cwd, root, None);
+        let name = entry.file_name().to_string_lossy();
+        if entry.depth() > 0 && (excludes.is_match(&f.display) || excludes.is_match(name.as_ref())) {
+            if entry.file_type().is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        let ft = entry.file_type();
+        if opts.directories {
+            if ft.is_dir() {
+                let rel = f.display.clone();
+                each(f, &rel);
+            }
+            continue;
+        }
+        if ft.is_dir() {
+            continue;
+        }
+        if ft.is_symlink() {
+            // Not following links: a link to a file is read through; a link to a folder is not
+            // descended; a broken link is a failed job.
+            match std::fs::metadata(path) {
+                Ok(m) if m.is_dir() => continue,
+                Ok(_) => {}
+                Err(e) => {
+                    let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+                    let rel = f.display.clone();
+                    each(
+                        Found {
+                            problem: Some(JobError::new(
+                                ErrorKind::InputError,
+                                format!("broken symbolic link {} -> {target}: {e}", f.display),
+                            )),
+                            ..f
+                        },
+                        &rel,
+                    );
+                    continue;
+                }
+            }
+        } else if !ft.is_file() {
+            // Sockets, FIFOs and devices are not documents (reading a FIFO would block).
+            continue;
+        }
+        let problem = probe_file(path);
+        let rel = f.display.clone();
+        each(Found { problem, ..f }, &rel);
+    }
+}
+
+/// A file that cannot be opened fails its job with the reason.
+fn probe_file(path: &Path) -> Option<JobError> {
+    match std::fs::File::open(path) {
+        Ok(_) => None,
+        Err(e) => Some(JobError::new(
+            ErrorKind::InputError,
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}
+
+fn found_entry(path: &Path, cwd: &Path, root: &Path, problem: Option<JobError>) -> Found {
+    let display = display_path(path, cwd);
+    let out_display = if Path::new(&display).is_absolute() {
+        let root_name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into());
+        match path.strip_prefix(root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => {
+                format!("{root_name}/{}", rel.to_string_lossy())
+            }
+            _ => root_name,
+        }
+    } else {
+        display.clone()
+    };
+    Found {
+        display,
+        path: path.to_path_buf(),
+        out_display,
+        problem,
+    }
+}
+
+/// The path as shown: relative to the current folder when under it; else the path itself.
+pub fn display_path(path: &Path, cwd: &Path) -> String {
+    let p = normalize(path);
+    let shown = match p.strip_prefix(cwd) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+        Ok(_) => PathBuf::from("."),
+        Err(_) => p.clone(),
+    };
+    shown.to_string_lossy().replace('\\', "/")
+}
+
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    normalize(&if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) })
+}
+
+/// Remove `.` and resolve `..` lexically (the path need not exist).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn inside(path: &Path, out_canon: &Path) -> bool {
+    let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    canon.starts_with(out_canon)
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+/// `docs/**/*.pdf` → (`docs`, `**/*.pdf`): the literal folder to walk and the pattern below it.
+fn split_glob(s: &str) -> (PathBuf, String) {
+    let mut base = PathBuf::new();
+    let parts: Vec<&str> = s.split('/').collect();
+    let mut i = 0;
+    while i < parts.len() && !is_glob(parts[i]) {
+        if parts[i].is_empty() && i == 0 {
+            base.push("/");
+        } else {
+            base.push(parts[i]);
+        }
+        i += 1;
+    }
+    if base.as_os_str().is_empty() {
+        base.push(".");
+    }
+    (base, parts[i.min(parts.len())..].join("/"))
+}
+
+fn build_set(globs: &[String], flag: &str) -> Result<GlobSet, ExitError> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        let glob = Glob::new(g).map_err(|e| ExitError::usage(format!("{flag} `{g}`: {e}")))?;
+        b.add(glob);
+        // `--exclude drafts` also excludes everything under drafts/.
+        if !g.ends_with("/**")
+            && let Ok(under) = Glob::new(&format!("{}/**", g.trim_end_matches('/')))
+        {
+            b.add(under);
+        }
+    }
+    b.build().map_err(|e| ExitError::usage(format!("{flag}: {e}")))
+}

@@ -1,0 +1,314 @@
+//! One job, start to end: read the document, stage, run the agent, commit or keep the staging
+//! for inspection, and say so in one record.
+
+use crate::agent::runner::{self, AgentEnv, AgentStats};
+use crate::agent::sandbox::Sandbox;
+use crate::agent::tools::{DocumentReader, ToolEnv, Toolbox};
+use crate::config::Config;
+use crate::error::{ErrorKind, JobError};
+use crate::llm::ChatClient;
+use crate::manifest::{JobRecord, OutputFile, Status, Tokens};
+use crate::plan::Job;
+use crate::plan::cache::{self, JobCache};
+use crate::skills::SkillSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What every job of a run shares.
+pub struct Shared {
+    pub client: ChatClient,
+    pub skills: Arc<SkillSet>,
+    pub config: Config,
+    pub output_dir: PathBuf,
+    pub run_id: String,
+    pub allow_web: bool,
+    pub reader: Arc<dyn DocumentReader>,
+    pub toolbox: Toolbox,
+    pub cancel: CancellationToken,
+}
+
+impl Shared {
+    fn model(&self, job: &Job) -> String {
+        self.config
+            .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
+    }
+}
+
+fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
+    JobRecord {
+        job_id: job.id.0.clone(),
+        skill: job.skill.clone(),
+        input: job.input.clone(),
+        input_sha256: cache.input_sha256.clone(),
+        input_bytes: cache.input_bytes,
+        status: Status::Failed,
+        outputs: Vec::new(),
+        model,
+        turns: 0,
+        attempts: 0,
+        refused_tool_calls: 0,
+        tokens: Tokens::default(),
+        started_at: None,
+        finished_at: None,
+        duration_ms: 0,
+        error: None,
+        output_dir: job.output_rel.to_string_lossy().into_owned(),
+        cache_key: cache.cache_key.clone(),
+        args: job.args.clone(),
+        chunks: None,
+    }
+}
+
+/// A cached job: the earlier record's outputs, no tokens spent now.
+pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
+    let prev = cache.previous.as_ref();
+    let now = super::now_rfc3339();
+    JobRecord {
+        status: Status::Cached,
+        outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
+        started_at: Some(now.clone()),
+        finished_at: Some(now),
+        ..base_record(job, cache, prev.map(|p| p.model.clone()).unwrap_or_default())
+    }
+}
+
+/// A job that failed while planning (broken link, missing paired file).
+pub fn planned_failure(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord {
+    let now = super::now_rfc3339();
+    JobRecord {
+        started_at: Some(now.clone()),
+        finished_at: Some(now),
+        error: job.problem.clone(),
+        ..base_record(job, cache, shared.model(job))
+    }
+}
+
+/// A job the run did not get to.
+pub fn not_run(job: &Job, cache: &JobCache, shared: &Shared, status: Status, kind: ErrorKind, message: String) -> JobRecord {
+    JobRecord {
+        status,
+        error: Some(JobError::new(kind, message)),
+        ..base_record(job, cache, shared.model(job))
+    }
+}
+
+/// Run one job to its record.
+pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord {
+    let started = Instant::now();
+    let mut record = base_record(job, cache, shared.model(job));
+    record.started_at = Some(super::now_rfc3339());
+    let staging = shared
+        .output_dir
+        .join(".zhi")
+        .join("staging")
+        .join(&shared.run_id)
+        .join(job.id.as_str());
+    let mut stats = AgentStats::default();
+    let result = run_in_staging(shared, job, &staging, &mut stats).await;
+    record.turns = stats.turns;
+    record.attempts = stats.attempts;
+    record.refused_tool_calls = stats.refused_tool_calls;
+    record.tokens = stats.tokens;
+    let result = match result {
+        Ok(()) => commit(shared, job, cache, &staging),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(outputs) => {
+            record.status = Status::Succeeded;
+            record.outputs = outputs;
+        }
+        Err(e) => {
+            record.status = if e.kind == ErrorKind::Cancelled {
+                Status::Cancelled
+            } else {
+                Status::Failed
+            };
+            keep_failed(shared, job, &staging);
+            record.error = Some(e);
+        }
+    }
+    record.finished_at = Some(super::now_rfc3339());
+    record.duration_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        job = %crate::sanitize::one_line(&job.input),
+        status = record.status.as_str(),
+        turns = record.turns,
+        "job ended"
+    );
+    record
+}
+
+async fn run_in_staging(shared: &Shared, job: &Job, staging: &Path, stats: &mut AgentStats) -> Result<(), JobError> {
+    let skill = shared
+        .skills
+        .get(&job.skill)
+        .ok_or_else(|| JobError::new(ErrorKind::InputError, format!("unknown skill `{}`", job.skill)))?;
+    let io = |what: &str, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
+    std::fs::create_dir_all(staging).map_err(|e| io("cannot create the staging folder", e))?;
+
+    let mut builder = Sandbox::builder(staging).exclude(&shared.output_dir);
+    if job.is_dir {
+        builder = builder.input_dir(job.input.clone(), job.path.clone());
+    } else {
+        builder = builder.input(job.input.clone(), job.path.clone());
+    }
+    for (_, display, path) in &job.extra_inputs {
+        builder = builder.input(display.clone(), path.clone());
+    }
+    let sandbox = Arc::new(builder.build().map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?);
+
+    // The document's text, extracted off the async threads.
+    let message = if job.is_dir {
+        folder_message(job)
+    } else {
+        let reader = shared.reader.clone();
+        let path = job.path.clone();
+        let text = tokio::task::spawn_blocking(move || reader.read_text(&path))
+            .await
+            .map_err(|e| JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}")))??;
+        document_message(job, &text)
+    };
+
+    let model = shared.model(job);
+    let budget = shared.config.budget(&model);
+    let env = AgentEnv {
+        client: shared.client.clone(),
+        skills: shared.skills.clone(),
+        toolbox: shared.toolbox.clone(),
+        tools: ToolEnv {
+            sandbox: sandbox.clone(),
+            reader: shared.reader.clone(),
+            allow_web: shared.allow_web,
+        },
+        model,
+        max_tokens: Some(budget.max_output),
+        cancel: shared.cancel.clone(),
+        label: job.input.clone(),
+    };
+    let answer = runner::run_skill(&env, skill, message, Vec::new(), stats).await?;
+    if sandbox.written().is_empty() {
+        if answer.trim().is_empty() {
+            return Err(JobError::new(
+                ErrorKind::ApiError,
+                "the model gave an empty answer and wrote no file",
+            ));
+        }
+        let target = sandbox
+            .check_write("response.md")
+            .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
+        sandbox
+            .write_new(&target, answer.as_bytes())
+            .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write response.md: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The first user message: where the document is, the arguments, and its text.
+fn document_message(job: &Job, text: &str) -> String {
+    let mut m = format!("Input document: {}\n", job.input);
+    push_args(&mut m, job);
+    m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n\n");
+    m.push_str(&runner::document_block(&job.input, text));
+    m
+}
+
+fn folder_message(job: &Job) -> String {
+    let mut m = format!("Input folder: {}\n", job.input);
+    push_args(&mut m, job);
+    m.push_str("Files in it (read them with file_read, list sub-folders with file_list):\n");
+    let files = cache::files_under(&job.path).unwrap_or_default();
+    for f in files.iter().take(500) {
+        let size = std::fs::metadata(job.path.join(f)).map(|m| m.len()).unwrap_or(0);
+        m.push_str(&format!("- {}/{} ({size} bytes)\n", job.input.trim_end_matches('/'), f.to_string_lossy()));
+    }
+    if files.len() > 500 {
+        m.push_str(&format!("… and {} more\n", files.len() - 500));
+    }
+    if files.is_empty() {
+        m.push_str("(the folder is empty)\n");
+    }
+    m
+}
+
+fn push_args(m: &mut String, job: &Job) {
+    if !job.args.is_empty() {
+        m.push_str("Arguments:\n");
+        for (k, v) in &job.args {
+            m.push_str(&format!("- {k}: {v}\n"));
+        }
+    }
+}
+
+/// Move the staging folder into place in one rename. An existing job folder is replaced only
+/// when every file in it is what zhi wrote last time; otherwise the job fails with
+/// `output_conflict` and the person's edit stays.
+fn commit(shared: &Shared, job: &Job, cache: &JobCache, staging: &Path) -> Result<Vec<OutputFile>, JobError> {
+    let io = |what: String, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
+    let out = &shared.output_dir;
+    let target = out.join(&job.output_rel);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
+    }
+    if std::fs::symlink_metadata(&target).is_ok() {
+        let ours = cache
+            .previous
+            .as_ref()
+            .is_some_and(|prev| cache::outputs_intact(out, prev));
+        if !ours {
+            return Err(JobError::new(
+                ErrorKind::OutputConflict,
+                format!(
+                    "{} was changed since zhi wrote it (or was not written by zhi); it is left as it is — move it away or delete it to redo this job",
+                    job.output_rel.display()
+                ),
+            ));
+        }
+        let trash = out.join(".zhi").join("trash").join(&shared.run_id).join(job.id.as_str());
+        if let Some(p) = trash.parent() {
+            std::fs::create_dir_all(p).map_err(|e| io(format!("cannot create {}", p.display()), e))?;
+        }
+        std::fs::rename(&target, &trash).map_err(|e| io(format!("cannot move the old {} aside", target.display()), e))?;
+        std::fs::rename(staging, &target).map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
+        let _ = std::fs::remove_dir_all(&trash);
+    } else {
+        std::fs::rename(staging, &target).map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
+    }
+    let mut outputs = Vec::new();
+    for rel in cache::files_under(&target).map_err(|e| io(format!("cannot list {}", target.display()), e))? {
+        let path = target.join(&rel);
+        let (sha, bytes) = cache::hash_file(&path);
+        outputs.push(OutputFile {
+            path: job.output_rel.join(&rel).to_string_lossy().into_owned(),
+            sha256: sha.unwrap_or_default(),
+            bytes: bytes.unwrap_or(0),
+        });
+    }
+    Ok(outputs)
+}
+
+/// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.
+fn keep_failed(shared: &Shared, job: &Job, staging: &Path) {
+    if !staging.exists() {
+        return;
+    }
+    let empty = std::fs::read_dir(staging).map(|mut d| d.next().is_none()).unwrap_or(true);
+    if empty {
+        let _ = std::fs::remove_dir(staging);
+        return;
+    }
+    let dest = shared
+        .output_dir
+        .join(".zhi")
+        .join("failed")
+        .join(&shared.run_id)
+        .join(job.id.as_str());
+    if let Some(p) = dest.parent() {
+        let _ = std::fs::create_dir_all(p);
+    }
+    if let Err(e) = std::fs::rename(staging, &dest) {
+        tracing::warn!("cannot keep the failed staging of {}: {e}", job.input);
+    }
+}

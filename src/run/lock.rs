@@ -1,0 +1,102 @@
+//! One run per output folder. The lock is a file created with `create_new` (atomic), holding
+//! the owner's pid and start time; a lock whose process is gone is stale and taken over.
+
+use crate::exit::{Exit, ExitError};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Holder {
+    pid: u32,
+    started_at: String,
+    run_id: String,
+}
+
+/// Held for the life of a run; removed on drop.
+#[derive(Debug)]
+pub struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Take the lock of `<out>/.zhi/lock`, or fail with exit 75 naming the holder.
+    pub fn acquire(zhi_dir: &Path, run_id: &str) -> Result<RunLock, ExitError> {
+        let path = zhi_dir.join("lock");
+        let me = Holder {
+            pid: std::process::id(),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            run_id: run_id.to_string(),
+        };
+        for _ in 0..3 {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut f) => {
+                    let body = serde_json::to_vec(&me).unwrap_or_default();
+                    f.write_all(&body)
+                        .and_then(|_| f.sync_all())
+                        .map_err(|e| ExitError::usage(format!("cannot write {}: {e}", path.display())))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder: Option<Holder> = std::fs::read(&path)
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b).ok());
+                    match holder {
+                        Some(h) if alive(h.pid) => {
+                            return Err(ExitError::new(
+                                Exit::TempFail,
+                                format!(
+                                    "output folder {} is in use by another zhi run (pid {}, started {}, run {}); try again when it ends",
+                                    zhi_dir.parent().unwrap_or(zhi_dir).display(),
+                                    h.pid,
+                                    h.started_at,
+                                    h.run_id
+                                ),
+                            ));
+                        }
+                        Some(h) => {
+                            tracing::warn!("taking over a stale lock of pid {} (run {})", h.pid, h.run_id);
+                            let _ = std::fs::remove_file(&path);
+                        }
+                        None => {
+                            // A lock being written right now is a few bytes from complete; an
+                            // empty or garbled one older than a few seconds is stale.
+                            let age = std::fs::metadata(&path)
+                                .and_then(|m| m.modified())
+                                .ok()
+                                .and_then(|t| t.elapsed().ok())
+                                .unwrap_or_default();
+                            if age.as_secs() < 2 {
+                                std::thread::sleep(std::time::Duration::from_millis(200));
+                            } else {
+                                let _ = std::fs::remove_file(&path);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    return Err(ExitError::usage(format!("cannot create {}: {e}", path.display())));
+                }
+            }
+        }
+        Err(ExitError::new(
+            Exit::TempFail,
+            format!("could not take the lock {}", path.display()),
+        ))
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    // SAFETY: kill with signal 0 only checks whether the process exists.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

@@ -1,0 +1,439 @@
+//! The executor: takes a plan's jobs through extraction, the agent and the commit, a bounded
+//! number at a time, and writes one manifest record per job as it ends.
+//!
+//! It owns the run's lifecycle — lock, stale-staging cleanup, signals, abort on auth/quota,
+//! failure and token budgets — so that whatever happens, every planned job ends with exactly
+//! one record and the manifest is written.
+
+mod job;
+pub mod lock;
+pub mod progress;
+pub mod slots;
+
+use crate::agent::tools::DocumentReader;
+use crate::config::{Concurrency, Config};
+use crate::error::ErrorKind;
+use crate::exit::{Exit, ExitError};
+use crate::llm::{ChatClient, ClientSettings};
+use crate::manifest::{
+    ConcurrencyMode, ConcurrencyStats, Counts, JobRecord, ManifestWriter, RunManifest, RunStatus,
+    Status, Tokens,
+};
+use crate::plan::Job;
+use crate::plan::cache::{self, CacheIndex, JobCache};
+use crate::plan::Shard;
+use crate::skills::SkillSet;
+use progress::Progress;
+use slots::Slots;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Everything a run needs.
+pub struct RunOptions {
+    pub jobs: Vec<Job>,
+    pub skills: Arc<SkillSet>,
+    pub config: Config,
+    /// Absolute output folder.
+    pub output_dir: PathBuf,
+    pub shard: Option<Shard>,
+    pub force: bool,
+    pub max_failures: Option<u64>,
+    pub budget_tokens: Option<u64>,
+    pub allow_web: bool,
+    /// The command line, for the manifest.
+    pub command: String,
+    /// Show progress (bar or lines).
+    pub progress: bool,
+    /// Print the summary table (not with `-q`).
+    pub summary: bool,
+    pub reader: Arc<dyn DocumentReader>,
+}
+
+/// How a run ended.
+pub struct RunResult {
+    pub manifest: RunManifest,
+    pub exit: Exit,
+    pub records: Vec<JobRecord>,
+}
+
+/// Why scheduling stopped early.
+#[derive(Debug, Clone)]
+enum Stop {
+    /// Auth or quota: exit 3, in-flight jobs cancelled.
+    Abort(ErrorKind, String),
+    /// Rate limits outlasted every retry: exit 75.
+    RateLimited(String),
+    /// `--budget-tokens` reached: exit 3, the rest skipped.
+    Budget(u64),
+    /// `--max-failures`/`--fail-fast`: exit 1, the rest skipped.
+    MaxFailures(u64),
+    /// SIGINT (130) or SIGTERM (143).
+    Signal(i32),
+}
+
+/// Shared by the scheduler, the workers and the signal handler.
+struct RunState {
+    stop: Mutex<Option<Stop>>,
+    /// Cancels in-flight requests (abort, grace period over, second signal).
+    hard: CancellationToken,
+    /// Wakes the scheduler when scheduling should stop.
+    soft: CancellationToken,
+    failures: AtomicU64,
+    tokens: AtomicU64,
+}
+
+impl RunState {
+    fn stop(&self, s: Stop) {
+        let mut cur = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+        // The first reason wins; a signal does not hide an abort that already happened.
+        if cur.is_none() {
+            *cur = Some(s);
+        }
+        drop(cur);
+        self.soft.cancel();
+    }
+    fn stopped(&self) -> Option<Stop> {
+        self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A sortable run id: UTC time to the millisecond, plus the shard.
+pub fn new_run_id(shard: Option<Shard>) -> String {
+    let mut id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
+    if let Some(s) = shard {
+        id.push_str(&format!("-shard-{}-of-{}", s.index, s.total));
+    }
+    id
+}
+
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Run the jobs.
+pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
+    let out = opts.output_dir.clone();
+    let zhi_dir = out.join(".zhi");
+    std::fs::create_dir_all(&zhi_dir)
+        .map_err(|e| ExitError::usage(format!("cannot create output folder {}: {e}", out.display())))?;
+    let run_id = new_run_id(opts.shard);
+    let _lock = lock::RunLock::acquire(&zhi_dir, &run_id)?;
+    clean_stale(&zhi_dir);
+
+    let run_dir = zhi_dir.join("runs").join(&run_id);
+    let writer = ManifestWriter::create(&run_dir)
+        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
+    let started_at = now_rfc3339();
+
+    let mut settings = ClientSettings::new(opts.config.base_url.clone(), opts.config.api_key.clone());
+    settings.timeout = opts.config.timeout;
+    settings.retry = opts.config.retry;
+    settings.rpm = opts.config.rpm;
+    settings.tpm = opts.config.tpm;
+    let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
+
+    // Cache status of every job, inputs hashed in parallel, before anything reaches the model.
+    let config = opts.config.clone();
+    let skills = opts.skills.clone();
+    let jobs = opts.jobs.clone();
+    let out2 = out.clone();
+    let force = opts.force;
+    let caches: Vec<JobCache> = tokio::task::spawn_blocking(move || {
+        let index = CacheIndex::load(&out2);
+        let model_of = |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+        cache::statuses(&jobs, &index, &skills, &model_of, &out2, force)
+    })
+    .await
+    .map_err(|e| ExitError::usage(format!("planning failed: {e}")))?;
+
+    let (auto, initial) = match opts.config.concurrency {
+        Concurrency::Fixed(n) => (false, n),
+        Concurrency::Auto => (true, slots::AUTO_START),
+    };
+    let slots = Arc::new(Slots::new(initial, auto));
+    let state = Arc::new(RunState {
+        stop: Mutex::new(None),
+        hard: CancellationToken::new(),
+        soft: CancellationToken::new(),
+        failures: AtomicU64::new(0),
+        tokens: AtomicU64::new(0),
+    });
+    let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.progress));
+    let writer = Arc::new(Mutex::new(writer));
+    let records: Arc<Mutex<Vec<JobRecord>>> = Arc::new(Mutex::new(Vec::new()));
+
+    let signals = tokio::spawn(watch_signals(state.clone(), opts.config.grace_period, progress.clone()));
+    let rate_watch = {
+        let mut rx = client.rate_limit_events();
+        let slots = slots.clone();
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                slots.on_rate_limited();
+            }
+        })
+    };
+
+    let shared = Arc::new(job::Shared {
+        client: client.clone(),
+        skills: opts.skills.clone(),
+        config: opts.config.clone(),
+        output_dir: out.clone(),
+        run_id: run_id.clone(),
+        allow_web: opts.allow_web,
+        reader: opts.reader.clone(),
+        toolbox: crate::agent::tools::Toolbox::new(),
+        cancel: state.hard.clone(),
+    });
+
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut unscheduled: Vec<(Job, JobCache)> = Vec::new();
+    let mut queue = opts.jobs.clone().into_iter().zip(caches);
+    for (job, cache) in queue.by_ref() {
+        if state.stopped().is_some() {
+            unscheduled.push((job, cache));
+            break;
+        }
+        // Cached jobs and jobs that fail at planning take no slot and make no request.
+        if cache.cached || job.problem.is_some() {
+            let record = if cache.cached {
+                job::cached_record(&job, &cache)
+            } else {
+                job::planned_failure(&job, &cache, &shared)
+            };
+            finish_record(record, &writer, &records, &progress, &state, &opts, &slots);
+            continue;
+        }
+        tokio::select! {
+            _ = slots.acquire() => {}
+            _ = state.soft.cancelled() => {
+                unscheduled.push((job, cache));
+                break;
+            }
+        }
+        progress.counters.in_flight.fetch_add(1, Ordering::Relaxed);
+        progress.tick();
+        let shared = shared.clone();
+        let slots2 = slots.clone();
+        let state2 = state.clone();
+        let writer2 = writer.clone();
+        let records2 = records.clone();
+        let progress2 = progress.clone();
+        let opts_small = SmallOpts {
+            max_failures: opts.max_failures,
+            budget_tokens: opts.budget_tokens,
+        };
+        tasks.spawn(async move {
+            let record = job::process(&shared, &job, &cache).await;
+            progress2.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+            slots2.release();
+            finish_record_small(record, &writer2, &records2, &progress2, &state2, &opts_small, &slots2);
+        });
+    }
+    unscheduled.extend(queue);
+    while tasks.join_next().await.is_some() {}
+    signals.abort();
+    rate_watch.abort();
+
+    // Every job not run gets its record: skipped for limits, cancelled for aborts and signals.
+    let stop = state.stopped();
+    for (job, cache) in unscheduled {
+        let (status, kind, message) = match &stop {
+            Some(Stop::Budget(n)) => (Status::Skipped, ErrorKind::Skipped, format!("token budget of {n} reached")),
+            Some(Stop::MaxFailures(n)) => (Status::Skipped, ErrorKind::Skipped, format!("{n} job(s) failed; --max-failures reached")),
+            Some(Stop::Abort(k, m)) => (Status::Cancelled, ErrorKind::Cancelled, format!("run aborted ({k}): {m}")),
+            Some(Stop::RateLimited(m)) => (Status::Cancelled, ErrorKind::Cancelled, format!("run aborted: {m}")),
+            Some(Stop::Signal(sig)) => (Status::Cancelled, ErrorKind::Cancelled, format!("interrupted by {}", signal_name(*sig))),
+            None => (Status::Skipped, ErrorKind::Skipped, "not scheduled".to_string()),
+        };
+        let record = job::not_run(&job, &cache, &shared, status, kind, message);
+        finish_record(record, &writer, &records, &progress, &state, &opts, &slots);
+    }
+    progress.finish();
+
+    let records = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut counts = Counts {
+        planned: opts.jobs.len() as u64,
+        ..Counts::default()
+    };
+    let mut tokens = Tokens::default();
+    for r in &records {
+        counts.add(r.status);
+        tokens.add(r.tokens);
+    }
+    let (status, exit, reason) = match &stop {
+        Some(Stop::Abort(k, m)) => (RunStatus::Aborted, Exit::Aborted, Some(format!("{k}: {m}"))),
+        Some(Stop::Budget(n)) => (RunStatus::Aborted, Exit::Aborted, Some(format!("token budget of {n} reached"))),
+        Some(Stop::RateLimited(m)) => (RunStatus::Aborted, Exit::TempFail, Some(m.clone())),
+        Some(Stop::Signal(sig)) => (
+            RunStatus::Interrupted,
+            if *sig == libc::SIGTERM { Exit::Terminated } else { Exit::Interrupted },
+            Some(format!("interrupted by {}", signal_name(*sig))),
+        ),
+        Some(Stop::MaxFailures(n)) => (
+            RunStatus::CompletedWithFailures,
+            Exit::JobsFailed,
+            Some(format!("stopped after {n} failed job(s)")),
+        ),
+        None if counts.failed > 0 || counts.cancelled > 0 => (RunStatus::CompletedWithFailures, Exit::JobsFailed, None),
+        None => (RunStatus::Completed, Exit::Success, None),
+    };
+    let (last, peak) = slots.limits();
+    let rel = |p: &Path| p.strip_prefix(&out).unwrap_or(p).display().to_string();
+    let mut skills_used: BTreeMap<String, String> = BTreeMap::new();
+    for j in &opts.jobs {
+        for s in opts.skills.closure(&j.skill) {
+            skills_used.insert(s.name.clone(), s.content_hash.clone());
+        }
+    }
+    let manifest = RunManifest {
+        run_id: run_id.clone(),
+        zhi_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: opts.command.clone(),
+        started_at,
+        finished_at: Some(now_rfc3339()),
+        status,
+        skills: skills_used,
+        counts,
+        tokens,
+        output_dir: out.display().to_string(),
+        results: rel(&run_dir.join("results.jsonl")),
+        results_csv: rel(&run_dir.join("results.csv")),
+        shard: opts.shard.map(|s| s.label()),
+        reason,
+        concurrency: ConcurrencyStats {
+            mode: if auto { ConcurrencyMode::Auto } else { ConcurrencyMode::Fixed },
+            initial: initial as u32,
+            peak: peak as u32,
+            last: last as u32,
+        },
+        planned_job_ids: opts.jobs.iter().map(|j| j.id.0.clone()).collect(),
+    };
+    let w = writer.lock().unwrap_or_else(|e| e.into_inner());
+    w.finish(&manifest, &out, &records)
+        .map_err(|e| ExitError::usage(format!("cannot write the manifest in {}: {e}", run_dir.display())))?;
+    Ok(RunResult { manifest, exit, records })
+}
+
+#[derive(Clone, Copy)]
+struct SmallOpts {
+    max_failures: Option<u64>,
+    budget_tokens: Option<u64>,
+}
+
+fn finish_record(
+    record: JobRecord,
+    writer: &Arc<Mutex<ManifestWriter>>,
+    records: &Arc<Mutex<Vec<JobRecord>>>,
+    progress: &Arc<Progress>,
+    state: &Arc<RunState>,
+    opts: &RunOptions,
+    slots: &Arc<Slots>,
+) {
+    let small = SmallOpts {
+        max_failures: opts.max_failures,
+        budget_tokens: opts.budget_tokens,
+    };
+    finish_record_small(record, writer, records, progress, state, &small, slots);
+}
+
+/// Account for one finished job: append its record, update counters, and decide whether the
+/// run should stop scheduling.
+fn finish_record_small(
+    record: JobRecord,
+    writer: &Arc<Mutex<ManifestWriter>>,
+    records: &Arc<Mutex<Vec<JobRecord>>>,
+    progress: &Arc<Progress>,
+    state: &Arc<RunState>,
+    opts: &SmallOpts,
+    slots: &Arc<Slots>,
+) {
+    if let Err(e) = writer.lock().unwrap_or_else(|e| e.into_inner()).append(&record) {
+        progress.println(&format!("error: cannot append to results.jsonl: {e}"));
+    }
+    let c = &progress.counters;
+    c.done.fetch_add(1, Ordering::Relaxed);
+    let spent = state.tokens.fetch_add(record.tokens.total(), Ordering::Relaxed) + record.tokens.total();
+    c.tokens.store(spent, Ordering::Relaxed);
+    match record.status {
+        Status::Succeeded => slots.on_success(),
+        Status::Failed => {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+            let failed = state.failures.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Some(e) = &record.error {
+                progress.println(&format!(
+                    "failed: {} ({}): {}",
+                    crate::sanitize::one_line(&record.input),
+                    e.kind,
+                    crate::sanitize::one_line(&e.message)
+                ));
+                if e.kind.aborts_run() {
+                    state.stop(Stop::Abort(e.kind, e.message.clone()));
+                    state.hard.cancel();
+                } else if e.kind == ErrorKind::RateLimited {
+                    state.stop(Stop::RateLimited(format!(
+                        "rate limits outlasted every retry ({})",
+                        e.message
+                    )));
+                }
+            }
+            if opts.max_failures.is_some_and(|m| failed >= m) {
+                state.stop(Stop::MaxFailures(failed));
+            }
+        }
+        _ => {}
+    }
+    if let Some(b) = opts.budget_tokens
+        && spent >= b
+    {
+        state.stop(Stop::Budget(b));
+    }
+    progress.tick();
+    records.lock().unwrap_or_else(|e| e.into_inner()).push(record);
+}
+
+/// First SIGINT/SIGTERM: stop scheduling, let in-flight jobs finish within the grace period,
+/// then cancel them. A second signal cancels at once.
+async fn watch_signals(state: Arc<RunState>, grace: std::time::Duration, progress: Arc<Progress>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return;
+    };
+    let first = tokio::select! {
+        _ = int.recv() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+    };
+    state.stop(Stop::Signal(first));
+    progress.println(&format!(
+        "{} received: no new jobs; waiting up to {}s for jobs in flight (signal again to cancel them now)",
+        signal_name(first),
+        grace.as_secs()
+    ));
+    tokio::select! {
+        _ = tokio::time::sleep(grace) => {}
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+    state.hard.cancel();
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    if sig == libc::SIGTERM { "SIGTERM" } else { "SIGINT" }
+}
+
+/// Staging and trash left by a crashed run are removed (we hold the lock, so no run is using
+/// them).
+fn clean_stale(zhi_dir: &Path) {
+    for sub in ["staging", "trash"] {
+        let p = zhi_dir.join(sub);
+        if p.exists() {
+            if let Err(e) = std::fs::remove_dir_all(&p) {
+                tracing::warn!("cannot clean {}: {e}", p.display());
+            } else {
+                tracing::info!("cleaned stale {}", p.display());
+            }
+        }
+    }
+}
