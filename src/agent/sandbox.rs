@@ -117,11 +117,16 @@ impl ReadTarget {
 
 /// What `file_list` may show. Only [`Sandbox`] builds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListTarget {
-    /// No path (or `.`): the job's inputs, input folders and the top of the output folder.
-    Overview,
-    /// One checked folder or file.
-    Path(ReadTarget),
+pub struct ListTarget {
+    target: Option<ReadTarget>,
+}
+
+impl ListTarget {
+    /// The checked folder or file, or `None` for the overview (no path, or `.`): the job's
+    /// inputs, its input folders and the top of the output folder.
+    pub fn target(&self) -> Option<&ReadTarget> {
+        self.target.as_ref()
+    }
 }
 
 /// A path that passed the write check: relative, normalised, inside the output folder. Only
@@ -342,9 +347,11 @@ impl Sandbox {
     pub fn check_list(&self, raw: &str) -> Result<ListTarget, Refusal> {
         let trimmed = raw.trim();
         if trimmed.is_empty() || normalize(trimmed).as_os_str().is_empty() {
-            return Ok(ListTarget::Overview);
+            return Ok(ListTarget { target: None });
         }
-        self.resolve_read(raw).map(ListTarget::Path)
+        self.resolve_read(raw).map(|target| ListTarget {
+            target: Some(target),
+        })
     }
 
     /// Whether a path found while listing an input folder must stay hidden.
@@ -902,10 +909,10 @@ mod tests {
         assert_eq!(t.display(), "inbox/sub/b.txt");
         assert!(f.sandbox.check_read("inbox/../outside/secret.txt").is_err());
         assert!(f.sandbox.check_read("inbox/../../etc/passwd").is_err());
-        assert!(matches!(
-            f.sandbox.check_list("inbox").unwrap(),
-            ListTarget::Path(t) if t.is_dir() && t.display() == "inbox"
-        ));
+        let listed = f.sandbox.check_list("inbox").unwrap();
+        let listed = listed.target().unwrap();
+        assert!(listed.is_dir());
+        assert_eq!(listed.display(), "inbox");
         // A path relative to the input folder, as small models send it.
         assert_eq!(
             f.sandbox.check_read("sub/b.txt").unwrap().display(),
@@ -927,8 +934,9 @@ mod tests {
         let t = f.sandbox.check_read("notes.md").unwrap();
         assert_eq!(t.origin(), Origin::Output);
         assert_eq!(t.display(), "notes.md");
-        assert_eq!(f.sandbox.check_list(".").unwrap(), ListTarget::Overview);
-        assert_eq!(f.sandbox.check_list("").unwrap(), ListTarget::Overview);
+        assert_eq!(f.sandbox.check_list(".").unwrap().target(), None);
+        assert_eq!(f.sandbox.check_list(" ./ ").unwrap().target(), None);
+        assert_eq!(f.sandbox.check_list("").unwrap().target(), None);
     }
 
     #[test]

@@ -25,10 +25,10 @@ pub(super) async fn file_list(mut args: Args, env: &ToolEnv) -> ToolOutcome {
 }
 
 fn render(sandbox: &Sandbox, target: &ListTarget) -> Result<String, String> {
-    match target {
-        ListTarget::Overview => Ok(overview(sandbox)),
-        ListTarget::Path(t) if t.is_dir() => folder(sandbox, t),
-        ListTarget::Path(t) => {
+    match target.target() {
+        None => Ok(overview(sandbox)),
+        Some(t) if t.is_dir() => folder(sandbox, t),
+        Some(t) => {
             let meta = fs::metadata(t.path())
                 .map_err(|e| format!("cannot look at `{}`: {e}", t.display()))?;
             Ok(format!("{}\tfile\t{} bytes", t.display(), meta.len()))

@@ -30,9 +30,9 @@ pub struct PlainTextReader;
 
 impl DocumentReader for PlainTextReader {
     fn read_text(&self, path: &Path) -> Result<String, JobError> {
-        let shown = path.display();
+        // Messages leave the path out: the caller names the file the way the model knows it.
         let io_error = |e: std::io::Error| {
-            JobError::new(ErrorKind::InputError, format!("cannot read {shown}: {e}"))
+            JobError::new(ErrorKind::InputError, format!("cannot be read: {e}"))
         };
         let file = File::open(path).map_err(io_error)?;
         let mut bytes = Vec::new();
@@ -42,10 +42,7 @@ impl DocumentReader for PlainTextReader {
         if bytes.len() as u64 > PLAIN_MAX_BYTES {
             return Err(JobError::new(
                 ErrorKind::TooLarge,
-                format!(
-                    "{shown} is larger than {} MB",
-                    PLAIN_MAX_BYTES / (1024 * 1024)
-                ),
+                format!("larger than {} MB", PLAIN_MAX_BYTES / (1024 * 1024)),
             ));
         }
         if let Some((encoding, bom_len)) = encoding_rs::Encoding::for_bom(&bytes) {
@@ -53,10 +50,7 @@ impl DocumentReader for PlainTextReader {
             return Ok(text.into_owned());
         }
         if is_binary(&bytes) {
-            return Err(JobError::new(
-                ErrorKind::UnsupportedType,
-                format!("{shown} is not a text file"),
-            ));
+            return Err(JobError::new(ErrorKind::UnsupportedType, "not a text file"));
         }
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }

@@ -355,10 +355,10 @@ impl WebFetcher {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            let (body, truncated) = self.read_body(response).await?;
             if !status.is_success() {
                 return Err(FetchError::Failed(format!("{url} answered HTTP {status}")));
             }
+            let (body, truncated) = self.read_body(response).await?;
             let text = page_text(&body, &content_type).ok_or_else(|| {
                 FetchError::Failed(format!(
                     "{url} is not a text page ({}); web_fetch returns web pages and text only",
@@ -372,8 +372,8 @@ impl WebFetcher {
             let mut out = format!("URL: {url}\n\n{text}");
             if truncated {
                 out.push_str(&format!(
-                    "\n\n[the page is larger than {} MB; only its beginning was read]",
-                    self.max_bytes / (1024 * 1024)
+                    "\n\n[the page is larger than {} KB; only its beginning was read]",
+                    self.max_bytes / 1024
                 ));
             }
             return Ok(out);
