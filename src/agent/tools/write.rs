@@ -78,8 +78,16 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
         Ok(path) => path,
         Err(outcome) => return outcome,
     };
-    let Some(content) = args.take(&["content", "text", "data", "body"]) else {
-        return args.invalid("`content` is missing");
+    let content = match args.take(&["content", "text", "data", "body"]) {
+        Some(content) => content,
+        // Tables sent next to the path instead of inside `content`.
+        None if ["sheets", "headers", "rows"]
+            .iter()
+            .any(|k| args.map.contains_key(*k)) =>
+        {
+            Value::Object(std::mem::take(&mut args.map))
+        }
+        None => return args.invalid("`content` is missing"),
     };
     let target = match env.sandbox.check_write(&path) {
         Ok(target) => target,
@@ -542,6 +550,13 @@ mod tests {
 
         let single = json!({"headers": ["a"], "rows": [[1]]});
         assert!(!s.write("one.xlsx", single).await.refused);
+        // Sheets given beside the path instead of inside `content`.
+        let flat = json!({"path": "flat.xlsx", "sheets": [{"headers": ["a"], "rows": [[2]]}]});
+        let out = Toolbox::new()
+            .execute(ToolKind::FileWrite, &flat.to_string(), &s.env)
+            .await;
+        assert!(!out.refused, "{}", out.content);
+        assert!(zip_part(&s.out().join("flat.xlsx"), "xl/workbook.xml").contains("Sheet1"));
         let out = s.write("none.xlsx", json!({"sheets": []})).await;
         assert!(out.refused, "{}", out.content);
     }
