@@ -4,6 +4,7 @@
 //! `agent` (the skill's loop on the model, confined tools) → `run` (the executor: pool,
 //! staging, commit) → `manifest` (one record per job).
 
+pub mod agent;
 pub mod config;
 pub mod error;
 pub mod exit;
