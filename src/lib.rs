@@ -15,3 +15,4 @@ pub mod skills;
 pub mod commands;
 pub mod manifest;
 pub mod plan;
+pub mod run;

@@ -7,7 +7,7 @@ use zhi::cli::Cli;
 fn main() -> ExitCode {
     reset_sigpipe();
     let cli = Cli::parse();
-    init_logging(cli.global.verbose, cli.global.quiet);
+    init_logging(cli.global.verbose, cli.global.quiet, color_enabled(cli.global.color));
     match zhi::commands::dispatch(cli) {
         Ok(exit) => exit.into(),
         Err(e) => {
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr through `tracing`: `-v` info (turns, tool calls), `-vv` debug; otherwise
 /// `ZHI_LOG_LEVEL` (or warnings only).
-fn init_logging(verbose: u8, quiet: bool) {
+fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
     let level = match (quiet, verbose) {
         (true, _) => "error".to_string(),
         (false, 0) => std::env::var("ZHI_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
@@ -33,6 +33,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(ansi)
         .without_time()
         .try_init();
 }
@@ -44,5 +45,17 @@ fn reset_sigpipe() {
     // SAFETY: setting a signal's disposition to the default before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Colors only on a terminal, never with NO_COLOR, unless forced with `--color always`.
+fn color_enabled(choice: zhi::cli::ColorChoice) -> bool {
+    use std::io::IsTerminal;
+    match choice {
+        zhi::cli::ColorChoice::Always => true,
+        zhi::cli::ColorChoice::Never => false,
+        zhi::cli::ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+        }
     }
 }

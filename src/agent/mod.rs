@@ -4,4 +4,5 @@
 //! path that did not pass its checks.
 
 pub mod sandbox;
+pub mod runner;
 pub mod tools;

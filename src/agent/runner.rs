@@ -7,7 +7,7 @@
 
 use super::tools::{ToolEnv, ToolKind, Toolbox};
 use crate::error::{ErrorKind, JobError};
-use crate::llm::wire::{ChatRequest, Message, ToolDef};
+use crate::llm::{ChatRequest, Message, ToolDef};
 use crate::llm::ChatClient;
 use crate::manifest::Tokens;
 use crate::sanitize::one_line;
@@ -17,6 +17,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+
+/// Sent with the last turn, which offers no tools.
+const FINAL_TURN_NOTE: &str = "This is your last turn and tools are no longer available. Reply now in plain text: say briefly what you did and which files you wrote.";
 
 /// Prefix of the tool that runs a nested skill.
 pub const SKILL_TOOL_PREFIX: &str = "skill_";
@@ -72,7 +75,14 @@ pub fn run_skill<'a>(
                 return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
             }
             let mut req = ChatRequest::new(env.model.clone(), messages.clone());
-            req.tools = tools.clone();
+            // The last turn is for the answer: no tools are offered, so a model that would
+            // otherwise keep calling them concludes (or the job ends with max_turns).
+            let last = turn == skill.max_turns && turn > 1;
+            if last {
+                req.messages.push(Message::user(FINAL_TURN_NOTE));
+            } else {
+                req.tools = tools.clone();
+            }
             req.max_tokens = env.max_tokens;
             let reply = match env.client.chat(&req, &env.cancel).await {
                 Ok(r) => r,
@@ -100,7 +110,10 @@ pub fn run_skill<'a>(
                 );
                 return Ok(answer);
             }
-            messages.push(reply.message.clone());
+            if last {
+                break;
+            }
+            messages.push(echo_safe(&reply.message));
             for call in calls {
                 let name = call.function.name.clone();
                 let outcome = call_tool(env, skill, &name, &call.function.arguments, &chain, stats).await?;
@@ -331,6 +344,21 @@ fn nested_message(env: &AgentEnv, nested: &Skill, args: &serde_json::Map<String,
         msg.push_str(&d);
     }
     msg
+}
+
+/// The assistant message as it goes back into the history: tool-call arguments that are not
+/// valid JSON are replaced by `{}` (servers re-parse the history and reject them; the call's
+/// refusal already told the model what was wrong).
+fn echo_safe(message: &Message) -> Message {
+    let mut m = message.clone();
+    if let Some(calls) = m.tool_calls.as_mut() {
+        for c in calls {
+            if serde_json::from_str::<Value>(&c.function.arguments).is_err() {
+                c.function.arguments = "{}".into();
+            }
+        }
+    }
+    m
 }
 
 /// A document's text as the model is given it, fenced with its path.

@@ -122,7 +122,7 @@ pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
         "docx" | "pptx" | "xlsx" | "xls" | "ods" => ("office", size / 8),
         "png" | "jpg" | "jpeg" | "gif" | "webp" | "tiff" | "tif" | "bmp" => ("ocr", 1000),
         _ => match std::fs::read(&job.path) {
-            Ok(bytes) => ("text", crate::llm::limit::text_tokens(&String::from_utf8_lossy(&bytes))),
+            Ok(bytes) => ("text", crate::llm::text_tokens(&String::from_utf8_lossy(&bytes))),
             Err(_) => ("text", 0),
         },
     }

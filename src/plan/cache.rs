@@ -60,7 +60,7 @@ pub fn statuses(
     jobs: &[Job],
     index: &CacheIndex,
     skills: &SkillSet,
-    models: &dyn Fn(&str) -> String,
+    models: &(dyn Fn(&str) -> String + Sync),
     output_dir: &Path,
     force: bool,
 ) -> Vec<JobCache> {
