@@ -272,6 +272,8 @@ pub struct Config {
     pub ocr: OcrChoice,
     /// How long in-flight jobs may finish after the first SIGINT/SIGTERM.
     pub grace_period: Duration,
+    /// Sampling temperature sent with every request (the server's default when unset).
+    pub temperature: Option<f32>,
     /// Token budgets per model.
     pub models: BTreeMap<String, ModelBudget>,
     /// `~/.config/zhi` (user skills live below it).
@@ -329,6 +331,7 @@ impl Config {
             tpm: None,
             ocr: OcrChoice::Auto,
             grace_period: Duration::from_secs(30),
+            temperature: None,
             models: default_model_budgets(),
             config_dir,
             origins: BTreeMap::new(),
@@ -568,6 +571,13 @@ impl Config {
                     })?;
                 }
                 "grace_period" => self.grace_period = Duration::from_secs(as_u64()?),
+                "temperature" => {
+                    let t = v
+                        .as_f64()
+                        .filter(|t| (0.0..=2.0).contains(t))
+                        .ok_or_else(|| bad("temperature must be a number from 0 to 2".into()))?;
+                    self.temperature = Some(t as f32);
+                }
                 "retry" => {
                     let Value::Mapping(r) = v else {
                         return Err(bad("`retry` must be a mapping".into()));
@@ -668,6 +678,11 @@ impl Config {
             ),
             ("ocr", self.ocr.as_str().to_string(), origin("ocr")),
             ("grace_period", format!("{}s", self.grace_period.as_secs()), origin("grace_period")),
+            (
+                "temperature",
+                self.temperature.map_or("(server default)".into(), |t| t.to_string()),
+                origin("temperature"),
+            ),
             ("language", format!("{:?}", self.language).to_lowercase(), origin("language")),
             ("log_level", self.log_level.clone(), origin("log_level")),
         ]
@@ -687,6 +702,7 @@ const KEYS: &[&str] = &[
     "tpm",
     "ocr",
     "grace_period",
+    "temperature",
     "retry",
     "models",
 ];

@@ -35,6 +35,8 @@ pub struct AgentEnv {
     pub model: String,
     /// Cap on each answer's length (the model's maximum output).
     pub max_tokens: Option<u32>,
+    /// Sampling temperature, when configured.
+    pub temperature: Option<f32>,
     /// Cancelled when the run aborts or is interrupted.
     pub cancel: CancellationToken,
     /// The job, for logs.
@@ -47,6 +49,7 @@ pub struct AgentStats {
     pub turns: u32,
     pub attempts: u32,
     pub refused_tool_calls: u32,
+    pub tool_calls: u32,
     pub tokens: Tokens,
 }
 
@@ -84,6 +87,7 @@ pub fn run_skill<'a>(
                 req.tools = tools.clone();
             }
             req.max_tokens = env.max_tokens;
+            req.temperature = env.temperature;
             let reply = match env.client.chat(&req, &env.cancel).await {
                 Ok(r) => r,
                 Err(e) => {
@@ -117,6 +121,7 @@ pub fn run_skill<'a>(
             for call in calls {
                 let name = call.function.name.clone();
                 let outcome = call_tool(env, skill, &name, &call.function.arguments, &chain, stats).await?;
+                stats.tool_calls += 1;
                 if outcome.1 {
                     stats.refused_tool_calls += 1;
                 }

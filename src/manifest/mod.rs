@@ -81,6 +81,9 @@ pub struct JobRecord {
     pub turns: u32,
     pub attempts: u32,
     pub refused_tool_calls: u32,
+    /// Tool calls the model made (refused ones included), nested skills included.
+    #[serde(default)]
+    pub tool_calls: u32,
     pub tokens: Tokens,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,

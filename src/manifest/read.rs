@@ -84,6 +84,7 @@ mod tests {
             turns: 1,
             attempts: 1,
             refused_tool_calls: 0,
+            tool_calls: 0,
             tokens: Tokens::default(),
             started_at: None,
             finished_at: None,

@@ -49,6 +49,7 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
         turns: 0,
         attempts: 0,
         refused_tool_calls: 0,
+        tool_calls: 0,
         tokens: Tokens::default(),
         started_at: None,
         finished_at: None,
@@ -110,6 +111,7 @@ pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord 
     record.turns = stats.turns;
     record.attempts = stats.attempts;
     record.refused_tool_calls = stats.refused_tool_calls;
+    record.tool_calls = stats.tool_calls;
     record.tokens = stats.tokens;
     let result = match result {
         Ok(()) => commit(shared, job, cache, &staging),
@@ -185,6 +187,7 @@ async fn run_in_staging(shared: &Shared, job: &Job, staging: &Path, stats: &mut 
         },
         model,
         max_tokens: Some(budget.max_output),
+        temperature: shared.config.temperature,
         cancel: shared.cancel.clone(),
         label: job.input.clone(),
     };
