@@ -72,7 +72,41 @@ pub enum Command {
     /// Show the resolved configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+
+    /// Summarize a run, or merge the manifests of several runs and shards into one
+    #[command(subcommand)]
+    Manifest(ManifestCommand),
 }
+
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Summary of a run: counts, failures by kind, tokens, the slowest jobs, the shard
+    Show {
+        /// A run id in the output folder (a unique prefix will do), or the path of a run
+        /// folder or an output folder [default: the latest run in the output folder]
+        run: Option<String>,
+
+        /// Output folder whose runs to look in [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Combine runs (shards) into one manifest: one record per job, a success beating a
+    /// failure and a later record an earlier one; exit 1 if planned jobs were done by no run
+    #[command(after_help = MERGE_EXAMPLES)]
+    Merge {
+        /// Run folders (.zhi/runs/<id>) or output folders (all of their runs)
+        #[arg(required = true, value_name = "RUN")]
+        runs: Vec<PathBuf>,
+
+        /// Folder to write results.jsonl, results.csv and manifest.json into
+        #[arg(short, long, value_name = "DIR", required = true)]
+        output: PathBuf,
+    },
+}
+
+const MERGE_EXAMPLES: &str = "Examples:
+  zhi manifest merge shard-1/ shard-2/ shard-3/ -o merged/
+  zhi manifest merge zhi-output/.zhi/runs/20250101T020000.000Z-shard-1-of-2 other/ -o merged/";
 
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {

@@ -62,7 +62,6 @@ impl Default for RetryPolicy {
     }
 }
 
-
 /// The Zhipu BigModel API.
 pub const ZHIPU_BASE_URL: &str = "https://open.bigmodel.cn/api/paas/v4";
 /// OpenAI's API, the default base of the `openai` provider.
@@ -118,7 +117,9 @@ impl Concurrency {
         }
         match s.parse::<usize>() {
             Ok(n) if (1..=1024).contains(&n) => Ok(Concurrency::Fixed(n)),
-            _ => Err(format!("concurrency `{s}` must be a number from 1 to 1024, or auto")),
+            _ => Err(format!(
+                "concurrency `{s}` must be a number from 1 to 1024, or auto"
+            )),
         }
     }
 }
@@ -349,12 +350,14 @@ impl Config {
         if let Some(v) = env("ZHI_PROVIDER").filter(|v| !v.is_empty()) {
             c.provider = Provider::parse(&v)
                 .ok_or_else(|| bad("ZHI_PROVIDER", format!("`{v}` is not zhipu or openai")))?;
-            c.origins.insert("provider", Origin::Env("ZHI_PROVIDER".into()));
+            c.origins
+                .insert("provider", Origin::Env("ZHI_PROVIDER".into()));
         }
         if let Some(v) = env("ZHI_BASE_URL").filter(|v| !v.is_empty()) {
             c.base_url = v;
             base_url_set = true;
-            c.origins.insert("base_url", Origin::Env("ZHI_BASE_URL".into()));
+            c.origins
+                .insert("base_url", Origin::Env("ZHI_BASE_URL".into()));
         }
         if let Some(v) = env("ZHI_DEFAULT_MODEL").filter(|v| !v.is_empty()) {
             c.default_model = v;
@@ -368,13 +371,15 @@ impl Config {
         }
         if let Some(v) = env("ZHI_LOG_LEVEL").filter(|v| !v.is_empty()) {
             c.log_level = v;
-            c.origins.insert("log_level", Origin::Env("ZHI_LOG_LEVEL".into()));
+            c.origins
+                .insert("log_level", Origin::Env("ZHI_LOG_LEVEL".into()));
         }
         match env("ZHI_LANGUAGE").filter(|v| !v.is_empty()) {
             Some(v) => {
                 c.language = parse_language(&v)
                     .ok_or_else(|| bad("ZHI_LANGUAGE", format!("`{v}` is not en or zh")))?;
-                c.origins.insert("language", Origin::Env("ZHI_LANGUAGE".into()));
+                c.origins
+                    .insert("language", Origin::Env("ZHI_LANGUAGE".into()));
             }
             None if !c.origins.contains_key("language") => {
                 let lang = env("LC_ALL")
@@ -390,19 +395,22 @@ impl Config {
         }
         if let Some(k) = env(&c.api_key_env).filter(|k| !k.trim().is_empty()) {
             c.api_key = Some(ApiKey::new(k.trim()));
-            c.origins.insert("api_key", Origin::Env(c.api_key_env.clone()));
+            c.origins
+                .insert("api_key", Origin::Env(c.api_key_env.clone()));
         } else if c.api_key_env != "ZHI_API_KEY"
             && let Some(k) = env("ZHI_API_KEY").filter(|k| !k.trim().is_empty())
         {
             c.api_key = Some(ApiKey::new(k.trim()));
-            c.origins.insert("api_key", Origin::Env("ZHI_API_KEY".into()));
+            c.origins
+                .insert("api_key", Origin::Env("ZHI_API_KEY".into()));
         }
 
         // Flags.
         if let Some(v) = &ov.base_url {
             c.base_url = v.clone();
             base_url_set = true;
-            c.origins.insert("base_url", Origin::Flag("--base-url".into()));
+            c.origins
+                .insert("base_url", Origin::Flag("--base-url".into()));
         }
         if let Some(v) = &ov.model {
             c.model_override = Some(v.clone());
@@ -410,7 +418,8 @@ impl Config {
         }
         if let Some(v) = &ov.output_dir {
             c.output_dir = v.clone();
-            c.origins.insert("output_dir", Origin::Flag("--output".into()));
+            c.origins
+                .insert("output_dir", Origin::Flag("--output".into()));
         }
         if let Some(v) = ov.concurrency {
             c.concurrency = v;
@@ -430,7 +439,8 @@ impl Config {
                 return Err(ExitError::usage("--timeout must be at least 1 second"));
             }
             c.timeout = Duration::from_secs(v);
-            c.origins.insert("timeout", Origin::Flag("--timeout".into()));
+            c.origins
+                .insert("timeout", Origin::Flag("--timeout".into()));
         }
         if let Some(v) = ov.ocr {
             c.ocr = v;
@@ -546,8 +556,8 @@ impl Config {
                 "output_dir" | "output" => self.output_dir = PathBuf::from(as_string()?),
                 "language" => {
                     let s = as_string()?;
-                    self.language =
-                        parse_language(&s).ok_or_else(|| bad(format!("language `{s}` is not en or zh")))?;
+                    self.language = parse_language(&s)
+                        .ok_or_else(|| bad(format!("language `{s}` is not en or zh")))?;
                 }
                 "log_level" => self.log_level = as_string()?,
                 "timeout" => {
@@ -584,11 +594,16 @@ impl Config {
                     };
                     for (rk, rv) in r {
                         let n = rv.as_u64().ok_or_else(|| {
-                            bad(format!("retry.{} must be a whole number", rk.as_str().unwrap_or("?")))
+                            bad(format!(
+                                "retry.{} must be a whole number",
+                                rk.as_str().unwrap_or("?")
+                            ))
                         })?;
                         match rk.as_str() {
                             Some("max_attempts") => self.retry.max_attempts = (n as u32).max(1),
-                            Some("base_delay_ms") => self.retry.base_delay = Duration::from_millis(n),
+                            Some("base_delay_ms") => {
+                                self.retry.base_delay = Duration::from_millis(n)
+                            }
                             Some("max_delay_ms") => self.retry.max_delay = Duration::from_millis(n),
                             other => self.warnings.push(format!(
                                 "config file {label}: unknown field `retry.{}` ignored",
@@ -605,25 +620,23 @@ impl Config {
                         let name = name
                             .as_str()
                             .ok_or_else(|| bad("model names must be strings".into()))?;
-                        let field = |f: &str| {
-                            budget
-                                .get(f)
-                                .and_then(Value::as_u64)
-                                .map(|n| n as u32)
-                        };
+                        let field =
+                            |f: &str| budget.get(f).and_then(Value::as_u64).map(|n| n as u32);
                         let base = self.budget(name);
                         self.models.insert(
                             name.to_string(),
                             ModelBudget {
-                                context_window: field("context_window").unwrap_or(base.context_window),
+                                context_window: field("context_window")
+                                    .unwrap_or(base.context_window),
                                 max_output: field("max_output").unwrap_or(base.max_output),
                             },
                         );
                     }
                 }
                 other => {
-                    self.warnings
-                        .push(format!("config file {label}: unknown setting `{other}` ignored"));
+                    self.warnings.push(format!(
+                        "config file {label}: unknown setting `{other}` ignored"
+                    ));
                     continue;
                 }
             }
@@ -642,7 +655,11 @@ impl Config {
         let origin = |k: &str| self.origins.get(k).cloned().unwrap_or(Origin::Default);
         let opt = |v: Option<NonZeroU32>| v.map_or("unlimited".to_string(), |n| n.to_string());
         vec![
-            ("provider", format!("{:?}", self.provider).to_lowercase(), origin("provider")),
+            (
+                "provider",
+                format!("{:?}", self.provider).to_lowercase(),
+                origin("provider"),
+            ),
             ("base_url", self.base_url.clone(), origin("base_url")),
             (
                 "api_key",
@@ -652,7 +669,11 @@ impl Config {
                 },
                 origin("api_key"),
             ),
-            ("api_key_env", self.api_key_env.clone(), origin("api_key_env")),
+            (
+                "api_key_env",
+                self.api_key_env.clone(),
+                origin("api_key_env"),
+            ),
             (
                 "model",
                 self.model_override
@@ -660,12 +681,28 @@ impl Config {
                     .unwrap_or_else(|| "(each skill's)".into()),
                 origin("model"),
             ),
-            ("default_model", self.default_model.clone(), origin("default_model")),
-            ("output_dir", self.output_dir.display().to_string(), origin("output_dir")),
-            ("concurrency", self.concurrency.to_string(), origin("concurrency")),
+            (
+                "default_model",
+                self.default_model.clone(),
+                origin("default_model"),
+            ),
+            (
+                "output_dir",
+                self.output_dir.display().to_string(),
+                origin("output_dir"),
+            ),
+            (
+                "concurrency",
+                self.concurrency.to_string(),
+                origin("concurrency"),
+            ),
             ("rpm", opt(self.rpm), origin("rpm")),
             ("tpm", opt(self.tpm), origin("tpm")),
-            ("timeout", format!("{}s", self.timeout.as_secs()), origin("timeout")),
+            (
+                "timeout",
+                format!("{}s", self.timeout.as_secs()),
+                origin("timeout"),
+            ),
             (
                 "retry",
                 format!(
@@ -677,13 +714,22 @@ impl Config {
                 origin("retry"),
             ),
             ("ocr", self.ocr.as_str().to_string(), origin("ocr")),
-            ("grace_period", format!("{}s", self.grace_period.as_secs()), origin("grace_period")),
+            (
+                "grace_period",
+                format!("{}s", self.grace_period.as_secs()),
+                origin("grace_period"),
+            ),
             (
                 "temperature",
-                self.temperature.map_or("(server default)".into(), |t| t.to_string()),
+                self.temperature
+                    .map_or("(server default)".into(), |t| t.to_string()),
                 origin("temperature"),
             ),
-            ("language", format!("{:?}", self.language).to_lowercase(), origin("language")),
+            (
+                "language",
+                format!("{:?}", self.language).to_lowercase(),
+                origin("language"),
+            ),
             ("log_level", self.log_level.clone(), origin("log_level")),
         ]
     }
@@ -767,7 +813,10 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_secs(7));
         assert_eq!(c.rpm.map(|n| n.get()), Some(9));
 
-        let env = env_of(&[("HOME", home.to_str().unwrap()), ("ZHI_BASE_URL", "http://env/v1")]);
+        let env = env_of(&[
+            ("HOME", home.to_str().unwrap()),
+            ("ZHI_BASE_URL", "http://env/v1"),
+        ]);
         let c = Config::resolve(&Overrides::default(), &env, &cwd).unwrap();
         assert_eq!(c.base_url, "http://env/v1");
         let ov = Overrides {

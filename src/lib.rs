@@ -5,14 +5,15 @@
 //! staging, commit) → `manifest` (one record per job).
 
 pub mod agent;
+pub mod chunk;
+pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod error;
 pub mod exit;
 pub mod llm;
-pub mod sanitize;
-pub mod cli;
-pub mod skills;
-pub mod commands;
 pub mod manifest;
 pub mod plan;
 pub mod run;
+pub mod sanitize;
+pub mod skills;

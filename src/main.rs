@@ -7,7 +7,11 @@ use zhi::cli::Cli;
 fn main() -> ExitCode {
     reset_sigpipe();
     let cli = Cli::parse();
-    init_logging(cli.global.verbose, cli.global.quiet, color_enabled(cli.global.color));
+    init_logging(
+        cli.global.verbose,
+        cli.global.quiet,
+        color_enabled(cli.global.color),
+    );
     match zhi::commands::dispatch(cli) {
         Ok(exit) => exit.into(),
         Err(e) => {
@@ -55,7 +59,8 @@ fn color_enabled(choice: zhi::cli::ColorChoice) -> bool {
         zhi::cli::ColorChoice::Always => true,
         zhi::cli::ColorChoice::Never => false,
         zhi::cli::ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
         }
     }
 }

@@ -3,6 +3,6 @@
 //! The sandbox is the only way a tool reaches the file system; nothing here may read or write a
 //! path that did not pass its checks.
 
-pub mod sandbox;
 pub mod runner;
+pub mod sandbox;
 pub mod tools;

@@ -7,8 +7,8 @@
 
 use super::tools::{ToolEnv, ToolKind, Toolbox};
 use crate::error::{ErrorKind, JobError};
-use crate::llm::{ChatRequest, Message, ToolDef};
 use crate::llm::ChatClient;
+use crate::llm::{ChatRequest, Message, ToolDef};
 use crate::manifest::Tokens;
 use crate::sanitize::one_line;
 use crate::skills::{self, MAX_NESTING, Skill, SkillSet};
@@ -120,7 +120,8 @@ pub fn run_skill<'a>(
             messages.push(echo_safe(&reply.message));
             for call in calls {
                 let name = call.function.name.clone();
-                let outcome = call_tool(env, skill, &name, &call.function.arguments, &chain, stats).await?;
+                let outcome =
+                    call_tool(env, skill, &name, &call.function.arguments, &chain, stats).await?;
                 stats.tool_calls += 1;
                 if outcome.1 {
                     stats.refused_tool_calls += 1;
@@ -153,14 +154,22 @@ pub fn run_skill<'a>(
 pub fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
     let mut defs = Vec::new();
     for name in skill.builtin_tools() {
-        let Some(kind) = ToolKind::from_name(name) else { continue };
+        let Some(kind) = ToolKind::from_name(name) else {
+            continue;
+        };
         if kind == ToolKind::WebFetch && !env.tools.allow_web {
             continue;
         }
-        defs.push(ToolDef::function(kind.name(), kind.description(), kind.parameters()));
+        defs.push(ToolDef::function(
+            kind.name(),
+            kind.description(),
+            kind.parameters(),
+        ));
     }
     for name in skill.nested_skill_names() {
-        let Some(nested) = env.skills.get(name) else { continue };
+        let Some(nested) = env.skills.get(name) else {
+            continue;
+        };
         defs.push(nested_def(nested));
     }
     defs
@@ -181,7 +190,9 @@ fn nested_def(nested: &Skill) -> ToolDef {
             _ => "string",
         };
         let mut desc = a.description.clone().unwrap_or_else(|| match a.kind {
-            skills::ArgType::File => "Path of a file: one of the job's inputs or a file you wrote".into(),
+            skills::ArgType::File => {
+                "Path of a file: one of the job's inputs or a file you wrote".into()
+            }
             skills::ArgType::Directory => "Path of a folder of the job's inputs".into(),
             _ => a.name.clone(),
         });
@@ -275,14 +286,22 @@ async fn call_nested(
         }
     };
     let mut missing = Vec::new();
-    for a in nested.input.args.iter().filter(|a| a.required && a.default.is_none()) {
+    for a in nested
+        .input
+        .args
+        .iter()
+        .filter(|a| a.required && a.default.is_none())
+    {
         if !args.contains_key(&a.name) {
             missing.push(a.name.clone());
         }
     }
     if !missing.is_empty() {
         return Ok((
-            format!("refused: {SKILL_TOOL_PREFIX}{name} needs the argument(s): {}", missing.join(", ")),
+            format!(
+                "refused: {SKILL_TOOL_PREFIX}{name} needs the argument(s): {}",
+                missing.join(", ")
+            ),
             true,
         ));
     }
@@ -300,7 +319,11 @@ async fn call_nested(
                 format!(
                     "skill `{name}` finished. Its answer: {}\nFiles in the output folder now: {}",
                     answer.trim(),
-                    if written.is_empty() { "none".into() } else { written.join(", ") }
+                    if written.is_empty() {
+                        "none".into()
+                    } else {
+                        written.join(", ")
+                    }
                 ),
                 false,
             ))
@@ -313,7 +336,11 @@ async fn call_nested(
 /// The first message of a nested skill: the caller's request, the arguments, and the text of
 /// its file argument when it names something the job may read.
 fn nested_message(env: &AgentEnv, nested: &Skill, args: &serde_json::Map<String, Value>) -> String {
-    let input = args.get("input").and_then(Value::as_str).unwrap_or("").to_string();
+    let input = args
+        .get("input")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let mut msg = format!("Request from the calling skill: {input}\n");
     let mut doc = None;
     let arg_text = |v: &Value| match v {
@@ -328,7 +355,10 @@ fn nested_message(env: &AgentEnv, nested: &Skill, args: &serde_json::Map<String,
             .or_else(|| a.default.clone());
         let Some(value) = value else { continue };
         lines.push(format!("- {}: {value}", a.name));
-        if doc.is_none() && a.kind == skills::ArgType::File && nested.primary_arg().map(|p| &p.name) == Some(&a.name) {
+        if doc.is_none()
+            && a.kind == skills::ArgType::File
+            && nested.primary_arg().map(|p| &p.name) == Some(&a.name)
+        {
             doc = Some(match env.tools.sandbox.check_read(&value) {
                 Ok(target) if !target.is_dir() => match env.tools.reader.read_text(target.path()) {
                     Ok(text) => document_block(&value, &text),
@@ -368,7 +398,10 @@ fn echo_safe(message: &Message) -> Message {
 
 /// A document's text as the model is given it, fenced with its path.
 pub fn document_block(path: &str, text: &str) -> String {
-    format!("--- BEGIN DOCUMENT {path} ---\n{}\n--- END DOCUMENT {path} ---\n", text.trim_end())
+    format!(
+        "--- BEGIN DOCUMENT {path} ---\n{}\n--- END DOCUMENT {path} ---\n",
+        text.trim_end()
+    )
 }
 
 fn truncate(s: &str, max: usize) -> String {

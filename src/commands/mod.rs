@@ -2,6 +2,7 @@
 //! the pipeline rooms never do.
 
 mod config_cmd;
+mod manifest_cmd;
 mod run_cmd;
 mod skills_cmd;
 
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Plan(a) => run_cmd::plan(&ctx, a),
         Command::Skills(cmd) => skills_cmd::run(&ctx, cmd),
         Command::Config(cmd) => config_cmd::run(&ctx, cmd),
+        Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
     }
 }
 
@@ -96,7 +98,9 @@ pub fn print_json(v: &serde_json::Value) {
 }
 
 /// The reader that turns inputs into the text the model is given.
-pub fn document_reader(_config: &Config) -> std::sync::Arc<dyn crate::agent::tools::DocumentReader> {
+pub fn document_reader(
+    _config: &Config,
+) -> std::sync::Arc<dyn crate::agent::tools::DocumentReader> {
     std::sync::Arc::new(crate::agent::tools::PlainTextReader)
 }
 
@@ -122,7 +126,10 @@ pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
         "docx" | "pptx" | "xlsx" | "xls" | "ods" => ("office", size / 8),
         "png" | "jpg" | "jpeg" | "gif" | "webp" | "tiff" | "tif" | "bmp" => ("ocr", 1000),
         _ => match std::fs::read(&job.path) {
-            Ok(bytes) => ("text", crate::llm::text_tokens(&String::from_utf8_lossy(&bytes))),
+            Ok(bytes) => (
+                "text",
+                crate::llm::text_tokens(&String::from_utf8_lossy(&bytes)),
+            ),
             Err(_) => ("text", 0),
         },
     }

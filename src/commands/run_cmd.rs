@@ -19,6 +19,8 @@ pub struct Prepared {
     pub jobs: Vec<Job>,
     pub shard: Option<Shard>,
     pub output_dir: PathBuf,
+    /// Every job id of the whole plan, all shards, before `--limit` (for `manifest merge`).
+    pub plan_ids: Vec<String>,
 }
 
 fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
@@ -68,7 +70,9 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     }
     if let Some(file) = &a.jobs {
         if !a.inputs.is_empty() {
-            return Err(ExitError::usage("--jobs takes its inputs from the jobs file; give no INPUT"));
+            return Err(ExitError::usage(
+                "--jobs takes its inputs from the jobs file; give no INPUT",
+            ));
         }
         for entry in plan::read_jobs_file(file)? {
             let mut args = given.clone();
@@ -114,7 +118,10 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         }
         let errors = set.check_graph(Some(&[r.skill.as_str()]));
         if let Some(e) = errors.first() {
-            return Err(ExitError::usage(format!("skill `{}` is invalid: {e}", r.skill)));
+            return Err(ExitError::usage(format!(
+                "skill `{}` is invalid: {e}",
+                r.skill
+            )));
         }
     }
     for w in &set.warnings {
@@ -127,6 +134,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         Some(s) => Some(Shard::parse(s)?),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
+    let plan_ids = jobs.iter().map(|j| j.id.0.clone()).collect();
     let mut jobs = plan::filter_shard(jobs, shard);
     if let Some(n) = a.limit {
         jobs.truncate(n);
@@ -137,11 +145,16 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         jobs,
         shard,
         output_dir,
+        plan_ids,
     })
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
 }
 
 /// `zhi run`.
@@ -163,6 +176,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         config: prepared.config,
         output_dir: prepared.output_dir.clone(),
         shard: prepared.shard,
+        plan_ids: prepared.plan_ids,
         force: a.force,
         max_failures: if a.fail_fast { Some(1) } else { a.max_failures },
         budget_tokens: a.budget_tokens,
@@ -198,7 +212,14 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
         .unwrap_or_default();
     let shown = out.strip_prefix(cwd).unwrap_or(out).display().to_string();
     eprintln!();
-    eprintln!("run {} {status}{}", m.run_id, m.reason.as_ref().map(|r| format!(": {}", one_line(r))).unwrap_or_default());
+    eprintln!(
+        "run {} {status}{}",
+        m.run_id,
+        m.reason
+            .as_ref()
+            .map(|r| format!(": {}", one_line(r)))
+            .unwrap_or_default()
+    );
     eprintln!(
         "  planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
         c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
@@ -219,7 +240,12 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
         eprintln!("  failed jobs:");
         for r in failed.iter().take(20) {
             if let Some(e) = &r.error {
-                eprintln!("    {}  {}  {}", one_line(&r.input), e.kind, one_line(&truncate(&e.message, 120)));
+                eprintln!(
+                    "    {}  {}  {}",
+                    one_line(&r.input),
+                    e.kind,
+                    one_line(&truncate(&e.message, 120))
+                );
             }
         }
         if failed.len() > 20 {
@@ -242,8 +268,16 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let index = crate::plan::cache::CacheIndex::load(&prepared.output_dir);
     let config = prepared.config.clone();
     let skills = prepared.skills.clone();
-    let model_of = |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
-    let caches = crate::plan::cache::statuses(&prepared.jobs, &index, &prepared.skills, &model_of, &prepared.output_dir, a.force);
+    let model_of =
+        |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+    let caches = crate::plan::cache::statuses(
+        &prepared.jobs,
+        &index,
+        &prepared.skills,
+        &model_of,
+        &prepared.output_dir,
+        a.force,
+    );
     let mut rows = Vec::new();
     let mut total_tokens = 0u64;
     for (job, cache) in prepared.jobs.iter().zip(&caches) {
@@ -283,7 +317,10 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         }
     }
     if !ctx.global.json {
-        print_table(&["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"], &rows);
+        print_table(
+            &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
+            &rows,
+        );
         let cached = caches.iter().filter(|c| c.cached).count();
         eprintln!(
             "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
@@ -291,9 +328,14 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
             cached,
             prepared.jobs.len() - cached,
             total_tokens,
-            prepared.shard.map(|s| format!(" (shard {})", s.label())).unwrap_or_default()
+            prepared
+                .shard
+                .map(|s| format!(" (shard {})", s.label()))
+                .unwrap_or_default()
         );
-        eprintln!("token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size");
+        eprintln!(
+            "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
+        );
     }
     Ok(Exit::Success)
 }

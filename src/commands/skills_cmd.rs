@@ -89,13 +89,23 @@ fn nested_tree_json(set: &SkillSet, name: &str, chain: &mut Vec<String>) -> Valu
     json!({"name": s.name, "source": s.source.kind(), "max_turns": s.max_turns, "nested": nested})
 }
 
-fn tree_lines(set: &SkillSet, name: &str, prefix: &str, chain: &mut Vec<String>, out: &mut Vec<String>) {
+fn tree_lines(
+    set: &SkillSet,
+    name: &str,
+    prefix: &str,
+    chain: &mut Vec<String>,
+    out: &mut Vec<String>,
+) {
     let Some(s) = set.get(name) else { return };
     chain.push(name.to_string());
     let kids: Vec<&str> = s.nested_skill_names().collect();
     for (i, kid) in kids.iter().enumerate() {
         let last = i + 1 == kids.len();
-        let (branch, cont) = if last { ("└── ", "    ") } else { ("├── ", "│   ") };
+        let (branch, cont) = if last {
+            ("└── ", "    ")
+        } else {
+            ("├── ", "│   ")
+        };
         let note = match set.get(kid) {
             None => " (unknown skill)".to_string(),
             Some(_) if chain.iter().any(|c| c == kid) => " (cycle)".to_string(),
@@ -174,7 +184,11 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str) -> Result<Exit, ExitError> {
             println!("  {}", crate::sanitize::for_terminal(l));
         }
     }
-    Ok(if graph.is_empty() { Exit::Success } else { Exit::Usage })
+    Ok(if graph.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Usage
+    })
 }
 
 fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, ExitError> {
@@ -189,7 +203,11 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
         checked.extend(set.names().map(str::to_string));
     } else {
         // Files are checked against everything discovered, so they may name other skills.
-        let before = (set.broken.len(), set.strict_errors.len(), set.warnings.len());
+        let before = (
+            set.broken.len(),
+            set.strict_errors.len(),
+            set.warnings.len(),
+        );
         let mut roots = Vec::new();
         for f in files {
             if f.is_dir() {
@@ -201,13 +219,19 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
             }
         }
         errors.extend(set.broken[before.0..].iter().map(ToString::to_string));
-        errors.extend(set.strict_errors[before.1..].iter().map(ToString::to_string));
+        errors.extend(
+            set.strict_errors[before.1..]
+                .iter()
+                .map(ToString::to_string),
+        );
         warnings.extend(set.warnings[before.2..].iter().cloned());
         let root_refs: Vec<&str> = roots.iter().map(String::as_str).collect();
         for e in set.check_graph(Some(&root_refs)) {
             let file = roots
                 .iter()
-                .find(|r| e.to_string().contains(&format!("`{r}`")) || e.to_string().contains(r.as_str()))
+                .find(|r| {
+                    e.to_string().contains(&format!("`{r}`")) || e.to_string().contains(r.as_str())
+                })
                 .and_then(|r| set.get(r))
                 .map(|s| format!("{}: ", s.source.label()))
                 .unwrap_or_default();
@@ -235,7 +259,11 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
             println!("{} problem(s) found", errors.len());
         }
     }
-    Ok(if errors.is_empty() { Exit::Success } else { Exit::Usage })
+    Ok(if errors.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Usage
+    })
 }
 
 const TEMPLATE: &str = r#"# A zhi skill: an LLM agent run once per document.

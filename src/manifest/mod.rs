@@ -2,11 +2,13 @@
 //! run (SPEC §9). They are the run's account of itself: a record is written only for what
 //! really happened, and a reader survives a record torn by a crash.
 
+pub mod merge;
 mod read;
+pub mod summary;
 mod write;
 
 pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
-pub use write::{ManifestWriter, write_csv};
+pub use write::{ManifestWriter, write_atomic, write_csv};
 
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
@@ -177,7 +179,8 @@ pub struct RunManifest {
     pub reason: Option<String>,
     #[serde(default)]
     pub concurrency: ConcurrencyStats,
-    /// Every job id the run planned (shard included), for `manifest merge`.
+    /// Every job id of the run's whole plan — every shard's, before `--limit` — so that
+    /// `manifest merge` can report planned jobs that no shard did.
     #[serde(default)]
     pub planned_job_ids: Vec<String>,
 }

@@ -110,7 +110,13 @@ mod tests {
             .unwrap();
         f.write_all(br#"{"job_id":"c","sk"#).unwrap();
         let (records, bad) = read_records(dir.path()).unwrap();
-        assert_eq!(records.iter().map(|r| r.job_id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(
+            records
+                .iter()
+                .map(|r| r.job_id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
         assert_eq!(bad, 1);
     }
 }

@@ -42,7 +42,12 @@ impl ManifestWriter {
 
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to
     /// `<output>/manifest.json`.
-    pub fn finish(&self, manifest: &RunManifest, output_dir: &Path, records: &[JobRecord]) -> io::Result<()> {
+    pub fn finish(
+        &self,
+        manifest: &RunManifest,
+        output_dir: &Path,
+        records: &[JobRecord],
+    ) -> io::Result<()> {
         write_csv(&self.dir.join("results.csv"), records)?;
         let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
         write_atomic(&self.dir.join("manifest.json"), &body)?;

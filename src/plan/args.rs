@@ -32,7 +32,11 @@ pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(),
             return Err(ExitError::usage(format!(
                 "skill `{}` has no argument `{k}` (its arguments: {})",
                 skill.name,
-                if known.is_empty() { "none besides the input".into() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none besides the input".into()
+                } else {
+                    known.join(", ")
+                }
             )));
         };
         if Some(k.as_str()) == primary {
@@ -42,16 +46,24 @@ pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(),
         }
         match spec.kind {
             ArgType::Number if v.trim().parse::<f64>().is_err() => {
-                return Err(ExitError::usage(format!("--arg {k}=`{v}` must be a number")));
+                return Err(ExitError::usage(format!(
+                    "--arg {k}=`{v}` must be a number"
+                )));
             }
             ArgType::Boolean if !matches!(v.trim(), "true" | "false") => {
-                return Err(ExitError::usage(format!("--arg {k}=`{v}` must be true or false")));
+                return Err(ExitError::usage(format!(
+                    "--arg {k}=`{v}` must be true or false"
+                )));
             }
             _ => {}
         }
     }
     for a in &skill.input.args {
-        if a.required && Some(a.name.as_str()) != primary && a.default.is_none() && !given.contains_key(&a.name) {
+        if a.required
+            && Some(a.name.as_str()) != primary
+            && a.default.is_none()
+            && !given.contains_key(&a.name)
+        {
             return Err(ExitError::usage(format!(
                 "skill `{}` needs --arg {}=… ({}{})",
                 skill.name,
@@ -77,7 +89,11 @@ pub fn resolve_args(
     given: &BTreeMap<String, String>,
     display: &str,
     path: &Path,
-) -> (BTreeMap<String, String>, Vec<(String, String, PathBuf)>, Option<JobError>) {
+) -> (
+    BTreeMap<String, String>,
+    Vec<(String, String, PathBuf)>,
+    Option<JobError>,
+) {
     let primary = skill.primary_arg().map(|a| a.name.as_str());
     let mut args = BTreeMap::new();
     let mut extra = Vec::new();
@@ -86,7 +102,10 @@ pub fn resolve_args(
         if Some(spec.name.as_str()) == primary {
             continue;
         }
-        let value = given.get(&spec.name).cloned().or_else(|| spec.default.clone());
+        let value = given
+            .get(&spec.name)
+            .cloned()
+            .or_else(|| spec.default.clone());
         let Some(value) = value else { continue };
         if spec.kind != ArgType::File {
             args.insert(spec.name.clone(), value);
@@ -140,7 +159,13 @@ fn expand_template_path(template: &str, display: &str, path: &Path) -> PathBuf {
     let (_, name, stem, ext) = parts(display);
     let dir = path
         .parent()
-        .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
         .unwrap_or(Path::new("."));
     let out = template
         .replace("{dir}", &dir.to_string_lossy())
@@ -156,8 +181,14 @@ mod tests {
 
     #[test]
     fn templates() {
-        assert_eq!(expand_template("{dir}/{stem}.old{ext}", "reports/q3.pdf"), "reports/q3.old.pdf");
-        assert_eq!(expand_template("{dir}/{stem}.old{ext}", "q3.pdf"), "q3.old.pdf");
+        assert_eq!(
+            expand_template("{dir}/{stem}.old{ext}", "reports/q3.pdf"),
+            "reports/q3.old.pdf"
+        );
+        assert_eq!(
+            expand_template("{dir}/{stem}.old{ext}", "q3.pdf"),
+            "q3.old.pdf"
+        );
         assert_eq!(expand_template("{name}.bak", "a/b/c"), "c.bak");
         assert_eq!(expand_template("fixed.txt", "a/b.txt"), "fixed.txt");
     }

@@ -28,7 +28,9 @@ impl CacheIndex {
     pub fn load(output_dir: &Path) -> CacheIndex {
         let mut latest = HashMap::new();
         for run in manifest::list_runs(output_dir) {
-            let Ok((records, _)) = manifest::read_records(&run.path) else { continue };
+            let Ok((records, _)) = manifest::read_records(&run.path) else {
+                continue;
+            };
             for r in records {
                 if matches!(r.status, Status::Succeeded | Status::Cached) {
                     latest.insert(r.job_id.clone(), r);
@@ -88,7 +90,14 @@ pub fn statuses(
                 .iter()
                 .map(|(name, _, p)| (name.clone(), hash_file(p).0))
                 .collect();
-            let key = cache_key(skills, &job.skill, &models(&job.skill), &job.args, &sha, &extra);
+            let key = cache_key(
+                skills,
+                &job.skill,
+                &models(&job.skill),
+                &job.args,
+                &sha,
+                &extra,
+            );
             let cached = !force
                 && previous.as_ref().is_some_and(|r| {
                     r.cache_key.as_deref() == Some(key.as_str()) && outputs_intact(output_dir, r)
@@ -147,7 +156,9 @@ pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
         return false;
     }
     let dir = output_dir.join(&record.output_dir);
-    let Ok(files) = files_under(&dir) else { return false };
+    let Ok(files) = files_under(&dir) else {
+        return false;
+    };
     if files.len() != record.outputs.len() {
         return false;
     }
@@ -171,7 +182,9 @@ pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
 
 /// sha256 and size of a file; `None` when it cannot be read.
 pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
-    let Ok(mut f) = std::fs::File::open(path) else { return (None, None) };
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return (None, None);
+    };
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut n_total = 0u64;
@@ -190,7 +203,9 @@ pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
 
 /// A folder's content hash: its files' relative paths and contents, in sorted order.
 fn hash_dir(path: &Path) -> (Option<String>, Option<u64>) {
-    let Ok(files) = files_under(path) else { return (None, None) };
+    let Ok(files) = files_under(path) else {
+        return (None, None);
+    };
     let mut h = Sha256::new();
     let mut total = 0;
     for f in files {

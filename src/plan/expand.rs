@@ -106,7 +106,11 @@ pub fn expand(
                         )));
                     }
                     let problem = probe_file(&path);
-                    push(&mut found, &mut seen, found_entry(&path, cwd, &path, problem));
+                    push(
+                        &mut found,
+                        &mut seen,
+                        found_entry(&path, cwd, &path, problem),
+                    );
                 }
             }
         }
@@ -144,16 +148,29 @@ fn walk(
             None => break,
             Some(Ok(e)) => e,
             Some(Err(e)) => {
-                let path = e.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
+                let path = e
+                    .path()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| root.to_path_buf());
                 if opts.directories {
                     continue;
                 }
                 let msg = if e.loop_ancestor().is_some() {
                     "symbolic link loop".to_string()
                 } else {
-                    e.io_error().map(ToString::to_string).unwrap_or_else(|| e.to_string())
+                    e.io_error()
+                        .map(ToString::to_string)
+                        .unwrap_or_else(|| e.to_string())
                 };
-                let f = found_entry(&path, cwd, root, Some(JobError::new(ErrorKind::InputError, format!("cannot read {}: {msg}", path.display()))));
+                let f = found_entry(
+                    &path,
+                    cwd,
+                    root,
+                    Some(JobError::new(
+                        ErrorKind::InputError,
+                        format!("cannot read {}: {msg}", path.display()),
+                    )),
+                );
                 let rel = f.display.clone();
                 each(f, &rel);
                 continue;
@@ -177,7 +194,8 @@ fn walk(
         }
         let f = found_entry(path, cwd, root, None);
         let name = entry.file_name().to_string_lossy();
-        if entry.depth() > 0 && (excludes.is_match(&f.display) || excludes.is_match(name.as_ref())) {
+        if entry.depth() > 0 && (excludes.is_match(&f.display) || excludes.is_match(name.as_ref()))
+        {
             if entry.file_type().is_dir() {
                 it.skip_current_dir();
             }
@@ -201,7 +219,9 @@ fn walk(
                 Ok(m) if m.is_dir() => continue,
                 Ok(_) => {}
                 Err(e) => {
-                    let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+                    let target = std::fs::read_link(path)
+                        .map(|t| t.display().to_string())
+                        .unwrap_or_default();
                     let rel = f.display.clone();
                     each(
                         Found {
@@ -273,7 +293,11 @@ pub fn display_path(path: &Path, cwd: &Path) -> String {
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
-    normalize(&if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) })
+    normalize(&if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    })
 }
 
 /// Remove `.` and resolve `..` lexically (the path need not exist).
@@ -331,5 +355,6 @@ fn build_set(globs: &[String], flag: &str) -> Result<GlobSet, ExitError> {
             b.add(under);
         }
     }
-    b.build().map_err(|e| ExitError::usage(format!("{flag}: {e}")))
+    b.build()
+        .map_err(|e| ExitError::usage(format!("{flag}: {e}")))
 }

@@ -84,7 +84,10 @@ pub fn read_jobs_file(path: &Path) -> Result<Vec<JobsEntry>, ExitError> {
         JobsFile::List(l) => l,
     };
     if entries.is_empty() {
-        return Err(ExitError::usage(format!("jobs file {}: no jobs", path.display())));
+        return Err(ExitError::usage(format!(
+            "jobs file {}: no jobs",
+            path.display()
+        )));
     }
     for (i, e) in entries.iter().enumerate() {
         if e.inputs.is_empty() {

@@ -133,7 +133,8 @@ pub fn build(
         opts.directories = skill.takes_directory();
         let found = expand(&req.inputs, &opts, cwd, output_dir)?;
         for f in found {
-            let (args, extra_inputs, arg_problem) = resolve_args(skill, &req.args, &f.display, &f.path);
+            let (args, extra_inputs, arg_problem) =
+                resolve_args(skill, &req.args, &f.display, &f.path);
             let id = JobId::new(&skill.name, &f.display, &args);
             if !ids.insert(id.clone()) {
                 continue;

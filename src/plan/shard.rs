@@ -52,7 +52,9 @@ impl Shard {
     /// Whether the job at `position` (in the sorted plan of `len` jobs) with `job_id` is ours.
     pub fn owns(&self, job_id: &str, position: usize, len: usize) -> bool {
         match self.mode {
-            ShardMode::Hash => fnv1a64(job_id.as_bytes()) % u64::from(self.total) == u64::from(self.index - 1),
+            ShardMode::Hash => {
+                fnv1a64(job_id.as_bytes()) % u64::from(self.total) == u64::from(self.index - 1)
+            }
             ShardMode::Slice => {
                 let n = self.total as usize;
                 let m = self.index as usize - 1;
@@ -90,7 +92,9 @@ pub fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Sha
     };
     let make = |index: u32, total: u32, src: &str| {
         if total == 0 || index == 0 || index > total {
-            Err(ExitError::usage(format!("{src}: shard {index} of {total} is out of range")))
+            Err(ExitError::usage(format!(
+                "{src}: shard {index} of {total} is out of range"
+            )))
         } else {
             Ok(Some(Shard {
                 index,
@@ -138,7 +142,10 @@ mod tests {
                     }
                 }
             }
-            assert!(owners.iter().all(|&o| o == 1), "{mode}: every job in exactly one shard");
+            assert!(
+                owners.iter().all(|&o| o == 1),
+                "{mode}: every job in exactly one shard"
+            );
         }
     }
 
@@ -147,9 +154,16 @@ mod tests {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |k: &str| pairs.iter().find(|p| p.0 == k).map(|p| p.1.to_string())
         };
-        let s = shard_from_env(&env(&[("JOB_COMPLETION_INDEX", "0"), ("ZHI_SHARD_TOTAL", "4")])).unwrap().unwrap();
+        let s = shard_from_env(&env(&[
+            ("JOB_COMPLETION_INDEX", "0"),
+            ("ZHI_SHARD_TOTAL", "4"),
+        ]))
+        .unwrap()
+        .unwrap();
         assert_eq!((s.index, s.total), (1, 4));
-        let s = shard_from_env(&env(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "2")])).unwrap().unwrap();
+        let s = shard_from_env(&env(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "2")]))
+            .unwrap()
+            .unwrap();
         assert_eq!((s.index, s.total), (2, 2));
         assert!(shard_from_env(&env(&[])).unwrap().is_none());
     }

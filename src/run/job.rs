@@ -27,6 +27,9 @@ pub struct Shared {
     pub reader: Arc<dyn DocumentReader>,
     pub toolbox: Toolbox,
     pub cancel: CancellationToken,
+    /// The run's document slots: pieces of a long document run in free slots.
+    pub slots: Arc<super::slots::Slots>,
+    pub progress: Arc<super::progress::Counters>,
 }
 
 impl Shared {
@@ -71,7 +74,11 @@ pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
         started_at: Some(now.clone()),
         finished_at: Some(now),
-        ..base_record(job, cache, prev.map(|p| p.model.clone()).unwrap_or_default())
+        ..base_record(
+            job,
+            cache,
+            prev.map(|p| p.model.clone()).unwrap_or_default(),
+        )
     }
 }
 
@@ -87,7 +94,14 @@ pub fn planned_failure(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecor
 }
 
 /// A job the run did not get to.
-pub fn not_run(job: &Job, cache: &JobCache, shared: &Shared, status: Status, kind: ErrorKind, message: String) -> JobRecord {
+pub fn not_run(
+    job: &Job,
+    cache: &JobCache,
+    shared: &Shared,
+    status: Status,
+    kind: ErrorKind,
+    message: String,
+) -> JobRecord {
     JobRecord {
         status,
         error: Some(JobError::new(kind, message)),
@@ -107,7 +121,9 @@ pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord 
         .join(&shared.run_id)
         .join(job.id.as_str());
     let mut stats = AgentStats::default();
-    let result = run_in_staging(shared, job, &staging, &mut stats).await;
+    let mut chunks = super::chunked::ChunkState::default();
+    let result = run_in_staging(shared, job, cache, &staging, &mut stats, &mut chunks).await;
+    record.chunks = chunks.counts;
     record.turns = stats.turns;
     record.attempts = stats.attempts;
     record.refused_tool_calls = stats.refused_tool_calls;
@@ -121,6 +137,10 @@ pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord 
         Ok(outputs) => {
             record.status = Status::Succeeded;
             record.outputs = outputs;
+            // The pieces of a long document are kept until its result is committed.
+            if let Some(dir) = &chunks.checkpoint {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         }
         Err(e) => {
             record.status = if e.kind == ErrorKind::Cancelled {
@@ -143,24 +163,20 @@ pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord 
     record
 }
 
-async fn run_in_staging(shared: &Shared, job: &Job, staging: &Path, stats: &mut AgentStats) -> Result<(), JobError> {
-    let skill = shared
-        .skills
-        .get(&job.skill)
-        .ok_or_else(|| JobError::new(ErrorKind::InputError, format!("unknown skill `{}`", job.skill)))?;
-    let io = |what: &str, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
-    std::fs::create_dir_all(staging).map_err(|e| io("cannot create the staging folder", e))?;
-
-    let mut builder = Sandbox::builder(staging).exclude(&shared.output_dir);
-    if job.is_dir {
-        builder = builder.input_dir(job.input.clone(), job.path.clone());
-    } else {
-        builder = builder.input(job.input.clone(), job.path.clone());
-    }
-    for (_, display, path) in &job.extra_inputs {
-        builder = builder.input(display.clone(), path.clone());
-    }
-    let sandbox = Arc::new(builder.build().map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?);
+async fn run_in_staging(
+    shared: &Shared,
+    job: &Job,
+    cache: &JobCache,
+    staging: &Path,
+    stats: &mut AgentStats,
+    chunks: &mut super::chunked::ChunkState,
+) -> Result<(), JobError> {
+    let skill = shared.skills.get(&job.skill).ok_or_else(|| {
+        JobError::new(
+            ErrorKind::InputError,
+            format!("unknown skill `{}`", job.skill),
+        )
+    })?;
 
     // The document's text, extracted off the async threads.
     let message = if job.is_dir {
@@ -170,10 +186,66 @@ async fn run_in_staging(shared: &Shared, job: &Job, staging: &Path, stats: &mut 
         let path = job.path.clone();
         let text = tokio::task::spawn_blocking(move || reader.read_text(&path))
             .await
-            .map_err(|e| JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}")))??;
+            .map_err(|e| {
+                JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}"))
+            })??;
+        let model = shared.model(job);
+        let mode = skill.chunking;
+        let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode);
+        let estimate = crate::chunk::tokens(&text);
+        if estimate > budget {
+            if mode == crate::skills::Chunking::None {
+                return Err(JobError::new(
+                    ErrorKind::TooLarge,
+                    format!(
+                        "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document, and skill `{}` does not split documents (chunking: none)",
+                        job.input, skill.name
+                    ),
+                ));
+            }
+            return super::chunked::run(
+                shared, job, skill, cache, &text, budget, staging, stats, chunks,
+            )
+            .await;
+        }
         document_message(job, &text)
     };
+    agent_in(shared, job, skill, staging, message, stats)
+        .await
+        .map(|_| ())
+}
 
+/// Run `skill` with `message` in a sandbox writing to `dir` (which is created), with the job's
+/// inputs readable. When the agent writes no file, its answer becomes `response.md`. Returns
+/// the answer and the files written (relative to `dir`).
+pub(super) async fn agent_in(
+    shared: &Shared,
+    job: &Job,
+    skill: &crate::skills::Skill,
+    dir: &Path,
+    message: String,
+    stats: &mut AgentStats,
+) -> Result<(String, Vec<PathBuf>), JobError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    let mut builder = Sandbox::builder(dir).exclude(&shared.output_dir);
+    if job.is_dir {
+        builder = builder.input_dir(job.input.clone(), job.path.clone());
+    } else {
+        builder = builder.input(job.input.clone(), job.path.clone());
+    }
+    for (_, display, path) in &job.extra_inputs {
+        builder = builder.input(display.clone(), path.clone());
+    }
+    let sandbox = Arc::new(
+        builder
+            .build()
+            .map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?,
+    );
     let model = shared.model(job);
     let budget = shared.config.budget(&model);
     let env = AgentEnv {
@@ -206,11 +278,11 @@ async fn run_in_staging(shared: &Shared, job: &Job, staging: &Path, stats: &mut 
             .write_new(&target, answer.as_bytes())
             .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write response.md: {e}")))?;
     }
-    Ok(())
+    Ok((answer, sandbox.written()))
 }
 
 /// The first user message: where the document is, the arguments, and its text.
-fn document_message(job: &Job, text: &str) -> String {
+pub(super) fn document_message(job: &Job, text: &str) -> String {
     let mut m = format!("Input document: {}\n", job.input);
     push_args(&mut m, job);
     m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n\n");
@@ -224,8 +296,14 @@ fn folder_message(job: &Job) -> String {
     m.push_str("Files in it (read them with file_read, list sub-folders with file_list):\n");
     let files = cache::files_under(&job.path).unwrap_or_default();
     for f in files.iter().take(500) {
-        let size = std::fs::metadata(job.path.join(f)).map(|m| m.len()).unwrap_or(0);
-        m.push_str(&format!("- {}/{} ({size} bytes)\n", job.input.trim_end_matches('/'), f.to_string_lossy()));
+        let size = std::fs::metadata(job.path.join(f))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        m.push_str(&format!(
+            "- {}/{} ({size} bytes)\n",
+            job.input.trim_end_matches('/'),
+            f.to_string_lossy()
+        ));
     }
     if files.len() > 500 {
         m.push_str(&format!("… and {} more\n", files.len() - 500));
@@ -236,7 +314,7 @@ fn folder_message(job: &Job) -> String {
     m
 }
 
-fn push_args(m: &mut String, job: &Job) {
+pub(super) fn push_args(m: &mut String, job: &Job) {
     if !job.args.is_empty() {
         m.push_str("Arguments:\n");
         for (k, v) in &job.args {
@@ -248,18 +326,38 @@ fn push_args(m: &mut String, job: &Job) {
 /// Move the staging folder into place in one rename. An existing job folder is replaced only
 /// when every file in it is what zhi wrote last time; otherwise the job fails with
 /// `output_conflict` and the person's edit stays.
-fn commit(shared: &Shared, job: &Job, cache: &JobCache, staging: &Path) -> Result<Vec<OutputFile>, JobError> {
+fn commit(
+    shared: &Shared,
+    job: &Job,
+    cache: &JobCache,
+    staging: &Path,
+) -> Result<Vec<OutputFile>, JobError> {
     let io = |what: String, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
     let out = &shared.output_dir;
     let target = out.join(&job.output_rel);
     if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
+    }
+    // The outputs, hashed before they move, are journaled first: a kill between the rename
+    // and the record must not make zhi's own folder look like a person's edit next time.
+    let mut outputs = Vec::new();
+    for rel in cache::files_under(staging)
+        .map_err(|e| io(format!("cannot list {}", staging.display()), e))?
+    {
+        let (sha, bytes) = cache::hash_file(&staging.join(&rel));
+        outputs.push(OutputFile {
+            path: job.output_rel.join(&rel).to_string_lossy().into_owned(),
+            sha256: sha.unwrap_or_default(),
+            bytes: bytes.unwrap_or(0),
+        });
     }
     if std::fs::symlink_metadata(&target).is_ok() {
         let ours = cache
             .previous
-            .as_ref()
-            .is_some_and(|prev| cache::outputs_intact(out, prev));
+            .iter()
+            .chain(read_journal(shared, job).as_ref())
+            .any(|prev| cache::outputs_intact(out, prev));
         if !ours {
             return Err(JobError::new(
                 ErrorKind::OutputConflict,
@@ -269,27 +367,77 @@ fn commit(shared: &Shared, job: &Job, cache: &JobCache, staging: &Path) -> Resul
                 ),
             ));
         }
-        let trash = out.join(".zhi").join("trash").join(&shared.run_id).join(job.id.as_str());
+        write_journal(shared, job, cache, &outputs)?;
+        let trash = out
+            .join(".zhi")
+            .join("trash")
+            .join(&shared.run_id)
+            .join(job.id.as_str());
         if let Some(p) = trash.parent() {
-            std::fs::create_dir_all(p).map_err(|e| io(format!("cannot create {}", p.display()), e))?;
+            std::fs::create_dir_all(p)
+                .map_err(|e| io(format!("cannot create {}", p.display()), e))?;
         }
-        std::fs::rename(&target, &trash).map_err(|e| io(format!("cannot move the old {} aside", target.display()), e))?;
-        std::fs::rename(staging, &target).map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
+        std::fs::rename(&target, &trash)
+            .map_err(|e| io(format!("cannot move the old {} aside", target.display()), e))?;
+        std::fs::rename(staging, &target)
+            .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
         let _ = std::fs::remove_dir_all(&trash);
     } else {
-        std::fs::rename(staging, &target).map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
-    }
-    let mut outputs = Vec::new();
-    for rel in cache::files_under(&target).map_err(|e| io(format!("cannot list {}", target.display()), e))? {
-        let path = target.join(&rel);
-        let (sha, bytes) = cache::hash_file(&path);
-        outputs.push(OutputFile {
-            path: job.output_rel.join(&rel).to_string_lossy().into_owned(),
-            sha256: sha.unwrap_or_default(),
-            bytes: bytes.unwrap_or(0),
-        });
+        write_journal(shared, job, cache, &outputs)?;
+        std::fs::rename(staging, &target)
+            .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
     }
     Ok(outputs)
+}
+
+/// `<OUT>/.zhi/commits/<job-id>.json`: what a commit is about to put in place, written before
+/// the rename and removed once the job's record is on disk. A kill in between leaves it, and
+/// the next run knows the folder as zhi's own.
+fn journal_path(shared: &Shared, job: &Job) -> PathBuf {
+    shared
+        .output_dir
+        .join(".zhi")
+        .join("commits")
+        .join(format!("{}.json", job.id.as_str()))
+}
+
+fn write_journal(
+    shared: &Shared,
+    job: &Job,
+    cache: &JobCache,
+    outputs: &[OutputFile],
+) -> Result<(), JobError> {
+    let pending = JobRecord {
+        status: Status::Succeeded,
+        outputs: outputs.to_vec(),
+        ..base_record(job, cache, shared.model(job))
+    };
+    let path = journal_path(shared, job);
+    let write = || -> std::io::Result<()> {
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        let body = serde_json::to_vec(&pending).map_err(std::io::Error::other)?;
+        crate::manifest::write_atomic(&path, &body)
+    };
+    write().map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+fn read_journal(shared: &Shared, job: &Job) -> Option<JobRecord> {
+    let bytes = std::fs::read(journal_path(shared, job)).ok()?;
+    serde_json::from_slice::<JobRecord>(&bytes)
+        .ok()
+        .filter(|r| r.job_id == job.id.as_str())
+}
+
+/// The job's record is on disk: its commit journal is no longer needed.
+pub fn forget_commit(shared: &Shared, job: &Job) {
+    let _ = std::fs::remove_file(journal_path(shared, job));
 }
 
 /// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.
@@ -297,7 +445,9 @@ fn keep_failed(shared: &Shared, job: &Job, staging: &Path) {
     if !staging.exists() {
         return;
     }
-    let empty = std::fs::read_dir(staging).map(|mut d| d.next().is_none()).unwrap_or(true);
+    let empty = std::fs::read_dir(staging)
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(true);
     if empty {
         let _ = std::fs::remove_dir(staging);
         return;

@@ -29,12 +29,16 @@ impl RunLock {
             run_id: run_id.to_string(),
         };
         for _ in 0..3 {
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
                 Ok(mut f) => {
                     let body = serde_json::to_vec(&me).unwrap_or_default();
-                    f.write_all(&body)
-                        .and_then(|_| f.sync_all())
-                        .map_err(|e| ExitError::usage(format!("cannot write {}: {e}", path.display())))?;
+                    f.write_all(&body).and_then(|_| f.sync_all()).map_err(|e| {
+                        ExitError::usage(format!("cannot write {}: {e}", path.display()))
+                    })?;
                     return Ok(RunLock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -55,7 +59,11 @@ impl RunLock {
                             ));
                         }
                         Some(h) => {
-                            tracing::warn!("taking over a stale lock of pid {} (run {})", h.pid, h.run_id);
+                            tracing::warn!(
+                                "taking over a stale lock of pid {} (run {})",
+                                h.pid,
+                                h.run_id
+                            );
                             let _ = std::fs::remove_file(&path);
                         }
                         None => {
@@ -75,7 +83,10 @@ impl RunLock {
                     }
                 }
                 Err(e) => {
-                    return Err(ExitError::usage(format!("cannot create {}: {e}", path.display())));
+                    return Err(ExitError::usage(format!(
+                        "cannot create {}: {e}",
+                        path.display()
+                    )));
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! failure and token budgets — so that whatever happens, every planned job ends with exactly
 //! one record and the manifest is written.
 
+mod chunked;
 mod job;
 pub mod lock;
 pub mod progress;
@@ -20,8 +21,8 @@ use crate::manifest::{
     Status, Tokens,
 };
 use crate::plan::Job;
-use crate::plan::cache::{self, CacheIndex, JobCache};
 use crate::plan::Shard;
+use crate::plan::cache::{self, CacheIndex, JobCache};
 use crate::skills::SkillSet;
 use progress::Progress;
 use slots::Slots;
@@ -39,6 +40,9 @@ pub struct RunOptions {
     /// Absolute output folder.
     pub output_dir: PathBuf,
     pub shard: Option<Shard>,
+    /// Every job id of the whole plan (all shards), written to the manifest so that merging
+    /// shards can tell which planned jobs none of them did.
+    pub plan_ids: Vec<String>,
     pub force: bool,
     pub max_failures: Option<u64>,
     pub budget_tokens: Option<u64>,
@@ -117,8 +121,12 @@ pub fn now_rfc3339() -> String {
 pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let out = opts.output_dir.clone();
     let zhi_dir = out.join(".zhi");
-    std::fs::create_dir_all(&zhi_dir)
-        .map_err(|e| ExitError::usage(format!("cannot create output folder {}: {e}", out.display())))?;
+    std::fs::create_dir_all(&zhi_dir).map_err(|e| {
+        ExitError::usage(format!(
+            "cannot create output folder {}: {e}",
+            out.display()
+        ))
+    })?;
     let run_id = new_run_id(opts.shard);
     let _lock = lock::RunLock::acquire(&zhi_dir, &run_id)?;
     clean_stale(&zhi_dir);
@@ -128,7 +136,8 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
     let started_at = now_rfc3339();
 
-    let mut settings = ClientSettings::new(opts.config.base_url.clone(), opts.config.api_key.clone());
+    let mut settings =
+        ClientSettings::new(opts.config.base_url.clone(), opts.config.api_key.clone());
     settings.timeout = opts.config.timeout;
     settings.retry = opts.config.retry;
     settings.rpm = opts.config.rpm;
@@ -143,7 +152,8 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let force = opts.force;
     let caches: Vec<JobCache> = tokio::task::spawn_blocking(move || {
         let index = CacheIndex::load(&out2);
-        let model_of = |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+        let model_of =
+            |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
         cache::statuses(&jobs, &index, &skills, &model_of, &out2, force)
     })
     .await
@@ -165,7 +175,11 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let writer = Arc::new(Mutex::new(writer));
     let records: Arc<Mutex<Vec<JobRecord>>> = Arc::new(Mutex::new(Vec::new()));
 
-    let signals = tokio::spawn(watch_signals(state.clone(), opts.config.grace_period, progress.clone()));
+    let signals = tokio::spawn(watch_signals(
+        state.clone(),
+        opts.config.grace_period,
+        progress.clone(),
+    ));
     let rate_watch = {
         let mut rx = client.rate_limit_events();
         let slots = slots.clone();
@@ -186,6 +200,8 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         reader: opts.reader.clone(),
         toolbox: crate::agent::tools::Toolbox::new(),
         cancel: state.hard.clone(),
+        slots: slots.clone(),
+        progress: progress.counters.clone(),
     });
 
     let mut tasks = tokio::task::JoinSet::new();
@@ -207,11 +223,18 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             continue;
         }
         tokio::select! {
-            _ = slots.acquire() => {}
+            biased;
             _ = state.soft.cancelled() => {
                 unscheduled.push((job, cache));
                 break;
             }
+            _ = slots.acquire() => {}
+        }
+        // The slot may have been freed by the very job that reached a limit.
+        if state.stopped().is_some() {
+            slots.release();
+            unscheduled.push((job, cache));
+            break;
         }
         progress.counters.in_flight.fetch_add(1, Ordering::Relaxed);
         progress.tick();
@@ -228,8 +251,19 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         tasks.spawn(async move {
             let record = job::process(&shared, &job, &cache).await;
             progress2.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+            // Account for the job (budget, failures) before its slot frees, so the scheduler
+            // never starts another job past a limit this one reached.
+            finish_record_small(
+                record,
+                &writer2,
+                &records2,
+                &progress2,
+                &state2,
+                &opts_small,
+                &slots2,
+            );
+            job::forget_commit(&shared, &job);
             slots2.release();
-            finish_record_small(record, &writer2, &records2, &progress2, &state2, &opts_small, &slots2);
         });
     }
     unscheduled.extend(queue);
@@ -241,17 +275,45 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let stop = state.stopped();
     for (job, cache) in unscheduled {
         let (status, kind, message) = match &stop {
-            Some(Stop::Budget(n)) => (Status::Skipped, ErrorKind::Skipped, format!("token budget of {n} reached")),
-            Some(Stop::MaxFailures(n)) => (Status::Skipped, ErrorKind::Skipped, format!("{n} job(s) failed; --max-failures reached")),
-            Some(Stop::Abort(k, m)) => (Status::Cancelled, ErrorKind::Cancelled, format!("run aborted ({k}): {m}")),
-            Some(Stop::RateLimited(m)) => (Status::Cancelled, ErrorKind::Cancelled, format!("run aborted: {m}")),
-            Some(Stop::Signal(sig)) => (Status::Cancelled, ErrorKind::Cancelled, format!("interrupted by {}", signal_name(*sig))),
-            None => (Status::Skipped, ErrorKind::Skipped, "not scheduled".to_string()),
+            Some(Stop::Budget(n)) => (
+                Status::Skipped,
+                ErrorKind::Skipped,
+                format!("token budget of {n} reached"),
+            ),
+            Some(Stop::MaxFailures(n)) => (
+                Status::Skipped,
+                ErrorKind::Skipped,
+                format!("{n} job(s) failed; --max-failures reached"),
+            ),
+            Some(Stop::Abort(k, m)) => (
+                Status::Cancelled,
+                ErrorKind::Cancelled,
+                format!("run aborted ({k}): {m}"),
+            ),
+            Some(Stop::RateLimited(m)) => (
+                Status::Cancelled,
+                ErrorKind::Cancelled,
+                format!("run aborted: {m}"),
+            ),
+            Some(Stop::Signal(sig)) => (
+                Status::Cancelled,
+                ErrorKind::Cancelled,
+                format!("interrupted by {}", signal_name(*sig)),
+            ),
+            None => (
+                Status::Skipped,
+                ErrorKind::Skipped,
+                "not scheduled".to_string(),
+            ),
         };
         let record = job::not_run(&job, &cache, &shared, status, kind, message);
         finish_record(record, &writer, &records, &progress, &state, &opts, &slots);
     }
     progress.finish();
+    let _ = std::fs::remove_dir(zhi_dir.join("staging").join(&run_id));
+    let _ = std::fs::remove_dir(zhi_dir.join("staging"));
+    let _ = std::fs::remove_dir(zhi_dir.join("trash").join(&run_id));
+    let _ = std::fs::remove_dir(zhi_dir.join("trash"));
 
     let records = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
     let mut counts = Counts {
@@ -265,11 +327,19 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     }
     let (status, exit, reason) = match &stop {
         Some(Stop::Abort(k, m)) => (RunStatus::Aborted, Exit::Aborted, Some(format!("{k}: {m}"))),
-        Some(Stop::Budget(n)) => (RunStatus::Aborted, Exit::Aborted, Some(format!("token budget of {n} reached"))),
+        Some(Stop::Budget(n)) => (
+            RunStatus::Aborted,
+            Exit::Aborted,
+            Some(format!("token budget of {n} reached")),
+        ),
         Some(Stop::RateLimited(m)) => (RunStatus::Aborted, Exit::TempFail, Some(m.clone())),
         Some(Stop::Signal(sig)) => (
             RunStatus::Interrupted,
-            if *sig == libc::SIGTERM { Exit::Terminated } else { Exit::Interrupted },
+            if *sig == libc::SIGTERM {
+                Exit::Terminated
+            } else {
+                Exit::Interrupted
+            },
             Some(format!("interrupted by {}", signal_name(*sig))),
         ),
         Some(Stop::MaxFailures(n)) => (
@@ -277,7 +347,9 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             Exit::JobsFailed,
             Some(format!("stopped after {n} failed job(s)")),
         ),
-        None if counts.failed > 0 || counts.cancelled > 0 => (RunStatus::CompletedWithFailures, Exit::JobsFailed, None),
+        None if counts.failed > 0 || counts.cancelled > 0 => {
+            (RunStatus::CompletedWithFailures, Exit::JobsFailed, None)
+        }
         None => (RunStatus::Completed, Exit::Success, None),
     };
     let (last, peak) = slots.limits();
@@ -304,17 +376,29 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         shard: opts.shard.map(|s| s.label()),
         reason,
         concurrency: ConcurrencyStats {
-            mode: if auto { ConcurrencyMode::Auto } else { ConcurrencyMode::Fixed },
+            mode: if auto {
+                ConcurrencyMode::Auto
+            } else {
+                ConcurrencyMode::Fixed
+            },
             initial: initial as u32,
             peak: peak as u32,
             last: last as u32,
         },
-        planned_job_ids: opts.jobs.iter().map(|j| j.id.0.clone()).collect(),
+        planned_job_ids: opts.plan_ids.clone(),
     };
     let w = writer.lock().unwrap_or_else(|e| e.into_inner());
-    w.finish(&manifest, &out, &records)
-        .map_err(|e| ExitError::usage(format!("cannot write the manifest in {}: {e}", run_dir.display())))?;
-    Ok(RunResult { manifest, exit, records })
+    w.finish(&manifest, &out, &records).map_err(|e| {
+        ExitError::usage(format!(
+            "cannot write the manifest in {}: {e}",
+            run_dir.display()
+        ))
+    })?;
+    Ok(RunResult {
+        manifest,
+        exit,
+        records,
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -350,12 +434,19 @@ fn finish_record_small(
     opts: &SmallOpts,
     slots: &Arc<Slots>,
 ) {
-    if let Err(e) = writer.lock().unwrap_or_else(|e| e.into_inner()).append(&record) {
+    if let Err(e) = writer
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .append(&record)
+    {
         progress.println(&format!("error: cannot append to results.jsonl: {e}"));
     }
     let c = &progress.counters;
     c.done.fetch_add(1, Ordering::Relaxed);
-    let spent = state.tokens.fetch_add(record.tokens.total(), Ordering::Relaxed) + record.tokens.total();
+    let spent = state
+        .tokens
+        .fetch_add(record.tokens.total(), Ordering::Relaxed)
+        + record.tokens.total();
     c.tokens.store(spent, Ordering::Relaxed);
     match record.status {
         Status::Succeeded => slots.on_success(),
@@ -391,14 +482,20 @@ fn finish_record_small(
         state.stop(Stop::Budget(b));
     }
     progress.tick();
-    records.lock().unwrap_or_else(|e| e.into_inner()).push(record);
+    records
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(record);
 }
 
 /// First SIGINT/SIGTERM: stop scheduling, let in-flight jobs finish within the grace period,
 /// then cancel them. A second signal cancels at once.
 async fn watch_signals(state: Arc<RunState>, grace: std::time::Duration, progress: Arc<Progress>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         return;
     };
     let first = tokio::select! {
@@ -420,7 +517,11 @@ async fn watch_signals(state: Arc<RunState>, grace: std::time::Duration, progres
 }
 
 fn signal_name(sig: i32) -> &'static str {
-    if sig == libc::SIGTERM { "SIGTERM" } else { "SIGINT" }
+    if sig == libc::SIGTERM {
+        "SIGTERM"
+    } else {
+        "SIGINT"
+    }
 }
 
 /// Staging and trash left by a crashed run are removed (we hold the lock, so no run is using

@@ -14,6 +14,9 @@ pub struct Counters {
     pub failed: AtomicU64,
     pub in_flight: AtomicU64,
     pub tokens: AtomicU64,
+    /// Pieces of long documents: done and total.
+    pub chunks_done: AtomicU64,
+    pub chunks_total: AtomicU64,
 }
 
 /// How progress is shown.
@@ -60,8 +63,12 @@ impl Progress {
 
     fn message(&self) -> String {
         let c = &self.counters;
+        let chunks = match c.chunks_total.load(Ordering::Relaxed) {
+            0 => String::new(),
+            t => format!(", chunks {}/{t}", c.chunks_done.load(Ordering::Relaxed)),
+        };
         format!(
-            "{} in flight, {} failed, {} tokens",
+            "{} in flight, {} failed, {} tokens{chunks}",
             c.in_flight.load(Ordering::Relaxed),
             c.failed.load(Ordering::Relaxed),
             c.tokens.load(Ordering::Relaxed)
@@ -90,7 +97,10 @@ impl Progress {
         let done = self.counters.done.load(Ordering::Relaxed);
         let eta = if done > 0 && done < self.total {
             let per = self.started.elapsed().as_secs_f64() / done as f64;
-            format!(", ETA {}s", (per * (self.total - done) as f64).round() as u64)
+            format!(
+                ", ETA {}s",
+                (per * (self.total - done) as f64).round() as u64
+            )
         } else {
             String::new()
         };

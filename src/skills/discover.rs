@@ -121,9 +121,7 @@ impl SkillSet {
                         reason: e,
                     });
                 }
-                if let SkillSource::User(p) | SkillSource::Project(p) =
-                    &loaded.skill.source
-                {
+                if let SkillSource::User(p) | SkillSource::Project(p) = &loaded.skill.source {
                     let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
                     if stem != loaded.skill.name {
                         self.warnings.push(format!(
@@ -190,7 +188,11 @@ pub fn discover(config_dir: Option<&Path>, cwd: &Path) -> SkillSet {
     if let Some(dir) = config_dir {
         load_dir(&mut set, &dir.join("skills"), SkillSource::User);
     }
-    load_dir(&mut set, &cwd.join(".zhi").join("skills"), SkillSource::Project);
+    load_dir(
+        &mut set,
+        &cwd.join(".zhi").join("skills"),
+        SkillSource::Project,
+    );
     set
 }
 

@@ -50,12 +50,22 @@ fn walk(skills: &BTreeMap<String, Skill>, chain: &mut Vec<String>, errors: &mut 
         if let Some(pos) = chain.iter().position(|n| n == name) {
             let mut cyc: Vec<String> = chain[pos..].to_vec();
             cyc.push(name.to_string());
-            push_once(errors, GraphError::Cycle { chain: canonical_cycle(cyc) });
+            push_once(
+                errors,
+                GraphError::Cycle {
+                    chain: canonical_cycle(cyc),
+                },
+            );
             continue;
         }
         chain.push(name.to_string());
         if chain.len() - 1 > MAX_NESTING {
-            push_once(errors, GraphError::TooDeep { chain: chain.clone() });
+            push_once(
+                errors,
+                GraphError::TooDeep {
+                    chain: chain.clone(),
+                },
+            );
         } else {
             walk(skills, chain, errors);
         }
@@ -67,7 +77,12 @@ fn walk(skills: &BTreeMap<String, Skill>, chain: &mut Vec<String>, errors: &mut 
 /// name: `b -> a -> b` and `a -> b -> a` are the same cycle.
 fn canonical_cycle(mut cyc: Vec<String>) -> Vec<String> {
     cyc.pop();
-    if let Some(min) = cyc.iter().enumerate().min_by(|a, b| a.1.cmp(b.1)).map(|(i, _)| i) {
+    if let Some(min) = cyc
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.cmp(b.1))
+        .map(|(i, _)| i)
+    {
         cyc.rotate_left(min);
     }
     if let Some(first) = cyc.first().cloned() {
@@ -91,8 +106,11 @@ mod tests {
         let mut s = SkillSet::default();
         for (name, tools) in defs {
             let y = format!("name: {name}\ndescription: d\nsystem_prompt: p\ntools: [{tools}]\n");
-            s.add_bytes(y.as_bytes(), SkillSource::File(format!("{name}.yaml").into()))
-                .unwrap();
+            s.add_bytes(
+                y.as_bytes(),
+                SkillSource::File(format!("{name}.yaml").into()),
+            )
+            .unwrap();
         }
         s
     }
@@ -102,16 +120,31 @@ mod tests {
         let s = set(&[("a", "b"), ("b", "a")]);
         assert_eq!(
             s.check_graph(None),
-            vec![GraphError::Cycle { chain: vec!["a".into(), "b".into(), "a".into()] }]
+            vec![GraphError::Cycle {
+                chain: vec!["a".into(), "b".into(), "a".into()]
+            }]
         );
         let s = set(&[("a", "file_read, a")]);
         assert_eq!(s.check_graph(None)[0].to_string(), "skill cycle: a -> a");
-        let s = set(&[("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "file_read")]);
+        let s = set(&[
+            ("a", "b"),
+            ("b", "c"),
+            ("c", "d"),
+            ("d", "e"),
+            ("e", "file_read"),
+        ]);
         let errs = s.check_graph(Some(&["a"]));
         assert_eq!(errs.len(), 1);
-        assert_eq!(errs[0].to_string(), "skills nest deeper than 3: a -> b -> c -> d -> e");
+        assert_eq!(
+            errs[0].to_string(),
+            "skills nest deeper than 3: a -> b -> c -> d -> e"
+        );
         assert!(s.check_graph(Some(&["b"])).is_empty());
         let s = set(&[("a", "nope")]);
-        assert!(s.check_graph(None)[0].to_string().contains("unknown tool or skill `nope`"));
+        assert!(
+            s.check_graph(None)[0]
+                .to_string()
+                .contains("unknown tool or skill `nope`")
+        );
     }
 }

@@ -48,13 +48,20 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
         reason,
     };
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(fail("empty file: a skill needs at least name, description, system_prompt and tools".into()));
+        return Err(fail(
+            "empty file: a skill needs at least name, description, system_prompt and tools".into(),
+        ));
     }
     if bytes.contains(&0) {
-        return Err(fail("binary file (contains NUL bytes), not a YAML skill".into()));
+        return Err(fail(
+            "binary file (contains NUL bytes), not a YAML skill".into(),
+        ));
     }
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| fail(format!("not UTF-8 text ({e}); skill files must be UTF-8 YAML")))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        fail(format!(
+            "not UTF-8 text ({e}); skill files must be UTF-8 YAML"
+        ))
+    })?;
     let value: Value = serde_norway::from_str(text).map_err(|e| fail(yaml_error(&e)))?;
     let Value::Mapping(map) = value else {
         return Err(fail(format!(
@@ -137,8 +144,9 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
     let max_turns = match get("max_turns") {
         None | Some(Value::Null) => DEFAULT_MAX_TURNS,
         Some(Value::Number(n)) => match n.as_i64() {
-            Some(t) if t >= i64::from(*MAX_TURNS_RANGE.start())
-                && t <= i64::from(*MAX_TURNS_RANGE.end()) =>
+            Some(t)
+                if t >= i64::from(*MAX_TURNS_RANGE.start())
+                    && t <= i64::from(*MAX_TURNS_RANGE.end()) =>
             {
                 t as u32
             }
@@ -230,7 +238,12 @@ fn parse_input(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<InputSpe
             });
         }
         Some(Value::Mapping(m)) => m,
-        Some(v) => return Err(format!("field `input` must be a mapping, found {}", value_kind(v))),
+        Some(v) => {
+            return Err(format!(
+                "field `input` must be a mapping, found {}",
+                value_kind(v)
+            ));
+        }
     };
     let description = map
         .get(Value::String("description".into()))
@@ -316,7 +329,12 @@ fn parse_input(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<InputSpe
                 });
             }
         }
-        Some(v) => return Err(format!("input.args must be a list, found {}", value_kind(v))),
+        Some(v) => {
+            return Err(format!(
+                "input.args must be a list, found {}",
+                value_kind(v)
+            ));
+        }
     }
     let primary = args
         .iter()

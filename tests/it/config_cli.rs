@@ -16,18 +16,28 @@ fn show_json(env: &TestEnv, f: impl FnOnce(&mut assert_cmd::Command)) -> (Value,
 fn precedence_env_over_files_over_defaults() {
     let env = TestEnv::new();
     let (v, _) = show_json(&env, |_| {});
-    assert_eq!(v["base_url"]["value"], "https://open.bigmodel.cn/api/paas/v4");
+    assert_eq!(
+        v["base_url"]["value"],
+        "https://open.bigmodel.cn/api/paas/v4"
+    );
     assert_eq!(v["base_url"]["origin"], "default");
 
     std::fs::create_dir_all(env.home.join(".config/zhi")).unwrap();
-    std::fs::write(env.home.join(".config/zhi/config.yaml"), "timeout: 30\nrpm: 100\n").unwrap();
+    std::fs::write(
+        env.home.join(".config/zhi/config.yaml"),
+        "timeout: 30\nrpm: 100\n",
+    )
+    .unwrap();
     env.write("zhi.yaml", "rpm: 200\nconcurrency: auto\n");
     let (v, _) = show_json(&env, |c| {
         c.env("ZHI_OUTPUT_DIR", "from-env");
     });
     assert_eq!(v["timeout"]["value"], "30s");
     assert_eq!(v["rpm"]["value"], "200");
-    assert_eq!(v["rpm"]["origin"], format!("file {}", env.path("zhi.yaml").display()));
+    assert_eq!(
+        v["rpm"]["origin"],
+        format!("file {}", env.path("zhi.yaml").display())
+    );
     assert_eq!(v["concurrency"]["value"], "auto");
     assert_eq!(v["output_dir"]["value"], "from-env");
     assert_eq!(v["output_dir"]["origin"], "env ZHI_OUTPUT_DIR");
@@ -49,7 +59,12 @@ fn key_is_never_printed() {
     assert!(!v.to_string().contains("sk-very-secret-123"));
     assert!(!err.contains("sk-very-secret-123"));
 
-    let out = env.zhi().args(["config", "show"]).env("ZHI_API_KEY", "sk-very-secret-123").output().unwrap();
+    let out = env
+        .zhi()
+        .args(["config", "show"])
+        .env("ZHI_API_KEY", "sk-very-secret-123")
+        .output()
+        .unwrap();
     assert!(!stdout(&out).contains("sk-very-secret-123"));
 }
 
@@ -75,5 +90,9 @@ fn bad_config_is_a_usage_error() {
     env.write("zhi.yaml", "concurrency: lots\n");
     let out = env.zhi().args(["config", "show"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("zhi.yaml: concurrency `lots`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("zhi.yaml: concurrency `lots`"),
+        "{}",
+        stderr(&out)
+    );
 }

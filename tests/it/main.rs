@@ -1,9 +1,12 @@
 //! zhi's integration tests: one test binary, one module per area. Each drives the real `zhi`
 //! binary or the library through the product's contract (SPEC.md).
 
+mod batch;
+mod chunking;
 mod config_cli;
 mod help;
 mod llm_client;
+mod run_fake;
 mod skills_cli;
 mod support;
 mod testenv;

@@ -8,19 +8,39 @@ const BUILTINS: &[(&str, &str, u64, &str)] = &[
     ("summarize", "file_read,file_write", 5, "file*"),
     ("translate", "file_read,file_write", 5, "file*,to"),
     ("extract-text", "ocr,file_write,file_list", 5, "file*"),
-    ("extract-table", "ocr,file_read,file_write,file_list", 8, "file*"),
+    (
+        "extract-table",
+        "ocr,file_read,file_write,file_list",
+        8,
+        "file*",
+    ),
     ("analyze", "file_read,ocr,file_write,file_list", 8, "file*"),
     ("proofread", "file_read,ocr,file_write", 5, "file*"),
-    ("reformat", "file_read,ocr,file_write,file_list", 8, "file*,format"),
+    (
+        "reformat",
+        "file_read,ocr,file_write,file_list",
+        8,
+        "file*,format",
+    ),
     ("meeting-notes", "file_read,ocr,file_write", 5, "file*"),
-    ("compare", "file_read,ocr,file_write,file_list", 8, "file*,file2*"),
+    (
+        "compare",
+        "file_read,ocr,file_write,file_list",
+        8,
+        "file*,file2*",
+    ),
     (
         "contract-review",
         "file_read,ocr,file_write,file_list,analyze,compare,proofread",
         15,
         "file*,file2",
     ),
-    ("daily-digest", "file_list,file_read,ocr,file_write,summarize", 15, "dir*"),
+    (
+        "daily-digest",
+        "file_list,file_read,ocr,file_write,summarize",
+        15,
+        "dir*",
+    ),
     (
         "invoice-to-excel",
         "file_list,file_read,ocr,file_write,extract-table,reformat",
@@ -33,14 +53,32 @@ const BUILTINS: &[(&str, &str, u64, &str)] = &[
         15,
         "file*,translate_to",
     ),
-    ("report-polish", "file_read,ocr,file_write,proofread,analyze,reformat", 12, "file*,format"),
-    ("translate-proofread", "file_read,ocr,file_write,translate,proofread", 12, "file*,to"),
+    (
+        "report-polish",
+        "file_read,ocr,file_write,proofread,analyze,reformat",
+        12,
+        "file*,format",
+    ),
+    (
+        "translate-proofread",
+        "file_read,ocr,file_write,translate,proofread",
+        12,
+        "file*,to",
+    ),
 ];
 
 fn list_json(env: &TestEnv) -> Vec<Value> {
-    let out = env.zhi().args(["skills", "list", "--json"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "list", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[test]
@@ -53,7 +91,12 @@ fn list_json_is_exactly_the_builtins_of_the_spec() {
             .iter()
             .find(|s| s["name"] == *name)
             .unwrap_or_else(|| panic!("builtin {name} missing"));
-        let got_tools: Vec<&str> = s["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let got_tools: Vec<&str> = s["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
         let mut want_tools: Vec<&str> = tools.split(',').collect();
         let mut got_sorted = got_tools.clone();
         want_tools.sort_unstable();
@@ -107,7 +150,11 @@ fn list_table() {
 #[test]
 fn show_nested_tree() {
     let env = TestEnv::new();
-    let out = env.zhi().args(["skills", "show", "contract-review"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "show", "contract-review"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = stdout(&out);
     let tree: String = text
@@ -124,9 +171,18 @@ fn show_nested_tree() {
     └── proofread (builtin, max_turns 5)
     ");
 
-    let out = env.zhi().args(["skills", "show", "contract-review", "--json"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "show", "contract-review", "--json"])
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let nested: Vec<&str> = v["nested"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    let nested: Vec<&str> = v["nested"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
     assert_eq!(nested, ["analyze", "compare", "proofread"]);
     let sent = v["system_prompt_sent"].as_str().unwrap();
     assert!(sent.starts_with("Language rule:"), "preamble comes first");
@@ -165,7 +221,10 @@ fn cycle_a_b_a_names_the_chain() {
     let env = TestEnv::new();
     let (code, err) = validate_files(
         &env,
-        &[("a.yaml", &skill_yaml("a", "file_read, b")), ("b.yaml", &skill_yaml("b", "a"))],
+        &[
+            ("a.yaml", &skill_yaml("a", "file_read, b")),
+            ("b.yaml", &skill_yaml("b", "a")),
+        ],
     );
     assert_eq!(code, 2);
     assert!(err.contains("skill cycle: a -> b -> a"), "{err}");
@@ -182,14 +241,23 @@ fn self_cycle() {
 #[test]
 fn nesting_deeper_than_three() {
     let env = TestEnv::new();
-    let chain = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "file_read")];
+    let chain = [
+        ("a", "b"),
+        ("b", "c"),
+        ("c", "d"),
+        ("d", "e"),
+        ("e", "file_read"),
+    ];
     for (n, t) in chain {
         env.project_skill(&format!("{n}.yaml"), &skill_yaml(n, t));
     }
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("skills nest deeper than 3: a -> b -> c -> d -> e"), "{err}");
+    assert!(
+        err.contains("skills nest deeper than 3: a -> b -> c -> d -> e"),
+        "{err}"
+    );
     // Three levels are fine.
     let env = TestEnv::new();
     for (n, t) in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "file_read")] {
@@ -213,8 +281,14 @@ fn bad_name() {
     let env = TestEnv::new();
     let (code, err) = validate_files(&env, &[("bad.yaml", &skill_yaml("-bad", "file_read"))]);
     assert_eq!(code, 2);
-    assert!(err.contains("bad.yaml: invalid name `-bad`: must start with a letter or digit"), "{err}");
-    let (code, err) = validate_files(&env, &[("sp.yaml", &skill_yaml("'has space'", "file_read"))]);
+    assert!(
+        err.contains("bad.yaml: invalid name `-bad`: must start with a letter or digit"),
+        "{err}"
+    );
+    let (code, err) = validate_files(
+        &env,
+        &[("sp.yaml", &skill_yaml("'has space'", "file_read"))],
+    );
     assert_eq!(code, 2);
     assert!(err.contains("invalid name `has space`"), "{err}");
 }
@@ -223,13 +297,23 @@ fn bad_name() {
 fn max_turns_out_of_range() {
     for (turns, clamped) in [(0, 1), (99, 50)] {
         let env = TestEnv::new();
-        let yaml = skill_yaml("a", "file_read").replace("max_turns: 3", &format!("max_turns: {turns}"));
+        let yaml =
+            skill_yaml("a", "file_read").replace("max_turns: 3", &format!("max_turns: {turns}"));
         let (code, err) = validate_files(&env, &[("a.yaml", &yaml)]);
         assert_eq!(code, 2, "max_turns {turns}");
-        assert!(err.contains(&format!("max_turns {turns} is outside 1..=50; clamped to {clamped}")), "{err}");
+        assert!(
+            err.contains(&format!(
+                "max_turns {turns} is outside 1..=50; clamped to {clamped}"
+            )),
+            "{err}"
+        );
         // A run tolerates it with the clamped value: `skills show` of the project skill works.
         env.project_skill("a.yaml", &yaml);
-        let out = env.zhi().args(["skills", "show", "a", "--json"]).output().unwrap();
+        let out = env
+            .zhi()
+            .args(["skills", "show", "a", "--json"])
+            .output()
+            .unwrap();
         assert!(out.status.success());
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["max_turns"], clamped);
@@ -250,15 +334,27 @@ fn empty_binary_and_malformed_files() {
 
     let (code, err) = validate_files(
         &env,
-        &[("syntax.yaml", "name: a\ndescription: d\nsystem_prompt: [unclosed\ntools: [file_read]\n")],
+        &[(
+            "syntax.yaml",
+            "name: a\ndescription: d\nsystem_prompt: [unclosed\ntools: [file_read]\n",
+        )],
     );
     assert_eq!(code, 2);
     assert!(err.contains("syntax.yaml: YAML syntax error"), "{err}");
     assert!(err.contains("line 4"), "names the line: {err}");
 
-    let (code, err) = validate_files(&env, &[("missing.yaml", "name: a\ndescription: d\ntools: [file_read]\n")]);
+    let (code, err) = validate_files(
+        &env,
+        &[(
+            "missing.yaml",
+            "name: a\ndescription: d\ntools: [file_read]\n",
+        )],
+    );
     assert_eq!(code, 2);
-    assert!(err.contains("missing required field `system_prompt`"), "{err}");
+    assert!(
+        err.contains("missing required field `system_prompt`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -273,7 +369,10 @@ fn unknown_fields_warn_but_validate() {
 #[test]
 fn user_skill_overrides_builtin_and_project_overrides_user() {
     let env = TestEnv::new();
-    env.user_skill("summarize.yaml", &skill_yaml("summarize", "file_read, file_write"));
+    env.user_skill(
+        "summarize.yaml",
+        &skill_yaml("summarize", "file_read, file_write"),
+    );
     let skills = list_json(&env);
     assert_eq!(skills.len(), 15);
     let s = skills.iter().find(|s| s["name"] == "summarize").unwrap();
@@ -281,7 +380,10 @@ fn user_skill_overrides_builtin_and_project_overrides_user() {
     assert_eq!(s["description"], "test skill summarize");
     assert_eq!(s["max_turns"], 3);
 
-    env.project_skill("summarize.yaml", &skill_yaml("summarize", "file_read").replace("max_turns: 3", "max_turns: 2"));
+    env.project_skill(
+        "summarize.yaml",
+        &skill_yaml("summarize", "file_read").replace("max_turns: 3", "max_turns: 2"),
+    );
     let skills = list_json(&env);
     let s = skills.iter().find(|s| s["name"] == "summarize").unwrap();
     assert_eq!(s["source"], "project");
@@ -293,13 +395,28 @@ fn broken_user_skill_beside_a_good_one() {
     let env = TestEnv::new();
     env.user_skill("good.yaml", &skill_yaml("good", "file_read"));
     env.user_skill("broken.yaml", "name: broken\ndescription: [oops\n");
-    let out = env.zhi().args(["skills", "list", "--json"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "list", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    let skills: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone();
+    let skills: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(skills.len(), 16);
-    assert!(skills.iter().any(|s| s["name"] == "good" && s["source"] == "user"));
+    assert!(
+        skills
+            .iter()
+            .any(|s| s["name"] == "good" && s["source"] == "user")
+    );
     let err = env.filter(&stderr(&out));
-    assert!(err.contains("skipped skill file [HOME]/.config/zhi/skills/broken.yaml: YAML syntax error"), "{err}");
+    assert!(
+        err.contains("skipped skill file [HOME]/.config/zhi/skills/broken.yaml: YAML syntax error"),
+        "{err}"
+    );
 
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -309,21 +426,41 @@ fn broken_user_skill_beside_a_good_one() {
 #[test]
 fn new_writes_a_valid_template_and_never_overwrites() {
     let env = TestEnv::new();
-    let out = env.zhi().args(["skills", "new", "my-skill"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "new", "my-skill"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "created .zhi/skills/my-skill.yaml");
     let path = env.path(".zhi/skills/my-skill.yaml");
     let before = std::fs::read(&path).unwrap();
 
-    let out = env.zhi().args(["skills", "validate", ".zhi/skills/my-skill.yaml"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "validate", ".zhi/skills/my-skill.yaml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     std::fs::write(&path, [before.as_slice(), b"# edited\n"].concat()).unwrap();
-    let out = env.zhi().args(["skills", "new", "my-skill"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "new", "my-skill"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("already exists; not overwritten"));
-    assert!(std::fs::read_to_string(&path).unwrap().ends_with("# edited\n"));
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .ends_with("# edited\n")
+    );
 
-    let out = env.zhi().args(["skills", "new", "bad name"]).output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "new", "bad name"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

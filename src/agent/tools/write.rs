@@ -102,7 +102,10 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
     let done = tokio::task::spawn_blocking(move || write(&sandbox, &target, format, content)).await;
     match done {
         Ok(Ok((rel, bytes))) => ToolOutcome {
-            content: format!("wrote `{}` ({bytes} bytes). The file is saved; do not write it again. If your task is done, reply now with one short line of plain text and no tool call.", rel.display()),
+            content: format!(
+                "wrote `{}` ({bytes} bytes). The file is saved; do not write it again. If your task is done, reply now with one short line of plain text and no tool call.",
+                rel.display()
+            ),
             refused: false,
             wrote: Some(rel),
         },

@@ -1,0 +1,284 @@
+//! `zhi manifest show` and `zhi manifest merge`: a run's account at a glance, and one account
+//! of several runs or shards. Both only read runs; merge writes only into the folder it is
+//! given with `-o`.
+
+use super::{Ctx, print_json};
+use crate::cli::ManifestCommand;
+use crate::config::Overrides;
+use crate::exit::{Exit, ExitError};
+use crate::manifest::merge::{self, LoadedRun, MergeError, RunSource};
+use crate::manifest::summary::{self, RunSummary};
+use crate::manifest::{Counts, RunDir, RunStatus, Tokens};
+use crate::sanitize::one_line;
+use std::path::{Path, PathBuf};
+
+pub fn run(ctx: &Ctx, cmd: ManifestCommand) -> Result<Exit, ExitError> {
+    match cmd {
+        ManifestCommand::Show { run, output } => show(ctx, run.as_deref(), output),
+        ManifestCommand::Merge { runs, output } => merge_runs(ctx, &runs, &output),
+    }
+}
+
+fn usage(e: MergeError) -> ExitError {
+    ExitError::usage(e.to_string())
+}
+
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+}
+
+/// The run `zhi manifest show [RUN]` means: a path (run folder, or output folder → its latest
+/// run), else a run id or unique id prefix in the output folder, else the output folder's
+/// latest run.
+fn find_run(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<RunDir, ExitError> {
+    let out = || -> Result<PathBuf, ExitError> {
+        let config = ctx.config(Overrides {
+            output_dir: output.clone(),
+            ..Overrides::default()
+        })?;
+        Ok(absolute(&ctx.cwd, &config.output_dir))
+    };
+    let latest = |out: &Path, runs: Vec<RunDir>| {
+        runs.into_iter().next_back().ok_or_else(|| {
+            ExitError::usage(format!("{} has no runs yet (they are kept in .zhi/runs/)", out.display()))
+        })
+    };
+    let Some(run) = run else {
+        let out = out()?;
+        return latest(&out, crate::manifest::list_runs(&out));
+    };
+    let as_path = absolute(&ctx.cwd, Path::new(run));
+    if as_path.is_dir() {
+        match merge::resolve(&as_path) {
+            Ok(RunSource::Run(dir)) => return Ok(dir),
+            Ok(RunSource::Output(runs)) => return latest(&as_path, runs),
+            Err(MergeError::NoRuns(p)) => return latest(&p, Vec::new()),
+            // A folder that is no run may still share its name with a run id; look there too.
+            Err(_) => {}
+        }
+    }
+    let out = out()?;
+    let runs = crate::manifest::list_runs(&out);
+    if let Some(exact) = runs.iter().find(|r| r.run_id == run) {
+        return Ok(exact.clone());
+    }
+    let matches: Vec<&RunDir> = runs.iter().filter(|r| r.run_id.starts_with(run)).collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(ExitError::usage(format!(
+            "no run `{}` in {} (give a run id from .zhi/runs/, or the path of a run folder)",
+            one_line(run),
+            out.display()
+        ))),
+        many => Err(ExitError::usage(format!(
+            "`{}` matches {} runs in {}: {}",
+            one_line(run),
+            many.len(),
+            out.display(),
+            many.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+fn show(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Exit, ExitError> {
+    let dir = find_run(ctx, run, output)?;
+    let loaded = LoadedRun::load(&dir).map_err(usage)?;
+    let s = summary::summarize(&loaded);
+    if ctx.global.json {
+        print_json(&serde_json::to_value(&s).unwrap_or_default());
+    } else {
+        for line in render(&s) {
+            println!("{line}");
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn status_name(s: RunStatus) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+fn counts_line(c: &Counts) -> String {
+    format!(
+        "planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
+        c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+    )
+}
+
+fn tokens_line(t: &Tokens) -> String {
+    format!("{} (prompt {}, completion {})", t.total(), t.prompt, t.completion)
+}
+
+/// The human summary, line by line; untrusted text (inputs, messages) is made one-line and
+/// free of control characters.
+fn render(s: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    let status = match s.status {
+        Some(st) => status_name(st),
+        None => "incomplete: no manifest.json (the run was killed or is still running); read from its records".into(),
+    };
+    let shard = s.shard.as_ref().map(|sh| format!("  shard {sh}")).unwrap_or_default();
+    out.push(format!("run {}  {status}{shard}", one_line(&s.run_id)));
+    if let Some(r) = &s.reason {
+        out.push(format!("  reason: {}", one_line(r)));
+    }
+    if let Some(c) = &s.command {
+        out.push(format!("  command: {}", one_line(c)));
+    }
+    let started = s.started_at.as_deref().unwrap_or("?");
+    let finished = s.finished_at.as_deref().unwrap_or("?");
+    let took = match (&s.started_at, &s.finished_at) {
+        (Some(a), Some(b)) => match (
+            chrono::DateTime::parse_from_rfc3339(a),
+            chrono::DateTime::parse_from_rfc3339(b),
+        ) {
+            (Ok(a), Ok(b)) => format!("  ({})", seconds((b - a).num_milliseconds().max(0) as u64)),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    out.push(format!("  started {started}  finished {finished}{took}"));
+    out.push(format!("  jobs: {}", counts_line(&s.counts)));
+    out.push(format!("  tokens: {}", tokens_line(&s.tokens)));
+    if !s.failures_by_kind.is_empty() {
+        out.push("  failures by kind:".into());
+        for (kind, n) in &s.failures_by_kind {
+            out.push(format!("    {kind:<18} {n}"));
+        }
+        out.push("  failed jobs:".into());
+        for f in s.failures.iter().take(20) {
+            out.push(format!(
+                "    {}  {}  {}",
+                one_line(&f.input),
+                f.error_kind.as_deref().unwrap_or("?"),
+                one_line(&truncate(f.error_message.as_deref().unwrap_or(""), 120))
+            ));
+        }
+        if s.failures.len() > 20 {
+            out.push(format!("    … and {} more (see results.jsonl)", s.failures.len() - 20));
+        }
+    }
+    if !s.slowest.is_empty() {
+        out.push("  slowest jobs:".into());
+        for j in &s.slowest {
+            out.push(format!(
+                "    {:>8}  {:<9}  {}",
+                seconds(j.duration_ms),
+                j.status.as_str(),
+                one_line(&j.input)
+            ));
+        }
+    }
+    if s.torn_lines > 0 {
+        out.push(format!(
+            "  note: {} torn line(s) in results.jsonl ignored (a crash mid-write)",
+            s.torn_lines
+        ));
+    }
+    out.push(format!("  records: {}", one_line(&Path::new(&s.path).join("results.jsonl").display().to_string())));
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitError> {
+    let dest = absolute(&ctx.cwd, output);
+    let dest_real = std::fs::canonicalize(&dest).ok();
+    let mut dirs: Vec<RunDir> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for p in paths {
+        let p = absolute(&ctx.cwd, p);
+        let found = match merge::resolve(&p).map_err(usage)? {
+            RunSource::Run(d) => vec![d],
+            RunSource::Output(runs) => runs,
+        };
+        for d in found {
+            let real = std::fs::canonicalize(&d.path).unwrap_or_else(|_| d.path.clone());
+            if dest_real.as_ref() == Some(&real) {
+                return Err(ExitError::usage(format!(
+                    "-o {} is one of the runs being merged; write the merge to another folder",
+                    output.display()
+                )));
+            }
+            if seen.insert(real) {
+                dirs.push(d);
+            }
+        }
+    }
+    let mut runs = Vec::with_capacity(dirs.len());
+    for d in &dirs {
+        let run = LoadedRun::load(d).map_err(usage)?;
+        if run.manifest.is_none() {
+            ctx.warn(&format!(
+                "run {} has no manifest.json (it was killed); its records are merged, its plan is taken from them",
+                run.run_id
+            ));
+        }
+        if run.torn_lines > 0 {
+            ctx.warn(&format!(
+                "run {}: {} torn line(s) in results.jsonl ignored",
+                run.run_id, run.torn_lines
+            ));
+        }
+        runs.push(run);
+    }
+    let command = std::env::args()
+        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let merged = merge::merge(&runs, merge::merged_run_id(), command, &dest);
+    merged.write(&dest).map_err(usage)?;
+
+    let m = &merged.manifest;
+    let mut lines = vec![
+        format!("merged {} run(s) into {}", runs.len(), one_line(&output.display().to_string())),
+        format!("  jobs: {}", counts_line(&m.counts)),
+        format!("  tokens: {}", tokens_line(&m.tokens)),
+    ];
+    if merged.missing.is_empty() {
+        lines.push("  every planned job was done by one of the runs".into());
+    } else {
+        lines.push(format!(
+            "  missing: {} planned job(s) were done by none of the runs:",
+            merged.missing.len()
+        ));
+        for x in &merged.missing {
+            let what = match (&x.input, x.status) {
+                (Some(input), Some(st)) => format!("{}  ({})", one_line(input), st.as_str()),
+                _ => "(no run has a record of it)".into(),
+            };
+            lines.push(format!("    {}  {what}", x.job_id));
+        }
+    }
+    if ctx.global.json {
+        let mut v = serde_json::to_value(m).unwrap_or_default();
+        if let Some(obj) = v.as_object_mut() {
+            let ids: Vec<&str> = merged.missing.iter().map(|x| x.job_id.as_str()).collect();
+            obj.insert("missing".into(), serde_json::json!(ids));
+        }
+        print_json(&v);
+        if !ctx.global.quiet {
+            for l in &lines {
+                eprintln!("{l}");
+            }
+        }
+    } else if !ctx.global.quiet || !merged.missing.is_empty() {
+        for l in &lines {
+            println!("{l}");
+        }
+    }
+    Ok(if merged.missing.is_empty() { Exit::Success } else { Exit::JobsFailed })
+}

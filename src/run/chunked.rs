@@ -1,0 +1,485 @@
+//! Long documents (SPEC §5): a document larger than one request's budget is split into pieces
+//! that run as their own agent runs, then joined (`map`) or combined by one more run over the
+//! piece results (`map-reduce`).
+//!
+//! Each finished piece is checkpointed under `<OUT>/.zhi/checkpoints/<job-id>/<key>/`, keyed by
+//! the job's cache key and the split, so a rerun after a failure redoes only missing pieces.
+//! Checkpoints go when the job's result is committed. Pieces run concurrently in the run's free
+//! document slots (the job's own slot always makes progress, so pieces cannot starve).
+
+use super::job::{self, Shared};
+use crate::agent::runner::AgentStats;
+use crate::chunk::{self, Piece};
+use crate::error::{ErrorKind, JobError};
+use crate::manifest::Chunks;
+use crate::plan::Job;
+use crate::plan::cache::JobCache;
+use crate::skills::{Chunking, Skill};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use tokio_util::sync::CancellationToken;
+
+/// What a chunked job reports back to its record.
+#[derive(Debug, Default)]
+pub struct ChunkState {
+    pub counts: Option<Chunks>,
+    /// Removed once the job's result is committed.
+    pub checkpoint: Option<PathBuf>,
+}
+
+/// A finished piece, as checkpointed in `done.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PieceDone {
+    answer: String,
+    files: Vec<String>,
+    turns: u32,
+    attempts: u32,
+    refused_tool_calls: u32,
+    tool_calls: u32,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+/// File extensions whose piece outputs are joined as text.
+const TEXT_EXTS: &[&str] = &[
+    "md", "markdown", "txt", "text", "html", "htm", "xml", "yaml", "yml", "tsv", "log", "rst",
+    "srt", "vtt",
+];
+
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    shared: &Shared,
+    job: &Job,
+    skill: &Skill,
+    cache: &JobCache,
+    text: &str,
+    budget: u32,
+    staging: &Path,
+    stats: &mut AgentStats,
+    state: &mut ChunkState,
+) -> Result<(), JobError> {
+    let pieces = chunk::split(text, budget, skill.chunking == Chunking::MapReduce);
+    let total = pieces.len();
+    let key = {
+        let mut h = Sha256::new();
+        h.update(cache.cache_key.as_deref().unwrap_or("nokey").as_bytes());
+        h.update(format!("\0{budget}\0{total}\0{}", skill.chunking.as_str()).as_bytes());
+        hex::encode(&h.finalize()[..8])
+    };
+    let ckpt = shared
+        .output_dir
+        .join(".zhi")
+        .join("checkpoints")
+        .join(job.id.as_str())
+        .join(&key);
+    state.checkpoint = Some(ckpt.parent().map(Path::to_path_buf).unwrap_or(ckpt.clone()));
+    tracing::info!(job = %job.input, pieces = total, budget, "document split into pieces");
+    shared
+        .progress
+        .chunks_total
+        .fetch_add(total as u64, Ordering::Relaxed);
+
+    let results = run_pieces(shared, job, skill, &pieces, &ckpt, "piece", stats, |p| {
+        piece_message(job, skill, p, total)
+    })
+    .await;
+    let done = results.iter().filter(|r| r.is_ok()).count();
+    state.counts = Some(Chunks {
+        total: total as u32,
+        done: done as u32,
+    });
+    let mut finished = Vec::with_capacity(total);
+    for r in results {
+        finished.push(r?);
+    }
+
+    match skill.chunking {
+        Chunking::Map => join_pieces(&ckpt, &finished, staging),
+        _ => {
+            let parts: Vec<String> = finished
+                .iter()
+                .enumerate()
+                .map(|(i, (dir, d))| piece_result(dir, d, i, total))
+                .collect();
+            reduce(shared, job, skill, parts, budget, &ckpt, staging, stats, 0).await
+        }
+    }
+}
+
+/// Run every piece (skipping checkpointed ones), in the job's slot plus any free slots.
+/// Returns each piece's folder and result, in order.
+#[allow(clippy::too_many_arguments)]
+async fn run_pieces(
+    shared: &Shared,
+    job: &Job,
+    skill: &Skill,
+    pieces: &[Piece],
+    ckpt: &Path,
+    prefix: &str,
+    stats: &mut AgentStats,
+    message: impl Fn(&Piece) -> String + Sync,
+) -> Vec<Result<(PathBuf, PieceDone), JobError>> {
+    let n = pieces.len();
+    let results: Mutex<Vec<Option<Result<(PathBuf, PieceDone), JobError>>>> =
+        Mutex::new((0..n).map(|_| None).collect());
+    let mut queue: VecDeque<usize> = VecDeque::new();
+    for (i, _) in pieces.iter().enumerate() {
+        let dir = ckpt.join(format!("{prefix}-{i:05}"));
+        match load_done(&dir) {
+            Some(d) => {
+                shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(Ok((dir, d)));
+            }
+            None => queue.push_back(i),
+        }
+    }
+    let queue = Mutex::new(queue);
+    let drained = CancellationToken::new();
+    let failed = CancellationToken::new();
+    let all_stats = Mutex::new(AgentStats::default());
+
+    let worker = |extra: bool| {
+        let queue = &queue;
+        let results = &results;
+        let drained = &drained;
+        let failed = &failed;
+        let all_stats = &all_stats;
+        let message = &message;
+        async move {
+            if extra {
+                tokio::select! {
+                    _ = shared.slots.acquire() => {}
+                    _ = drained.cancelled() => return,
+                }
+            }
+            loop {
+                if failed.is_cancelled() || shared.cancel.is_cancelled() {
+                    break;
+                }
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                let Some(i) = next else {
+                    drained.cancel();
+                    break;
+                };
+                let dir = ckpt.join(format!("{prefix}-{i:05}"));
+                let out = dir.join("out");
+                let _ = std::fs::remove_dir_all(&out);
+                let mut s = AgentStats::default();
+                let r = job::agent_in(shared, job, skill, &out, message(&pieces[i]), &mut s).await;
+                {
+                    let mut all = all_stats.lock().unwrap_or_else(|e| e.into_inner());
+                    add_stats(&mut all, &s);
+                }
+                let r = r.and_then(|(answer, files)| {
+                    let d = PieceDone {
+                        answer,
+                        files: files
+                            .iter()
+                            .map(|f| f.to_string_lossy().into_owned())
+                            .collect(),
+                        turns: s.turns,
+                        attempts: s.attempts,
+                        refused_tool_calls: s.refused_tool_calls,
+                        tool_calls: s.tool_calls,
+                        prompt_tokens: s.tokens.prompt,
+                        completion_tokens: s.tokens.completion,
+                    };
+                    save_done(&dir, &d)?;
+                    Ok((dir.clone(), d))
+                });
+                match &r {
+                    Ok(_) => {
+                        shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
+                    }
+                    Err(e) => {
+                        tracing::info!(job = %job.input, piece = i + 1, of = n, "piece failed: {e}");
+                        failed.cancel();
+                    }
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            }
+            if extra {
+                shared.slots.release();
+            } else {
+                // The job's own worker is done: nobody waits for a slot any longer.
+                drained.cancel();
+            }
+        }
+    };
+    let pending = queue.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let extras = pending.saturating_sub(1).min(63);
+    let mut futs = vec![Box::pin(worker(false))];
+    for _ in 0..extras {
+        futs.push(Box::pin(worker(true)));
+    }
+    futures_join_all(futs).await;
+    add_stats(
+        stats,
+        &all_stats.into_inner().unwrap_or_else(|e| e.into_inner()),
+    );
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.unwrap_or_else(|| {
+                Err(if shared.cancel.is_cancelled() {
+                    JobError::new(ErrorKind::Cancelled, "cancelled")
+                } else {
+                    JobError::new(
+                        ErrorKind::Cancelled,
+                        format!("piece {} of {n} not run: another piece failed", i + 1),
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
+/// Await every future (they borrow from this frame, so no spawning).
+async fn futures_join_all<F: std::future::Future<Output = ()>>(
+    mut futs: Vec<std::pin::Pin<Box<F>>>,
+) {
+    use std::future::poll_fn;
+    use std::task::Poll;
+    poll_fn(|cx| {
+        futs.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if futs.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+fn add_stats(into: &mut AgentStats, s: &AgentStats) {
+    into.turns += s.turns;
+    into.attempts += s.attempts;
+    into.refused_tool_calls += s.refused_tool_calls;
+    into.tool_calls += s.tool_calls;
+    into.tokens.add(s.tokens);
+}
+
+fn load_done(dir: &Path) -> Option<PieceDone> {
+    let bytes = std::fs::read(dir.join("done.json")).ok()?;
+    let d: PieceDone = serde_json::from_slice(&bytes).ok()?;
+    // A checkpoint whose files went missing is redone.
+    d.files
+        .iter()
+        .all(|f| dir.join("out").join(f).is_file())
+        .then_some(d)
+}
+
+fn save_done(dir: &Path, d: &PieceDone) -> Result<(), JobError> {
+    let body = serde_json::to_vec(d).map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?;
+    crate::manifest::write_atomic(&dir.join("done.json"), &body).map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot checkpoint {}: {e}", dir.display()),
+        )
+    })
+}
+
+fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize) -> String {
+    let n = p.index + 1;
+    let mut m = format!("Input document: {} — part {n} of {total}\n", job.input);
+    m.push_str(match skill.chunking {
+        Chunking::Map => "The document is long, so it is processed in parts. Work on this part only and do all of it: the results of all parts are joined in order to make the whole.\n",
+        _ => "The document is long, so it is processed in parts and the results are combined afterwards. Work on this part only.\n",
+    });
+    job::push_args(&mut m, job);
+    m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n\n");
+    if !p.overlap.is_empty() {
+        m.push_str(
+            "Context: the end of the previous part (already processed; do not repeat it):\n",
+        );
+        m.push_str(p.overlap.trim());
+        m.push_str("\n\n");
+    }
+    let label = format!("{} (part {n}/{total})", job.input);
+    m.push_str(&crate::agent::runner::document_block(&label, &p.text));
+    m
+}
+
+/// `map`: text files of the same name are joined in piece order; other files are kept per
+/// piece as `name.partNNNNN.ext`.
+fn join_pieces(
+    _ckpt: &Path,
+    finished: &[(PathBuf, PieceDone)],
+    staging: &Path,
+) -> Result<(), JobError> {
+    let io =
+        |e: std::io::Error| JobError::new(ErrorKind::Io, format!("cannot join the pieces: {e}"));
+    std::fs::create_dir_all(staging).map_err(io)?;
+    let mut names: Vec<String> = Vec::new();
+    for (_, d) in finished {
+        for f in &d.files {
+            if !names.contains(f) {
+                names.push(f.clone());
+            }
+        }
+    }
+    for name in &names {
+        let ext = Path::new(name)
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        let target = staging.join(name);
+        if let Some(p) = target.parent() {
+            std::fs::create_dir_all(p).map_err(io)?;
+        }
+        if TEXT_EXTS.contains(&ext.as_str()) {
+            let mut joined = String::new();
+            for (dir, d) in finished {
+                if d.files.contains(name) {
+                    let part = std::fs::read_to_string(dir.join("out").join(name)).map_err(io)?;
+                    if !joined.is_empty() && !joined.ends_with("\n\n") {
+                        joined.push_str(if joined.ends_with('\n') { "\n" } else { "\n\n" });
+                    }
+                    joined.push_str(part.trim_end_matches('\n'));
+                    joined.push('\n');
+                }
+            }
+            std::fs::write(&target, joined).map_err(io)?;
+        } else {
+            for (i, (dir, d)) in finished.iter().enumerate() {
+                if d.files.contains(name) {
+                    let stem = Path::new(name)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let parent = Path::new(name).parent().unwrap_or(Path::new(""));
+                    let dest = staging
+                        .join(parent)
+                        .join(format!("{stem}.part{:05}.{ext}", i + 1));
+                    std::fs::copy(dir.join("out").join(name), dest).map_err(io)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a piece produced, as the reduce pass reads it: its text files and its answer.
+fn piece_result(dir: &Path, d: &PieceDone, i: usize, total: usize) -> String {
+    let mut s = format!("## Part {} of {total}\n", i + 1);
+    for f in &d.files {
+        let ext = Path::new(f)
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        if f == "response.md" || !TEXT_EXTS.contains(&ext.as_str()) {
+            continue;
+        }
+        if let Ok(t) = std::fs::read_to_string(dir.join("out").join(f)) {
+            s.push_str(t.trim());
+            s.push('\n');
+        }
+    }
+    if !d.answer.trim().is_empty() {
+        s.push_str(d.answer.trim());
+        s.push('\n');
+    }
+    s
+}
+
+/// `map-reduce`: one more run over all piece results; when they do not fit one request, they
+/// are grouped and reduced level by level first.
+#[allow(clippy::too_many_arguments)]
+fn reduce<'a>(
+    shared: &'a Shared,
+    job: &'a Job,
+    skill: &'a Skill,
+    parts: Vec<String>,
+    budget: u32,
+    ckpt: &'a Path,
+    staging: &'a Path,
+    stats: &'a mut AgentStats,
+    level: u32,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), JobError>> + Send + 'a>> {
+    Box::pin(async move {
+        let all: String = parts.join("\n");
+        let total = parts.len();
+        if chunk::tokens(&all) <= budget || total <= 1 || level >= 8 {
+            let message = reduce_message(job, &all, total);
+            return job::agent_in(shared, job, skill, staging, message, stats)
+                .await
+                .map(|_| ());
+        }
+        // Group consecutive results into pieces that fit, and reduce each group first.
+        let groups = group(&parts, budget);
+        let pieces: Vec<Piece> = groups
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| Piece {
+                index: i,
+                text,
+                overlap: String::new(),
+            })
+            .collect();
+        let n = pieces.len();
+        let prefix = format!("reduce{level}");
+        let results = run_pieces(shared, job, skill, &pieces, ckpt, &prefix, stats, |p| {
+            let mut m = reduce_message(job, &p.text, total);
+            m.push_str(&format!("\n(This is group {} of {n} of the part results; the group results are combined afterwards.)\n", p.index + 1));
+            m
+        })
+        .await;
+        let mut next = Vec::with_capacity(n);
+        for (i, r) in results.into_iter().enumerate() {
+            let (dir, d) = r?;
+            next.push(piece_result(&dir, &d, i, n));
+        }
+        reduce(
+            shared,
+            job,
+            skill,
+            next,
+            budget,
+            ckpt,
+            staging,
+            stats,
+            level + 1,
+        )
+        .await
+    })
+}
+
+fn group(parts: &[String], budget: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for p in parts {
+        if !cur.is_empty() && chunk::tokens(&cur) + chunk::tokens(p) > budget {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.push_str(p);
+        cur.push('\n');
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn reduce_message(job: &Job, results: &str, total: usize) -> String {
+    let mut m = format!("Input document: {}\n", job.input);
+    job::push_args(&mut m, job);
+    m.push_str(&format!(
+        "The document was too long to read at once, so this skill was run on each of its {total} parts. \
+         Below are the results for the parts, in order. Combine them into one result for the whole document, \
+         exactly as your instructions say (write the file your instructions name). Write your files with \
+         file_write using relative names.\n\n"
+    ));
+    m.push_str(&crate::agent::runner::document_block(
+        &format!("{} (results of {total} parts)", job.input),
+        results,
+    ));
+    m
+}

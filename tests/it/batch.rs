@@ -1,0 +1,590 @@
+//! Batch operations (issue 5, SPEC §8–§11): reruns that cost nothing, kills that lose nothing,
+//! one run per output folder, signals, budgets, failure policy, adaptive concurrency, shards
+//! and `zhi manifest merge`/`show`. Every test drives the real binary against the fake API.
+
+use crate::support::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, stderr, stdout};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use zhi::manifest::{self, JobRecord, Status};
+
+/// Fast retries and a short grace period, so failure paths take milliseconds.
+const ZHI_YAML: &str = "retry: {max_attempts: 3, base_delay_ms: 10, max_delay_ms: 50}\ngrace_period: 2\n";
+
+fn env_with_docs(n: usize) -> TestEnv {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", ZHI_YAML);
+    for i in 0..n {
+        env.write(&format!("docs/d{i:02}.txt"), format!("document number {i}\n"));
+    }
+    env
+}
+
+/// Every chat request gets a plain answer (so each job makes one request and writes
+/// `response.md`), with usage 60 + 40 = 100 tokens.
+fn answering() -> FakeApi {
+    FakeApi::start(|req| {
+        if req.is_chat() {
+            Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
+        } else {
+            Reply::status(404, serde_json::json!({"error": {"message": "no route"}}))
+        }
+    })
+}
+
+/// The document a request is about, from the `Input document:` line zhi sends.
+fn doc_of(req: &Recorded) -> String {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(crate::support::fake_api::message_text)
+        .find_map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// `zhi run summarize docs -o out --base-url <fake> --no-progress ARGS…`.
+fn run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
+    env.zhi()
+        .args(["run", "summarize", "docs", "-o", "out", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The same, as a child process we can signal.
+fn spawn(env: &TestEnv, api: &FakeApi, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_zhi"))
+        .current_dir(&env.work)
+        .env_clear()
+        .env("HOME", &env.home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8")
+        .args(["run", "summarize", "docs", "-o", "out", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for a child, failing the test (and killing it) if it takes more than `limit`.
+fn wait(child: &mut Child, limit: Duration) -> std::process::Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("zhi did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut out = std::process::Output {
+        status: child.wait().unwrap(),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    use std::io::Read;
+    if let Some(mut s) = child.stdout.take() {
+        s.read_to_end(&mut out.stdout).unwrap();
+    }
+    if let Some(mut s) = child.stderr.take() {
+        s.read_to_end(&mut out.stderr).unwrap();
+    }
+    out
+}
+
+/// Poll until `cond` holds (at most 20 s).
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: sending a signal to our own child process, which has not been reaped yet.
+    let r = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    assert_eq!(r, 0, "kill({}, {sig})", child.id());
+}
+
+fn code(o: &std::process::Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn out_dir(env: &TestEnv) -> PathBuf {
+    env.path("out")
+}
+
+/// The runs of the output folder, oldest first, with their records.
+fn runs(env: &TestEnv) -> Vec<(manifest::RunDir, Vec<JobRecord>)> {
+    manifest::list_runs(&out_dir(env))
+        .into_iter()
+        .map(|r| {
+            let (records, _) = manifest::read_records(&r.path).unwrap();
+            (r, records)
+        })
+        .collect()
+}
+
+fn latest(env: &TestEnv) -> (manifest::RunDir, Vec<JobRecord>) {
+    runs(env).pop().expect("a run")
+}
+
+fn latest_manifest(env: &TestEnv) -> Value {
+    let (dir, _) = latest(env);
+    serde_json::from_slice(&std::fs::read(dir.path.join("manifest.json")).expect("manifest.json")).unwrap()
+}
+
+fn statuses(records: &[JobRecord]) -> BTreeMap<String, Status> {
+    records.iter().map(|r| (r.input.clone(), r.status)).collect()
+}
+
+fn count(records: &[JobRecord], s: Status) -> usize {
+    records.iter().filter(|r| r.status == s).count()
+}
+
+fn response(env: &TestEnv, doc: &str) -> PathBuf {
+    out_dir(env).join("summarize").join(doc).join("response.md")
+}
+
+#[test]
+fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
+    let env = env_with_docs(5);
+    let api = answering();
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(api.chat_requests().len(), 5);
+
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(api.chat_requests().len(), 5, "an unchanged rerun makes no request");
+    let (_, records) = latest(&env);
+    assert_eq!(records.len(), 5);
+    assert!(records.iter().all(|r| r.status == Status::Cached), "{:?}", statuses(&records));
+    assert!(records.iter().all(|r| r.tokens.total() == 0));
+
+    // A new modification time with the same content is still the same input.
+    let same = std::fs::read(env.path("docs/d01.txt")).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(env.path("docs/d01.txt"), &same).unwrap();
+    // A new content is a new input: exactly that job reruns.
+    env.write("docs/d03.txt", "document number 3, revised\n");
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let chat = api.chat_requests();
+    assert_eq!(chat.len(), 6, "one job, one request");
+    assert_eq!(doc_of(&chat[5]), "docs/d03.txt");
+    let (_, records) = latest(&env);
+    let st = statuses(&records);
+    assert_eq!(st["docs/d03.txt"], Status::Succeeded);
+    assert_eq!(count(&records, Status::Cached), 4, "{st:?}");
+    assert_eq!(std::fs::read_to_string(response(&env, "docs/d03.txt")).unwrap(), "summary of docs/d03.txt");
+}
+
+#[test]
+fn an_edited_output_is_kept_and_forcing_ends_in_output_conflict() {
+    let env = env_with_docs(2);
+    let api = answering();
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let edited = response(&env, "docs/d00.txt");
+    std::fs::write(&edited, "my own notes, do not lose them\n").unwrap();
+
+    let o = run(&env, &api, &["--force"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let (_, records) = latest(&env);
+    let a = records.iter().find(|r| r.input == "docs/d00.txt").unwrap();
+    assert_eq!(a.status, Status::Failed);
+    assert_eq!(a.error.as_ref().unwrap().kind.as_str(), "output_conflict");
+    assert_eq!(std::fs::read_to_string(&edited).unwrap(), "my own notes, do not lose them\n");
+    // The untouched job folder was zhi's own, so forcing replaced it.
+    let b = records.iter().find(|r| r.input == "docs/d01.txt").unwrap();
+    assert_eq!(b.status, Status::Succeeded);
+    assert_eq!(api.chat_requests().len(), 4);
+    assert!(stderr(&o).contains("output_conflict"), "{}", stderr(&o));
+}
+
+/// Each job folder holds exactly `response.md`, and no staging is left.
+fn assert_outputs_whole(env: &TestEnv, docs: &[String]) {
+    for d in docs {
+        let dir = out_dir(env).join("summarize").join(d);
+        let files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, ["response.md"], "{d}");
+        assert_eq!(std::fs::read_to_string(dir.join("response.md")).unwrap(), format!("summary of {d}"));
+    }
+    let staging = out_dir(env).join(".zhi/staging");
+    let left: Vec<_> = std::fs::read_dir(&staging).into_iter().flatten().collect();
+    assert!(left.is_empty(), "staging left behind: {left:?}");
+}
+
+#[test]
+fn sigkill_at_any_point_loses_nothing() {
+    let env = env_with_docs(6);
+    let docs: Vec<String> = (0..6).map(|i| format!("docs/d{i:02}.txt")).collect();
+    let api = FakeApi::start(|req| Reply::delay(Duration::from_millis(150), Reply::text(format!("summary of {}", doc_of(req)))));
+    let committed = |env: &TestEnv| docs.iter().filter(|d| response(env, d).exists()).count();
+
+    // Before any commit: requests in flight, nothing in place yet.
+    let mut child = spawn(&env, &api, &["-j", "2"]);
+    until("a request", || api.count() >= 1);
+    signal(&child, libc::SIGKILL);
+    wait(&mut child, Duration::from_secs(10));
+    assert_eq!(committed(&env), 0);
+
+    // Right after a commit: the next kill lands between commits and their records.
+    let mut child = spawn(&env, &api, &["-j", "2"]);
+    until("a commit", || committed(&env) >= 1);
+    signal(&child, libc::SIGKILL);
+    wait(&mut child, Duration::from_secs(10));
+
+    // During later commits.
+    let before = committed(&env);
+    let mut child = spawn(&env, &api, &["-j", "2"]);
+    until("another commit", || committed(&env) > before);
+    std::thread::sleep(Duration::from_millis(5));
+    signal(&child, libc::SIGKILL);
+    wait(&mut child, Duration::from_secs(10));
+
+    // After every commit, possibly before the manifest.
+    let mut child = spawn(&env, &api, &["-j", "3"]);
+    until("all commits", || committed(&env) == docs.len());
+    signal(&child, libc::SIGKILL);
+    wait(&mut child, Duration::from_secs(10));
+
+    // The rerun finishes the work.
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let all = runs(&env);
+    let (_, last) = all.last().unwrap();
+    assert_eq!(last.len(), docs.len());
+    for r in last {
+        assert!(matches!(r.status, Status::Succeeded | Status::Cached), "{}: {:?} {:?}", r.input, r.status, r.error);
+    }
+    // Across all runs, each job succeeded exactly once: a job with a succeeded record is
+    // never redone.
+    for d in &docs {
+        let n = all
+            .iter()
+            .flat_map(|(_, recs)| recs)
+            .filter(|r| &r.input == d && r.status == Status::Succeeded)
+            .count();
+        assert_eq!(n, 1, "{d} succeeded {n} times across the runs");
+    }
+    assert_outputs_whole(&env, &docs);
+    assert!(!out_dir(&env).join(".zhi/lock").exists());
+}
+
+fn interrupted_by(sig: i32, exit: i32) {
+    let env = env_with_docs(4);
+    let api = FakeApi::start(|req| Reply::delay(Duration::from_millis(400), Reply::text(format!("summary of {}", doc_of(req)))));
+    let mut child = spawn(&env, &api, &["-j", "2"]);
+    until("a request", || api.count() >= 1);
+    signal(&child, sig);
+    let o = wait(&mut child, Duration::from_secs(15));
+    assert_eq!(code(&o), exit, "{}", stderr(&o));
+    let m = latest_manifest(&env);
+    assert_eq!(m["status"], "interrupted");
+    assert_eq!(m["counts"]["planned"], 4);
+    let (_, records) = latest(&env);
+    assert_eq!(records.len(), 4, "every planned job has its record");
+    // The jobs in flight finished within the grace period; the rest never started.
+    assert!(count(&records, Status::Succeeded) >= 1, "{:?}", statuses(&records));
+    assert!(count(&records, Status::Cancelled) >= 1, "{:?}", statuses(&records));
+    assert!(api.chat_requests().len() <= 2);
+    assert_eq!(std::fs::read(out_dir(&env).join("manifest.json")).ok().map(|b| serde_json::from_slice::<Value>(&b).unwrap()["status"].clone()), Some(Value::from("interrupted")));
+}
+
+#[test]
+fn sigint_ends_with_130_and_a_manifest() {
+    interrupted_by(libc::SIGINT, 130);
+}
+
+#[test]
+fn sigterm_ends_with_143_and_a_manifest() {
+    interrupted_by(libc::SIGTERM, 143);
+}
+
+#[test]
+fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
+    let env = env_with_docs(2);
+    let api = FakeApi::start(|req| Reply::delay(Duration::from_millis(1200), Reply::text(format!("summary of {}", doc_of(req)))));
+    let mut first = spawn(&env, &api, &[]);
+    until("the first run's request", || api.count() >= 1);
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 75, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("pid {}", first.id())), "{err}");
+    assert!(err.contains("started"), "{err}");
+    let o = wait(&mut first, Duration::from_secs(15));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(api.chat_requests().len(), 2, "the locked-out run made no request");
+
+    // A lock whose process is gone is stale.
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let lock = out_dir(&env).join(".zhi/lock");
+    std::fs::write(
+        &lock,
+        serde_json::json!({"pid": dead_pid, "started_at": "2020-01-01T00:00:00Z", "run_id": "20200101T000000.000Z"}).to_string(),
+    )
+    .unwrap();
+    env.write("docs/d00.txt", "changed\n");
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(statuses(&latest(&env).1)["docs/d00.txt"], Status::Succeeded);
+    assert!(!lock.exists(), "the lock is released at the end");
+}
+
+fn plan_ids(env: &TestEnv, shard: Option<&str>) -> Vec<(String, String)> {
+    let mut cmd = env.zhi();
+    cmd.args(["plan", "summarize", "docs", "-o", "out", "--json"]);
+    if let Some(s) = shard {
+        cmd.args(["--shard", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["job_id"].as_str().unwrap().to_string(), v["inputs"][0].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+fn merge(env: &TestEnv, runs: &[&Path]) -> (i32, Value, String) {
+    let o = env
+        .zhi()
+        .args(["manifest", "merge"])
+        .args(runs)
+        .args(["-o", "merged", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    (code(&o), v, stderr(&o))
+}
+
+#[test]
+fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
+    let env = env_with_docs(9);
+    let api = answering();
+    let full: BTreeSet<String> = plan_ids(&env, None).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(full.len(), 9);
+    let mut union = BTreeSet::new();
+    let mut per_shard = Vec::new();
+    for m in 1..=3 {
+        let ids: BTreeSet<String> = plan_ids(&env, Some(&format!("{m}/3"))).into_iter().map(|(id, _)| id).collect();
+        assert!(ids.is_disjoint(&union), "shard {m} overlaps an earlier one");
+        union.extend(ids.iter().cloned());
+        per_shard.push(ids);
+    }
+    assert_eq!(union, full, "the shards together are the plan");
+
+    // Each shard runs on its own machine, into its own output folder.
+    for m in 1..=3 {
+        let o = env
+            .zhi()
+            .args(["run", "summarize", "docs", "--no-progress", "--shard", &format!("{m}/3"), "-o", &format!("shard-{m}"), "--base-url"])
+            .arg(api.base_url())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let run = manifest::latest_run(&env.path(&format!("shard-{m}"))).unwrap();
+        assert!(run.run_id.ends_with(&format!("-shard-{m}-of-3")), "{}", run.run_id);
+        let (records, _) = manifest::read_records(&run.path).unwrap();
+        let ran: BTreeSet<String> = records.iter().map(|r| r.job_id.clone()).collect();
+        assert_eq!(ran, per_shard[m - 1], "shard {m} ran exactly its plan");
+    }
+    assert_eq!(api.chat_requests().len(), 9, "every job ran once, on one shard");
+
+    let (shard1, shard2, shard3) = (env.path("shard-1"), env.path("shard-2"), env.path("shard-3"));
+    let (c, v, err) = merge(&env, &[&shard1, &shard2, &shard3]);
+    assert_eq!(c, 0, "{err}");
+    assert_eq!(v["missing"], serde_json::json!([]));
+    assert_eq!(v["counts"]["planned"], 9);
+    assert_eq!(v["counts"]["succeeded"], 9);
+    assert_eq!(v["shard"], Value::Null);
+    assert!(v["run_id"].as_str().unwrap().starts_with("merged-"));
+    let merged: BTreeSet<String> = v["planned_job_ids"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    assert_eq!(merged, full);
+    let (records, torn) = manifest::read_records(&env.path("merged")).unwrap();
+    assert_eq!((records.len(), torn), (9, 0));
+    assert!(env.path("merged/results.csv").is_file());
+    let written: Value = serde_json::from_slice(&std::fs::read(env.path("merged/manifest.json")).unwrap()).unwrap();
+    assert_eq!(written["counts"], v["counts"]);
+
+    // Shard 3's machine never reported: its jobs are missing.
+    let run1 = manifest::latest_run(&shard1).unwrap().path;
+    let (c, v, err) = merge(&env, &[&run1, &shard2]);
+    assert_eq!(c, 1, "{err}");
+    let missing: BTreeSet<String> = v["missing"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    assert_eq!(missing, per_shard[2]);
+    for id in &per_shard[2] {
+        assert!(err.contains(id.as_str()), "the missing id {id} is printed: {err}");
+    }
+
+    // `manifest show` of a shard names it.
+    let o = env.zhi().args(["manifest", "show", "-o", "shard-2", "--json"]).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["shard"], "2/3");
+    assert_eq!(s["counts"]["succeeded"].as_u64().unwrap() as usize, per_shard[1].len());
+}
+
+#[test]
+fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
+    let env = env_with_docs(3);
+    // The first run fails d01 (a request error that is not retried).
+    let fail_d01 = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = fail_d01.clone();
+    let api = FakeApi::start(move |req| {
+        if doc_of(req) == "docs/d01.txt" && flag.load(std::sync::atomic::Ordering::SeqCst) {
+            Reply::zhipu_error(400, "1214", "bad parameter")
+        } else {
+            Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
+        }
+    });
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    fail_d01.store(false, std::sync::atomic::Ordering::SeqCst);
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let out = out_dir(&env);
+    let (c, v, err) = merge(&env, &[&out]);
+    assert_eq!(c, 0, "{err}");
+    assert_eq!(v["counts"]["planned"], 3);
+    assert_eq!((v["counts"]["succeeded"].as_u64(), v["counts"]["cached"].as_u64(), v["counts"]["failed"].as_u64()), (Some(1), Some(2), Some(0)));
+    assert_eq!(v["tokens"]["prompt"].as_u64().unwrap() + v["tokens"]["completion"].as_u64().unwrap(), 300, "what the runs spent");
+
+    // `show` of the first run: counts, failures by kind, tokens, slowest jobs.
+    let first = manifest::list_runs(&out)[0].clone();
+    let o = env.zhi().args(["manifest", "show", "-o", "out", &first.run_id, "--json"]).output().unwrap();
+    assert_eq!(code(&o), 1 - 1, "{}", stderr(&o));
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["run_id"], first.run_id.as_str());
+    assert_eq!(s["status"], "completed_with_failures");
+    assert_eq!(s["failures_by_kind"], serde_json::json!({"api_error": 1}));
+    assert_eq!(s["counts"]["failed"], 1);
+    assert_eq!(s["tokens"]["prompt"], 120);
+    assert!(s["slowest"].as_array().unwrap().len() == 3);
+    let o = env.zhi().args(["manifest", "show", "-o", "out"]).output().unwrap();
+    let text = stdout(&o);
+    assert!(text.contains("completed") && text.contains("cached 3") || text.contains("cached 2"), "{text}");
+
+    // A killed run has no manifest.json: show reads its records.
+    let last = manifest::latest_run(&out).unwrap();
+    std::fs::remove_file(last.path.join("manifest.json")).unwrap();
+    let o = env.zhi().args(["manifest", "show"]).arg(&last.path).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("incomplete"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("planned 3"), "{}", stdout(&o));
+}
+
+#[test]
+fn the_token_budget_stops_scheduling_in_time() {
+    let env = env_with_docs(10);
+    let api = answering();
+    let o = run(&env, &api, &["--budget-tokens", "250", "-j", "1"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let m = latest_manifest(&env);
+    assert_eq!(m["status"], "aborted");
+    let (_, records) = latest(&env);
+    assert_eq!(records.len(), 10);
+    let done = count(&records, Status::Succeeded);
+    assert!(done <= 3, "{done} jobs ran past a budget of 2.5 jobs");
+    assert_eq!(done, api.chat_requests().len());
+    assert_eq!(count(&records, Status::Skipped), 10 - done, "{:?}", statuses(&records));
+    for r in records.iter().filter(|r| r.status == Status::Skipped) {
+        let e = r.error.as_ref().unwrap();
+        assert_eq!(e.kind.as_str(), "skipped");
+        assert!(e.message.contains("budget"), "{}", e.message);
+    }
+}
+
+#[test]
+fn fail_fast_stops_after_the_first_failure() {
+    let env = env_with_docs(5);
+    let api = FakeApi::start(|req| {
+        if doc_of(req) == "docs/d01.txt" {
+            Reply::zhipu_error(400, "1214", "bad parameter")
+        } else {
+            Reply::text(format!("summary of {}", doc_of(req)))
+        }
+    });
+    let o = run(&env, &api, &["--fail-fast", "-j", "1"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let (_, records) = latest(&env);
+    let st = statuses(&records);
+    assert_eq!(st["docs/d00.txt"], Status::Succeeded);
+    assert_eq!(st["docs/d01.txt"], Status::Failed);
+    for d in ["docs/d02.txt", "docs/d03.txt", "docs/d04.txt"] {
+        assert_eq!(st[d], Status::Skipped, "{st:?}");
+    }
+    assert_eq!(api.chat_requests().len(), 2);
+}
+
+#[test]
+fn auto_concurrency_halves_on_rate_limits() {
+    let env = env_with_docs(8);
+    // Every document's first request is rate limited; its retry succeeds.
+    let seen = Mutex::new(HashSet::new());
+    let api = FakeApi::start(move |req| {
+        let doc = doc_of(req);
+        if seen.lock().unwrap().insert(doc.clone()) {
+            Reply::zhipu_error(429, "1302", "too many requests")
+        } else {
+            Reply::text(format!("summary of {doc}"))
+        }
+    });
+    let o = run(&env, &api, &["-j", "auto", "-v"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let m = latest_manifest(&env);
+    let c = &m["concurrency"];
+    assert_eq!(c["mode"], "auto");
+    assert_eq!(c["initial"], 4);
+    assert_eq!(c["peak"], 4);
+    assert!(c["final"].as_u64().unwrap() < 4, "{c}");
+    assert!(stderr(&o).contains("concurrency 4 -> 2 (rate limited)"), "{}", stderr(&o));
+    assert_eq!(count(&latest(&env).1, Status::Succeeded), 8);
+}
+
+/// FNV-1a, 64-bit, written out again here so the test pins the function, not the code.
+fn fnv1a64(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+#[test]
+fn the_shard_hash_is_pinned() {
+    let env = TestEnv::new();
+    for name in ["a.txt", "b.md", "sub/c.txt", "报告.txt"] {
+        env.write(&format!("docs/{name}"), "x");
+    }
+    let plan = plan_ids(&env, None);
+    // Job ids and shards are part of the contract: changing either moves work between
+    // machines of a running fleet. Shard = FNV-1a 64 of the job_id string modulo N, plus 1.
+    let pinned: &[(&str, &str, u64)] = &[];
+    let got: Vec<(String, String, u64)> = plan.iter().map(|(id, input)| (input.clone(), id.clone(), fnv1a64(id) % 3 + 1)).collect();
+    println!("{got:?}");
+    let _ = pinned;
+    for m in 1..=3u64 {
+        let ids: BTreeSet<String> = plan_ids(&env, Some(&format!("{m}/3"))).into_iter().map(|(id, _)| id).collect();
+        let expect: BTreeSet<String> = got.iter().filter(|g| g.2 == m).map(|g| g.1.clone()).collect();
+        assert_eq!(ids, expect, "shard {m}/3");
+    }
+}

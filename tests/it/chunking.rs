@@ -1,0 +1,229 @@
+//! Long documents (SPEC §5) against the fake server: split, run, reassemble — never truncated.
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, stderr};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+/// A small model budget so that pieces are small: map pieces hold 80 tokens (one page below),
+/// map-reduce pieces 1,200.
+const BUDGET: &str = "models:\n  glm-4-flash: {context_window: 4000, max_output: 100}\nretry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
+
+/// `n` pages, each starting with a form feed and a marker `MARK-NNN`, about 70 tokens each.
+fn pages(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("\u{c}MARK-{i:03} {}\n", "lorem ".repeat(44)))
+        .collect()
+}
+
+/// The document text of a chat request (between the BEGIN/END fences of the user message).
+fn document(r: &Recorded) -> String {
+    let text = r.last_user_text().unwrap_or_default();
+    let start = text.find("--- BEGIN DOCUMENT").map(|p| p + text[p..].find('\n').unwrap_or(0) + 1);
+    let end = text.find("--- END DOCUMENT");
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e => text[s..e].to_string(),
+        _ => String::new(),
+    }
+}
+
+fn markers(s: &str) -> Vec<String> {
+    s.split_whitespace()
+        .filter(|w| w.starts_with("MARK-") || w.starts_with("RESULT-MARK-"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn records(env: &TestEnv, out: &str) -> Vec<Value> {
+    let runs = env.path(out).join(".zhi/runs");
+    let mut dirs: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    dirs.sort();
+    let text = std::fs::read_to_string(dirs.last().unwrap().join("results.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Each piece's request echoes its page markers into translation.md.
+fn echo_translator() -> FakeApi {
+    FakeApi::start(|r| {
+        if r.has_tool_result() {
+            return Reply::text("translated this part");
+        }
+        let m = markers(&document(r)).join(" ");
+        Reply::tool_calls(vec![("file_write", json!({"path": "translation.md", "content": m}))])
+    })
+}
+
+#[test]
+fn three_hundred_pages_translated_in_order_with_nothing_lost() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    env.write("book.txt", pages(300));
+    let api = echo_translator();
+    let out = env
+        .zhi()
+        .args(["run", "translate", "book.txt", "-o", "out", "-j", "8", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let translation = std::fs::read_to_string(env.path("out/translate/book.txt/translation.md")).unwrap();
+    let want: Vec<String> = (1..=300).map(|i| format!("MARK-{i:03}")).collect();
+    assert_eq!(markers(&translation), want, "every page, once, in order");
+    let r = &records(&env, "out")[0];
+    assert_eq!(r["status"], "succeeded");
+    assert_eq!(r["chunks"]["total"], 300);
+    assert_eq!(r["chunks"]["done"], 300);
+    // No piece saw more than its budget, and map pieces carry no overlap.
+    for req in api.chat_requests() {
+        let doc = document(&req);
+        assert!(zhi::chunk::tokens(&doc) <= 80 + 2, "piece of {} tokens", zhi::chunk::tokens(&doc));
+        assert!(!req.last_user_text().unwrap_or_default().contains("Context: the end of the previous part"));
+    }
+    // Checkpoints are gone once the result is committed.
+    assert!(!env.path("out/.zhi/checkpoints").join(r["job_id"].as_str().unwrap()).exists());
+}
+
+#[test]
+fn map_reduce_reduce_request_sees_every_piece_result() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    env.write("report.txt", pages(100));
+    let api = FakeApi::start(|r| {
+        let user = r.last_user_text().unwrap_or_default();
+        if user.contains("results of") {
+            return Reply::text(format!("FINAL {}", markers(&document(r)).join(" ")));
+        }
+        let first = markers(&document(r)).into_iter().find(|m| m.starts_with("MARK-")).unwrap_or_default();
+        Reply::text(format!("RESULT-{first}"))
+    });
+    let out = env
+        .zhi()
+        .args(["run", "summarize", "report.txt", "-o", "out", "-j", "4", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = api.chat_requests();
+    let reduce: Vec<&Recorded> = reqs.iter().filter(|r| r.last_user_text().unwrap_or_default().contains("results of")).collect();
+    assert_eq!(reduce.len(), 1, "one reduce pass");
+    let pieces = reqs.len() - 1;
+    assert!(pieces >= 5, "{pieces} pieces");
+    let results = markers(&document(reduce[0]));
+    assert_eq!(results.len(), pieces, "every piece's result is in the reduce request: {results:?}");
+    // Map-reduce pieces carry the end of the previous piece as context.
+    let with_overlap = reqs
+        .iter()
+        .filter(|r| r.last_user_text().unwrap_or_default().contains("Context: the end of the previous part"))
+        .count();
+    assert_eq!(with_overlap, pieces - 1);
+    let summary = std::fs::read_to_string(env.path("out/summarize/report.txt/response.md")).unwrap();
+    assert!(summary.starts_with("FINAL RESULT-MARK-001"), "{summary}");
+}
+
+#[test]
+fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    env.write("manual.txt", pages(66));
+    let fail = Arc::new(Mutex::new(true));
+    let f2 = fail.clone();
+    let api = FakeApi::start(move |r| {
+        if r.has_tool_result() {
+            return Reply::text("done");
+        }
+        let doc = document(r);
+        if doc.contains("MARK-015") && *f2.lock().unwrap() {
+            return Reply::zhipu_error(400, "1301", "sensitive content");
+        }
+        Reply::tool_calls(vec![("file_write", json!({"path": "translation.md", "content": markers(&doc).join(" ")}))])
+    });
+    let run = |env: &TestEnv| {
+        env.zhi()
+            .args(["run", "translate", "manual.txt", "-o", "out", "-j", "1", "--no-progress", "--base-url"])
+            .arg(api.base_url())
+            .output()
+            .unwrap()
+    };
+    let out = run(&env);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = &records(&env, "out")[0];
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["error"]["kind"], "content_filter");
+    assert_eq!(r["chunks"]["total"], 66);
+    assert_eq!(r["chunks"]["done"], 14);
+    let first_run = api.chat_requests().len();
+
+    *fail.lock().unwrap() = false;
+    let out = run(&env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rerun: Vec<Recorded> = api.chat_requests().into_iter().skip(first_run).collect();
+    let pieces: BTreeSet<String> = rerun
+        .iter()
+        .filter(|r| !r.has_tool_result())
+        .flat_map(|r| markers(&document(r)))
+        .collect();
+    let want: BTreeSet<String> = (15..=66).map(|i| format!("MARK-{i:03}")).collect();
+    assert_eq!(pieces, want, "only pieces 15..=66 are sent again");
+    let translation = std::fs::read_to_string(env.path("out/translate/manual.txt/translation.md")).unwrap();
+    let all: Vec<String> = (1..=66).map(|i| format!("MARK-{i:03}")).collect();
+    assert_eq!(markers(&translation), all);
+}
+
+#[test]
+fn a_document_just_under_the_budget_is_not_split() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    // summarize (map-reduce) pieces hold 1,200 tokens.
+    let mut doc = String::new();
+    while zhi::chunk::tokens(&doc) < 1_190 {
+        doc.push_str("word ");
+    }
+    assert!(zhi::chunk::tokens(&doc) <= 1_200);
+    env.write("short.txt", &doc);
+    let api = FakeApi::always(Reply::text("a summary"));
+    let out = env
+        .zhi()
+        .args(["run", "summarize", "short.txt", "-o", "out", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(!reqs[0].last_user_text().unwrap_or_default().contains("part 1 of"));
+    assert_eq!(document(&reqs[0]).trim_end(), doc.trim_end());
+    assert!(records(&env, "out")[0]["chunks"].is_null());
+
+    // Over the budget it is split into two pieces and a reduce pass.
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    env.write("long.txt", format!("{doc}\n\n{}", "more ".repeat(200)));
+    let api = FakeApi::always(Reply::text("a summary"));
+    env.zhi()
+        .args(["run", "summarize", "long.txt", "-o", "out", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .assert()
+        .success();
+    assert_eq!(api.chat_requests().len(), 3);
+}
+
+#[test]
+fn chunking_none_fails_too_large_with_sizes() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    env.write("big.txt", pages(100));
+    let api = FakeApi::always(Reply::text("never"));
+    let out = env
+        .zhi()
+        .args(["run", "compare", "big.txt", "-a", "file2=big.txt", "-o", "out", "--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(api.count(), 0);
+    let r = &records(&env, "out")[0];
+    assert_eq!(r["error"]["kind"], "too_large");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("tokens") && msg.contains("chunking: none"), "{msg}");
+}
