@@ -24,7 +24,11 @@ fn usage(e: MergeError) -> ExitError {
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
 }
 
 /// The run `zhi manifest show [RUN]` means: a path (run folder, or output folder → its latest
@@ -40,7 +44,10 @@ fn find_run(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Run
     };
     let latest = |out: &Path, runs: Vec<RunDir>| {
         runs.into_iter().next_back().ok_or_else(|| {
-            ExitError::usage(format!("{} has no runs yet (they are kept in .zhi/runs/)", out.display()))
+            ExitError::usage(format!(
+                "{} has no runs yet (they are kept in .zhi/runs/)",
+                out.display()
+            ))
         })
     };
     let Some(run) = run else {
@@ -75,7 +82,10 @@ fn find_run(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Run
             one_line(run),
             many.len(),
             out.display(),
-            many.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|r| r.run_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -113,7 +123,12 @@ fn counts_line(c: &Counts) -> String {
 }
 
 fn tokens_line(t: &Tokens) -> String {
-    format!("{} (prompt {}, completion {})", t.total(), t.prompt, t.completion)
+    format!(
+        "{} (prompt {}, completion {})",
+        t.total(),
+        t.prompt,
+        t.completion
+    )
 }
 
 /// The human summary, line by line; untrusted text (inputs, messages) is made one-line and
@@ -124,7 +139,11 @@ fn render(s: &RunSummary) -> Vec<String> {
         Some(st) => status_name(st),
         None => "incomplete: no manifest.json (the run was killed or is still running); read from its records".into(),
     };
-    let shard = s.shard.as_ref().map(|sh| format!("  shard {sh}")).unwrap_or_default();
+    let shard = s
+        .shard
+        .as_ref()
+        .map(|sh| format!("  shard {sh}"))
+        .unwrap_or_default();
     out.push(format!("run {}  {status}{shard}", one_line(&s.run_id)));
     if let Some(r) = &s.reason {
         out.push(format!("  reason: {}", one_line(r)));
@@ -162,7 +181,10 @@ fn render(s: &RunSummary) -> Vec<String> {
             ));
         }
         if s.failures.len() > 20 {
-            out.push(format!("    … and {} more (see results.jsonl)", s.failures.len() - 20));
+            out.push(format!(
+                "    … and {} more (see results.jsonl)",
+                s.failures.len() - 20
+            ));
         }
     }
     if !s.slowest.is_empty() {
@@ -182,7 +204,15 @@ fn render(s: &RunSummary) -> Vec<String> {
             s.torn_lines
         ));
     }
-    out.push(format!("  records: {}", one_line(&Path::new(&s.path).join("results.jsonl").display().to_string())));
+    out.push(format!(
+        "  records: {}",
+        one_line(
+            &Path::new(&s.path)
+                .join("results.jsonl")
+                .display()
+                .to_string()
+        )
+    ));
     out
 }
 
@@ -244,7 +274,11 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
 
     let m = &merged.manifest;
     let mut lines = vec![
-        format!("merged {} run(s) into {}", runs.len(), one_line(&output.display().to_string())),
+        format!(
+            "merged {} run(s) into {}",
+            runs.len(),
+            one_line(&output.display().to_string())
+        ),
         format!("  jobs: {}", counts_line(&m.counts)),
         format!("  tokens: {}", tokens_line(&m.tokens)),
     ];
@@ -280,5 +314,9 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
             println!("{l}");
         }
     }
-    Ok(if merged.missing.is_empty() { Exit::Success } else { Exit::JobsFailed })
+    Ok(if merged.missing.is_empty() {
+        Exit::Success
+    } else {
+        Exit::JobsFailed
+    })
 }

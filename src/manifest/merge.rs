@@ -282,8 +282,7 @@ impl Merged {
             .map_err(|e| werr("results.csv", e))?;
         let body = serde_json::to_vec_pretty(&self.manifest)
             .map_err(|e| werr("manifest.json", io::Error::other(e)))?;
-        super::write_atomic(&dir.join("manifest.json"), &body)
-            .map_err(|e| werr("manifest.json", e))
+        super::write_atomic(&dir.join("manifest.json"), &body).map_err(|e| werr("manifest.json", e))
     }
 }
 

@@ -95,7 +95,7 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
         })
         .collect();
     // Slowest first; equal durations in record order.
-    ran.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms));
+    ran.sort_by_key(|r| std::cmp::Reverse(r.duration_ms));
     RunSummary {
         run_id: run.run_id.clone(),
         path: run.path.display().to_string(),

@@ -1,7 +1,8 @@
-//! Writing records: each record is one line, written whole and flushed (and synced) as its job
-//! ends, so a crash loses at most the record being written — never an earlier one.
+//! Writing records: each record is one line, written whole as its job ends (and synced when
+//! the job did work now), so a crash loses at most the record being written — never an
+//! earlier one that cost a request.
 
-use super::{JobRecord, RunManifest};
+use super::{JobRecord, RunManifest, Status};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -30,14 +31,21 @@ impl ManifestWriter {
         &self.dir
     }
 
-    /// Append one record as one line, then flush it to disk.
+    /// Append one record as one line, then flush it to disk — except the record of a job
+    /// that did nothing now (`cached`, `skipped`): losing one to a power cut costs nothing to
+    /// redo, and waiting for the disk 10,000 times would make a cached rerun slow. Those are
+    /// synced with the next record that is, or at the end of the run. (A killed process loses
+    /// nothing either way: the line is in the kernel once `write` returns.)
     pub fn append(&mut self, record: &JobRecord) -> io::Result<()> {
         let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
         line.push(b'\n');
         // One write call: with O_APPEND the line lands whole or, on a crash, torn at the end
         // (the reader ignores a torn last line).
         self.jsonl.write_all(&line)?;
-        self.jsonl.sync_data()
+        match record.status {
+            Status::Cached | Status::Skipped => Ok(()),
+            _ => self.jsonl.sync_data(),
+        }
     }
 
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to
@@ -48,6 +56,7 @@ impl ManifestWriter {
         output_dir: &Path,
         records: &[JobRecord],
     ) -> io::Result<()> {
+        self.jsonl.sync_data()?;
         write_csv(&self.dir.join("results.csv"), records)?;
         let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
         write_atomic(&self.dir.join("manifest.json"), &body)?;

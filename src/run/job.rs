@@ -189,6 +189,12 @@ async fn run_in_staging(
             .map_err(|e| {
                 JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}"))
             })??;
+        if text.trim().is_empty() {
+            return Err(JobError::new(
+                ErrorKind::ExtractFailed,
+                format!("{} has no text to process (an empty file, or a scan with no OCR text)", job.input),
+            ));
+        }
         let model = shared.model(job);
         let mode = skill.chunking;
         let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode);

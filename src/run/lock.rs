@@ -5,6 +5,16 @@ use crate::exit::{Exit, ExitError};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The lock files this process holds. A lock naming our own pid that we do not hold was left
+/// by an earlier process that had the same pid — a restarted container's zhi is often pid 1 —
+/// and is stale.
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn held() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Holder {
@@ -39,6 +49,7 @@ impl RunLock {
                     f.write_all(&body).and_then(|_| f.sync_all()).map_err(|e| {
                         ExitError::usage(format!("cannot write {}: {e}", path.display()))
                     })?;
+                    held().push(path.clone());
                     return Ok(RunLock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -46,7 +57,7 @@ impl RunLock {
                         .ok()
                         .and_then(|b| serde_json::from_slice(&b).ok());
                     match holder {
-                        Some(h) if alive(h.pid) => {
+                        Some(h) if alive(h.pid, &path) => {
                             return Err(ExitError::new(
                                 Exit::TempFail,
                                 format!(
@@ -100,14 +111,44 @@ impl RunLock {
 impl Drop for RunLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        held().retain(|p| p != &self.path);
     }
 }
 
-fn alive(pid: u32) -> bool {
+fn alive(pid: u32, lock: &Path) -> bool {
     if pid == std::process::id() {
-        return true;
+        return held().iter().any(|p| p == lock);
     }
     // SAFETY: kill with signal 0 only checks whether the process exists.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_naming_our_own_pid_that_we_do_not_hold_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = Holder {
+            pid: std::process::id(),
+            started_at: "2020-01-01T00:00:00Z".into(),
+            run_id: "old".into(),
+        };
+        std::fs::write(dir.path().join("lock"), serde_json::to_vec(&stale).unwrap()).unwrap();
+        let lock = RunLock::acquire(dir.path(), "new").expect("the stale lock is taken over");
+        let again = RunLock::acquire(dir.path(), "other").unwrap_err();
+        assert_eq!(again.exit, Exit::TempFail);
+        assert!(
+            again
+                .message
+                .contains(&format!("pid {}", std::process::id())),
+            "{}",
+            again.message
+        );
+        drop(lock);
+        assert!(!dir.path().join("lock").exists());
+        drop(RunLock::acquire(dir.path(), "after").unwrap());
+    }
 }

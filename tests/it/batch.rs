@@ -13,13 +13,17 @@ use std::time::{Duration, Instant};
 use zhi::manifest::{self, JobRecord, Status};
 
 /// Fast retries and a short grace period, so failure paths take milliseconds.
-const ZHI_YAML: &str = "retry: {max_attempts: 3, base_delay_ms: 10, max_delay_ms: 50}\ngrace_period: 2\n";
+const ZHI_YAML: &str =
+    "retry: {max_attempts: 3, base_delay_ms: 10, max_delay_ms: 50}\ngrace_period: 2\n";
 
 fn env_with_docs(n: usize) -> TestEnv {
     let env = TestEnv::new();
     env.write("zhi.yaml", ZHI_YAML);
     for i in 0..n {
-        env.write(&format!("docs/d{i:02}.txt"), format!("document number {i}\n"));
+        env.write(
+            &format!("docs/d{i:02}.txt"),
+            format!("document number {i}\n"),
+        );
     }
     env
 }
@@ -52,7 +56,15 @@ fn doc_of(req: &Recorded) -> String {
 /// `zhi run summarize docs -o out --base-url <fake> --no-progress ARGS…`.
 fn run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
     env.zhi()
-        .args(["run", "summarize", "docs", "-o", "out", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "summarize",
+            "docs",
+            "-o",
+            "out",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .args(args)
         .output()
@@ -68,7 +80,15 @@ fn spawn(env: &TestEnv, api: &FakeApi, args: &[&str]) -> Child {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("NO_COLOR", "1")
         .env("LANG", "C.UTF-8")
-        .args(["run", "summarize", "docs", "-o", "out", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "summarize",
+            "docs",
+            "-o",
+            "out",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .args(args)
         .stdin(Stdio::null())
@@ -143,11 +163,15 @@ fn latest(env: &TestEnv) -> (manifest::RunDir, Vec<JobRecord>) {
 
 fn latest_manifest(env: &TestEnv) -> Value {
     let (dir, _) = latest(env);
-    serde_json::from_slice(&std::fs::read(dir.path.join("manifest.json")).expect("manifest.json")).unwrap()
+    serde_json::from_slice(&std::fs::read(dir.path.join("manifest.json")).expect("manifest.json"))
+        .unwrap()
 }
 
 fn statuses(records: &[JobRecord]) -> BTreeMap<String, Status> {
-    records.iter().map(|r| (r.input.clone(), r.status)).collect()
+    records
+        .iter()
+        .map(|r| (r.input.clone(), r.status))
+        .collect()
 }
 
 fn count(records: &[JobRecord], s: Status) -> usize {
@@ -168,10 +192,18 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
 
     let o = run(&env, &api, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(api.chat_requests().len(), 5, "an unchanged rerun makes no request");
+    assert_eq!(
+        api.chat_requests().len(),
+        5,
+        "an unchanged rerun makes no request"
+    );
     let (_, records) = latest(&env);
     assert_eq!(records.len(), 5);
-    assert!(records.iter().all(|r| r.status == Status::Cached), "{:?}", statuses(&records));
+    assert!(
+        records.iter().all(|r| r.status == Status::Cached),
+        "{:?}",
+        statuses(&records)
+    );
     assert!(records.iter().all(|r| r.tokens.total() == 0));
 
     // A new modification time with the same content is still the same input.
@@ -189,7 +221,10 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
     let st = statuses(&records);
     assert_eq!(st["docs/d03.txt"], Status::Succeeded);
     assert_eq!(count(&records, Status::Cached), 4, "{st:?}");
-    assert_eq!(std::fs::read_to_string(response(&env, "docs/d03.txt")).unwrap(), "summary of docs/d03.txt");
+    assert_eq!(
+        std::fs::read_to_string(response(&env, "docs/d03.txt")).unwrap(),
+        "summary of docs/d03.txt"
+    );
 }
 
 #[test]
@@ -207,7 +242,10 @@ fn an_edited_output_is_kept_and_forcing_ends_in_output_conflict() {
     let a = records.iter().find(|r| r.input == "docs/d00.txt").unwrap();
     assert_eq!(a.status, Status::Failed);
     assert_eq!(a.error.as_ref().unwrap().kind.as_str(), "output_conflict");
-    assert_eq!(std::fs::read_to_string(&edited).unwrap(), "my own notes, do not lose them\n");
+    assert_eq!(
+        std::fs::read_to_string(&edited).unwrap(),
+        "my own notes, do not lose them\n"
+    );
     // The untouched job folder was zhi's own, so forcing replaced it.
     let b = records.iter().find(|r| r.input == "docs/d01.txt").unwrap();
     assert_eq!(b.status, Status::Succeeded);
@@ -224,7 +262,10 @@ fn assert_outputs_whole(env: &TestEnv, docs: &[String]) {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(files, ["response.md"], "{d}");
-        assert_eq!(std::fs::read_to_string(dir.join("response.md")).unwrap(), format!("summary of {d}"));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("response.md")).unwrap(),
+            format!("summary of {d}")
+        );
     }
     let staging = out_dir(env).join(".zhi/staging");
     let left: Vec<_> = std::fs::read_dir(&staging).into_iter().flatten().collect();
@@ -235,7 +276,12 @@ fn assert_outputs_whole(env: &TestEnv, docs: &[String]) {
 fn sigkill_at_any_point_loses_nothing() {
     let env = env_with_docs(6);
     let docs: Vec<String> = (0..6).map(|i| format!("docs/d{i:02}.txt")).collect();
-    let api = FakeApi::start(|req| Reply::delay(Duration::from_millis(150), Reply::text(format!("summary of {}", doc_of(req)))));
+    let api = FakeApi::start(|req| {
+        Reply::delay(
+            Duration::from_millis(150),
+            Reply::text(format!("summary of {}", doc_of(req))),
+        )
+    });
     let committed = |env: &TestEnv| docs.iter().filter(|d| response(env, d).exists()).count();
 
     // Before any commit: requests in flight, nothing in place yet.
@@ -272,7 +318,13 @@ fn sigkill_at_any_point_loses_nothing() {
     let (_, last) = all.last().unwrap();
     assert_eq!(last.len(), docs.len());
     for r in last {
-        assert!(matches!(r.status, Status::Succeeded | Status::Cached), "{}: {:?} {:?}", r.input, r.status, r.error);
+        assert!(
+            matches!(r.status, Status::Succeeded | Status::Cached),
+            "{}: {:?} {:?}",
+            r.input,
+            r.status,
+            r.error
+        );
     }
     // Across all runs, each job succeeded exactly once: a job with a succeeded record is
     // never redone.
@@ -288,9 +340,81 @@ fn sigkill_at_any_point_loses_nothing() {
     assert!(!out_dir(&env).join(".zhi/lock").exists());
 }
 
+#[test]
+fn a_kill_between_commit_and_record_is_not_taken_for_an_edit() {
+    // The state a SIGKILL leaves when it lands after a job folder was renamed into place but
+    // before its record reached results.jsonl: the folder, the commit journal, no record.
+    let env = env_with_docs(2);
+    let api = answering();
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (dir, records) = latest(&env);
+    let lost = records.iter().find(|r| r.input == "docs/d01.txt").unwrap();
+    let kept: Vec<&JobRecord> = records
+        .iter()
+        .filter(|r| r.input != "docs/d01.txt")
+        .collect();
+    let mut jsonl = String::new();
+    for r in &kept {
+        jsonl.push_str(&serde_json::to_string(r).unwrap());
+        jsonl.push('\n');
+    }
+    std::fs::write(dir.path.join("results.jsonl"), jsonl).unwrap();
+    std::fs::remove_file(dir.path.join("manifest.json")).unwrap();
+    let journal = out_dir(&env).join(format!(".zhi/commits/{}.json", lost.job_id));
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::fs::write(&journal, serde_json::to_vec(lost).unwrap()).unwrap();
+
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = statuses(&latest(&env).1);
+    assert_eq!(
+        st["docs/d01.txt"],
+        Status::Succeeded,
+        "redone, not an output_conflict"
+    );
+    assert_eq!(st["docs/d00.txt"], Status::Cached);
+    assert!(
+        !journal.exists(),
+        "the journal goes once the record is written"
+    );
+    assert_outputs_whole(&env, &["docs/d00.txt".into(), "docs/d01.txt".into()]);
+
+    // Without a journal the same folder is a person's: the edit is kept.
+    let (dir, records) = latest(&env);
+    let lost = records
+        .iter()
+        .find(|r| r.input == "docs/d01.txt")
+        .unwrap()
+        .clone();
+    for run in runs(&env) {
+        let (recs, _) = manifest::read_records(&run.0.path).unwrap();
+        let keep: String = recs
+            .iter()
+            .filter(|r| r.job_id != lost.job_id)
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(run.0.path.join("results.jsonl"), keep).unwrap();
+    }
+    drop(dir);
+    let o = run(&env, &api, &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let rec = latest(&env)
+        .1
+        .into_iter()
+        .find(|r| r.input == "docs/d01.txt")
+        .unwrap();
+    assert_eq!(rec.error.unwrap().kind.as_str(), "output_conflict");
+}
+
 fn interrupted_by(sig: i32, exit: i32) {
     let env = env_with_docs(4);
-    let api = FakeApi::start(|req| Reply::delay(Duration::from_millis(400), Reply::text(format!("summary of {}", doc_of(req)))));
+    let api = FakeApi::start(|req| {
+        Reply::delay(
+            Duration::from_millis(400),
+            Reply::text(format!("summary of {}", doc_of(req))),
+        )
+    });
     let mut child = spawn(&env, &api, &["-j", "2"]);
     until("a request", || api.count() >= 1);
     signal(&child, sig);
@@ -302,10 +426,23 @@ fn interrupted_by(sig: i32, exit: i32) {
     let (_, records) = latest(&env);
     assert_eq!(records.len(), 4, "every planned job has its record");
     // The jobs in flight finished within the grace period; the rest never started.
-    assert!(count(&records, Status::Succeeded) >= 1, "{:?}", statuses(&records));
-    assert!(count(&records, Status::Cancelled) >= 1, "{:?}", statuses(&records));
+    assert!(
+        count(&records, Status::Succeeded) >= 1,
+        "{:?}",
+        statuses(&records)
+    );
+    assert!(
+        count(&records, Status::Cancelled) >= 1,
+        "{:?}",
+        statuses(&records)
+    );
     assert!(api.chat_requests().len() <= 2);
-    assert_eq!(std::fs::read(out_dir(&env).join("manifest.json")).ok().map(|b| serde_json::from_slice::<Value>(&b).unwrap()["status"].clone()), Some(Value::from("interrupted")));
+    assert_eq!(
+        std::fs::read(out_dir(&env).join("manifest.json"))
+            .ok()
+            .map(|b| serde_json::from_slice::<Value>(&b).unwrap()["status"].clone()),
+        Some(Value::from("interrupted"))
+    );
 }
 
 #[test]
@@ -319,9 +456,38 @@ fn sigterm_ends_with_143_and_a_manifest() {
 }
 
 #[test]
+fn a_second_sigint_cancels_jobs_in_flight_at_once() {
+    let env = env_with_docs(3);
+    // A grace period no test would wait out: only the second signal can end this run.
+    env.write("zhi.yaml", "retry: {max_attempts: 1}\ngrace_period: 600\n");
+    let api = FakeApi::always(Reply::hang());
+    let mut child = spawn(&env, &api, &["-j", "2"]);
+    until("two requests", || api.count() >= 2);
+    signal(&child, libc::SIGINT);
+    // Two signals close together may arrive as one; leave the first time to be taken.
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, libc::SIGINT);
+    let o = wait(&mut child, Duration::from_secs(15));
+    assert_eq!(code(&o), 130, "{}", stderr(&o));
+    let (_, records) = latest(&env);
+    assert_eq!(
+        count(&records, Status::Cancelled),
+        3,
+        "{:?}",
+        statuses(&records)
+    );
+    assert_eq!(latest_manifest(&env)["status"], "interrupted");
+}
+
+#[test]
 fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     let env = env_with_docs(2);
-    let api = FakeApi::start(|req| Reply::delay(Duration::from_millis(1200), Reply::text(format!("summary of {}", doc_of(req)))));
+    let api = FakeApi::start(|req| {
+        Reply::delay(
+            Duration::from_millis(1200),
+            Reply::text(format!("summary of {}", doc_of(req))),
+        )
+    });
     let mut first = spawn(&env, &api, &[]);
     until("the first run's request", || api.count() >= 1);
     let o = run(&env, &api, &[]);
@@ -331,7 +497,11 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     assert!(err.contains("started"), "{err}");
     let o = wait(&mut first, Duration::from_secs(15));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(api.chat_requests().len(), 2, "the locked-out run made no request");
+    assert_eq!(
+        api.chat_requests().len(),
+        2,
+        "the locked-out run made no request"
+    );
 
     // A lock whose process is gone is stale.
     let mut dead = Command::new("true").spawn().unwrap();
@@ -346,6 +516,11 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     env.write("docs/d00.txt", "changed\n");
     let o = run(&env, &api, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("stale lock of pid {dead_pid}")),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(statuses(&latest(&env).1)["docs/d00.txt"], Status::Succeeded);
     assert!(!lock.exists(), "the lock is released at the end");
 }
@@ -362,7 +537,10 @@ fn plan_ids(env: &TestEnv, shard: Option<&str>) -> Vec<(String, String)> {
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
-            (v["job_id"].as_str().unwrap().to_string(), v["inputs"][0].as_str().unwrap().to_string())
+            (
+                v["job_id"].as_str().unwrap().to_string(),
+                v["inputs"][0].as_str().unwrap().to_string(),
+            )
         })
         .collect()
 }
@@ -375,7 +553,8 @@ fn merge(env: &TestEnv, runs: &[&Path]) -> (i32, Value, String) {
         .args(["-o", "merged", "--json"])
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
     (code(&o), v, stderr(&o))
 }
 
@@ -388,7 +567,10 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
     let mut union = BTreeSet::new();
     let mut per_shard = Vec::new();
     for m in 1..=3 {
-        let ids: BTreeSet<String> = plan_ids(&env, Some(&format!("{m}/3"))).into_iter().map(|(id, _)| id).collect();
+        let ids: BTreeSet<String> = plan_ids(&env, Some(&format!("{m}/3")))
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         assert!(ids.is_disjoint(&union), "shard {m} overlaps an earlier one");
         union.extend(ids.iter().cloned());
         per_shard.push(ids);
@@ -399,20 +581,42 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
     for m in 1..=3 {
         let o = env
             .zhi()
-            .args(["run", "summarize", "docs", "--no-progress", "--shard", &format!("{m}/3"), "-o", &format!("shard-{m}"), "--base-url"])
+            .args([
+                "run",
+                "summarize",
+                "docs",
+                "--no-progress",
+                "--shard",
+                &format!("{m}/3"),
+                "-o",
+                &format!("shard-{m}"),
+                "--base-url",
+            ])
             .arg(api.base_url())
             .output()
             .unwrap();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let run = manifest::latest_run(&env.path(&format!("shard-{m}"))).unwrap();
-        assert!(run.run_id.ends_with(&format!("-shard-{m}-of-3")), "{}", run.run_id);
+        assert!(
+            run.run_id.ends_with(&format!("-shard-{m}-of-3")),
+            "{}",
+            run.run_id
+        );
         let (records, _) = manifest::read_records(&run.path).unwrap();
         let ran: BTreeSet<String> = records.iter().map(|r| r.job_id.clone()).collect();
         assert_eq!(ran, per_shard[m - 1], "shard {m} ran exactly its plan");
     }
-    assert_eq!(api.chat_requests().len(), 9, "every job ran once, on one shard");
+    assert_eq!(
+        api.chat_requests().len(),
+        9,
+        "every job ran once, on one shard"
+    );
 
-    let (shard1, shard2, shard3) = (env.path("shard-1"), env.path("shard-2"), env.path("shard-3"));
+    let (shard1, shard2, shard3) = (
+        env.path("shard-1"),
+        env.path("shard-2"),
+        env.path("shard-3"),
+    );
     let (c, v, err) = merge(&env, &[&shard1, &shard2, &shard3]);
     assert_eq!(c, 0, "{err}");
     assert_eq!(v["missing"], serde_json::json!([]));
@@ -420,30 +624,51 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
     assert_eq!(v["counts"]["succeeded"], 9);
     assert_eq!(v["shard"], Value::Null);
     assert!(v["run_id"].as_str().unwrap().starts_with("merged-"));
-    let merged: BTreeSet<String> = v["planned_job_ids"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    let merged: BTreeSet<String> = v["planned_job_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
     assert_eq!(merged, full);
     let (records, torn) = manifest::read_records(&env.path("merged")).unwrap();
     assert_eq!((records.len(), torn), (9, 0));
     assert!(env.path("merged/results.csv").is_file());
-    let written: Value = serde_json::from_slice(&std::fs::read(env.path("merged/manifest.json")).unwrap()).unwrap();
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(env.path("merged/manifest.json")).unwrap()).unwrap();
     assert_eq!(written["counts"], v["counts"]);
 
     // Shard 3's machine never reported: its jobs are missing.
     let run1 = manifest::latest_run(&shard1).unwrap().path;
     let (c, v, err) = merge(&env, &[&run1, &shard2]);
     assert_eq!(c, 1, "{err}");
-    let missing: BTreeSet<String> = v["missing"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    let missing: BTreeSet<String> = v["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
     assert_eq!(missing, per_shard[2]);
     for id in &per_shard[2] {
-        assert!(err.contains(id.as_str()), "the missing id {id} is printed: {err}");
+        assert!(
+            err.contains(id.as_str()),
+            "the missing id {id} is printed: {err}"
+        );
     }
 
     // `manifest show` of a shard names it.
-    let o = env.zhi().args(["manifest", "show", "-o", "shard-2", "--json"]).output().unwrap();
+    let o = env
+        .zhi()
+        .args(["manifest", "show", "-o", "shard-2", "--json"])
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let s: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(s["shard"], "2/3");
-    assert_eq!(s["counts"]["succeeded"].as_u64().unwrap() as usize, per_shard[1].len());
+    assert_eq!(
+        s["counts"]["succeeded"].as_u64().unwrap() as usize,
+        per_shard[1].len()
+    );
 }
 
 #[test]
@@ -469,28 +694,66 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
     let (c, v, err) = merge(&env, &[&out]);
     assert_eq!(c, 0, "{err}");
     assert_eq!(v["counts"]["planned"], 3);
-    assert_eq!((v["counts"]["succeeded"].as_u64(), v["counts"]["cached"].as_u64(), v["counts"]["failed"].as_u64()), (Some(1), Some(2), Some(0)));
-    assert_eq!(v["tokens"]["prompt"].as_u64().unwrap() + v["tokens"]["completion"].as_u64().unwrap(), 300, "what the runs spent");
+    assert_eq!(
+        (
+            v["counts"]["succeeded"].as_u64(),
+            v["counts"]["cached"].as_u64(),
+            v["counts"]["failed"].as_u64()
+        ),
+        (Some(1), Some(2), Some(0))
+    );
+    assert_eq!(
+        v["tokens"]["prompt"].as_u64().unwrap() + v["tokens"]["completion"].as_u64().unwrap(),
+        300,
+        "what the runs spent"
+    );
 
     // `show` of the first run: counts, failures by kind, tokens, slowest jobs.
     let first = manifest::list_runs(&out)[0].clone();
-    let o = env.zhi().args(["manifest", "show", "-o", "out", &first.run_id, "--json"]).output().unwrap();
-    assert_eq!(code(&o), 1 - 1, "{}", stderr(&o));
+    let o = env
+        .zhi()
+        .args(["manifest", "show", "-o", "out", &first.run_id, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let s: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(s["run_id"], first.run_id.as_str());
     assert_eq!(s["status"], "completed_with_failures");
     assert_eq!(s["failures_by_kind"], serde_json::json!({"api_error": 1}));
     assert_eq!(s["counts"]["failed"], 1);
     assert_eq!(s["tokens"]["prompt"], 120);
-    assert!(s["slowest"].as_array().unwrap().len() == 3);
-    let o = env.zhi().args(["manifest", "show", "-o", "out"]).output().unwrap();
+    assert_eq!(s["slowest"].as_array().unwrap().len(), 3);
+    assert_eq!(s["failures"][0]["input"], "docs/d01.txt");
+    // Without RUN: the latest run, for a person.
+    let o = env
+        .zhi()
+        .args(["manifest", "show", "-o", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("completed") && text.contains("cached 3") || text.contains("cached 2"), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "run {}  completed\n",
+            manifest::latest_run(&out).unwrap().run_id
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("planned 3  succeeded 1  failed 0  cached 2"),
+        "{text}"
+    );
+    assert!(text.contains("slowest jobs:\n"), "{text}");
 
     // A killed run has no manifest.json: show reads its records.
     let last = manifest::latest_run(&out).unwrap();
     std::fs::remove_file(last.path.join("manifest.json")).unwrap();
-    let o = env.zhi().args(["manifest", "show"]).arg(&last.path).output().unwrap();
+    let o = env
+        .zhi()
+        .args(["manifest", "show"])
+        .arg(&last.path)
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("incomplete"), "{}", stdout(&o));
     assert!(stdout(&o).contains("planned 3"), "{}", stdout(&o));
@@ -509,7 +772,12 @@ fn the_token_budget_stops_scheduling_in_time() {
     let done = count(&records, Status::Succeeded);
     assert!(done <= 3, "{done} jobs ran past a budget of 2.5 jobs");
     assert_eq!(done, api.chat_requests().len());
-    assert_eq!(count(&records, Status::Skipped), 10 - done, "{:?}", statuses(&records));
+    assert_eq!(
+        count(&records, Status::Skipped),
+        10 - done,
+        "{:?}",
+        statuses(&records)
+    );
     for r in records.iter().filter(|r| r.status == Status::Skipped) {
         let e = r.error.as_ref().unwrap();
         assert_eq!(e.kind.as_str(), "skipped");
@@ -560,31 +828,100 @@ fn auto_concurrency_halves_on_rate_limits() {
     assert_eq!(c["initial"], 4);
     assert_eq!(c["peak"], 4);
     assert!(c["final"].as_u64().unwrap() < 4, "{c}");
-    assert!(stderr(&o).contains("concurrency 4 -> 2 (rate limited)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("concurrency 4 -> 2 (rate limited)"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(count(&latest(&env).1, Status::Succeeded), 8);
 }
 
 /// FNV-1a, 64-bit, written out again here so the test pins the function, not the code.
 fn fnv1a64(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 #[test]
 fn the_shard_hash_is_pinned() {
+    // Job ids and shards are part of the contract: changing either moves work between the
+    // machines of a fleet mid-batch. A job's shard (1-based) is FNV-1a 64 of its job_id string
+    // modulo N, plus 1.
     let env = TestEnv::new();
     for name in ["a.txt", "b.md", "sub/c.txt", "报告.txt"] {
         env.write(&format!("docs/{name}"), "x");
     }
-    let plan = plan_ids(&env, None);
-    // Job ids and shards are part of the contract: changing either moves work between
-    // machines of a running fleet. Shard = FNV-1a 64 of the job_id string modulo N, plus 1.
-    let pinned: &[(&str, &str, u64)] = &[];
-    let got: Vec<(String, String, u64)> = plan.iter().map(|(id, input)| (input.clone(), id.clone(), fnv1a64(id) % 3 + 1)).collect();
-    println!("{got:?}");
-    let _ = pinned;
-    for m in 1..=3u64 {
-        let ids: BTreeSet<String> = plan_ids(&env, Some(&format!("{m}/3"))).into_iter().map(|(id, _)| id).collect();
-        let expect: BTreeSet<String> = got.iter().filter(|g| g.2 == m).map(|g| g.1.clone()).collect();
-        assert_eq!(ids, expect, "shard {m}/3");
+    let pinned: [(&str, &str, u64, u64, u64); 4] = [
+        // input, job_id, FNV-1a 64 of the job_id, shard of 3, shard of 4
+        (
+            "docs/a.txt",
+            "8b41d2aa26c6f2fa",
+            0xc7f3_507d_c89a_c654,
+            3,
+            1,
+        ),
+        ("docs/b.md", "00fc89c1eceb6289", 0x99f1_adf8_509c_0215, 1, 2),
+        (
+            "docs/sub/c.txt",
+            "35dd3473a510e1c7",
+            0xc64c_42d8_48da_10ef,
+            1,
+            4,
+        ),
+        (
+            "docs/报告.txt",
+            "4c6138d39b158354",
+            0x4852_1106_5ddb_d0d2,
+            2,
+            3,
+        ),
+    ];
+    let plan: Vec<(String, String)> = plan_ids(&env, None)
+        .into_iter()
+        .map(|(id, input)| (input, id))
+        .collect();
+    let expect: Vec<(String, String)> = pinned
+        .iter()
+        .map(|p| (p.0.to_string(), p.1.to_string()))
+        .collect();
+    assert_eq!(plan, expect, "job ids (and the plan's order) are stable");
+    for (_, id, hash, of3, of4) in pinned {
+        assert_eq!(fnv1a64(id), hash, "{id}");
+        assert_eq!(hash % 3 + 1, of3);
+        assert_eq!(hash % 4 + 1, of4);
     }
+    for (n, col) in [(3u64, 3usize), (4, 4)] {
+        for m in 1..=n {
+            let got: BTreeSet<String> = plan_ids(&env, Some(&format!("{m}/{n}")))
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let want: BTreeSet<String> = pinned
+                .iter()
+                .filter(|p| if col == 3 { p.3 == m } else { p.4 == m })
+                .map(|p| p.1.to_string())
+                .collect();
+            assert_eq!(got, want, "shard {m}/{n}");
+        }
+    }
+    // Kubernetes Indexed Jobs: JOB_COMPLETION_INDEX is 0-based.
+    let o = env
+        .zhi()
+        .args(["plan", "summarize", "docs", "--json"])
+        .env("JOB_COMPLETION_INDEX", "2")
+        .env("ZHI_SHARD_TOTAL", "3")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ids: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["job_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["8b41d2aa26c6f2fa"], "index 2 of 3 is shard 3/3");
 }

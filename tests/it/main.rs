@@ -6,6 +6,7 @@ mod chunking;
 mod config_cli;
 mod help;
 mod llm_client;
+mod local_llm;
 mod run_fake;
 mod skills_cli;
 mod support;

@@ -1,0 +1,188 @@
+//! What a nightly or CI rerun costs when nothing changed: 10,000 small documents already
+//! processed, all `cached`. Reports the rerun's wall time and peak memory (max RSS).
+//!
+//! `cargo bench --bench rerun_cached` (set `ZHI_BENCH_DOCS` for another count). The first pass
+//! runs against a tiny local HTTP responder that answers every request with a fixed
+//! completion; the timed reruns must make no request at all, and the bench checks that.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const RERUNS: usize = 3;
+
+fn main() {
+    let docs: usize = std::env::var("ZHI_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let root = tempfile::tempdir().expect("temp dir");
+    let work = root.path().join("work");
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    make_docs(&work.join("docs"), docs);
+
+    let (base_url, requests) = fake_api();
+    let zhi = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_zhi"));
+        c.current_dir(&work)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args([
+                "run",
+                "summarize",
+                "docs",
+                "-o",
+                "out",
+                "-q",
+                "--no-progress",
+            ])
+            .args(["--base-url", &base_url])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        c
+    };
+
+    let t = Instant::now();
+    let status = zhi(&["-j", "32"]).status().expect("run zhi");
+    assert!(status.success(), "first run failed: {status}");
+    let first = t.elapsed();
+    let made = requests.load(Ordering::SeqCst);
+    assert_eq!(made, docs, "the first run makes one request per document");
+    println!("rerun_cached: {docs} documents of ~200 bytes");
+    println!(
+        "  first run ({made} requests to a local fake): {:.2} s",
+        first.as_secs_f64()
+    );
+
+    let mut walls = Vec::new();
+    let mut peak_kib = 0;
+    for i in 1..=RERUNS {
+        let (wall, maxrss_kib, code) = timed(zhi(&[]));
+        assert_eq!(code, 0, "rerun {i} failed");
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            made,
+            "a cached rerun made a request"
+        );
+        let cached = cached_count(&work.join("out"));
+        assert_eq!(cached, docs, "every job of rerun {i} is cached");
+        println!(
+            "  rerun {i}: {:.3} s wall, {:.1} MiB max RSS ({} earlier runs in the output folder)",
+            wall.as_secs_f64(),
+            maxrss_kib as f64 / 1024.0,
+            i
+        );
+        walls.push(wall);
+        peak_kib = peak_kib.max(maxrss_kib);
+    }
+    walls.sort();
+    println!(
+        "  rerun, all cached: median {:.3} s, best {:.3} s; peak memory {:.1} MiB",
+        walls[walls.len() / 2].as_secs_f64(),
+        walls[0].as_secs_f64(),
+        peak_kib as f64 / 1024.0
+    );
+}
+
+/// `n` documents in folders of 100, like a real archive.
+fn make_docs(dir: &Path, n: usize) {
+    for i in 0..n {
+        let sub = dir.join(format!("batch-{:03}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&sub).unwrap();
+        }
+        let body = format!(
+            "Report {i}\n\nQuarterly figures for unit {i}: revenue up {}%, costs down {}%.\nNothing else to note.\n{}\n",
+            i % 17,
+            i % 5,
+            "-".repeat(80)
+        );
+        std::fs::write(sub.join(format!("doc-{i:05}.txt")), body).unwrap();
+    }
+}
+
+/// Run a child to its end; wall time, its own max RSS (KiB, from `wait4`) and exit code.
+fn timed(mut cmd: Command) -> (Duration, i64, i32) {
+    let t = Instant::now();
+    let child = cmd.spawn().expect("spawn zhi");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child, which nothing else reaps (the `Child` is never
+    // waited on), with valid pointers to a status and a rusage.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = t.elapsed();
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    drop(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (wall, usage.ru_maxrss, code)
+}
+
+fn cached_count(out: &Path) -> usize {
+    let text = std::fs::read_to_string(out.join("manifest.json")).expect("manifest.json");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("manifest.json is JSON");
+    v["counts"]["cached"].as_u64().unwrap_or(0) as usize
+}
+
+/// A local OpenAI-compatible responder: every request gets the same short completion.
+fn fake_api() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let counter = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let counter = counter.clone();
+            std::thread::spawn(move || answer(stream, &counter));
+        }
+    });
+    (base, count)
+}
+
+fn answer(stream: std::net::TcpStream, counter: &AtomicUsize) {
+    let mut reader = BufReader::new(stream);
+    let mut length = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    counter.fetch_add(1, Ordering::SeqCst);
+    let reply = r#"{"id":"bench","object":"chat.completion","created":1700000000,"model":"glm-4-flash","choices":[{"index":0,"message":{"role":"assistant","content":"A short summary."},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}"#;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        reply.len()
+    );
+    let mut stream = reader.into_inner();
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(reply.as_bytes());
+    let _ = stream.flush();
+}
