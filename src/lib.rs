@@ -7,4 +7,6 @@
 pub mod config;
 pub mod error;
 pub mod exit;
+pub mod extract;
+pub mod ocr;
 pub mod sanitize;
