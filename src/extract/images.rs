@@ -72,7 +72,9 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
     let mut notes = Vec::new();
     if orientation != image::metadata::Orientation::NoTransforms {
         img.apply_orientation(orientation);
-        notes.push(format!("rotated upright by its EXIF orientation ({orientation:?})"));
+        notes.push(format!(
+            "rotated upright by its EXIF orientation ({orientation:?})"
+        ));
     }
     let img = DynamicImage::ImageLuma8(img.to_luma8());
     let (w, h) = (img.width(), img.height());
@@ -80,8 +82,12 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
         return Err(failed("the image is empty (0 pixels)".to_string()));
     }
 
-    let dir = ScratchDir::new("ocr")
-        .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot create a scratch folder: {e}")))?;
+    let dir = ScratchDir::new("ocr").map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot create a scratch folder: {e}"),
+        )
+    })?;
     let png = dir.path().join("page.png");
     let mut scale = f64::min(1.0, f64::from(limits.max_side) / f64::from(w.max(h)));
     for _ in 0..8 {
@@ -145,6 +151,47 @@ mod tests {
     }
 
     #[test]
+    fn exif_orientation_turns_the_image_upright() {
+        use image::ImageEncoder;
+        // Upright: 40×20, dark left half. Stored turned a quarter to the left (20×40) with
+        // EXIF orientation 6, which tells viewers to turn it a quarter to the right.
+        let upright =
+            image::GrayImage::from_fn(40, 20, |x, _| image::Luma([if x < 20 { 0 } else { 255 }]));
+        let stored = image::imageops::rotate270(&upright);
+        let dir = ScratchDir::new("test").unwrap();
+        let src = dir.path().join("photo.png");
+        let mut encoder = image::codecs::png::PngEncoder::new(std::fs::File::create(&src).unwrap());
+        let exif = [
+            b"MM\0*".as_slice(),
+            &8u32.to_be_bytes(),
+            &1u16.to_be_bytes(),
+            &0x0112u16.to_be_bytes(),
+            &3u16.to_be_bytes(),
+            &1u32.to_be_bytes(),
+            &6u16.to_be_bytes(),
+            &[0, 0],
+            &0u32.to_be_bytes(),
+        ]
+        .concat();
+        encoder.set_exif_metadata(exif).unwrap();
+        encoder
+            .write_image(stored.as_raw(), 20, 40, image::ExtendedColorType::L8)
+            .unwrap();
+
+        let prepared = prepare(
+            &src,
+            ImageLimits {
+                max_side: 1000,
+                max_bytes: 1 << 20,
+            },
+        )
+        .unwrap();
+        let out = image::open(&prepared.png).unwrap().to_luma8();
+        assert_eq!(out, upright);
+        assert!(prepared.note.unwrap().contains("EXIF orientation"));
+    }
+
+    #[test]
     fn not_an_image_fails_with_a_reason() {
         let dir = ScratchDir::new("test").unwrap();
         let src = dir.path().join("fake.png");
@@ -159,6 +206,10 @@ mod tests {
         .err()
         .unwrap();
         assert_eq!(err.kind, ErrorKind::ExtractFailed);
-        assert!(err.message.starts_with("cannot decode the image"), "{}", err.message);
+        assert!(
+            err.message.starts_with("cannot decode the image"),
+            "{}",
+            err.message
+        );
     }
 }

@@ -75,8 +75,11 @@ type Archive = zip::ZipArchive<BufReader<File>>;
 fn open_zip(path: &Path, what: &str) -> Result<Archive, JobError> {
     let file = File::open(path)
         .map_err(|e| JobError::new(ErrorKind::InputError, format!("cannot open the file: {e}")))?;
-    zip::ZipArchive::new(BufReader::new(file))
-        .map_err(|e| failed(format!("not a readable {what} file (broken zip archive: {e})")))
+    zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
+        failed(format!(
+            "not a readable {what} file (broken zip archive: {e})"
+        ))
+    })
 }
 
 /// One part of the archive as a string, or `None` if the archive has no such part.
@@ -167,7 +170,9 @@ fn relationship_targets(rels: &str) -> Option<HashMap<String, String>> {
     let mut map = HashMap::new();
     loop {
         match reader.read_event().ok()? {
-            Event::Start(e) | Event::Empty(e) if e.name().local_name().as_ref() == "Relationship" => {
+            Event::Start(e) | Event::Empty(e)
+                if e.name().local_name().as_ref() == "Relationship" =>
+            {
                 let mut id = None;
                 let mut target = None;
                 for attr in e.attributes().flatten() {
@@ -369,7 +374,10 @@ fn heading_prefix(style: &str) -> String {
     if lower == "title" {
         return "# ".to_string();
     }
-    match lower.strip_prefix("heading").and_then(|n| n.trim().parse::<usize>().ok()) {
+    match lower
+        .strip_prefix("heading")
+        .and_then(|n| n.trim().parse::<usize>().ok())
+    {
         Some(level @ 1..=6) => format!("{} ", "#".repeat(level)),
         _ => String::new(),
     }
@@ -406,8 +414,16 @@ fn spreadsheet(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
             .into_inner()
             .map_err(|e| failed(format!("sheet {name:?}: {e}")))?;
         let body = String::from_utf8_lossy(&body);
-        let body = if body.trim().is_empty() { "(empty)" } else { body.trim_end() };
-        pages.push((i as u32 + 1, Method::Office, format!("## Sheet: {name}\n{body}")));
+        let body = if body.trim().is_empty() {
+            "(empty)"
+        } else {
+            body.trim_end()
+        };
+        pages.push((
+            i as u32 + 1,
+            Method::Office,
+            format!("## Sheet: {name}\n{body}"),
+        ));
     }
     Ok(pages)
 }
@@ -456,8 +472,14 @@ mod tests {
 
     #[test]
     fn targets_resolve_within_the_package() {
-        assert_eq!(resolve_target("ppt", "slides/slide2.xml"), "ppt/slides/slide2.xml");
-        assert_eq!(resolve_target("ppt", "/ppt/slides/s.xml"), "ppt/slides/s.xml");
+        assert_eq!(
+            resolve_target("ppt", "slides/slide2.xml"),
+            "ppt/slides/slide2.xml"
+        );
+        assert_eq!(
+            resolve_target("ppt", "/ppt/slides/s.xml"),
+            "ppt/slides/s.xml"
+        );
         assert_eq!(resolve_target("ppt", "../x.xml"), "x.xml");
     }
 

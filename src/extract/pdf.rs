@@ -9,7 +9,9 @@
 
 use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage};
 use super::process::{self, End, Finished};
-use super::{DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars};
+use super::{
+    DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars,
+};
 use crate::error::{ErrorKind, JobError};
 use crate::ocr::{EngineSettings, OcrEngine};
 use std::collections::BTreeMap;
@@ -97,7 +99,9 @@ pub(super) fn extract(
         ));
     };
     if let Some(why) = &layer.unreadable {
-        notes.doc(format!("pdf-extract and lopdf cannot read the document ({why})"));
+        notes.doc(format!(
+            "pdf-extract and lopdf cannot read the document ({why})"
+        ));
     }
 
     let mut pages = layer.pages;
@@ -149,7 +153,11 @@ pub(super) fn extract(
         pages
             .into_iter()
             .map(|(n, p)| {
-                let method = if p.text.is_empty() { Method::Empty } else { p.method };
+                let method = if p.text.is_empty() {
+                    Method::Empty
+                } else {
+                    p.method
+                };
                 (n, method, p.text)
             })
             .collect(),
@@ -204,6 +212,12 @@ fn pages_label(pages: &[u32]) -> String {
     }
 }
 
+/// `page 3 has` / `pages 1–3 have`.
+fn pages_have(pages: &[u32]) -> String {
+    let verb = if pages.len() == 1 { "has" } else { "have" };
+    format!("{} {verb}", pages_label(pages))
+}
+
 /// Run the worker over the whole document, restarting it after pages that kill it.
 fn read_text_layer(
     path: &Path,
@@ -224,7 +238,7 @@ fn read_text_layer(
             per_page.extend(page.notes.iter().map(|n| (page.number, n.clone())));
             layer.pages.insert(page.number, Page::from_worker(page));
         }
-        let reason = match run.end {
+        let (reason, retry) = match run.end {
             WorkerEnd::Ended => break,
             WorkerEnd::Unreadable(reason) => {
                 layer.unreadable = Some(reason);
@@ -233,21 +247,21 @@ fn read_text_layer(
             WorkerEnd::Died { reason, retry } => (reason, retry),
         };
         let Some(count) = layer.count else {
-            layer.unreadable = Some(format!("the PDF worker {} while loading it", reason.0));
+            layer.unreadable = Some(format!("the PDF worker {reason} while loading it"));
             break;
         };
+        // The worker died on the page after the last one it finished.
         let bad = received.map_or(first, |r| r + 1);
         if bad > count {
             break;
         }
-        if !reason.1 {
+        if !retry {
             notes.doc(format!(
-                "pdf-extract worker {} at page {bad}; pages {bad}–{count} left to the next extractor",
-                reason.0
+                "pdf-extract worker {reason} at page {bad}; pages {bad}–{count} left to the next extractor"
             ));
             break;
         }
-        per_page.push((bad, format!("pdf-extract worker {}", reason.0)));
+        per_page.push((bad, format!("pdf-extract worker {reason}")));
         let alone = run_worker(path, opts, Mode::Lopdf, bad, Some(bad))?;
         match (alone.pages.into_iter().next(), alone.end) {
             (Some(page), _) => {
@@ -336,10 +350,7 @@ fn run_worker(
                 count: None,
                 pages: Vec::new(),
                 end: WorkerEnd::Died {
-                    reason: format!(
-                        "could not be started ({}: {e})",
-                        opts.worker_exe.display()
-                    ),
+                    reason: format!("could not be started ({}: {e})", opts.worker_exe.display()),
                     retry: false,
                 },
             });
@@ -413,7 +424,7 @@ fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
     let stderr = String::from_utf8_lossy(&done.stderr);
     let limit = opts.pdf_memory_limit_bytes >> 20;
     match done.end {
-        End::TimedOut => return format!("timed out after {} s", opts.pdf_timeout.as_secs()),
+        End::TimedOut => return format!("timed out after {:?}", opts.pdf_timeout),
         End::OutputTooLarge => {
             return format!("printed more than {} MiB", opts.max_output_bytes >> 20);
         }
@@ -458,7 +469,7 @@ fn pdftotext(path: &Path, opts: &ExtractOptions) -> Result<Vec<String>, JobError
     let program = process::find_program("pdftotext").ok_or_else(|| {
         failed("not installed (apt-get install poppler-utils), no second opinion".to_string())
     })?;
-    let mut cmd = process::command(&program, ["-enc", "UTF-8", "-q"]);
+    let mut cmd = process::command(&program, ["-enc", "UTF-8"]);
     cmd.arg(path).arg("-");
     let done = process::run(
         cmd,
@@ -470,10 +481,7 @@ fn pdftotext(path: &Path, opts: &ExtractOptions) -> Result<Vec<String>, JobError
     match done.end {
         End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
         End::TimedOut => {
-            return Err(failed(format!(
-                "timed out after {} s",
-                opts.pdf_timeout.as_secs()
-            )));
+            return Err(failed(format!("timed out after {:?}", opts.pdf_timeout)));
         }
         End::OutputTooLarge => {
             return Err(failed(format!(
@@ -539,16 +547,16 @@ fn ocr(
         }
         Ok(None) => {
             notes.doc(format!(
-                "{} look scanned (little or no text, images); OCR is off",
-                pages_label(&numbers)
+                "{} no usable text; OCR is off",
+                pages_have(&numbers)
             ));
             return Ok(outcome);
         }
         Err(e) if force => return Err(e),
         Err(e) => {
             notes.doc(format!(
-                "{} look scanned but cannot be OCR'd: {}",
-                pages_label(&numbers),
+                "{} no usable text and cannot be OCR'd: {}",
+                pages_have(&numbers),
                 e.message
             ));
             outcome.unavailable = Some(e);
@@ -562,7 +570,9 @@ fn ocr(
     for (n, result) in results {
         match result {
             Ok(text) => {
-                let Some(page) = pages.get_mut(&n) else { continue };
+                let Some(page) = pages.get_mut(&n) else {
+                    continue;
+                };
                 if force || usable_chars(&text) > usable_chars(&page.text) {
                     page.text = text;
                     page.method = Method::Ocr;
@@ -598,15 +608,11 @@ fn ocr_pages(
     };
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::with_capacity(wanted.len()));
-    let threads = opts.ocr_parallelism.clamp(1, wanted.len());
+    let threads = opts.ocr_parallelism.min(wanted.len()).max(1);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                loop {
-                    let Some(&(page, size)) = wanted.get(next.fetch_add(1, Ordering::SeqCst))
-                    else {
-                        break;
-                    };
+                while let Some(&(page, size)) = wanted.get(next.fetch_add(1, Ordering::SeqCst)) {
                     let result = if opts.cancelled() {
                         Err(JobError::new(ErrorKind::Cancelled, "cancelled"))
                     } else {
@@ -670,7 +676,9 @@ mod tests {
         let run = parse_run(&done, &opts);
         assert_eq!(run.count, Some(3));
         assert_eq!(run.pages.len(), 1);
-        assert!(matches!(run.end, WorkerEnd::Died { ref reason, retry: true } if reason.contains("SIGSEGV")));
+        assert!(
+            matches!(run.end, WorkerEnd::Died { ref reason, retry: true } if reason.contains("SIGSEGV"))
+        );
     }
 
     #[test]
@@ -678,7 +686,9 @@ mod tests {
         let opts = ExtractOptions::default();
         let done = finished("echo 'running 3 tests'");
         let run = parse_run(&done, &opts);
-        assert!(matches!(run.end, WorkerEnd::Died { ref reason, retry: false } if reason.contains("not the worker protocol")));
+        assert!(
+            matches!(run.end, WorkerEnd::Died { ref reason, retry: false } if reason.contains("not the worker protocol"))
+        );
     }
 
     #[test]

@@ -202,7 +202,10 @@ fn limit_resources(memory_limit: u64) {
                 rlim_max: memory_limit as libc::rlim_t,
             };
             if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                eprintln!("zhi pdf worker: cannot limit memory: {}", std::io::Error::last_os_error());
+                eprintln!(
+                    "zhi pdf worker: cannot limit memory: {}",
+                    std::io::Error::last_os_error()
+                );
             }
         }
     }
@@ -241,10 +244,7 @@ fn work(args: &Args, emit: &mut dyn FnMut(&Line) -> bool) -> bool {
         }
         Err(panic) => {
             emit(&Line::Failed {
-                reason: format!(
-                    "the PDF parser panicked: {}",
-                    panic_message(panic.as_ref())
-                ),
+                reason: format!("the PDF parser panicked: {}", panic_message(panic.as_ref())),
             });
             return false;
         }
@@ -306,18 +306,15 @@ fn read_page(doc: &Document, number: u32, page_id: ObjectId, args: &Args) -> Wor
                 }
             }
             Ok(Err(e)) => notes.push(format!("lopdf failed: {e}")),
-            Err(panic) => notes.push(format!(
-                "lopdf panicked: {}",
-                panic_message(panic.as_ref())
-            )),
+            Err(panic) => notes.push(format!("lopdf panicked: {}", panic_message(panic.as_ref()))),
         }
     }
     if usable_chars(&text) == 0 {
         text.clear();
         method = PageMethod::None;
     }
-    let has_images = catch_unwind(AssertUnwindSafe(|| page_has_images(doc, page_id)))
-        .unwrap_or(true);
+    let has_images =
+        catch_unwind(AssertUnwindSafe(|| page_has_images(doc, page_id))).unwrap_or(true);
     let size_pt = catch_unwind(AssertUnwindSafe(|| media_box(doc, page_id)))
         .ok()
         .flatten();
@@ -387,7 +384,11 @@ fn page_has_images(doc: &Document, page_id: ObjectId) -> bool {
         return true;
     }
     doc.get_page_content(page_id)
-        .map(|content| content.windows(4).any(|w| w == b"\nBI\n" || w == b" BI\n" || w == b"\nBI "))
+        .map(|content| {
+            content
+                .windows(4)
+                .any(|w| w == b"\nBI\n" || w == b" BI\n" || w == b"\nBI ")
+        })
         .unwrap_or(false)
 }
 
@@ -400,10 +401,8 @@ fn resources_have_images(
     if depth > 4 {
         return false;
     }
-    let Some(Object::Dictionary(xobjects)) = resources
-        .get(b"XObject")
-        .ok()
-        .and_then(|o| resolve(doc, o))
+    let Some(Object::Dictionary(xobjects)) =
+        resources.get(b"XObject").ok().and_then(|o| resolve(doc, o))
     else {
         return false;
     };
@@ -441,10 +440,21 @@ mod tests {
 
     #[test]
     fn arguments() {
-        let args: Vec<OsString> = ["--memory-limit", "1024", "--mode", "lopdf", "--first", "3", "--last", "3", "--", "a b.pdf"]
-            .iter()
-            .map(OsString::from)
-            .collect();
+        let args: Vec<OsString> = [
+            "--memory-limit",
+            "1024",
+            "--mode",
+            "lopdf",
+            "--first",
+            "3",
+            "--last",
+            "3",
+            "--",
+            "a b.pdf",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
         let parsed = parse_args(&args).unwrap();
         assert_eq!(parsed.memory_limit, 1024);
         assert_eq!(parsed.mode, Mode::Lopdf);
@@ -466,7 +476,9 @@ mod tests {
         });
         let json = serde_json::to_string(&line).unwrap();
         assert!(json.starts_with(r#"{"page":{"number":2"#), "{json}");
-        assert!(matches!(serde_json::from_str::<Line>(&json).unwrap(), Line::Page(p) if p.number == 2));
+        assert!(
+            matches!(serde_json::from_str::<Line>(&json).unwrap(), Line::Page(p) if p.number == 2)
+        );
         let end = serde_json::to_string(&Line::End {}).unwrap();
         assert_eq!(end, r#"{"end":{}}"#);
     }

@@ -38,9 +38,8 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
 /// Read at most `max` bytes; a longer file is `too_large` (it may have grown since it was
 /// stat'ed, so this is checked again here).
 pub(super) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, JobError> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        JobError::new(ErrorKind::InputError, format!("cannot open the file: {e}"))
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| JobError::new(ErrorKind::InputError, format!("cannot open the file: {e}")))?;
     let mut bytes = Vec::new();
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -118,10 +117,7 @@ fn check_not_binary(text: String, encoding: String) -> Result<(String, String), 
 }
 
 fn binary(why: &str) -> JobError {
-    JobError::new(
-        ErrorKind::UnsupportedType,
-        format!("binary file: {why}"),
-    )
+    JobError::new(ErrorKind::UnsupportedType, format!("binary file: {why}"))
 }
 
 /// Line ends to `\n`; NULs and other C0 controls except tab, newline and form feed dropped.
@@ -172,7 +168,10 @@ mod tests {
             .flat_map(u16::to_le_bytes)
             .collect();
         let (t, e) = decode(&bare).unwrap();
-        assert_eq!((t.as_str(), e.as_str()), ("plain ascii text saved as utf-16", "UTF-16LE"));
+        assert_eq!(
+            (t.as_str(), e.as_str()),
+            ("plain ascii text saved as utf-16", "UTF-16LE")
+        );
     }
 
     #[test]

@@ -209,8 +209,12 @@ pub fn rasterise(
         }
         _ => PDF_DPI,
     };
-    let dir = ScratchDir::new("raster")
-        .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot create a scratch folder: {e}")))?;
+    let dir = ScratchDir::new("raster").map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot create a scratch folder: {e}"),
+        )
+    })?;
     let prefix = dir.path().join("page");
     let page_arg = page.to_string();
     let mut args: Vec<std::ffi::OsString> = vec![
@@ -241,15 +245,10 @@ pub fn rasterise(
         process::End::Cancelled => {
             return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
         }
-        process::End::TimedOut => Some(format!(
-            "timed out after {} s",
-            settings.timeout.as_secs()
-        )),
-        _ if !done.status.success() => Some(format!(
-            "failed ({}): {}",
-            done.status,
-            done.stderr_tail()
-        )),
+        process::End::TimedOut => Some(format!("timed out after {:?}", settings.timeout)),
+        _ if !done.status.success() => {
+            Some(format!("failed ({}): {}", done.status, done.stderr_tail()))
+        }
         _ => None,
     };
     let path = prefix.with_extension("png");

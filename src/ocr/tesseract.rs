@@ -66,7 +66,9 @@ impl Tesseract {
         if have.is_empty() {
             return Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!("tesseract has neither Chinese (chi_sim) nor English (eng) language data: {install}"),
+                format!(
+                    "tesseract has neither Chinese (chi_sim) nor English (eng) language data: {install}"
+                ),
             ));
         }
         let missing = WANTED.into_iter().filter(|w| !have.contains(w)).collect();
@@ -122,10 +124,7 @@ impl OcrEngine for Tesseract {
             process::End::Cancelled => Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
             process::End::TimedOut => Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!(
-                    "tesseract timed out after {} s",
-                    self.settings.timeout.as_secs()
-                ),
+                format!("tesseract timed out after {:?}", self.settings.timeout),
             )),
             process::End::OutputTooLarge => Err(JobError::new(
                 ErrorKind::OcrFailed,

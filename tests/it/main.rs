@@ -1,0 +1,3 @@
+//! The integration tests, one binary (STYLE: one test binary with modules).
+
+mod extract_docs;
