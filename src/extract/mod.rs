@@ -106,7 +106,8 @@ pub struct Extracted {
     /// The OCR engine used for pages whose method is [`Method::Ocr`].
     pub ocr_engine: Option<String>,
     /// Every detour taken on the way, in order, e.g.
-    /// `"page 3: pdf-extract worker overflowed its stack; used lopdf"`.
+    /// `"page 3: pdf-extract worker overflowed its stack (endless recursion in the document)"`,
+    /// `"pages 4–9: OCR (tesseract)"`. Empty when the first extractor read everything.
     pub fallbacks: Vec<String>,
 }
 

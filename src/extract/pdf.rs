@@ -77,7 +77,7 @@ pub(super) fn extract(
             })
         });
     let mut pdftotext_failure = None;
-    let second = if needs_second_opinion && !force_ocr {
+    let second = if needs_second_opinion {
         match pdftotext(path, opts) {
             Ok(pages) => Some(pages),
             Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),

@@ -269,6 +269,9 @@ fn work(args: &Args, emit: &mut dyn FnMut(&Line) -> bool) -> bool {
         return false;
     }
     let last = args.last.unwrap_or(count).min(count);
+    if args.first > last {
+        return emit(&Line::End {});
+    }
     for (&number, &page_id) in pages.range(args.first..=last) {
         let page = read_page(&doc, number, page_id, args);
         if !emit(&Line::Page(page)) {

@@ -201,6 +201,7 @@ pub fn rasterise(
              (macOS: brew install poppler)",
         )
     })?;
+    let size_pt = size_pt.or_else(|| page_size(pdf, page, settings));
     let dpi = match size_pt {
         Some((w, h)) if w > 0.0 && h > 0.0 => {
             let longest_in = w.max(h) / 72.0;
@@ -228,10 +229,6 @@ pub fn rasterise(
         "-l".into(),
         page_arg.into(),
     ];
-    if size_pt.is_none() {
-        // Unknown page size: never let one page exceed what the engine takes.
-        args.extend(["-scale-to".into(), limits.max_side.to_string().into()]);
-    }
     args.push(pdf.as_os_str().to_owned());
     args.push(prefix.as_os_str().to_owned());
     let done = process::run(
@@ -259,6 +256,28 @@ pub fn rasterise(
         ));
     }
     Ok(Raster { path, _dir: dir })
+}
+
+/// A page's size in points according to `pdfinfo`, for pages the PDF worker could not measure.
+fn page_size(pdf: &Path, page: u32, settings: &EngineSettings) -> Option<(f64, f64)> {
+    let pdfinfo = process::find_program("pdfinfo")?;
+    let n = page.to_string();
+    let mut cmd = process::command(&pdfinfo, ["-f", n.as_str(), "-l", n.as_str()]);
+    cmd.arg(pdf);
+    let done = process::run(cmd, settings.timeout, 1 << 20, settings.cancel.as_ref()).ok()?;
+    let out = String::from_utf8_lossy(&done.stdout);
+    // "Page    3 size: 612 x 792 pts (letter)"
+    let line = out.lines().find(|l| {
+        let mut words = l.split_whitespace();
+        words.next() == Some("Page")
+            && words.next() == Some(n.as_str())
+            && words.next() == Some("size:")
+    })?;
+    let mut dims = line.split(" size: ").nth(1)?.split_whitespace();
+    let w = dims.next()?.parse().ok()?;
+    let _x = dims.next()?;
+    let h = dims.next()?.parse().ok()?;
+    Some((w, h))
 }
 
 /// The engine for `choice`: `Ok(None)` when OCR is off, `Err(ocr_failed)` with what to install
@@ -407,6 +426,28 @@ mod tests {
         assert_eq!(engine.name(), "vision");
         assert_eq!(engine.image(Path::new("x.png")).unwrap(), "read by vision");
         assert_eq!(engine.limits().max_bytes, 5 << 20);
+    }
+
+    #[test]
+    fn page_sizes_come_from_pdfinfo_when_unknown() {
+        if process::find_program("pdfinfo").is_none() {
+            eprintln!("notice: skipping, pdfinfo is not installed");
+            return;
+        }
+        let dir = ScratchDir::new("test").unwrap();
+        let pdf = dir.path().join("a.pdf");
+        std::fs::write(
+            &pdf,
+            b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+              2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >> endobj\n\
+              3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >> endobj\n\
+              4 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 2160 300] >> endobj\n\
+              trailer << /Root 1 0 R >>\n%%EOF\n",
+        )
+        .unwrap();
+        assert_eq!(page_size(&pdf, 2, &settings()), Some((2160.0, 300.0)));
+        assert_eq!(page_size(&pdf, 1, &settings()), Some((612.0, 792.0)));
+        assert_eq!(page_size(&pdf, 9, &settings()), None);
     }
 
     #[test]

@@ -18,10 +18,15 @@ use std::time::Duration;
 use zhi::error::ErrorKind;
 use zhi::extract::{self, DocKind, ExtractOptions, Extracted, Method, OcrChoice};
 
+/// The zhi binary is the PDF worker. `ZHI_TEST_WORKER_EXE` overrides it, for a target dir
+/// shared between checkouts where `target/debug/zhi` may be another checkout's build.
 fn options(ocr: OcrChoice) -> ExtractOptions {
+    let worker_exe = std::env::var_os("ZHI_TEST_WORKER_EXE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zhi")));
     ExtractOptions {
         ocr,
-        worker_exe: PathBuf::from(env!("CARGO_BIN_EXE_zhi")),
+        worker_exe,
         ..ExtractOptions::default()
     }
 }
@@ -971,4 +976,65 @@ fn hostile_files_of_any_kind_fail_with_kind_and_reason() {
     } else {
         assert_failed(result, ErrorKind::InputError, "permission denied");
     }
+}
+
+#[test]
+fn scanned_pages_are_ocred_in_parallel_and_kept_in_order() {
+    let Some(pdf) = fetched("ocrmypdf/resources/multipage.pdf") else {
+        return;
+    };
+    if !tesseract_ready() {
+        return;
+    }
+    let opts = ExtractOptions {
+        ocr_parallelism: 3,
+        ..options(OcrChoice::Tesseract)
+    };
+    let got = extract::extract(&pdf, &opts).expect("OCR three pages at a time");
+    eprintln!("multipage.pdf: {:?}", got.fallbacks);
+    let numbers: Vec<u32> = got.pages.iter().map(|p| p.number).collect();
+    assert_eq!(numbers, [1, 2, 3, 4, 5, 6]);
+    let page = |n: usize| {
+        let start = got.pages[n - 1].offset;
+        let end = got.pages.get(n).map_or(got.text.len(), |p| p.offset);
+        &got.text[start..end]
+    };
+    // Scans of different books on different pages: each text is on its own page.
+    assert_eq!(got.pages[0].method, Method::Ocr);
+    assert!(page(1).contains("Miss Watson"), "{:?}", page(1));
+    assert!(page(3).contains("note 1"), "{:?}", page(3));
+    assert_eq!(got.pages[4].method, Method::Ocr);
+    assert!(page(5).contains("throne of England"), "{:?}", page(5));
+    assert!(!page(1).contains("throne of England"));
+}
+
+#[test]
+fn workers_run_side_by_side_and_stop_when_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "ok.pdf",
+        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
+    );
+    let opts = options(OcrChoice::Off);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| extract::extract(&path, &opts)))
+            .collect();
+        for handle in handles {
+            assert_eq!(handle.join().unwrap().unwrap().text, HELLO);
+        }
+    });
+
+    let token = tokio_util::sync::CancellationToken::new();
+    token.cancel();
+    let cancelled = ExtractOptions {
+        cancel: Some(token),
+        ..opts
+    };
+    assert_failed(
+        extract::extract(&path, &cancelled),
+        ErrorKind::Cancelled,
+        "cancelled",
+    );
 }
