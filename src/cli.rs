@@ -65,6 +65,15 @@ pub enum Command {
     /// Show the jobs a run would do, which are cached, and a token estimate; no API calls
     Plan(RunArgs),
 
+    /// Print the text the pipeline would give the model for FILE
+    Extract {
+        /// The document (text, PDF, docx, pptx, xlsx, xls, ods, or an image)
+        file: PathBuf,
+        /// OCR engine for images and scanned pages
+        #[arg(long, value_enum, value_name = "ENGINE")]
+        ocr: Option<crate::config::OcrChoice>,
+    },
+
     /// List, show, validate and create skills
     #[command(subcommand)]
     Skills(SkillsCommand),

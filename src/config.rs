@@ -133,39 +133,7 @@ impl std::fmt::Display for Concurrency {
     }
 }
 
-/// Which OCR engine reads images and scanned pages (SPEC §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum OcrChoice {
-    /// tesseract if installed, else glm-ocr if an API key is set
-    Auto,
-    /// The local tesseract program (chi_sim+eng)
-    Tesseract,
-    /// Zhipu's layout-parsing API
-    GlmOcr,
-    /// Zhipu's files API (purpose=file-extract)
-    FileExtract,
-    /// A vision chat model (glm-4v-flash)
-    Vision,
-    /// No OCR: images and scanned pages fail with ocr_failed
-    Off,
-}
-
-impl OcrChoice {
-    fn parse(s: &str) -> Option<Self> {
-        <Self as clap::ValueEnum>::from_str(s.trim(), true).ok()
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OcrChoice::Auto => "auto",
-            OcrChoice::Tesseract => "tesseract",
-            OcrChoice::GlmOcr => "glm-ocr",
-            OcrChoice::FileExtract => "file-extract",
-            OcrChoice::Vision => "vision",
-            OcrChoice::Off => "off",
-        }
-    }
-}
+pub use crate::ocr::OcrChoice;
 
 /// A model's token budget (SPEC §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -574,7 +542,7 @@ impl Config {
                 "tpm" => self.tpm = NonZeroU32::new(as_u64()? as u32),
                 "ocr" => {
                     let s = as_string()?;
-                    self.ocr = OcrChoice::parse(&s).ok_or_else(|| {
+                    self.ocr = s.trim().parse::<OcrChoice>().map_err(|_| {
                         bad(format!(
                             "ocr `{s}` is not one of auto, tesseract, glm-ocr, file-extract, vision, off"
                         ))

@@ -2,6 +2,7 @@
 //! the pipeline rooms never do.
 
 mod config_cmd;
+mod extract_cmd;
 mod manifest_cmd;
 mod run_cmd;
 mod skills_cmd;
@@ -49,6 +50,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
     match cli.command {
         Command::Run(a) => run_cmd::run(&ctx, a),
         Command::Plan(a) => run_cmd::plan(&ctx, a),
+        Command::Extract { file, ocr } => extract_cmd::run(&ctx, &file, ocr),
         Command::Skills(cmd) => skills_cmd::run(&ctx, cmd),
         Command::Config(cmd) => config_cmd::run(&ctx, cmd),
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
@@ -97,13 +99,6 @@ pub fn print_json(v: &serde_json::Value) {
     );
 }
 
-/// The reader that turns inputs into the text the model is given.
-pub fn document_reader(
-    _config: &Config,
-) -> std::sync::Arc<dyn crate::agent::tools::DocumentReader> {
-    std::sync::Arc::new(crate::agent::tools::PlainTextReader)
-}
-
 /// The kind of extraction a job's input needs and its estimated tokens.
 pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
     if job.is_dir {
@@ -116,21 +111,14 @@ pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
         return ("folder", bytes / 4);
     }
     let size = std::fs::metadata(&job.path).map(|m| m.len()).unwrap_or(0);
-    let ext = job
-        .path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
-        "pdf" => ("pdf", size / 10),
-        "docx" | "pptx" | "xlsx" | "xls" | "ods" => ("office", size / 8),
-        "png" | "jpg" | "jpeg" | "gif" | "webp" | "tiff" | "tif" | "bmp" => ("ocr", 1000),
-        _ => match std::fs::read(&job.path) {
-            Ok(bytes) => (
-                "text",
-                crate::llm::text_tokens(&String::from_utf8_lossy(&bytes)),
-            ),
+    match crate::extract::doc_kind(&job.path) {
+        Some(crate::extract::DocKind::Pdf) => ("pdf", size / 10),
+        Some(crate::extract::DocKind::Office) => ("office", size / 8),
+        Some(crate::extract::DocKind::Image) => ("ocr", 1_000),
+        Some(crate::extract::DocKind::Text) => match std::fs::read(&job.path) {
+            Ok(bytes) => ("text", crate::llm::text_tokens(&String::from_utf8_lossy(&bytes))),
             Err(_) => ("text", 0),
         },
+        None => ("unsupported", 0),
     }
 }

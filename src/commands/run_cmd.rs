@@ -169,7 +169,16 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
         .collect::<Vec<_>>()
         .join(" ");
-    let reader = super::document_reader(&prepared.config);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let concurrency = match prepared.config.concurrency {
+        Concurrency::Fixed(n) => n,
+        Concurrency::Auto => crate::run::slots::AUTO_START,
+    };
+    let reader = std::sync::Arc::new(crate::run::reader::PipelineReader::new(
+        &prepared.config,
+        concurrency,
+        Some(cancel.clone()),
+    ));
     let opts = crate::run::RunOptions {
         jobs: prepared.jobs,
         skills: prepared.skills,
@@ -185,6 +194,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         progress: !ctx.global.no_progress && !ctx.global.quiet,
         summary: !ctx.global.quiet,
         reader,
+        cancel,
     };
     let summary = opts.summary;
     let rt = tokio::runtime::Builder::new_multi_thread()

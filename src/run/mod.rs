@@ -8,6 +8,7 @@
 mod chunked;
 mod job;
 pub mod lock;
+pub mod reader;
 pub mod progress;
 pub mod slots;
 
@@ -54,6 +55,8 @@ pub struct RunOptions {
     /// Print the summary table (not with `-q`).
     pub summary: bool,
     pub reader: Arc<dyn DocumentReader>,
+    /// Cancelled to stop in-flight work at once (the reader's helper programs share it).
+    pub cancel: CancellationToken,
 }
 
 /// How a run ended.
@@ -166,7 +169,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let slots = Arc::new(Slots::new(initial, auto));
     let state = Arc::new(RunState {
         stop: Mutex::new(None),
-        hard: CancellationToken::new(),
+        hard: opts.cancel.clone(),
         soft: CancellationToken::new(),
         failures: AtomicU64::new(0),
         tokens: AtomicU64::new(0),

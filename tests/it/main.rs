@@ -4,6 +4,7 @@
 mod batch;
 mod chunking;
 mod config_cli;
+mod extract_docs;
 mod help;
 mod llm_client;
 mod local_llm;

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Fetch real documents that nobody on this project wrote, for the extraction tests.
+#
+#   scripts/fetch-test-docs.sh [DIR]        (default: target/test-docs)
+#
+# What lands in DIR:
+#   debian-reference/debian-reference.{en,zh-cn}.pdf   from the Debian packages
+#       debian-reference-en / debian-reference-zh-cn (installed if missing and running as root)
+#   ocrmypdf/resources/   ocrmypdf's test resources (scans: linn.pdf + linn.txt, skew.pdf, …)
+#   pypdf/resources/      pypdf's test resources (encrypted, broken and odd PDFs)
+# The two source tarballs come from the Python package index through `pip download`, pinned.
+# Also installed when missing and running as root: tesseract (chi_sim + eng), poppler-utils,
+# and pango-view with a CJK font (the tests render a Chinese/English page with it).
+#
+# Idempotent: whatever is already in DIR is kept; run it as often as you like. Anything that
+# cannot be had (no network, not root) is skipped with a message, and the tests that need it
+# skip too. Never commit DIR.
+set -euo pipefail
+
+DIR=${1:-target/test-docs}
+OCRMYPDF_VERSION=17.13.0
+PYPDF_VERSION=7.1.0
+
+log() { printf 'fetch-test-docs: %s\n' "$*" >&2; }
+
+mkdir -p "$DIR"
+
+# apt-get install, only as root and only where apt-get exists; quiet unless it fails.
+apt_install() {
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        return 1
+    fi
+    local out
+    if ! out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1); then
+        apt-get update >/dev/null 2>&1 || true
+        out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1) || {
+            printf '%s\n' "$out" | tail -n 3 >&2
+            return 1
+        }
+    fi
+}
+
+# Programs the tests use.
+need_program() { # program package...
+    local program=$1
+    shift
+    command -v "$program" >/dev/null 2>&1 && return 0
+    apt_install "$@" || log "skip: $program is missing (install: $*)"
+}
+need_program pdftotext poppler-utils
+need_program tesseract tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim
+if command -v tesseract >/dev/null 2>&1 && ! tesseract --list-langs 2>&1 | grep -qx chi_sim; then
+    apt_install tesseract-ocr-chi-sim || log "skip: tesseract has no chi_sim (install tesseract-ocr-chi-sim)"
+fi
+need_program pango-view pango1.0-tools
+if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=zh 2>/dev/null)" ]; then
+    apt_install fonts-wqy-microhei || log "skip: no CJK font for rendering (install fonts-wqy-microhei)"
+fi
+
+# debian-reference, English and Simplified Chinese.
+mkdir -p "$DIR/debian-reference"
+for lang in en zh-cn; do
+    dest="$DIR/debian-reference/debian-reference.$lang.pdf"
+    [ -s "$dest" ] && continue
+    src="/usr/share/debian-reference/debian-reference.$lang.pdf"
+    if [ ! -s "$src" ]; then
+        apt_install "debian-reference-$lang" ||
+            log "skip: $src is missing (install the debian-reference-$lang package as root)"
+    fi
+    if [ -s "$src" ]; then
+        cp "$src" "$dest.tmp" && mv "$dest.tmp" "$dest"
+        log "copied debian-reference.$lang.pdf"
+    fi
+done
+
+# A source distribution's test resources: fetch_resources NAME VERSION MEMBER
+# (MEMBER: the folder inside the tarball, below NAME-VERSION/).
+fetch_resources() {
+    local name=$1 version=$2 member=$3
+    local dest="$DIR/$name"
+    local stamp="$dest/.complete-$version"
+    [ -f "$stamp" ] && return 0
+    local pip
+    if command -v pip3 >/dev/null 2>&1; then
+        pip=pip3
+    elif command -v pip >/dev/null 2>&1; then
+        pip=pip
+    else
+        log "skip: $name test resources need pip (apt-get install python3-pip)"
+        return 0
+    fi
+    local cache="$DIR/.cache"
+    mkdir -p "$cache"
+    local tarball="$cache/$name-$version.tar.gz"
+    if [ ! -s "$tarball" ]; then
+        local tmp
+        tmp=$(mktemp -d)
+        if ! "$pip" download --quiet --no-deps --no-binary :all: -d "$tmp" "$name==$version" >"$tmp/log" 2>&1; then
+            log "skip: cannot download $name $version:"
+            tail -n 3 "$tmp/log" >&2
+            rm -rf "$tmp"
+            return 0
+        fi
+        mv "$tmp/$name-$version.tar.gz" "$tarball"
+        rm -rf "$tmp"
+    fi
+    local unpack
+    unpack=$(mktemp -d)
+    tar -xzf "$tarball" -C "$unpack" "$name-$version/$member"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    mv "$unpack/$name-$version/$member" "$dest/resources"
+    rm -rf "$unpack"
+    touch "$stamp"
+    log "unpacked $name $version $member"
+}
+
+fetch_resources ocrmypdf "$OCRMYPDF_VERSION" tests/resources
+fetch_resources pypdf "$PYPDF_VERSION" resources
+
+log "documents are in $DIR"

@@ -1,0 +1,705 @@
+//! PDF text, the parent side: run the worker (`pdf_worker.rs`) under a wall clock, survive its
+//! deaths, ask `pdftotext` for a second opinion where the worker found little or nothing, and
+//! send pages without usable text that draw images to OCR.
+//!
+//! The order of extractors for each page: pdf-extract → lopdf (both in the worker) →
+//! `pdftotext` → OCR. A worker that dies on page k is restarted after page k (with lopdf alone
+//! for page k), a bounded number of times, so one hostile page costs that page, not the
+//! document. Every detour is written into [`Extracted::fallbacks`].
+
+use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage};
+use super::process::{self, End, Finished};
+use super::{
+    DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars,
+};
+use crate::error::{ErrorKind, JobError};
+use crate::ocr::{EngineSettings, OcrEngine};
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Worker restarts after crashes, per document.
+const MAX_RESTARTS: usize = 3;
+
+/// A page as the parent knows it.
+#[derive(Debug)]
+struct Page {
+    text: String,
+    method: Method,
+    /// `None` when the worker never saw the page.
+    has_images: Option<bool>,
+    size_pt: Option<(f64, f64)>,
+}
+
+impl Page {
+    fn from_worker(p: WorkerPage) -> Page {
+        Page {
+            method: match p.method {
+                PageMethod::PdfExtract => Method::PdfExtract,
+                PageMethod::Lopdf => Method::Lopdf,
+                PageMethod::None => Method::Empty,
+            },
+            text: p.text,
+            has_images: Some(p.has_images),
+            size_pt: p.size_pt,
+        }
+    }
+}
+
+/// What the worker runs established about the text layer.
+#[derive(Debug, Default)]
+struct Layer {
+    count: Option<u32>,
+    pages: BTreeMap<u32, Page>,
+    /// Why the document could not be read by the worker at all.
+    unreadable: Option<String>,
+}
+
+pub(super) fn extract(
+    path: &Path,
+    opts: &ExtractOptions,
+    force_ocr: bool,
+) -> Result<Extracted, JobError> {
+    let mut notes = Notes::default();
+    let layer = read_text_layer(path, opts, &mut notes)?;
+
+    // pdftotext for whatever the worker could not read or found too little on.
+    let count = layer.count;
+    let needs_second_opinion = layer.unreadable.is_some()
+        || count.is_none_or(|c| {
+            (1..=c).any(|n| {
+                layer
+                    .pages
+                    .get(&n)
+                    .is_none_or(|p| usable_chars(&p.text) < opts.min_page_chars)
+            })
+        });
+    let mut pdftotext_failure = None;
+    let second = if needs_second_opinion {
+        match pdftotext(path, opts) {
+            Ok(pages) => Some(pages),
+            Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
+            Err(e) => {
+                notes.doc(format!("pdftotext: {}", e.message));
+                pdftotext_failure = Some(e.message);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(count) = count.or_else(|| second.as_ref().map(|s| s.len() as u32)) else {
+        let mut reasons: Vec<String> = layer.unreadable.into_iter().collect();
+        reasons.extend(pdftotext_failure.map(|f| format!("pdftotext: {f}")));
+        return Err(JobError::new(
+            ErrorKind::ExtractFailed,
+            format!("cannot read the PDF: {}", reasons.join("; ")),
+        ));
+    };
+    if let Some(why) = &layer.unreadable {
+        notes.doc(format!(
+            "pdf-extract and lopdf cannot read the document ({why})"
+        ));
+    }
+
+    let mut pages = layer.pages;
+    let mut from_pdftotext = Vec::new();
+    for n in 1..=count {
+        let page = pages.entry(n).or_insert(Page {
+            text: String::new(),
+            method: Method::Empty,
+            has_images: None,
+            size_pt: None,
+        });
+        let Some(other) = second.as_ref().and_then(|s| s.get(n as usize - 1)) else {
+            continue;
+        };
+        let (have, offered) = (usable_chars(&page.text), usable_chars(other));
+        if have < opts.min_page_chars && offered > have {
+            page.text = other.clone();
+            page.method = Method::Pdftotext;
+            from_pdftotext.push(n);
+        }
+    }
+    if !from_pdftotext.is_empty() {
+        notes.doc(format!(
+            "{}: text from pdftotext",
+            pages_label(&from_pdftotext)
+        ));
+    }
+
+    let ocr_engine = ocr(path, opts, force_ocr, &mut pages, &mut notes)?;
+
+    let total: usize = pages.values().map(|p| usable_chars(&p.text)).sum();
+    if total == 0 {
+        if let Some(err) = ocr_engine.unavailable {
+            return Err(err);
+        }
+        if let Some(err) = ocr_engine.first_error {
+            return Err(err);
+        }
+        let mut message = format!(
+            "no text found in {count} page{}",
+            if count == 1 { "" } else { "s" }
+        );
+        if !notes.0.is_empty() {
+            message.push_str(&format!(" ({})", notes.summary(600)));
+        }
+        return Err(JobError::new(ErrorKind::ExtractFailed, message));
+    }
+    let (text, pages) = assemble(
+        pages
+            .into_iter()
+            .map(|(n, p)| {
+                let method = if p.text.is_empty() {
+                    Method::Empty
+                } else {
+                    p.method
+                };
+                (n, method, p.text)
+            })
+            .collect(),
+    );
+    Ok(Extracted {
+        text,
+        kind: DocKind::Pdf,
+        pages,
+        encoding: None,
+        ocr_engine: ocr_engine.used,
+        fallbacks: notes.0,
+    })
+}
+
+/// Fallback notes in order, with repeated per-page notes merged into one line.
+#[derive(Debug, Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn doc(&mut self, note: String) {
+        self.0.push(note);
+    }
+
+    /// Per-page notes: the same note on several pages becomes one line listing them.
+    fn pages(&mut self, per_page: Vec<(u32, String)>) {
+        let mut grouped: Vec<(String, Vec<u32>)> = Vec::new();
+        for (page, note) in per_page {
+            match grouped.iter_mut().find(|(n, _)| *n == note) {
+                Some((_, pages)) => pages.push(page),
+                None => grouped.push((note, vec![page])),
+            }
+        }
+        for (note, pages) in grouped {
+            self.0.push(format!("{}: {note}", pages_label(&pages)));
+        }
+    }
+
+    fn summary(&self, max_chars: usize) -> String {
+        let all = self.0.join("; ");
+        match all.char_indices().nth(max_chars) {
+            Some((cut, _)) => format!("{}…", &all[..cut]),
+            None => all,
+        }
+    }
+}
+
+fn pages_label(pages: &[u32]) -> String {
+    if pages.len() == 1 {
+        format!("page {}", pages[0])
+    } else {
+        format!("pages {}", page_ranges(pages))
+    }
+}
+
+/// `page 3 has` / `pages 1–3 have`.
+fn pages_have(pages: &[u32]) -> String {
+    let verb = if pages.len() == 1 { "has" } else { "have" };
+    format!("{} {verb}", pages_label(pages))
+}
+
+/// Run the worker over the whole document, restarting it after pages that kill it.
+fn read_text_layer(
+    path: &Path,
+    opts: &ExtractOptions,
+    notes: &mut Notes,
+) -> Result<Layer, JobError> {
+    let mut layer = Layer::default();
+    let mut per_page = Vec::new();
+    let mut first = 1;
+    let mut restarts = 0;
+    loop {
+        let run = run_worker(path, opts, Mode::Full, first, None)?;
+        if run.count.is_some() {
+            layer.count = run.count;
+        }
+        let received = run.pages.last().map(|p| p.number);
+        for page in run.pages {
+            per_page.extend(page.notes.iter().map(|n| (page.number, n.clone())));
+            layer.pages.insert(page.number, Page::from_worker(page));
+        }
+        let (reason, retry) = match run.end {
+            WorkerEnd::Ended => break,
+            WorkerEnd::Unreadable(reason) => {
+                layer.unreadable = Some(reason);
+                break;
+            }
+            WorkerEnd::Died { reason, retry } => (reason, retry),
+        };
+        let Some(count) = layer.count else {
+            layer.unreadable = Some(format!("the PDF worker {reason} while loading it"));
+            break;
+        };
+        // The worker died on the page after the last one it finished.
+        let bad = received.map_or(first, |r| r + 1);
+        if bad > count {
+            break;
+        }
+        if !retry {
+            notes.doc(format!(
+                "pdf-extract worker {reason} at page {bad}; pages {bad}–{count} left to the next extractor"
+            ));
+            break;
+        }
+        per_page.push((bad, format!("pdf-extract worker {reason}")));
+        let alone = run_worker(path, opts, Mode::Lopdf, bad, Some(bad))?;
+        match (alone.pages.into_iter().next(), alone.end) {
+            (Some(page), _) => {
+                per_page.extend(page.notes.iter().map(|n| (bad, n.clone())));
+                layer.pages.insert(bad, Page::from_worker(page));
+            }
+            (None, WorkerEnd::Died { reason, .. } | WorkerEnd::Unreadable(reason)) => {
+                per_page.push((bad, format!("lopdf worker {reason}")));
+            }
+            (None, WorkerEnd::Ended) => {}
+        }
+        first = bad + 1;
+        restarts += 1;
+        if first > count {
+            break;
+        }
+        if restarts >= MAX_RESTARTS {
+            notes.doc(format!(
+                "the PDF worker crashed {restarts} times; pages {first}–{count} left to the next extractor"
+            ));
+            break;
+        }
+    }
+    notes.pages(per_page);
+    let lopdf: Vec<u32> = layer
+        .pages
+        .iter()
+        .filter(|(_, p)| p.method == Method::Lopdf)
+        .map(|(&n, _)| n)
+        .collect();
+    if !lopdf.is_empty() {
+        notes.doc(format!(
+            "{}: text from lopdf (pdf-extract failed or found too little)",
+            pages_label(&lopdf)
+        ));
+    }
+    Ok(layer)
+}
+
+#[derive(Debug)]
+enum WorkerEnd {
+    /// The worker read every page it was asked for.
+    Ended,
+    /// The worker reported that the document cannot be read (parse error, password).
+    Unreadable(String),
+    /// The worker died or misbehaved; `retry` is false when restarting is pointless (time).
+    Died { reason: String, retry: bool },
+}
+
+#[derive(Debug)]
+struct WorkerRun {
+    count: Option<u32>,
+    pages: Vec<WorkerPage>,
+    end: WorkerEnd,
+}
+
+fn run_worker(
+    path: &Path,
+    opts: &ExtractOptions,
+    mode: Mode,
+    first: u32,
+    last: Option<u32>,
+) -> Result<WorkerRun, JobError> {
+    let mut cmd = process::command(&opts.worker_exe, ["__pdf-worker"]);
+    cmd.arg("--memory-limit")
+        .arg(opts.pdf_memory_limit_bytes.to_string())
+        .arg("--mode")
+        .arg(mode.as_str())
+        .arg("--first")
+        .arg(first.to_string())
+        .arg("--min-chars")
+        .arg(opts.min_page_chars.to_string());
+    if let Some(last) = last {
+        cmd.arg("--last").arg(last.to_string());
+    }
+    cmd.arg("--").arg(path);
+    let done = match process::run(
+        cmd,
+        opts.pdf_timeout,
+        opts.max_output_bytes,
+        opts.cancel.as_ref(),
+    ) {
+        Ok(done) => done,
+        Err(e) => {
+            return Ok(WorkerRun {
+                count: None,
+                pages: Vec::new(),
+                end: WorkerEnd::Died {
+                    reason: format!("could not be started ({}: {e})", opts.worker_exe.display()),
+                    retry: false,
+                },
+            });
+        }
+    };
+    if done.end == End::Cancelled {
+        return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+    }
+    Ok(parse_run(&done, opts))
+}
+
+fn parse_run(done: &Finished, opts: &ExtractOptions) -> WorkerRun {
+    let mut run = WorkerRun {
+        count: None,
+        pages: Vec::new(),
+        end: WorkerEnd::Died {
+            reason: String::new(),
+            retry: true,
+        },
+    };
+    let mut ended = false;
+    let mut garbage = None;
+    let text = String::from_utf8_lossy(&done.stdout);
+    // A line without its newline was cut off by the worker's death.
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..i],
+        None => "",
+    };
+    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str::<Line>(line) {
+            Ok(Line::Doc { protocol, pages }) if protocol == PROTOCOL => run.count = Some(pages),
+            Ok(Line::Doc { protocol, .. }) => {
+                garbage = Some(format!("speaks {protocol:?}, not {PROTOCOL}"));
+                break;
+            }
+            Ok(Line::Page(page)) => run.pages.push(page),
+            Ok(Line::End {}) => ended = true,
+            Ok(Line::Failed { reason }) => {
+                run.end = WorkerEnd::Unreadable(reason);
+                return run;
+            }
+            Err(_) => {
+                garbage = Some(format!(
+                    "printed something that is not the worker protocol (is {} a zhi binary?)",
+                    opts.worker_exe.display()
+                ));
+                break;
+            }
+        }
+    }
+    run.end = if let Some(reason) = garbage {
+        run.pages.clear();
+        run.count = None;
+        WorkerEnd::Died {
+            reason,
+            retry: false,
+        }
+    } else if ended && done.end == End::Exited {
+        WorkerEnd::Ended
+    } else {
+        WorkerEnd::Died {
+            reason: death_reason(done, opts),
+            retry: done.end != End::TimedOut,
+        }
+    };
+    run
+}
+
+/// Why a worker died, in words a person can act on.
+fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let limit = opts.pdf_memory_limit_bytes >> 20;
+    match done.end {
+        End::TimedOut => return format!("timed out after {:?}", opts.pdf_timeout),
+        End::OutputTooLarge => {
+            return format!("printed more than {} MiB", opts.max_output_bytes >> 20);
+        }
+        End::Cancelled => return "was cancelled".to_string(),
+        End::Exited => {}
+    }
+    if stderr.contains("has overflowed its stack") {
+        return "overflowed its stack (endless recursion in the document)".to_string();
+    }
+    if stderr.contains("memory allocation of") || stderr.contains("out of memory") {
+        return format!("ran out of memory (limit {limit} MiB)");
+    }
+    let tail = done.stderr_tail();
+    if let Some(signal) = done.status.signal() {
+        let name = match signal {
+            libc::SIGSEGV => "SIGSEGV",
+            libc::SIGABRT => "SIGABRT",
+            libc::SIGBUS => "SIGBUS",
+            libc::SIGKILL => "SIGKILL, perhaps the system ran out of memory",
+            libc::SIGILL => "SIGILL",
+            libc::SIGFPE => "SIGFPE",
+            _ => "a signal",
+        };
+        return if tail.is_empty() {
+            format!("crashed ({name}, signal {signal})")
+        } else {
+            format!("crashed ({name}, signal {signal}): {tail}")
+        };
+    }
+    match done.status.code() {
+        Some(101) => format!("panicked: {tail}"),
+        Some(0) => "ended without finishing its output".to_string(),
+        Some(code) if tail.is_empty() => format!("exited with code {code}"),
+        Some(code) => format!("exited with code {code}: {tail}"),
+        None => format!("ended abnormally: {tail}"),
+    }
+}
+
+/// Every page's text according to `pdftotext` (no `-layout`), split on its form feeds.
+fn pdftotext(path: &Path, opts: &ExtractOptions) -> Result<Vec<String>, JobError> {
+    let failed = |m: String| JobError::new(ErrorKind::ExtractFailed, m);
+    let program = process::find_program("pdftotext").ok_or_else(|| {
+        failed("not installed (apt-get install poppler-utils), no second opinion".to_string())
+    })?;
+    let mut cmd = process::command(&program, ["-enc", "UTF-8"]);
+    cmd.arg(path).arg("-");
+    let done = process::run(
+        cmd,
+        opts.pdf_timeout,
+        opts.max_output_bytes,
+        opts.cancel.as_ref(),
+    )
+    .map_err(|e| failed(format!("cannot run: {e}")))?;
+    match done.end {
+        End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
+        End::TimedOut => {
+            return Err(failed(format!("timed out after {:?}", opts.pdf_timeout)));
+        }
+        End::OutputTooLarge => {
+            return Err(failed(format!(
+                "printed more than {} MiB",
+                opts.max_output_bytes >> 20
+            )));
+        }
+        End::Exited => {}
+    }
+    if !done.status.success() && done.stdout.is_empty() {
+        let tail = done.stderr_tail();
+        return Err(failed(match done.status.code() {
+            Some(1) if tail.is_empty() => "cannot open the document".to_string(),
+            Some(3) => "the document forbids copying its text".to_string(),
+            _ if tail.is_empty() => format!("failed ({})", done.status),
+            _ => format!("failed ({}): {tail}", done.status),
+        }));
+    }
+    let text = String::from_utf8_lossy(&done.stdout);
+    let mut pages: Vec<String> = text.split('\u{0C}').map(tidy).collect();
+    // pdftotext ends every page with a form feed; the piece after the last one is empty.
+    if text.ends_with('\u{0C}') {
+        pages.pop();
+    }
+    Ok(pages)
+}
+
+/// What the OCR stage did.
+#[derive(Default)]
+struct OcrOutcome {
+    used: Option<String>,
+    /// No engine could run although pages needed one.
+    unavailable: Option<JobError>,
+    first_error: Option<JobError>,
+}
+
+fn ocr(
+    path: &Path,
+    opts: &ExtractOptions,
+    force: bool,
+    pages: &mut BTreeMap<u32, Page>,
+    notes: &mut Notes,
+) -> Result<OcrOutcome, JobError> {
+    let mut outcome = OcrOutcome::default();
+    let wanted: Vec<(u32, Option<(f64, f64)>)> = pages
+        .iter()
+        .filter(|(_, p)| {
+            force || (usable_chars(&p.text) < opts.min_page_chars && p.has_images != Some(false))
+        })
+        .map(|(&n, p)| (n, p.size_pt))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(outcome);
+    }
+    let numbers: Vec<u32> = wanted.iter().map(|w| w.0).collect();
+    let engine = match opts.ocr_engine() {
+        Ok(Some(engine)) => engine,
+        Ok(None) if force => {
+            return Err(JobError::new(
+                ErrorKind::OcrFailed,
+                "OCR is off (--ocr off)",
+            ));
+        }
+        Ok(None) => {
+            notes.doc(format!(
+                "{} no usable text; OCR is off",
+                pages_have(&numbers)
+            ));
+            return Ok(outcome);
+        }
+        Err(e) if force => return Err(e),
+        Err(e) => {
+            notes.doc(format!(
+                "{} no usable text and cannot be OCR'd: {}",
+                pages_have(&numbers),
+                e.message
+            ));
+            outcome.unavailable = Some(e);
+            return Ok(outcome);
+        }
+    };
+    notes.0.extend(engine.note());
+    let results = ocr_pages(engine.as_ref(), path, &wanted, opts);
+    let mut read = Vec::new();
+    let mut failures = Vec::new();
+    for (n, result) in results {
+        match result {
+            Ok(text) => {
+                let Some(page) = pages.get_mut(&n) else {
+                    continue;
+                };
+                if force || usable_chars(&text) > usable_chars(&page.text) {
+                    page.text = text;
+                    page.method = Method::Ocr;
+                    read.push(n);
+                }
+            }
+            Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
+            Err(e) => {
+                failures.push((n, format!("OCR failed: {}", e.message)));
+                outcome.first_error.get_or_insert(e);
+            }
+        }
+    }
+    if !read.is_empty() {
+        notes.doc(format!("{}: OCR ({})", pages_label(&read), engine.name()));
+        outcome.used = Some(engine.name().to_string());
+    }
+    notes.pages(failures);
+    Ok(outcome)
+}
+
+/// OCR `wanted` pages, `opts.ocr_parallelism` at a time, in page order.
+fn ocr_pages(
+    engine: &dyn OcrEngine,
+    path: &Path,
+    wanted: &[(u32, Option<(f64, f64)>)],
+    opts: &ExtractOptions,
+) -> Vec<(u32, Result<String, JobError>)> {
+    let settings = EngineSettings {
+        timeout: opts.ocr_timeout,
+        max_output_bytes: opts.max_output_bytes,
+        cancel: opts.cancel.clone(),
+    };
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::with_capacity(wanted.len()));
+    let threads = opts.ocr_parallelism.min(wanted.len()).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while let Some(&(page, size)) = wanted.get(next.fetch_add(1, Ordering::SeqCst)) {
+                    let result = if opts.cancelled() {
+                        Err(JobError::new(ErrorKind::Cancelled, "cancelled"))
+                    } else {
+                        engine
+                            .pdf_page(path, page, size, &settings)
+                            .map(|t| tidy(&t))
+                    };
+                    // A poisoned lock only means another OCR thread panicked; its data is fine.
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((page, result));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.sort_by_key(|(page, _)| *page);
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(script: &str) -> Finished {
+        let cmd = process::command(Path::new("/bin/sh"), ["-c", script]);
+        process::run(cmd, std::time::Duration::from_secs(10), 1 << 20, None).unwrap()
+    }
+
+    #[test]
+    fn deaths_are_named() {
+        let opts = ExtractOptions {
+            pdf_memory_limit_bytes: 512 << 20,
+            ..ExtractOptions::default()
+        };
+        let run = |script| death_reason(&finished(script), &opts);
+        assert_eq!(
+            run("echo \"thread 'x' has overflowed its stack\" >&2; kill -ABRT $$"),
+            "overflowed its stack (endless recursion in the document)"
+        );
+        assert_eq!(
+            run("echo 'memory allocation of 1073741824 bytes failed' >&2; kill -ABRT $$"),
+            "ran out of memory (limit 512 MiB)"
+        );
+        assert_eq!(run("kill -SEGV $$"), "crashed (SIGSEGV, signal 11)");
+        assert_eq!(
+            run("echo 'zhi pdf worker: panicked at x.rs:1:1: boom' >&2; exit 101"),
+            "panicked: zhi pdf worker: panicked at x.rs:1:1: boom"
+        );
+    }
+
+    #[test]
+    fn protocol_output_is_parsed_up_to_a_cut_line() {
+        let opts = ExtractOptions::default();
+        let done = finished(
+            r#"printf '%s\n' '{"doc":{"protocol":"zhi-pdf-worker/1","pages":3}}' \
+               '{"page":{"number":1,"text":"one","method":"pdf_extract","has_images":false,"size_pt":null,"notes":[]}}'
+               printf '{"page":{"numb'; kill -SEGV $$"#,
+        );
+        let run = parse_run(&done, &opts);
+        assert_eq!(run.count, Some(3));
+        assert_eq!(run.pages.len(), 1);
+        assert!(
+            matches!(run.end, WorkerEnd::Died { ref reason, retry: true } if reason.contains("SIGSEGV"))
+        );
+    }
+
+    #[test]
+    fn a_wrong_worker_binary_is_named() {
+        let opts = ExtractOptions::default();
+        let done = finished("echo 'running 3 tests'");
+        let run = parse_run(&done, &opts);
+        assert!(
+            matches!(run.end, WorkerEnd::Died { ref reason, retry: false } if reason.contains("not the worker protocol"))
+        );
+    }
+
+    #[test]
+    fn repeated_page_notes_are_merged() {
+        let mut notes = Notes::default();
+        notes.pages(vec![
+            (1, "lopdf failed: x".into()),
+            (2, "lopdf failed: x".into()),
+            (3, "lopdf failed: x".into()),
+            (5, "other".into()),
+        ]);
+        assert_eq!(notes.0, vec!["pages 1–3: lopdf failed: x", "page 5: other"]);
+    }
+}

@@ -1,0 +1,466 @@
+//! OCR engines behind one trait (SPEC §4, `--ocr`).
+//!
+//! `tesseract` is local and offline: the `tesseract` program, one process per page, pages of a
+//! PDF rasterised by `pdftoppm`. `glm-ocr`, `file-extract` and `vision` go through the model
+//! API; this module does not talk to the network itself: the caller that owns the API client
+//! hands in an [`ApiOcr`], and without one those engines fail with a message that says so.
+//! `auto` picks tesseract if installed, else glm-ocr if an API client is configured.
+//!
+//! An engine that is missing is never a crash or a silent empty page: it is `ocr_failed` with
+//! what to install or set.
+
+mod tesseract;
+
+use crate::error::{ErrorKind, JobError};
+use crate::extract::process;
+use crate::extract::scratch::ScratchDir;
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub use tesseract::Tesseract;
+
+/// The `--ocr` choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OcrChoice {
+    /// tesseract if installed, else glm-ocr if an API key is set
+    #[default]
+    Auto,
+    /// The local tesseract program (chi_sim+eng)
+    Tesseract,
+    /// Zhipu's layout-parsing API
+    GlmOcr,
+    /// Zhipu's files API (purpose=file-extract)
+    FileExtract,
+    /// A vision chat model (glm-4v-flash)
+    Vision,
+    /// No OCR: images fail, scanned PDF pages stay empty
+    Off,
+}
+
+impl OcrChoice {
+    pub const ALL: [OcrChoice; 6] = [
+        OcrChoice::Auto,
+        OcrChoice::Tesseract,
+        OcrChoice::GlmOcr,
+        OcrChoice::FileExtract,
+        OcrChoice::Vision,
+        OcrChoice::Off,
+    ];
+
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OcrChoice::Auto => "auto",
+            OcrChoice::Tesseract => "tesseract",
+            OcrChoice::GlmOcr => "glm-ocr",
+            OcrChoice::FileExtract => "file-extract",
+            OcrChoice::Vision => "vision",
+            OcrChoice::Off => "off",
+        }
+    }
+}
+
+impl fmt::Display for OcrChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for OcrChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        OcrChoice::ALL
+            .into_iter()
+            .find(|c| c.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown OCR engine {s:?}; choose one of: {}",
+                    OcrChoice::ALL.map(OcrChoice::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// The engines that go through the model API (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApiEngine {
+    /// `POST <base>/layout_parsing`, model `glm-ocr`; returns markdown.
+    GlmOcr,
+    /// The files API with `purpose=file-extract`; the upload is always deleted afterwards.
+    FileExtract,
+    /// A vision chat model (`glm-4v-flash`) with the image as a base64 data URL.
+    Vision,
+}
+
+impl ApiEngine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiEngine::GlmOcr => "glm-ocr",
+            ApiEngine::FileExtract => "file-extract",
+            ApiEngine::Vision => "vision",
+        }
+    }
+
+    /// What the API accepts for one image.
+    pub fn limits(self) -> ImageLimits {
+        match self {
+            ApiEngine::GlmOcr => ImageLimits {
+                max_side: 8000,
+                max_bytes: 10 << 20,
+            },
+            ApiEngine::FileExtract => ImageLimits {
+                max_side: 8000,
+                max_bytes: 20 << 20,
+            },
+            ApiEngine::Vision => ImageLimits {
+                max_side: 4096,
+                max_bytes: 5 << 20,
+            },
+        }
+    }
+}
+
+/// The model-API side of OCR, implemented by the owner of the API client.
+///
+/// `file` is a PNG that already fits [`ApiEngine::limits`]. Called from blocking threads,
+/// possibly several at once.
+pub trait ApiOcr: Send + Sync {
+    fn recognise(&self, engine: ApiEngine, file: &Path) -> Result<String, JobError>;
+}
+
+/// The largest image an engine takes: the longest side in pixels and the encoded size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageLimits {
+    pub max_side: u32,
+    pub max_bytes: u64,
+}
+
+/// Settings shared by the engines.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Wall-clock limit for one page or image.
+    pub timeout: Duration,
+    /// Most text taken from one engine process.
+    pub max_output_bytes: usize,
+    pub cancel: Option<CancellationToken>,
+}
+
+/// The DPI scanned PDF pages are rasterised at (SPEC §4).
+pub const PDF_DPI: u32 = 300;
+
+/// One OCR engine. Blocking; called from several threads at once.
+pub trait OcrEngine: Send + Sync {
+    /// The engine's `--ocr` name.
+    fn name(&self) -> &'static str;
+
+    /// The largest image the engine takes.
+    fn limits(&self) -> ImageLimits;
+
+    /// The text of one PNG image.
+    fn image(&self, png: &Path) -> Result<String, JobError>;
+
+    /// Something a person should know about how this engine will read (e.g. a missing
+    /// language), reported once per document.
+    fn note(&self) -> Option<String> {
+        None
+    }
+
+    /// The text of page `page` (1-based) of a PDF: rasterised with `pdftoppm -r 300 -gray`
+    /// (less where the page is so large that 300 dpi exceeds [`Self::limits`]), then
+    /// [`Self::image`]. `size_pt` is the page's width and height in points, when known.
+    fn pdf_page(
+        &self,
+        pdf: &Path,
+        page: u32,
+        size_pt: Option<(f64, f64)>,
+        settings: &EngineSettings,
+    ) -> Result<String, JobError> {
+        let png = rasterise(pdf, page, size_pt, self.limits(), settings)?;
+        self.image(&png.path)
+    }
+}
+
+/// A rasterised PDF page; the file lives as long as this value.
+pub struct Raster {
+    pub path: std::path::PathBuf,
+    _dir: ScratchDir,
+}
+
+/// Rasterise one PDF page to a grey PNG with `pdftoppm`.
+pub fn rasterise(
+    pdf: &Path,
+    page: u32,
+    size_pt: Option<(f64, f64)>,
+    limits: ImageLimits,
+    settings: &EngineSettings,
+) -> Result<Raster, JobError> {
+    let pdftoppm = process::find_program("pdftoppm").ok_or_else(|| {
+        JobError::new(
+            ErrorKind::OcrFailed,
+            "scanned PDF pages need the pdftoppm program: apt-get install poppler-utils \
+             (macOS: brew install poppler)",
+        )
+    })?;
+    let size_pt = size_pt.or_else(|| page_size(pdf, page, settings));
+    let dpi = match size_pt {
+        Some((w, h)) if w > 0.0 && h > 0.0 => {
+            let longest_in = w.max(h) / 72.0;
+            let fit = (f64::from(limits.max_side) / longest_in).floor();
+            fit.clamp(36.0, f64::from(PDF_DPI)) as u32
+        }
+        _ => PDF_DPI,
+    };
+    let dir = ScratchDir::new("raster").map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot create a scratch folder: {e}"),
+        )
+    })?;
+    let prefix = dir.path().join("page");
+    let page_arg = page.to_string();
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "-r".into(),
+        dpi.to_string().into(),
+        "-gray".into(),
+        "-png".into(),
+        "-singlefile".into(),
+        "-f".into(),
+        page_arg.clone().into(),
+        "-l".into(),
+        page_arg.into(),
+    ];
+    args.push(pdf.as_os_str().to_owned());
+    args.push(prefix.as_os_str().to_owned());
+    let done = process::run(
+        process::command(&pdftoppm, args),
+        settings.timeout,
+        1 << 20,
+        settings.cancel.as_ref(),
+    )
+    .map_err(|e| JobError::new(ErrorKind::OcrFailed, format!("cannot run pdftoppm: {e}")))?;
+    let why = match done.end {
+        process::End::Cancelled => {
+            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+        }
+        process::End::TimedOut => Some(format!("timed out after {:?}", settings.timeout)),
+        _ if !done.status.success() => {
+            Some(format!("failed ({}): {}", done.status, done.stderr_tail()))
+        }
+        _ => None,
+    };
+    let path = prefix.with_extension("png");
+    if let Some(why) = why.or_else(|| (!path.is_file()).then(|| "wrote no image".to_string())) {
+        return Err(JobError::new(
+            ErrorKind::OcrFailed,
+            format!("pdftoppm could not rasterise page {page}: {why}"),
+        ));
+    }
+    Ok(Raster { path, _dir: dir })
+}
+
+/// A page's size in points according to `pdfinfo`, for pages the PDF worker could not measure.
+fn page_size(pdf: &Path, page: u32, settings: &EngineSettings) -> Option<(f64, f64)> {
+    let pdfinfo = process::find_program("pdfinfo")?;
+    let n = page.to_string();
+    let mut cmd = process::command(&pdfinfo, ["-f", n.as_str(), "-l", n.as_str()]);
+    cmd.arg(pdf);
+    let done = process::run(cmd, settings.timeout, 1 << 20, settings.cancel.as_ref()).ok()?;
+    let out = String::from_utf8_lossy(&done.stdout);
+    // "Page    3 size: 612 x 792 pts (letter)"
+    let line = out.lines().find(|l| {
+        let mut words = l.split_whitespace();
+        words.next() == Some("Page")
+            && words.next() == Some(n.as_str())
+            && words.next() == Some("size:")
+    })?;
+    let mut dims = line.split(" size: ").nth(1)?.split_whitespace();
+    let w = dims.next()?.parse().ok()?;
+    let _x = dims.next()?;
+    let h = dims.next()?.parse().ok()?;
+    Some((w, h))
+}
+
+/// The engine for `choice`: `Ok(None)` when OCR is off, `Err(ocr_failed)` with what to install
+/// or set when the engine cannot work here.
+pub fn select(
+    choice: OcrChoice,
+    api: Option<Arc<dyn ApiOcr>>,
+    settings: &EngineSettings,
+) -> Result<Option<Arc<dyn OcrEngine>>, JobError> {
+    let api_engine = |engine: ApiEngine| -> Result<Option<Arc<dyn OcrEngine>>, JobError> {
+        match &api {
+            Some(api) => Ok(Some(Arc::new(ApiBacked {
+                engine,
+                api: Arc::clone(api),
+            }))),
+            None => Err(JobError::new(
+                ErrorKind::OcrFailed,
+                format!(
+                    "the {} OCR engine needs the model API client: set ZHI_API_KEY (this \
+                     engine sends the image to the API)",
+                    engine.as_str()
+                ),
+            )),
+        }
+    };
+    match choice {
+        OcrChoice::Off => Ok(None),
+        OcrChoice::Tesseract => Tesseract::find(settings).map(|t| Some(Arc::new(t) as _)),
+        OcrChoice::GlmOcr => api_engine(ApiEngine::GlmOcr),
+        OcrChoice::FileExtract => api_engine(ApiEngine::FileExtract),
+        OcrChoice::Vision => api_engine(ApiEngine::Vision),
+        OcrChoice::Auto => match Tesseract::find(settings) {
+            Ok(t) => Ok(Some(Arc::new(t))),
+            Err(_) if api.is_some() => api_engine(ApiEngine::GlmOcr),
+            Err(_) => Err(JobError::new(
+                ErrorKind::OcrFailed,
+                "this document needs OCR and no engine is available: install tesseract \
+                 (apt-get install tesseract-ocr tesseract-ocr-chi-sim; macOS: brew install \
+                 tesseract tesseract-lang) or set ZHI_API_KEY to use glm-ocr",
+            )),
+        },
+    }
+}
+
+/// An API engine: the image goes to the caller's [`ApiOcr`].
+struct ApiBacked {
+    engine: ApiEngine,
+    api: Arc<dyn ApiOcr>,
+}
+
+impl OcrEngine for ApiBacked {
+    fn name(&self) -> &'static str {
+        self.engine.as_str()
+    }
+    fn limits(&self) -> ImageLimits {
+        self.engine.limits()
+    }
+    fn image(&self, png: &Path) -> Result<String, JobError> {
+        self.api.recognise(self.engine, png)
+    }
+}
+
+/// Tesseract's Chinese model separates every character by a space; a space between two CJK
+/// characters is never meant, so it goes. Latin words keep theirs.
+pub(crate) fn join_cjk(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == ' ' || c == '\u{3000}' {
+            let mut j = i;
+            while j < chars.len() && (chars[j] == ' ' || chars[j] == '\u{3000}') {
+                j += 1;
+            }
+            let before = out.chars().next_back();
+            let after = chars.get(j).copied();
+            if before.is_some_and(is_cjk) && after.is_some_and(is_cjk) {
+                i = j;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// CJK ideographs, kana, hangul, and CJK/full-width punctuation.
+pub(crate) fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3000}'..='\u{303F}'   // CJK symbols and punctuation
+        | '\u{3040}'..='\u{30FF}' // kana
+        | '\u{3400}'..='\u{4DBF}' // extension A
+        | '\u{4E00}'..='\u{9FFF}' // unified ideographs
+        | '\u{AC00}'..='\u{D7AF}' // hangul
+        | '\u{F900}'..='\u{FAFF}' // compatibility ideographs
+        | '\u{FF00}'..='\u{FFEF}' // full-width forms
+        | '\u{20000}'..='\u{2FA1F}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> EngineSettings {
+        EngineSettings {
+            timeout: Duration::from_secs(30),
+            max_output_bytes: 1 << 20,
+            cancel: None,
+        }
+    }
+
+    #[test]
+    fn choices_parse_by_their_cli_names() {
+        for c in OcrChoice::ALL {
+            assert_eq!(c.as_str().parse::<OcrChoice>().unwrap(), c);
+        }
+        let err = "easyocr".parse::<OcrChoice>().unwrap_err();
+        assert!(err.contains("auto, tesseract, glm-ocr, file-extract, vision, off"));
+    }
+
+    #[test]
+    fn api_engines_without_a_client_say_what_to_set() {
+        for choice in [OcrChoice::GlmOcr, OcrChoice::FileExtract, OcrChoice::Vision] {
+            let err = select(choice, None, &settings()).err().unwrap();
+            assert_eq!(err.kind, ErrorKind::OcrFailed);
+            assert!(err.message.contains(choice.as_str()), "{}", err.message);
+            assert!(err.message.contains("ZHI_API_KEY"), "{}", err.message);
+        }
+        assert!(select(OcrChoice::Off, None, &settings()).unwrap().is_none());
+    }
+
+    struct Echo;
+    impl ApiOcr for Echo {
+        fn recognise(&self, engine: ApiEngine, _file: &Path) -> Result<String, JobError> {
+            Ok(format!("read by {}", engine.as_str()))
+        }
+    }
+
+    #[test]
+    fn api_engines_go_through_the_callers_client() {
+        let engine = select(OcrChoice::Vision, Some(Arc::new(Echo)), &settings())
+            .unwrap()
+            .unwrap();
+        assert_eq!(engine.name(), "vision");
+        assert_eq!(engine.image(Path::new("x.png")).unwrap(), "read by vision");
+        assert_eq!(engine.limits().max_bytes, 5 << 20);
+    }
+
+    #[test]
+    fn page_sizes_come_from_pdfinfo_when_unknown() {
+        if process::find_program("pdfinfo").is_none() {
+            eprintln!("notice: skipping, pdfinfo is not installed");
+            return;
+        }
+        let dir = ScratchDir::new("test").unwrap();
+        let pdf = dir.path().join("a.pdf");
+        std::fs::write(
+            &pdf,
+            b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+              2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >> endobj\n\
+              3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >> endobj\n\
+              4 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 2160 300] >> endobj\n\
+              trailer << /Root 1 0 R >>\n%%EOF\n",
+        )
+        .unwrap();
+        assert_eq!(page_size(&pdf, 2, &settings()), Some((2160.0, 300.0)));
+        assert_eq!(page_size(&pdf, 1, &settings()), Some((612.0, 792.0)));
+        assert_eq!(page_size(&pdf, 9, &settings()), None);
+    }
+
+    #[test]
+    fn cjk_spaces_are_joined_latin_spaces_kept() {
+        assert_eq!(
+            join_cjk("每 个 文件 、 目录 or Debian GNU/Linux 系 统"),
+            "每个文件、目录 or Debian GNU/Linux 系统"
+        );
+        assert_eq!(join_cjk("a  b\n中 \n文"), "a  b\n中 \n文");
+    }
+}

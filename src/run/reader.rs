@@ -1,0 +1,44 @@
+//! The bridge between the agent's tools and the extraction room: `file_read` and the first
+//! message get extracted text (PDF text layers, office files, OCR for images and scans); the
+//! `ocr` tool gets OCR of every page. The tools only ever pass paths the sandbox checked.
+
+use crate::agent::tools::DocumentReader;
+use crate::config::Config;
+use crate::error::JobError;
+use crate::extract::{self, ExtractOptions};
+use std::path::Path;
+use tokio_util::sync::CancellationToken;
+
+/// Reads documents the way the pipeline does.
+pub struct PipelineReader {
+    opts: ExtractOptions,
+}
+
+impl PipelineReader {
+    /// Options for a run: the configured OCR engine, OCR workers shared out among the
+    /// documents in flight, and the run's cancellation.
+    pub fn new(config: &Config, concurrency: usize, cancel: Option<CancellationToken>) -> PipelineReader {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let opts = ExtractOptions {
+            ocr: config.ocr,
+            ocr_parallelism: (cores / concurrency.max(1)).max(1),
+            cancel,
+            ..ExtractOptions::default()
+        };
+        PipelineReader { opts }
+    }
+
+    pub fn options(&self) -> &ExtractOptions {
+        &self.opts
+    }
+}
+
+impl DocumentReader for PipelineReader {
+    fn read_text(&self, path: &Path) -> Result<String, JobError> {
+        extract::extract(path, &self.opts).map(|e| e.text)
+    }
+
+    fn ocr(&self, path: &Path) -> Result<String, JobError> {
+        extract::ocr_file(path, &self.opts).map(|e| e.text)
+    }
+}
