@@ -517,13 +517,14 @@ pub(crate) fn tidy(s: &str) -> String {
     out
 }
 
-/// Join page texts into one text with a blank line between non-empty pages.
+/// Join page texts into one text, non-empty pages separated by a form feed on its own line
+/// (as `pdftotext` does): the splitter for long documents cuts there first.
 fn assemble(pages: Vec<(u32, Method, String)>) -> (String, Vec<PageText>) {
     let mut text = String::new();
     let mut out = Vec::with_capacity(pages.len());
     for (number, method, page) in pages {
         if !page.is_empty() && !text.is_empty() {
-            text.push_str("\n\n");
+            text.push_str("\n\u{c}\n");
         }
         out.push(PageText {
             number,
@@ -609,9 +610,9 @@ mod tests {
             (2, Method::Empty, String::new()),
             (3, Method::Text, "中".into()),
         ]);
-        assert_eq!(text, "ab\n\n中");
+        assert_eq!(text, "ab\n\u{c}\n中");
         assert_eq!(pages[1].offset, 2);
-        assert_eq!(pages[2].offset, 4);
+        assert_eq!(pages[2].offset, 5);
         assert_eq!(pages[2].chars, 1);
         assert_eq!(&text[pages[2].offset..], "中");
     }
