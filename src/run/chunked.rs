@@ -44,6 +44,9 @@ struct PieceDone {
     completion_tokens: u64,
 }
 
+/// A finished piece: its folder and what it produced.
+type PieceResult = Result<(PathBuf, PieceDone), JobError>;
+
 /// File extensions whose piece outputs are joined as text.
 const TEXT_EXTS: &[&str] = &[
     "md", "markdown", "txt", "text", "html", "htm", "xml", "yaml", "yml", "tsv", "log", "rst",
@@ -122,9 +125,9 @@ async fn run_pieces(
     prefix: &str,
     stats: &mut AgentStats,
     message: impl Fn(&Piece) -> String + Sync,
-) -> Vec<Result<(PathBuf, PieceDone), JobError>> {
+) -> Vec<PieceResult> {
     let n = pieces.len();
-    let results: Mutex<Vec<Option<Result<(PathBuf, PieceDone), JobError>>>> =
+    let results: Mutex<Vec<Option<PieceResult>>> =
         Mutex::new((0..n).map(|_| None).collect());
     let mut queue: VecDeque<usize> = VecDeque::new();
     for (i, _) in pieces.iter().enumerate() {
