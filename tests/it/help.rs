@@ -28,3 +28,13 @@ fn config_help() {
     insta::assert_snapshot!("config", help(&["config"]));
     insta::assert_snapshot!("config_show", help(&["config", "show"]));
 }
+
+#[test]
+fn run_plan_extract_manifest_help() {
+    insta::assert_snapshot!("run", help(&["run"]));
+    insta::assert_snapshot!("plan", help(&["plan"]));
+    insta::assert_snapshot!("extract", help(&["extract"]));
+    insta::assert_snapshot!("manifest", help(&["manifest"]));
+    insta::assert_snapshot!("manifest_show", help(&["manifest", "show"]));
+    insta::assert_snapshot!("manifest_merge", help(&["manifest", "merge"]));
+}
