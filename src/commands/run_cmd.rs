@@ -197,6 +197,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         cancel,
     };
     let summary = opts.summary;
+    let language = opts.config.language;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -205,7 +206,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     // Jobs still finishing their cancellation are not waited for.
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     if summary {
-        print_summary(&result, &ctx.cwd, &prepared.output_dir);
+        print_summary(&result, &ctx.cwd, &prepared.output_dir, language);
     }
     if ctx.global.json {
         print_json(&serde_json::to_value(&result.manifest).unwrap_or_default());
@@ -213,9 +214,66 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     Ok(result.exit)
 }
 
-fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
+/// The words of the run summary in zhi's own language (`ZHI_LANGUAGE`, else `LANG`).
+struct Words {
+    run: &'static str,
+    planned: &'static str,
+    succeeded: &'static str,
+    failed: &'static str,
+    cached: &'static str,
+    skipped: &'static str,
+    cancelled: &'static str,
+    tokens: &'static str,
+    prompt: &'static str,
+    completion: &'static str,
+    outputs: &'static str,
+    records: &'static str,
+    failed_jobs: &'static str,
+    more: &'static str,
+}
+
+const EN: Words = Words {
+    run: "run",
+    planned: "planned",
+    succeeded: "succeeded",
+    failed: "failed",
+    cached: "cached",
+    skipped: "skipped",
+    cancelled: "cancelled",
+    tokens: "tokens",
+    prompt: "prompt",
+    completion: "completion",
+    outputs: "outputs in",
+    records: "records in",
+    failed_jobs: "failed jobs:",
+    more: "more (see results.jsonl)",
+};
+
+const ZH: Words = Words {
+    run: "运行",
+    planned: "计划",
+    succeeded: "成功",
+    failed: "失败",
+    cached: "缓存",
+    skipped: "跳过",
+    cancelled: "取消",
+    tokens: "令牌",
+    prompt: "输入",
+    completion: "输出",
+    outputs: "输出目录",
+    records: "记录",
+    failed_jobs: "失败的任务：",
+    more: "个未列出（见 results.jsonl）",
+};
+
+fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path, lang: crate::config::Language) {
+    let w = match lang {
+        crate::config::Language::Zh => &ZH,
+        crate::config::Language::En => &EN,
+    };
     let m = &result.manifest;
     let c = &m.counts;
+    // Statuses and error kinds stay as in the manifest: they are what scripts match on.
     let status = serde_json::to_value(m.status)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -223,7 +281,8 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
     let shown = out.strip_prefix(cwd).unwrap_or(out).display().to_string();
     eprintln!();
     eprintln!(
-        "run {} {status}{}",
+        "{} {} {status}{}",
+        w.run,
         m.run_id,
         m.reason
             .as_ref()
@@ -231,23 +290,27 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
             .unwrap_or_default()
     );
     eprintln!(
-        "  planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
-        c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        "  {} {}  {} {}  {} {}  {} {}  {} {}  {} {}",
+        w.planned, c.planned, w.succeeded, c.succeeded, w.failed, c.failed, w.cached, c.cached,
+        w.skipped, c.skipped, w.cancelled, c.cancelled
     );
     eprintln!(
-        "  tokens {} (prompt {}, completion {})",
+        "  {} {} ({} {}, {} {})",
+        w.tokens,
         m.tokens.prompt + m.tokens.completion,
+        w.prompt,
         m.tokens.prompt,
+        w.completion,
         m.tokens.completion
     );
-    eprintln!("  outputs in {shown}/  records in {shown}/{}", m.results);
+    eprintln!("  {} {shown}/  {} {shown}/{}", w.outputs, w.records, m.results);
     let failed: Vec<_> = result
         .records
         .iter()
         .filter(|r| r.status == crate::manifest::Status::Failed)
         .collect();
     if !failed.is_empty() {
-        eprintln!("  failed jobs:");
+        eprintln!("  {}", w.failed_jobs);
         for r in failed.iter().take(20) {
             if let Some(e) = &r.error {
                 eprintln!(
@@ -259,7 +322,7 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path) {
             }
         }
         if failed.len() > 20 {
-            eprintln!("    … and {} more (see results.jsonl)", failed.len() - 20);
+            eprintln!("    … {} {}", failed.len() - 20, w.more);
         }
     }
 }
@@ -290,6 +353,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     );
     let mut rows = Vec::new();
     let mut total_tokens = 0u64;
+    let mut split: Vec<(String, u64)> = Vec::new();
     for (job, cache) in prepared.jobs.iter().zip(&caches) {
         let status = if job.problem.is_some() {
             "will-fail"
@@ -302,6 +366,19 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         if status == "pending" {
             total_tokens += tokens;
         }
+        // How many pieces a long document is split into (SPEC §5); 0 = too large to run.
+        let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
+            let model = prepared.config.model_for(s.model.as_deref());
+            let budget = u64::from(crate::chunk::piece_budget(prepared.config.budget(&model), s.chunking));
+            match (tokens <= budget, s.chunking) {
+                (true, _) => 1,
+                (false, crate::skills::Chunking::None) => 0,
+                (false, _) => tokens.div_ceil(budget),
+            }
+        });
+        if pieces != 1 {
+            split.push((job.input.clone(), pieces));
+        }
         if ctx.global.json {
             let v = serde_json::json!({
                 "job_id": job.id,
@@ -311,6 +388,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                 "status": status,
                 "extraction": kind,
                 "estimated_tokens": tokens,
+                "pieces": pieces,
                 "output_dir": job.output_rel.to_string_lossy(),
                 "error": job.problem,
             });

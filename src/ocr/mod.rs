@@ -9,6 +9,7 @@
 //! An engine that is missing is never a crash or a silent empty page: it is `ocr_failed` with
 //! what to install or set.
 
+pub mod api;
 mod tesseract;
 
 use crate::error::{ErrorKind, JobError};

@@ -214,7 +214,18 @@ async fn run_in_staging(
             )
             .await;
         }
-        document_message(job, &text)
+        let message = document_message(job, &text);
+        return match agent_in(shared, job, skill, staging, message, stats).await {
+            // The model's real window was smaller than its budget says: split after all, at
+            // half the document's size, when the skill allows it (SPEC §6).
+            Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
+                tracing::info!(job = %job.input, "context too long for the model; splitting the document");
+                let _ = std::fs::remove_dir_all(staging);
+                let smaller = (estimate / 2).max(128);
+                super::chunked::run(shared, job, skill, cache, &text, smaller, staging, stats, chunks).await
+            }
+            other => other.map(|_| ()),
+        };
     };
     agent_in(shared, job, skill, staging, message, stats)
         .await

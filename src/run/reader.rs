@@ -21,6 +21,7 @@ impl PipelineReader {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let opts = ExtractOptions {
             ocr: config.ocr,
+            api_ocr: crate::ocr::api::api_engine(config, cancel.clone()),
             ocr_parallelism: (cores / concurrency.max(1)).max(1),
             cancel,
             ..ExtractOptions::default()

@@ -38,7 +38,7 @@ fn docs_dir() -> PathBuf {
 }
 
 /// A fetched document, or `None` (with a notice) when it cannot be had here.
-fn fetched(relative: &str) -> Option<PathBuf> {
+pub(crate) fn fetched(relative: &str) -> Option<PathBuf> {
     static FETCH: Once = Once::new();
     FETCH.call_once(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-test-docs.sh");
@@ -59,7 +59,7 @@ fn fetched(relative: &str) -> Option<PathBuf> {
     }
 }
 
-fn have_program(program: &str) -> bool {
+pub(crate) fn have_program(program: &str) -> bool {
     let found = Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {program}"))
@@ -370,7 +370,7 @@ fn gbk_and_big5_text_files_are_decoded() {
     assert_eq!(got.text, zh_tw);
 }
 
-fn zip_file(path: &Path, parts: &[(&str, &str)]) {
+pub(crate) fn zip_file(path: &Path, parts: &[(&str, &str)]) {
     let file = std::fs::File::create(path).unwrap();
     let mut zip = zip::ZipWriter::new(file);
     let options = zip::write::SimpleFileOptions::default()
@@ -382,7 +382,7 @@ fn zip_file(path: &Path, parts: &[(&str, &str)]) {
     zip.finish().unwrap();
 }
 
-const W: &str = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+pub(crate) const W: &str = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
 
 #[test]
 fn docx_paragraphs_and_tables() {
@@ -451,7 +451,7 @@ fn pptx_slides_in_presentation_order() {
     let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
     assert_eq!(
         got.text,
-        "--- slide 1 ---\n开场 Opening\n欢迎\nsecond line\n\n--- slide 2 ---\nResults\n增长 12%\nsecond line"
+        "--- slide 1 ---\n开场 Opening\n欢迎\nsecond line\n\u{c}\n--- slide 2 ---\nResults\n增长 12%\nsecond line"
     );
     assert_eq!(got.pages.len(), 2);
     assert_eq!(&got.text[got.pages[1].offset..][..15], "--- slide 2 ---");
@@ -477,7 +477,7 @@ fn xlsx_sheets_as_tables() {
     let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
     assert_eq!(
         got.text,
-        "## Sheet: 销售\n地区,\"Amount, CNY\"\n华东,1200.5\n华北,800\n\n## Sheet: Notes\nchecked,true"
+        "## Sheet: 销售\n地区,\"Amount, CNY\"\n华东,1200.5\n华北,800\n\u{c}\n## Sheet: Notes\nchecked,true"
     );
     assert_eq!(got.pages.len(), 2);
 }
@@ -507,7 +507,7 @@ fn corrupt_office_files_fail_with_a_reason() {
 }
 
 /// A PDF from numbered object bodies (object i+1 is `objects[i]`), with a correct xref table.
-fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
     let mut out = b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n".to_vec();
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
@@ -531,19 +531,19 @@ fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
+pub(crate) fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut body = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
     body.extend(data);
     body.extend(b"\nendstream");
     body
 }
 
-const BOX: &str = "/MediaBox [0 0 612 792]";
-const HELLO: &str = "Hostile corpus control page: this line has plenty of ordinary text.";
+pub(crate) const BOX: &str = "/MediaBox [0 0 612 792]";
+pub(crate) const HELLO: &str = "Hostile corpus control page: this line has plenty of ordinary text.";
 
 /// A one-page PDF: `page_extra` goes into the page dictionary, `resources` into its resources,
 /// `content` is its content stream (object 5), `more` are objects 6, 7, …
-fn one_page_pdf(page_extra: &str, resources: &str, content: &[u8], more: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn one_page_pdf(page_extra: &str, resources: &str, content: &[u8], more: &[Vec<u8>]) -> Vec<u8> {
     let mut objects = vec![
         b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
@@ -559,7 +559,7 @@ fn one_page_pdf(page_extra: &str, resources: &str, content: &[u8], more: &[Vec<u
     pdf(&objects)
 }
 
-fn text_content(text: &str) -> Vec<u8> {
+pub(crate) fn text_content(text: &str) -> Vec<u8> {
     format!("BT /F1 12 Tf 72 720 Td ({text}) Tj ET").into_bytes()
 }
 
@@ -673,7 +673,7 @@ fn a_page_that_kills_the_worker_costs_that_page_only() {
     eprintln!("{:?}", got.fallbacks);
     assert_eq!(
         got.text,
-        "First page: the worker reads this one before it dies.\n\n\
+        "First page: the worker reads this one before it dies.\n\u{c}\n\
          Third page: read by the restarted worker after the crash."
     );
     let methods: Vec<Method> = got.pages.iter().map(|p| p.method).collect();
@@ -729,7 +729,7 @@ fn a_worker_past_its_time_limit_is_killed_and_named() {
 }
 
 /// A zlib stream of `len` zeros, compressed as it is written (never held in memory whole).
-fn zeros_zlib(len: u64) -> Vec<u8> {
+pub(crate) fn zeros_zlib(len: u64) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)

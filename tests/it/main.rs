@@ -4,10 +4,14 @@
 mod batch;
 mod chunking;
 mod config_cli;
+mod corpus;
 mod extract_docs;
 mod help;
+mod hostile_run;
 mod llm_client;
 mod local_llm;
+mod ocr_api;
+mod plan_cli;
 mod run_fake;
 mod skills_cli;
 mod support;
