@@ -116,7 +116,7 @@ impl ApiEngine {
             },
             ApiEngine::FileExtract => ImageLimits {
                 max_side: 8000,
-                max_bytes: 20 << 20,
+                max_bytes: 5 << 20,
             },
             ApiEngine::Vision => ImageLimits {
                 max_side: 4096,

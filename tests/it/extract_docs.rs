@@ -382,7 +382,8 @@ pub(crate) fn zip_file(path: &Path, parts: &[(&str, &str)]) {
     zip.finish().unwrap();
 }
 
-pub(crate) const W: &str = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+pub(crate) const W: &str =
+    r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
 
 #[test]
 fn docx_paragraphs_and_tables() {
@@ -539,11 +540,17 @@ pub(crate) fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) const BOX: &str = "/MediaBox [0 0 612 792]";
-pub(crate) const HELLO: &str = "Hostile corpus control page: this line has plenty of ordinary text.";
+pub(crate) const HELLO: &str =
+    "Hostile corpus control page: this line has plenty of ordinary text.";
 
 /// A one-page PDF: `page_extra` goes into the page dictionary, `resources` into its resources,
 /// `content` is its content stream (object 5), `more` are objects 6, 7, …
-pub(crate) fn one_page_pdf(page_extra: &str, resources: &str, content: &[u8], more: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn one_page_pdf(
+    page_extra: &str,
+    resources: &str,
+    content: &[u8],
+    more: &[Vec<u8>],
+) -> Vec<u8> {
     let mut objects = vec![
         b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
