@@ -50,24 +50,29 @@ fn main() {
         LATENCY.as_millis()
     );
     println!(
-        "  {:>5} {:>6} {:>9} {:>12} {:>12} {:>12} {:>9}",
-        "-j C", "docs", "wall s", "docs/s wall", "docs/s busy", "ideal C/L", "peak C"
+        "  {:>5} {:>6} {:>8} {:>8} {:>12} {:>12} {:>10} {:>7}",
+        "-j C", "docs", "wall s", "CPU s", "docs/s wall", "docs/s busy", "ideal C/L", "peak C"
     );
     for c in LEVELS {
         let n = rounds * c;
         let work = root.path().join(format!("j{c}"));
         make_docs(&work.join("docs"), n);
         server.reset(LATENCY);
-        let wall = run_zhi(&work, &home, &server.base_url, c, &[]);
+        let (wall, cpu) = run_zhi(&work, &home, &server.base_url, c, &[]);
         let log = server.take();
         assert_eq!(log.arrivals.len(), n, "-j {c}: one request per document");
-        assert_eq!(succeeded(&work.join("out")), n, "-j {c}: every job succeeded");
+        assert_eq!(
+            succeeded(&work.join("out")),
+            n,
+            "-j {c}: every job succeeded"
+        );
         let busy = log.last_done.duration_since(log.arrivals[0]);
         println!(
-            "  {:>5} {:>6} {:>9.2} {:>12.1} {:>12.1} {:>12.1} {:>9}",
+            "  {:>5} {:>6} {:>8.2} {:>8.2} {:>12.1} {:>12.1} {:>10.1} {:>7}",
             c,
             n,
             wall.as_secs_f64(),
+            cpu.as_secs_f64(),
             n as f64 / wall.as_secs_f64(),
             n as f64 / busy.as_secs_f64(),
             c as f64 / LATENCY.as_secs_f64(),
@@ -79,7 +84,7 @@ fn main() {
     make_docs(&work.join("docs"), RPM_DOCS);
     server.reset(RPM_LATENCY);
     let rpm = RPM.to_string();
-    let wall = run_zhi(
+    let (wall, _) = run_zhi(
         &work,
         &home,
         &server.base_url,
@@ -87,8 +92,16 @@ fn main() {
         &["--rpm", rpm.as_str()],
     );
     let log = server.take();
-    assert_eq!(log.arrivals.len(), RPM_DOCS, "--rpm: one request per document");
-    assert_eq!(succeeded(&work.join("out")), RPM_DOCS, "--rpm: every job succeeded");
+    assert_eq!(
+        log.arrivals.len(),
+        RPM_DOCS,
+        "--rpm: one request per document"
+    );
+    assert_eq!(
+        succeeded(&work.join("out")),
+        RPM_DOCS,
+        "--rpm: every job succeeded"
+    );
     let span = log.arrivals[RPM_DOCS - 1].duration_since(log.arrivals[0]);
     let rate = (RPM_DOCS - 1) as f64 / span.as_secs_f64();
     println!(
@@ -102,10 +115,17 @@ fn main() {
 }
 
 /// `zhi run summarize docs -o out -j C --no-progress` in `work`, with an empty home so no
-/// user configuration or skill interferes. Returns its wall time; panics (with its stderr)
-/// if it fails.
-fn run_zhi(work: &Path, home: &Path, base_url: &str, jobs: usize, extra: &[&str]) -> Duration {
+/// user configuration or skill interferes. Returns its wall time and CPU time (user + system);
+/// panics (with its stderr) if it fails.
+fn run_zhi(
+    work: &Path,
+    home: &Path,
+    base_url: &str,
+    jobs: usize,
+    extra: &[&str],
+) -> (Duration, Duration) {
     let jobs = jobs.to_string();
+    let cpu_before = children_cpu();
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_zhi"))
         .current_dir(work)
@@ -127,7 +147,18 @@ fn run_zhi(work: &Path, home: &Path, base_url: &str, jobs: usize, extra: &[&str]
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    wall
+    (wall, children_cpu().saturating_sub(cpu_before))
+}
+
+/// User + system time of every child process reaped so far.
+fn children_cpu() -> Duration {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_CHILDREN with a valid pointer to a rusage we own.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(r, 0, "getrusage: {}", std::io::Error::last_os_error());
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// `n` small text documents of about 200 bytes each.
@@ -226,6 +257,7 @@ impl FakeApi {
 
 /// Answers requests on one connection until the client closes it.
 fn serve(stream: TcpStream, state: &State) {
+    let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(stream);
     loop {
         let Some((request_line, length)) = read_head(&mut reader) else {
@@ -246,20 +278,23 @@ fn serve(stream: TcpStream, state: &State) {
             );
             return;
         }
-        state.arrivals.lock().expect("arrivals").push(Instant::now());
+        state
+            .arrivals
+            .lock()
+            .expect("arrivals")
+            .push(Instant::now());
         let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         state.peak.fetch_max(now, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(
             state.latency_ms.load(Ordering::SeqCst),
         ));
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        // Head and body in one write: two small writes would meet Nagle's algorithm and the
+        // client's delayed ACK, and add ~40 ms to every answer.
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{REPLY}",
             REPLY.len()
         );
-        let stream = reader.get_mut();
-        let ok = stream.write_all(head.as_bytes()).is_ok()
-            && stream.write_all(REPLY.as_bytes()).is_ok()
-            && stream.flush().is_ok();
+        let ok = reader.get_mut().write_all(answer.as_bytes()).is_ok();
         state.in_flight.fetch_sub(1, Ordering::SeqCst);
         *state.last_done.lock().expect("last_done") = Some(Instant::now());
         if !ok {

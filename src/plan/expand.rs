@@ -33,6 +33,8 @@ pub struct Found {
     pub out_display: String,
     /// A problem reading it (broken link, unreadable folder), recorded as the job's failure.
     pub problem: Option<JobError>,
+    /// Its canonical path, when known without asking the file system again (dedupe key).
+    pub canonical: Option<PathBuf>,
 }
 
 /// Expand `inputs` (as typed) into documents. `cwd` is the current folder; `output_dir` is
@@ -123,7 +125,10 @@ pub fn expand(
 
 fn push(found: &mut Vec<Found>, seen: &mut BTreeSet<PathBuf>, f: Found) {
     // The same document reached twice (a folder and a file in it, a link) is planned once.
-    let key = f.path.canonicalize().unwrap_or_else(|_| f.path.clone());
+    let key = match &f.canonical {
+        Some(c) => c.clone(),
+        None => f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
+    };
     if seen.insert(key) {
         found.push(f);
     }
@@ -139,6 +144,20 @@ fn walk(
     out_canon: &Path,
     each: &mut dyn FnMut(Found, &str),
 ) {
+    // Canonical paths are derived from the root's, without a system call per entry, unless a
+    // symbolic link is on the way (then the file system is asked).
+    let root_canon = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let canonical = |entry: &walkdir::DirEntry| -> PathBuf {
+        if opts.follow_links || entry.path_is_symlink() {
+            entry.path().canonicalize().unwrap_or_else(|_| entry.path().to_path_buf())
+        } else {
+            match entry.path().strip_prefix(root) {
+                Ok(rel) if rel.as_os_str().is_empty() => root_canon.clone(),
+                Ok(rel) => root_canon.join(rel),
+                Err(_) => entry.path().to_path_buf(),
+            }
+        }
+    };
     let mut it = walkdir::WalkDir::new(root)
         .follow_links(opts.follow_links)
         .sort_by_file_name()
@@ -186,13 +205,15 @@ fn walk(
                 continue;
             }
         }
-        if inside(path, out_canon) {
+        let canon = canonical(&entry);
+        if canon.starts_with(out_canon) {
             if entry.file_type().is_dir() {
                 it.skip_current_dir();
             }
             continue;
         }
-        let f = found_entry(path, cwd, root, None);
+        let mut f = found_entry(path, cwd, root, None);
+        f.canonical = Some(canon);
         let name = entry.file_name().to_string_lossy();
         if entry.depth() > 0 && (excludes.is_match(&f.display) || excludes.is_match(name.as_ref()))
         {
@@ -240,9 +261,9 @@ fn walk(
             // Sockets, FIFOs and devices are not documents (reading a FIFO would block).
             continue;
         }
-        let problem = probe_file(path);
+        // An unreadable file fails its job when it is read, with the reason.
         let rel = f.display.clone();
-        each(Found { problem, ..f }, &rel);
+        each(f, &rel);
     }
 }
 
@@ -278,6 +299,7 @@ fn found_entry(path: &Path, cwd: &Path, root: &Path, problem: Option<JobError>) 
         path: path.to_path_buf(),
         out_display,
         problem,
+        canonical: None,
     }
 }
 

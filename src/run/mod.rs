@@ -178,6 +178,17 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let writer = Arc::new(Mutex::new(writer));
     let records: Arc<Mutex<Vec<JobRecord>>> = Arc::new(Mutex::new(Vec::new()));
 
+    // Plain progress lines keep coming while long jobs run (CI and cron logs).
+    let ticker = {
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                progress.tick();
+            }
+        })
+    };
     let signals = tokio::spawn(watch_signals(
         state.clone(),
         opts.config.grace_period,
@@ -273,6 +284,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     while tasks.join_next().await.is_some() {}
     signals.abort();
     rate_watch.abort();
+    ticker.abort();
 
     // Every job not run gets its record: skipped for limits, cancelled for aborts and signals.
     let stop = state.stopped();

@@ -106,7 +106,10 @@ fn quoted_globs_match_below_their_folder() {
     );
     // `*` does not cross folders.
     assert_eq!(planned(&env, &["summarize", "*.txt"]), ["top.txt"]);
-    assert_eq!(planned(&env, &["summarize", "docs/*"]), ["docs/a.md", "docs/a.txt"]);
+    assert_eq!(
+        planned(&env, &["summarize", "docs/*"]),
+        ["docs/a.md", "docs/a.txt"]
+    );
     // Several inputs keep the order given; each is walked in sorted order.
     assert_eq!(
         planned(&env, &["summarize", "other", "*.md"]),
@@ -289,10 +292,7 @@ fn the_output_folder_is_never_an_input() {
     assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
     // With -o elsewhere: that folder is excluded, the default one is an ordinary folder again.
     let got = planned(&env, &["summarize", ".", "-o", "elsewhere"]);
-    assert!(
-        got.iter().all(|p| !p.starts_with("elsewhere/")),
-        "{got:?}"
-    );
+    assert!(got.iter().all(|p| !p.starts_with("elsewhere/")), "{got:?}");
     assert!(got.contains(&"zhi-output/summarize/a.txt/summary.md".to_string()));
 }
 
@@ -383,7 +383,10 @@ fn the_same_file_reached_twice_is_planned_once() {
             env.path("docs/a.txt").to_str().unwrap(),
         ],
     );
-    let inputs: Vec<&str> = jobs.iter().map(|j| j["inputs"][0].as_str().unwrap()).collect();
+    let inputs: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["inputs"][0].as_str().unwrap())
+        .collect();
     assert_eq!(inputs, ["docs/a.txt", "docs/b.txt"]);
     let ids: BTreeSet<&str> = jobs.iter().map(|j| j["job_id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 2);
@@ -402,7 +405,10 @@ fn a_directory_skill_gets_one_job_per_folder() {
         touch(&env, rel);
     }
     let jobs = plan_json(&env, &["daily-digest", "days/tue", "days/mon"]);
-    let inputs: Vec<&str> = jobs.iter().map(|j| j["inputs"][0].as_str().unwrap()).collect();
+    let inputs: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["inputs"][0].as_str().unwrap())
+        .collect();
     assert_eq!(inputs, ["days/tue", "days/mon"]);
     for j in &jobs {
         assert_eq!(j["skill"], "daily-digest");
@@ -425,11 +431,7 @@ fn a_directory_skill_gets_one_job_per_folder() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("takes folders"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("takes folders"), "{}", stderr(&out));
 }
 
 /// A skill with a required input and an optional file argument.
@@ -469,7 +471,10 @@ fn paired_file_templates_resolve_and_a_missing_pair_fails_only_its_job() {
     assert_eq!(a["status"], "pending");
     assert_eq!(a["error"], Value::Null);
     let c = by_input["v/sub/c.md"];
-    assert_eq!(c["inputs"], serde_json::json!(["v/sub/c.md", "v/sub/c.old.md"]));
+    assert_eq!(
+        c["inputs"],
+        serde_json::json!(["v/sub/c.md", "v/sub/c.old.md"])
+    );
 
     let b = by_input["v/b.txt"];
     assert_eq!(b["status"], "will-fail", "{b}");
@@ -502,7 +507,10 @@ fn paired_file_templates_resolve_and_a_missing_pair_fails_only_its_job() {
 
     // {name} and a fixed path work as well.
     touch(&env, "v/b.txt.bak");
-    let jobs = plan_json(&env, &["compare", "v/b.txt", "-a", "file2={dir}/{name}.bak"]);
+    let jobs = plan_json(
+        &env,
+        &["compare", "v/b.txt", "-a", "file2={dir}/{name}.bak"],
+    );
     assert_eq!(
         jobs[0]["inputs"],
         serde_json::json!(["v/b.txt", "v/b.txt.bak"])
@@ -514,9 +522,18 @@ fn paired_file_templates_resolve_and_a_missing_pair_fails_only_its_job() {
     env.project_skill("with-ref.yaml", WITH_REFERENCE);
     let jobs = plan_json(
         &env,
-        &["with-ref", "v/a.txt", "v/b.txt", "-a", "ref={dir}/{stem}.old{ext}"],
+        &[
+            "with-ref",
+            "v/a.txt",
+            "v/b.txt",
+            "-a",
+            "ref={dir}/{stem}.old{ext}",
+        ],
     );
-    assert_eq!(jobs[0]["inputs"], serde_json::json!(["v/a.txt", "v/a.old.txt"]));
+    assert_eq!(
+        jobs[0]["inputs"],
+        serde_json::json!(["v/a.txt", "v/a.old.txt"])
+    );
     assert_eq!(jobs[0]["args"], serde_json::json!({"ref": "v/a.old.txt"}));
     assert_eq!(jobs[1]["inputs"], serde_json::json!(["v/b.txt"]));
     assert_eq!(jobs[1]["args"], serde_json::json!({}));
@@ -531,10 +548,19 @@ fn paired_file_templates_resolve_and_a_missing_pair_fails_only_its_job() {
 #[test]
 fn a_missing_pair_is_a_failed_record_in_run_and_never_reaches_the_model() {
     let env = TestEnv::new();
-    env.write("zhi.yaml", "retry: {max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20}\n");
+    env.write(
+        "zhi.yaml",
+        "retry: {max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20}\n",
+    );
     env.write("v/a.txt", "Version two of the price list: tea 12 yuan.\n");
-    env.write("v/a.old.txt", "Version one of the price list: tea 10 yuan.\n");
-    env.write("v/b.txt", "A document without its old version: LONELY-MARKER.\n");
+    env.write(
+        "v/a.old.txt",
+        "Version one of the price list: tea 10 yuan.\n",
+    );
+    env.write(
+        "v/b.txt",
+        "A document without its old version: LONELY-MARKER.\n",
+    );
     let api = FakeApi::always(Reply::text("Tea went from 10 to 12 yuan."));
     let out = env
         .zhi()
@@ -573,7 +599,10 @@ fn a_missing_pair_is_a_failed_record_in_run_and_never_reaches_the_model() {
     assert_eq!(b["status"], "failed", "{b}");
     assert_eq!(b["error"]["kind"], "input_error", "{b}");
     assert!(
-        b["error"]["message"].as_str().unwrap().contains("v/b.old.txt"),
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("v/b.old.txt"),
         "{b}"
     );
     // The model saw the pair of a.txt, and nothing of b.txt.
@@ -714,7 +743,8 @@ fn job_ids_are_stable_across_runs_and_shards() {
     for line in stdout(&out).lines() {
         let j: Value = serde_json::from_str(line).unwrap();
         assert_eq!(
-            all.get(j["inputs"][0].as_str().unwrap()).map(String::as_str),
+            all.get(j["inputs"][0].as_str().unwrap())
+                .map(String::as_str),
             j["job_id"].as_str()
         );
     }
@@ -727,9 +757,15 @@ fn usage_errors_exit_2_with_a_clear_message_and_no_request() {
     let api = FakeApi::always(Reply::text("should never be asked"));
     let base = api.base_url();
     let cases: [(&[&str], &str); 5] = [
-        (&["summarize", "docs", "-a", "style=short"], "has no argument `style`"),
+        (
+            &["summarize", "docs", "-a", "style=short"],
+            "has no argument `style`",
+        ),
         (&["summarise", "docs"], "unknown skill `summarise`"),
-        (&["summarize", "docs/nope.txt"], "input `docs/nope.txt` does not exist"),
+        (
+            &["summarize", "docs/nope.txt"],
+            "input `docs/nope.txt` does not exist",
+        ),
         (&["translate", "docs", "-a", "to"], "must be KEY=VALUE"),
         (&["summarize"], "no inputs"),
     ];
@@ -867,7 +903,10 @@ fn tiny_xlsx() -> Vec<u8> {
 fn plan_table_snapshot() {
     let env = TestEnv::new();
     env.write("reports/q3.txt", "Q3 revenue grew 12% on exports.\n");
-    env.write("reports/2024/年报.md", "# 年度报告\n\n收入增长百分之十二。\n");
+    env.write(
+        "reports/2024/年报.md",
+        "# 年度报告\n\n收入增长百分之十二。\n",
+    );
     env.write("reports/scan.png", tiny_png());
     env.write("reports/old/q2.pdf", crate::corpus::hello_pdf());
     env.write("reports/.draft.txt", "hidden\n");

@@ -1,0 +1,165 @@
+//! Helpers shared by the benches that drive programs: timing a child with its peak memory,
+//! finding programs, and the fetched real documents (`scripts/fetch-test-docs.sh`).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One timed run of a program.
+#[derive(Debug, Clone, Copy)]
+pub struct Timed {
+    pub wall: Duration,
+    /// The child's own max RSS, in KiB (from `wait4`).
+    pub maxrss_kib: i64,
+    pub code: i32,
+}
+
+/// Run `cmd` to its end (stdin closed, stdout and stderr as configured by the caller; stdout
+/// to /dev/null unless set) and measure it.
+pub fn timed(mut cmd: Command) -> Timed {
+    cmd.stdin(Stdio::null());
+    let t = Instant::now();
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child, which nothing else reaps (the `Child` is never
+    // waited on), with valid pointers to a status and a rusage.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = t.elapsed();
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    drop(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    Timed {
+        wall,
+        maxrss_kib: usage.ru_maxrss,
+        code,
+    }
+}
+
+/// The best (shortest) of `runs` runs of the command `make` builds; every run must exit 0.
+pub fn best_of(runs: usize, mut make: impl FnMut() -> Command) -> Timed {
+    let mut best: Option<Timed> = None;
+    for _ in 0..runs {
+        let t = timed(make());
+        assert_eq!(t.code, 0, "{:?} failed", make());
+        if best.is_none_or(|b| t.wall < b.wall) {
+            best = Some(t);
+        }
+    }
+    best.expect("at least one run")
+}
+
+/// A program on PATH, or `None` with a note.
+pub fn program(name: &str) -> Option<PathBuf> {
+    let found = on_path(name);
+    if found.is_none() {
+        eprintln!("note: {name} is not installed; skipped");
+    }
+    found
+}
+
+/// A program on PATH, or `None`.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+pub fn zhi_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_zhi"))
+}
+
+/// `zhi` with a clean environment and an empty home (no user config, no API key).
+pub fn zhi(home: &Path) -> Command {
+    let mut c = Command::new(zhi_exe());
+    c.env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LANG", "C.UTF-8")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// Where the fetched documents live (`ZHI_TEST_DOCS`, else `target/test-docs`).
+pub fn docs_dir() -> PathBuf {
+    std::env::var_os("ZHI_TEST_DOCS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-docs"))
+}
+
+/// A fetched document, running the fetch script when it is missing; `None` with a note when
+/// it cannot be had.
+pub fn fetched(relative: &str) -> Option<PathBuf> {
+    let path = docs_dir().join(relative);
+    if !path.is_file() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-test-docs.sh");
+        let _ = Command::new("bash").arg(&script).arg(docs_dir()).status();
+    }
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("note: {relative} is not available (scripts/fetch-test-docs.sh); skipped");
+        None
+    }
+}
+
+/// Pages of a PDF according to `pdfinfo`.
+pub fn pdf_pages(pdf: &Path) -> Option<u32> {
+    let out = Command::new("pdfinfo").arg(pdf).output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("Pages:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// `ZHI_BENCH_RUNS`, else `default`.
+pub fn runs(default: usize) -> usize {
+    std::env::var("ZHI_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+/// Print rows under headers, columns padded.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::from("| ");
+        for (cell, w) in cells.iter().zip(&widths) {
+            s.push_str(cell);
+            s.push_str(&" ".repeat(w - cell.chars().count()));
+            s.push_str(" | ");
+        }
+        println!("{}", s.trim_end());
+    };
+    line(headers.to_vec());
+    println!(
+        "|{}|",
+        widths
+            .iter()
+            .map(|w| "-".repeat(w + 2))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+}
