@@ -13,9 +13,16 @@ pub fn run(ctx: &Ctx, file: &Path, ocr: Option<OcrChoice>) -> Result<Exit, ExitE
         ocr,
         ..Overrides::default()
     })?;
-    let path = if file.is_absolute() { file.to_path_buf() } else { ctx.cwd.join(file) };
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        ctx.cwd.join(file)
+    };
     if std::fs::symlink_metadata(&path).is_err() {
-        return Err(ExitError::usage(format!("{} does not exist", file.display())));
+        return Err(ExitError::usage(format!(
+            "{} does not exist",
+            file.display()
+        )));
     }
     let reader = PipelineReader::new(&config, 1, None);
     match crate::extract::extract(&path, reader.options()) {

@@ -116,7 +116,10 @@ pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
         Some(crate::extract::DocKind::Office) => ("office", size / 8),
         Some(crate::extract::DocKind::Image) => ("ocr", 1_000),
         Some(crate::extract::DocKind::Text) => match std::fs::read(&job.path) {
-            Ok(bytes) => ("text", crate::llm::text_tokens(&String::from_utf8_lossy(&bytes))),
+            Ok(bytes) => (
+                "text",
+                crate::llm::text_tokens(&String::from_utf8_lossy(&bytes)),
+            ),
             Err(_) => ("text", 0),
         },
         None => ("unsupported", 0),

@@ -266,7 +266,12 @@ const ZH: Words = Words {
     more: "个未列出（见 results.jsonl）",
 };
 
-fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path, lang: crate::config::Language) {
+fn print_summary(
+    result: &crate::run::RunResult,
+    cwd: &Path,
+    out: &Path,
+    lang: crate::config::Language,
+) {
     let w = match lang {
         crate::config::Language::Zh => &ZH,
         crate::config::Language::En => &EN,
@@ -291,8 +296,18 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path, lang: c
     );
     eprintln!(
         "  {} {}  {} {}  {} {}  {} {}  {} {}  {} {}",
-        w.planned, c.planned, w.succeeded, c.succeeded, w.failed, c.failed, w.cached, c.cached,
-        w.skipped, c.skipped, w.cancelled, c.cancelled
+        w.planned,
+        c.planned,
+        w.succeeded,
+        c.succeeded,
+        w.failed,
+        c.failed,
+        w.cached,
+        c.cached,
+        w.skipped,
+        c.skipped,
+        w.cancelled,
+        c.cancelled
     );
     eprintln!(
         "  {} {} ({} {}, {} {})",
@@ -303,7 +318,10 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, out: &Path, lang: c
         w.completion,
         m.tokens.completion
     );
-    eprintln!("  {} {shown}/  {} {shown}/{}", w.outputs, w.records, m.results);
+    eprintln!(
+        "  {} {shown}/  {} {shown}/{}",
+        w.outputs, w.records, m.results
+    );
     let failed: Vec<_> = result
         .records
         .iter()
@@ -369,7 +387,10 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         // How many pieces a long document is split into (SPEC §5); 0 = too large to run.
         let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
             let model = prepared.config.model_for(s.model.as_deref());
-            let budget = u64::from(crate::chunk::piece_budget(prepared.config.budget(&model), s.chunking));
+            let budget = u64::from(crate::chunk::piece_budget(
+                prepared.config.budget(&model),
+                s.chunking,
+            ));
             match (tokens <= budget, s.chunking) {
                 (true, _) => 1,
                 (false, crate::skills::Chunking::None) => 0,

@@ -149,7 +149,10 @@ fn walk(
     let root_canon = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let canonical = |entry: &walkdir::DirEntry| -> PathBuf {
         if opts.follow_links || entry.path_is_symlink() {
-            entry.path().canonicalize().unwrap_or_else(|_| entry.path().to_path_buf())
+            entry
+                .path()
+                .canonicalize()
+                .unwrap_or_else(|_| entry.path().to_path_buf())
         } else {
             match entry.path().strip_prefix(root) {
                 Ok(rel) if rel.as_os_str().is_empty() => root_canon.clone(),

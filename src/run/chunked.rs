@@ -127,8 +127,7 @@ async fn run_pieces(
     message: impl Fn(&Piece) -> String + Sync,
 ) -> Vec<PieceResult> {
     let n = pieces.len();
-    let results: Mutex<Vec<Option<PieceResult>>> =
-        Mutex::new((0..n).map(|_| None).collect());
+    let results: Mutex<Vec<Option<PieceResult>>> = Mutex::new((0..n).map(|_| None).collect());
     let mut queue: VecDeque<usize> = VecDeque::new();
     for (i, _) in pieces.iter().enumerate() {
         let dir = ckpt.join(format!("{prefix}-{i:05}"));

@@ -192,7 +192,10 @@ async fn run_in_staging(
         if text.trim().is_empty() {
             return Err(JobError::new(
                 ErrorKind::ExtractFailed,
-                format!("{} has no text to process (an empty file, or a scan with no OCR text)", job.input),
+                format!(
+                    "{} has no text to process (an empty file, or a scan with no OCR text)",
+                    job.input
+                ),
             ));
         }
         let model = shared.model(job);
@@ -218,11 +221,16 @@ async fn run_in_staging(
         return match agent_in(shared, job, skill, staging, message, stats).await {
             // The model's real window was smaller than its budget says: split after all, at
             // half the document's size, when the skill allows it (SPEC §6).
-            Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
+            Err(e)
+                if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None =>
+            {
                 tracing::info!(job = %job.input, "context too long for the model; splitting the document");
                 let _ = std::fs::remove_dir_all(staging);
                 let smaller = (estimate / 2).max(128);
-                super::chunked::run(shared, job, skill, cache, &text, smaller, staging, stats, chunks).await
+                super::chunked::run(
+                    shared, job, skill, cache, &text, smaller, staging, stats, chunks,
+                )
+                .await
             }
             other => other.map(|_| ()),
         };

@@ -8,8 +8,8 @@
 mod chunked;
 mod job;
 pub mod lock;
-pub mod reader;
 pub mod progress;
+pub mod reader;
 pub mod slots;
 
 use crate::agent::tools::DocumentReader;

@@ -17,8 +17,14 @@ pub struct PipelineReader {
 impl PipelineReader {
     /// Options for a run: the configured OCR engine, OCR workers shared out among the
     /// documents in flight, and the run's cancellation.
-    pub fn new(config: &Config, concurrency: usize, cancel: Option<CancellationToken>) -> PipelineReader {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    pub fn new(
+        config: &Config,
+        concurrency: usize,
+        cancel: Option<CancellationToken>,
+    ) -> PipelineReader {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         let opts = ExtractOptions {
             ocr: config.ocr,
             api_ocr: crate::ocr::api::api_engine(config, cancel.clone()),

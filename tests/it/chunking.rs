@@ -20,7 +20,9 @@ fn pages(n: usize) -> String {
 /// The document text of a chat request (between the BEGIN/END fences of the user message).
 fn document(r: &Recorded) -> String {
     let text = r.last_user_text().unwrap_or_default();
-    let start = text.find("--- BEGIN DOCUMENT").map(|p| p + text[p..].find('\n').unwrap_or(0) + 1);
+    let start = text
+        .find("--- BEGIN DOCUMENT")
+        .map(|p| p + text[p..].find('\n').unwrap_or(0) + 1);
     let end = text.find("--- END DOCUMENT");
     match (start, end) {
         (Some(s), Some(e)) if s <= e => text[s..e].to_string(),
@@ -37,10 +39,15 @@ fn markers(s: &str) -> Vec<String> {
 
 fn records(env: &TestEnv, out: &str) -> Vec<Value> {
     let runs = env.path(out).join(".zhi/runs");
-    let mut dirs: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut dirs: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     dirs.sort();
     let text = std::fs::read_to_string(dirs.last().unwrap().join("results.jsonl")).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// Each piece's request echoes its page markers into translation.md.
@@ -50,7 +57,10 @@ fn echo_translator() -> FakeApi {
             return Reply::text("translated this part");
         }
         let m = markers(&document(r)).join(" ");
-        Reply::tool_calls(vec![("file_write", json!({"path": "translation.md", "content": m}))])
+        Reply::tool_calls(vec![(
+            "file_write",
+            json!({"path": "translation.md", "content": m}),
+        )])
     })
 }
 
@@ -62,12 +72,23 @@ fn three_hundred_pages_translated_in_order_with_nothing_lost() {
     let api = echo_translator();
     let out = env
         .zhi()
-        .args(["run", "translate", "book.txt", "-o", "out", "-j", "8", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "translate",
+            "book.txt",
+            "-o",
+            "out",
+            "-j",
+            "8",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let translation = std::fs::read_to_string(env.path("out/translate/book.txt/translation.md")).unwrap();
+    let translation =
+        std::fs::read_to_string(env.path("out/translate/book.txt/translation.md")).unwrap();
     let want: Vec<String> = (1..=300).map(|i| format!("MARK-{i:03}")).collect();
     assert_eq!(markers(&translation), want, "every page, once, in order");
     let r = &records(&env, "out")[0];
@@ -77,11 +98,23 @@ fn three_hundred_pages_translated_in_order_with_nothing_lost() {
     // No piece saw more than its budget, and map pieces carry no overlap.
     for req in api.chat_requests() {
         let doc = document(&req);
-        assert!(zhi::chunk::tokens(&doc) <= 80 + 2, "piece of {} tokens", zhi::chunk::tokens(&doc));
-        assert!(!req.last_user_text().unwrap_or_default().contains("Context: the end of the previous part"));
+        assert!(
+            zhi::chunk::tokens(&doc) <= 80 + 2,
+            "piece of {} tokens",
+            zhi::chunk::tokens(&doc)
+        );
+        assert!(
+            !req.last_user_text()
+                .unwrap_or_default()
+                .contains("Context: the end of the previous part")
+        );
     }
     // Checkpoints are gone once the result is committed.
-    assert!(!env.path("out/.zhi/checkpoints").join(r["job_id"].as_str().unwrap()).exists());
+    assert!(
+        !env.path("out/.zhi/checkpoints")
+            .join(r["job_id"].as_str().unwrap())
+            .exists()
+    );
 }
 
 #[test]
@@ -94,30 +127,59 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
         if user.contains("results of") {
             return Reply::text(format!("FINAL {}", markers(&document(r)).join(" ")));
         }
-        let first = markers(&document(r)).into_iter().find(|m| m.starts_with("MARK-")).unwrap_or_default();
+        let first = markers(&document(r))
+            .into_iter()
+            .find(|m| m.starts_with("MARK-"))
+            .unwrap_or_default();
         Reply::text(format!("RESULT-{first}"))
     });
     let out = env
         .zhi()
-        .args(["run", "summarize", "report.txt", "-o", "out", "-j", "4", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "summarize",
+            "report.txt",
+            "-o",
+            "out",
+            "-j",
+            "4",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reqs = api.chat_requests();
-    let reduce: Vec<&Recorded> = reqs.iter().filter(|r| r.last_user_text().unwrap_or_default().contains("results of")).collect();
+    let reduce: Vec<&Recorded> = reqs
+        .iter()
+        .filter(|r| {
+            r.last_user_text()
+                .unwrap_or_default()
+                .contains("results of")
+        })
+        .collect();
     assert_eq!(reduce.len(), 1, "one reduce pass");
     let pieces = reqs.len() - 1;
     assert!(pieces >= 5, "{pieces} pieces");
     let results = markers(&document(reduce[0]));
-    assert_eq!(results.len(), pieces, "every piece's result is in the reduce request: {results:?}");
+    assert_eq!(
+        results.len(),
+        pieces,
+        "every piece's result is in the reduce request: {results:?}"
+    );
     // Map-reduce pieces carry the end of the previous piece as context.
     let with_overlap = reqs
         .iter()
-        .filter(|r| r.last_user_text().unwrap_or_default().contains("Context: the end of the previous part"))
+        .filter(|r| {
+            r.last_user_text()
+                .unwrap_or_default()
+                .contains("Context: the end of the previous part")
+        })
         .count();
     assert_eq!(with_overlap, pieces - 1);
-    let summary = std::fs::read_to_string(env.path("out/summarize/report.txt/response.md")).unwrap();
+    let summary =
+        std::fs::read_to_string(env.path("out/summarize/report.txt/response.md")).unwrap();
     assert!(summary.starts_with("FINAL RESULT-MARK-001"), "{summary}");
 }
 
@@ -136,11 +198,24 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
         if doc.contains("MARK-015") && *f2.lock().unwrap() {
             return Reply::zhipu_error(400, "1301", "sensitive content");
         }
-        Reply::tool_calls(vec![("file_write", json!({"path": "translation.md", "content": markers(&doc).join(" ")}))])
+        Reply::tool_calls(vec![(
+            "file_write",
+            json!({"path": "translation.md", "content": markers(&doc).join(" ")}),
+        )])
     });
     let run = |env: &TestEnv| {
         env.zhi()
-            .args(["run", "translate", "manual.txt", "-o", "out", "-j", "1", "--no-progress", "--base-url"])
+            .args([
+                "run",
+                "translate",
+                "manual.txt",
+                "-o",
+                "out",
+                "-j",
+                "1",
+                "--no-progress",
+                "--base-url",
+            ])
             .arg(api.base_url())
             .output()
             .unwrap()
@@ -165,7 +240,8 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
         .collect();
     let want: BTreeSet<String> = (15..=66).map(|i| format!("MARK-{i:03}")).collect();
     assert_eq!(pieces, want, "only pieces 15..=66 are sent again");
-    let translation = std::fs::read_to_string(env.path("out/translate/manual.txt/translation.md")).unwrap();
+    let translation =
+        std::fs::read_to_string(env.path("out/translate/manual.txt/translation.md")).unwrap();
     let all: Vec<String> = (1..=66).map(|i| format!("MARK-{i:03}")).collect();
     assert_eq!(markers(&translation), all);
 }
@@ -184,14 +260,27 @@ fn a_document_just_under_the_budget_is_not_split() {
     let api = FakeApi::always(Reply::text("a summary"));
     let out = env
         .zhi()
-        .args(["run", "summarize", "short.txt", "-o", "out", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "summarize",
+            "short.txt",
+            "-o",
+            "out",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 1);
-    assert!(!reqs[0].last_user_text().unwrap_or_default().contains("part 1 of"));
+    assert!(
+        !reqs[0]
+            .last_user_text()
+            .unwrap_or_default()
+            .contains("part 1 of")
+    );
     assert_eq!(document(&reqs[0]).trim_end(), doc.trim_end());
     assert!(records(&env, "out")[0]["chunks"].is_null());
 
@@ -201,7 +290,15 @@ fn a_document_just_under_the_budget_is_not_split() {
     env.write("long.txt", format!("{doc}\n\n{}", "more ".repeat(200)));
     let api = FakeApi::always(Reply::text("a summary"));
     env.zhi()
-        .args(["run", "summarize", "long.txt", "-o", "out", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "summarize",
+            "long.txt",
+            "-o",
+            "out",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .assert()
         .success();
@@ -216,7 +313,17 @@ fn chunking_none_fails_too_large_with_sizes() {
     let api = FakeApi::always(Reply::text("never"));
     let out = env
         .zhi()
-        .args(["run", "compare", "big.txt", "-a", "file2=big.txt", "-o", "out", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "compare",
+            "big.txt",
+            "-a",
+            "file2=big.txt",
+            "-o",
+            "out",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .output()
         .unwrap();
@@ -225,5 +332,8 @@ fn chunking_none_fails_too_large_with_sizes() {
     let r = &records(&env, "out")[0];
     assert_eq!(r["error"]["kind"], "too_large");
     let msg = r["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("tokens") && msg.contains("chunking: none"), "{msg}");
+    assert!(
+        msg.contains("tokens") && msg.contains("chunking: none"),
+        "{msg}"
+    );
 }

@@ -18,7 +18,8 @@ fn server() -> MutexGuard<'static, String> {
             let url = match std::env::var("ZHI_TEST_LLM_URL") {
                 Ok(u) if !u.is_empty() => u,
                 _ => {
-                    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/local-llm/start.sh");
+                    let script =
+                        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/local-llm/start.sh");
                     let out = std::process::Command::new("bash")
                         .arg(&script)
                         .arg("8085")
@@ -29,7 +30,12 @@ fn server() -> MutexGuard<'static, String> {
                         "the local model did not start: {}",
                         String::from_utf8_lossy(&out.stderr)
                     );
-                    String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_string()
+                    String::from_utf8_lossy(&out.stdout)
+                        .lines()
+                        .last()
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string()
                 }
             };
             Mutex::new(url)
@@ -39,7 +45,10 @@ fn server() -> MutexGuard<'static, String> {
 }
 
 fn latest_records(out: &Path) -> Vec<Value> {
-    let mut runs: Vec<_> = std::fs::read_dir(out.join(".zhi/runs")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut runs: Vec<_> = std::fs::read_dir(out.join(".zhi/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     runs.sort();
     std::fs::read_to_string(runs.last().unwrap().join("results.jsonl"))
         .unwrap()
@@ -65,12 +74,23 @@ fn summarize_three_documents_on_a_real_model() {
     let env = TestEnv::new();
     env.write("zhi.yaml", "temperature: 0\n");
     for name in ["release-notes.md", "incident.txt", "会议纪要.txt"] {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/docs").join(name);
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/docs")
+            .join(name);
         env.write(&format!("docs/{name}"), std::fs::read(src).unwrap());
     }
     let out = env
         .zhi()
-        .args(["run", "summarize", "docs", "-j", "1", "--no-progress", "--base-url", url.as_str()])
+        .args([
+            "run",
+            "summarize",
+            "docs",
+            "-j",
+            "1",
+            "--no-progress",
+            "--base-url",
+            url.as_str(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -79,13 +99,17 @@ fn summarize_three_documents_on_a_real_model() {
     assert_eq!(records.len(), 3);
     for r in &records {
         assert_eq!(r["status"], "succeeded", "{r}");
-        assert!(r["tool_calls"].as_u64().unwrap() >= 1, "a tool call was executed: {r}");
+        assert!(
+            r["tool_calls"].as_u64().unwrap() >= 1,
+            "a tool call was executed: {r}"
+        );
         assert!(r["tokens"]["prompt"].as_u64().unwrap() > 0);
         assert!(r["tokens"]["completion"].as_u64().unwrap() > 0);
         assert!(r["turns"].as_u64().unwrap() >= 1);
         assert_outputs_true(&outdir, r);
     }
-    let manifest: Value = serde_json::from_slice(&std::fs::read(outdir.join("manifest.json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(outdir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["status"], "completed");
     assert_eq!(manifest["counts"]["succeeded"], 3);
 }
@@ -112,7 +136,18 @@ fn translate_a_multi_piece_document_on_a_real_model() {
     env.write("guide.md", &doc);
     let out = env
         .zhi()
-        .args(["run", "translate", "guide.md", "-a", "to=chinese", "-j", "1", "--no-progress", "--base-url", url.as_str()])
+        .args([
+            "run",
+            "translate",
+            "guide.md",
+            "-a",
+            "to=chinese",
+            "-j",
+            "1",
+            "--no-progress",
+            "--base-url",
+            url.as_str(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
