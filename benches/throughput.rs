@@ -45,9 +45,12 @@ fn main() {
     std::fs::create_dir_all(&home).expect("home dir");
     let server = FakeApi::start();
 
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "throughput: fake API with a fixed latency L = {} ms, {rounds} rounds of C documents per level",
-        LATENCY.as_millis()
+        "throughput: fake API with a fixed latency L = {} ms, {rounds} rounds of C documents per level; \
+         {cores} cores, documents and outputs under {} (set TMPDIR for another disk)",
+        LATENCY.as_millis(),
+        std::env::temp_dir().display()
     );
     println!(
         "  {:>5} {:>6} {:>8} {:>8} {:>12} {:>12} {:>10} {:>7}",
