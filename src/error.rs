@@ -43,6 +43,8 @@ pub enum ErrorKind {
     Skipped,
     /// Writing outputs or records failed.
     Io,
+    /// A bug in zhi ended the job (it is recorded, and the run goes on).
+    Internal,
 }
 
 impl ErrorKind {
@@ -66,6 +68,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Skipped => "skipped",
             ErrorKind::Io => "io",
+            ErrorKind::Internal => "internal",
         }
     }
 

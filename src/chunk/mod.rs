@@ -158,22 +158,39 @@ fn sentences(block: &str) -> Vec<String> {
     out
 }
 
-/// A sentence larger than the budget is cut by characters, at white space where it can.
+/// A sentence larger than the budget is cut by characters, at white space where it can. The
+/// estimate is kept as a running count, so this is linear in the sentence's length.
 fn hard_split(s: &str, budget: u32) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
+    // Running estimate: CJK characters one token each, other characters a quarter.
+    let (mut wide, mut narrow) = (0u64, 0u64);
+    let cost = |c: char| if is_wide(c) { (1, 0) } else { (0, 1) };
+    let over = |wide: u64, narrow: u64| wide + narrow.div_ceil(4) >= u64::from(budget);
     for c in s.chars() {
         cur.push(c);
-        if tokens(&cur) >= budget {
+        let (w, n) = cost(c);
+        wide += w;
+        narrow += n;
+        if over(wide, narrow) {
+            // Cut after the last white space in the second half, else right here.
             let cut = cur
-                .rfind(char::is_whitespace)
-                .filter(|p| *p > cur.len() / 2);
-            match cut {
-                Some(p) => {
-                    let rest = cur.split_off(p + 1);
-                    out.push(std::mem::replace(&mut cur, rest));
-                }
-                None => out.push(std::mem::take(&mut cur)),
+                .char_indices()
+                .filter(|(_, ch)| ch.is_whitespace())
+                .map(|(p, ch)| p + ch.len_utf8())
+                .next_back()
+                .filter(|p| *p > cur.len() / 2 && *p < cur.len());
+            let rest = match cut {
+                Some(p) => cur.split_off(p),
+                None => String::new(),
+            };
+            out.push(std::mem::replace(&mut cur, rest));
+            wide = 0;
+            narrow = 0;
+            for ch in cur.chars() {
+                let (w, n) = cost(ch);
+                wide += w;
+                narrow += n;
             }
         }
     }
@@ -181,6 +198,11 @@ fn hard_split(s: &str, budget: u32) -> Vec<String> {
         out.push(cur);
     }
     out
+}
+
+/// Characters the estimate counts as one token each (CJK and other wide scripts).
+fn is_wide(c: char) -> bool {
+    !c.is_ascii() && text_tokens(&format!("{c}{c}")) == 2
 }
 
 fn last_paragraph(text: &str, max_tokens: u32) -> String {
@@ -252,6 +274,17 @@ mod tests {
         let pieces = split(&doc, 100, false);
         assert_eq!(joined(&pieces), doc);
         assert!(pieces.iter().all(|p| tokens(&p.text) <= 100));
+    }
+
+    #[test]
+    fn multibyte_white_space_is_cut_cleanly() {
+        let doc = "中文\u{3000}内容\u{a0}".repeat(400);
+        let pieces = split(&doc, 50, false);
+        assert_eq!(joined(&pieces), doc);
+        assert!(pieces.iter().all(|p| tokens(&p.text) <= 50));
+        let long = "a".repeat(200_000);
+        let pieces = split(&long, 1_000, false);
+        assert_eq!(joined(&pieces), long);
     }
 
     #[test]

@@ -318,9 +318,12 @@ fn print_summary(
         w.completion,
         m.tokens.completion
     );
+    let records = Path::new(&m.results);
     eprintln!(
-        "  {} {shown}/  {} {shown}/{}",
-        w.outputs, w.records, m.results
+        "  {} {shown}/  {} {}",
+        w.outputs,
+        w.records,
+        records.strip_prefix(cwd).unwrap_or(records).display()
     );
     let failed: Vec<_> = result
         .records

@@ -15,11 +15,11 @@ pub fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
     match cmd {
         SkillsCommand::List => {
             report_load_problems(ctx, &set);
-            list(ctx, &set)
+            list(ctx, &set, &config.default_model)
         }
         SkillsCommand::Show { name } => {
             report_load_problems(ctx, &set);
-            show(ctx, &set, &name)
+            show(ctx, &set, &name, &config.default_model)
         }
         SkillsCommand::Validate { files } => validate(ctx, set, &files),
         SkillsCommand::New { name } => new(ctx, &name),
@@ -36,11 +36,11 @@ fn report_load_problems(ctx: &Ctx, set: &SkillSet) {
     }
 }
 
-fn skill_json(s: &Skill) -> Value {
+fn skill_json(s: &Skill, default_model: &str) -> Value {
     json!({
         "name": s.name,
         "description": s.description,
-        "model": s.model.as_deref().unwrap_or(skills::DEFAULT_MODEL),
+        "model": s.model.as_deref().unwrap_or(default_model),
         "tools": s.tools,
         "max_turns": s.max_turns,
         "args": s.input.args,
@@ -50,9 +50,9 @@ fn skill_json(s: &Skill) -> Value {
     })
 }
 
-fn list(ctx: &Ctx, set: &SkillSet) -> Result<Exit, ExitError> {
+fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitError> {
     if ctx.global.json {
-        print_json(&Value::Array(set.iter().map(skill_json).collect()));
+        print_json(&Value::Array(set.iter().map(|s| skill_json(s, default_model)).collect()));
         return Ok(Exit::Success);
     }
     let rows: Vec<Vec<String>> = set
@@ -63,7 +63,7 @@ fn list(ctx: &Ctx, set: &SkillSet) -> Result<Exit, ExitError> {
                 s.source.kind().to_string(),
                 s.model
                     .clone()
-                    .unwrap_or_else(|| skills::DEFAULT_MODEL.into()),
+                    .unwrap_or_else(|| default_model.into()),
                 s.tools.join(","),
                 one_line(&s.description),
             ]
@@ -119,7 +119,7 @@ fn tree_lines(
     chain.pop();
 }
 
-fn show(ctx: &Ctx, set: &SkillSet, name: &str) -> Result<Exit, ExitError> {
+fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Exit, ExitError> {
     let Some(s) = set.get(name) else {
         return Err(ExitError::usage(format!(
             "unknown skill `{}`; `zhi skills list` shows the available ones",
@@ -128,7 +128,7 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str) -> Result<Exit, ExitError> {
     };
     let graph = set.check_graph(Some(&[name]));
     if ctx.global.json {
-        let mut v = skill_json(s);
+        let mut v = skill_json(s, default_model);
         v["system_prompt"] = json!(s.system_prompt);
         v["system_prompt_sent"] = json!(skills::system_prompt(s));
         v["input_description"] = json!(s.input.description);
@@ -143,7 +143,7 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str) -> Result<Exit, ExitError> {
         println!("description: {}", one_line(&s.description));
         println!(
             "model:       {}",
-            s.model.as_deref().unwrap_or(skills::DEFAULT_MODEL)
+            s.model.as_deref().unwrap_or(default_model)
         );
         println!("max_turns:   {}", s.max_turns);
         println!("chunking:    {}", s.chunking.as_str());

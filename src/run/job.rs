@@ -93,6 +93,20 @@ pub fn planned_failure(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecor
     }
 }
 
+/// A job whose task panicked: a bug in zhi, recorded as the job's failure.
+pub fn crashed(job: &Job, cache: &JobCache, shared: &Shared, reason: &str) -> JobRecord {
+    let now = super::now_rfc3339();
+    JobRecord {
+        started_at: Some(now.clone()),
+        finished_at: Some(now),
+        error: Some(JobError::new(
+            ErrorKind::Internal,
+            format!("internal error while processing {}: {reason}", job.input),
+        )),
+        ..base_record(job, cache, shared.model(job))
+    }
+}
+
 /// A job the run did not get to.
 pub fn not_run(
     job: &Job,
@@ -102,9 +116,13 @@ pub fn not_run(
     kind: ErrorKind,
     message: String,
 ) -> JobRecord {
+    // Never started: both times are when the run gave up on it.
+    let now = super::now_rfc3339();
     JobRecord {
         status,
         error: Some(JobError::new(kind, message)),
+        started_at: Some(now.clone()),
+        finished_at: Some(now),
         ..base_record(job, cache, shared.model(job))
     }
 }

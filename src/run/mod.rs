@@ -263,7 +263,16 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             budget_tokens: opts.budget_tokens,
         };
         tasks.spawn(async move {
-            let record = job::process(&shared, &job, &cache).await;
+            // The job runs as its own task so that a panic in it (a bug, a decoder gone wrong)
+            // fails that job with a record, and its slot still frees.
+            let inner = {
+                let (shared, job, cache) = (shared.clone(), job.clone(), cache.clone());
+                tokio::spawn(async move { job::process(&shared, &job, &cache).await })
+            };
+            let record = match inner.await {
+                Ok(record) => record,
+                Err(e) => job::crashed(&job, &cache, &shared, &e.to_string()),
+            };
             progress2.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
             // Account for the job (budget, failures) before its slot frees, so the scheduler
             // never starts another job past a limit this one reached.
@@ -368,7 +377,6 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         None => (RunStatus::Completed, Exit::Success, None),
     };
     let (last, peak) = slots.limits();
-    let rel = |p: &Path| p.strip_prefix(&out).unwrap_or(p).display().to_string();
     let mut skills_used: BTreeMap<String, String> = BTreeMap::new();
     for j in &opts.jobs {
         for s in opts.skills.closure(&j.skill) {
@@ -386,8 +394,9 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         counts,
         tokens,
         output_dir: out.display().to_string(),
-        results: rel(&run_dir.join("results.jsonl")),
-        results_csv: rel(&run_dir.join("results.csv")),
+        // Absolute, like output_dir: usable from wherever the manifest is read.
+        results: run_dir.join("results.jsonl").display().to_string(),
+        results_csv: run_dir.join("results.csv").display().to_string(),
         shard: opts.shard.map(|s| s.label()),
         reason,
         concurrency: ConcurrencyStats {

@@ -22,12 +22,11 @@ pub enum SkillSource {
 }
 
 impl SkillSource {
-    /// `builtin`, `user`, `project` or `file`.
+    /// `builtin`, `user` (both user folders; `path` tells which) or `file`.
     pub fn kind(&self) -> &'static str {
         match self {
             SkillSource::Builtin(_) => "builtin",
-            SkillSource::User(_) => "user",
-            SkillSource::Project(_) => "project",
+            SkillSource::User(_) | SkillSource::Project(_) => "user",
             SkillSource::File(_) => "file",
         }
     }
