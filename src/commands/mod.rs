@@ -100,10 +100,9 @@ pub fn print_json(v: &serde_json::Value) {
 }
 
 /// The kind of extraction a job's input needs and its estimated tokens.
-pub fn estimate(job: &crate::plan::Job) -> (&'static str, u64) {
+pub fn estimate(job: &crate::plan::Job, output_dir: &std::path::Path) -> (&'static str, u64) {
     if job.is_dir {
-        let bytes: u64 = crate::plan::cache::files_under(&job.path)
-            .unwrap_or_default()
+        let bytes: u64 = crate::plan::cache::folder_files(&job.path, output_dir)
             .iter()
             .filter_map(|f| std::fs::metadata(job.path.join(f)).ok())
             .map(|m| m.len())

@@ -383,7 +383,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         } else {
             "pending"
         };
-        let (kind, tokens) = super::estimate(job);
+        let (kind, tokens) = super::estimate(job, &prepared.output_dir);
         if status == "pending" {
             total_tokens += tokens;
         }
@@ -445,6 +445,16 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                 .map(|s| format!(" (shard {})", s.label()))
                 .unwrap_or_default()
         );
+        for (input, pieces) in &split {
+            if *pieces == 0 {
+                eprintln!(
+                    "{}: too large for one request, and its skill does not split documents (too_large)",
+                    one_line(input)
+                );
+            } else {
+                eprintln!("{}: long document, split into about {pieces} pieces", one_line(input));
+            }
+        }
         eprintln!(
             "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
         );

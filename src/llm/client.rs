@@ -121,6 +121,9 @@ struct Inner {
     limits: Limits,
     /// Bumped on every rate-limited response; see [`ChatClient::rate_limit_events`].
     rate_limited: watch::Sender<u64>,
+    /// After a rate-limit signal, no request of any worker starts before this instant: the
+    /// whole pool slows down, not just the request that was told to wait (SPEC §6).
+    pause_until: std::sync::Mutex<Option<tokio::time::Instant>>,
     attempts: AtomicU64,
     /// Ids for tool calls a server sent without one.
     call_ids: AtomicU64,
@@ -170,6 +173,7 @@ impl ChatClient {
                 retry,
                 limits: Limits::new(settings.rpm, settings.tpm),
                 rate_limited: watch::Sender::new(0),
+                pause_until: std::sync::Mutex::new(None),
                 attempts: AtomicU64::new(0),
                 call_ids: AtomicU64::new(0),
             }),
@@ -314,6 +318,13 @@ impl ChatClient {
             if cancel.is_cancelled() || self.inner.limits.request(cancel).await.is_err() {
                 return Err(cancelled(attempt));
             }
+            let paused = *self.inner.pause_until.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(until) = paused.filter(|u| *u > tokio::time::Instant::now()) {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(until) => {}
+                    _ = cancel.cancelled() => return Err(cancelled(attempt)),
+                }
+            }
             attempt += 1;
             self.inner.attempts.fetch_add(1, Ordering::Relaxed);
             let outcome = self.attempt(&make, cancel).await.and_then(&accept);
@@ -342,6 +353,13 @@ impl ChatClient {
                 return Err(err);
             }
             let wait = backoff(&policy, attempt - 1, err.retry_after);
+            if err.kind == ErrorKind::RateLimited {
+                let until = tokio::time::Instant::now() + wait;
+                let mut p = self.inner.pause_until.lock().unwrap_or_else(|e| e.into_inner());
+                if p.is_none_or(|cur| cur < until) {
+                    *p = Some(until);
+                }
+            }
             tracing::debug!(
                 attempt,
                 status = err.status,

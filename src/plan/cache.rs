@@ -71,7 +71,7 @@ pub fn statuses(
             let (sha, bytes) = if job.problem.is_some() {
                 (None, None)
             } else if job.is_dir {
-                hash_dir(&job.path)
+                hash_dir(&job.path, output_dir)
             } else {
                 hash_file(&job.path)
             };
@@ -168,6 +168,25 @@ pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
     })
 }
 
+/// The documents of a directory job: files below `dir`, relative to it, sorted, leaving out
+/// hidden entries and the output folder (which may lie inside the input folder).
+pub fn folder_files(dir: &Path, output_dir: &Path) -> Vec<std::path::PathBuf> {
+    let out = output_dir.canonicalize().unwrap_or_else(|_| output_dir.to_path_buf());
+    let mut files = Vec::new();
+    let walk = walkdir::WalkDir::new(dir).sort_by_file_name().into_iter();
+    for e in walk.filter_entry(|e| {
+        e.depth() == 0
+            || !(e.file_name().to_string_lossy().starts_with('.')
+                || e.path().canonicalize().is_ok_and(|c| c.starts_with(&out)))
+    }) {
+        let Ok(e) = e else { continue };
+        if e.file_type().is_file() {
+            files.push(e.path().strip_prefix(dir).unwrap_or(e.path()).to_path_buf());
+        }
+    }
+    files
+}
+
 /// Files below a folder (recursively), relative to it, sorted.
 pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut out = Vec::new();
@@ -202,10 +221,8 @@ pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
 }
 
 /// A folder's content hash: its files' relative paths and contents, in sorted order.
-fn hash_dir(path: &Path) -> (Option<String>, Option<u64>) {
-    let Ok(files) = files_under(path) else {
-        return (None, None);
-    };
+fn hash_dir(path: &Path, output_dir: &Path) -> (Option<String>, Option<u64>) {
+    let files = folder_files(path, output_dir);
     let mut h = Sha256::new();
     let mut total = 0;
     for f in files {

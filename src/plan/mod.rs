@@ -142,7 +142,15 @@ pub fn build(
             jobs.push(Job {
                 id,
                 skill: skill.name.clone(),
-                output_rel: output_rel(&skill.name, &f.out_display),
+                // The current folder itself is laid out under its own name.
+                output_rel: output_rel(
+                    &skill.name,
+                    if f.out_display == "." {
+                        cwd.file_name().and_then(|n| n.to_str()).unwrap_or("root")
+                    } else {
+                        &f.out_display
+                    },
+                ),
                 input: f.display,
                 path: f.path,
                 is_dir: opts.directories,

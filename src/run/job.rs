@@ -198,7 +198,7 @@ async fn run_in_staging(
 
     // The document's text, extracted off the async threads.
     let message = if job.is_dir {
-        folder_message(job)
+        folder_message(job, &shared.output_dir)
     } else {
         let reader = shared.reader.clone();
         let path = job.path.clone();
@@ -333,11 +333,11 @@ pub(super) fn document_message(job: &Job, text: &str) -> String {
     m
 }
 
-fn folder_message(job: &Job) -> String {
+fn folder_message(job: &Job, output_dir: &Path) -> String {
     let mut m = format!("Input folder: {}\n", job.input);
     push_args(&mut m, job);
     m.push_str("Files in it (read them with file_read, list sub-folders with file_list):\n");
-    let files = cache::files_under(&job.path).unwrap_or_default();
+    let files = cache::folder_files(&job.path, output_dir);
     for f in files.iter().take(500) {
         let size = std::fs::metadata(job.path.join(f))
             .map(|m| m.len())

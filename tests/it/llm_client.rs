@@ -421,3 +421,35 @@ async fn a_stateful_script_drives_a_tool_loop() {
     assert_eq!(echoed["role"], "assistant");
     assert_eq!(echoed["tool_calls"][0]["function"]["name"], "file_write");
 }
+
+/// A rate limit slows the whole pool: after one request is told to wait, another worker's
+/// request (on the same client) does not start before that wait is over either.
+#[tokio::test]
+async fn a_rate_limit_pauses_every_worker() {
+    let api = FakeApi::sequence(vec![
+        Reply::zhipu_error(429, "1302", "too many requests").with_header("Retry-After", "1"),
+        Reply::text("ok"),
+    ]);
+    let c = client(settings(&api));
+    let first = {
+        let c = c.clone();
+        tokio::spawn(async move { chat(&c).await })
+    };
+    // The second worker starts after the 429 has been answered.
+    while api.count() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = chat(&c).await.unwrap();
+    assert_eq!(second.attempts, 1);
+    first.await.unwrap().unwrap();
+    let reqs = api.requests();
+    let limited_at = reqs[0].at;
+    for r in &reqs[1..] {
+        assert!(
+            r.at.duration_since(limited_at) >= Duration::from_millis(990),
+            "a request went out {:?} after the 429",
+            r.at.duration_since(limited_at)
+        );
+    }
+}
