@@ -305,7 +305,7 @@ async fn call_nested(
             true,
         ));
     }
-    let message = nested_message(env, nested, &args);
+    let message = nested_message(env, nested, &args).await;
     match run_skill(env, nested, message, chain.to_vec(), stats).await {
         Ok(answer) => {
             let written: Vec<String> = env
@@ -335,7 +335,11 @@ async fn call_nested(
 
 /// The first message of a nested skill: the caller's request, the arguments, and the text of
 /// its file argument when it names something the job may read.
-fn nested_message(env: &AgentEnv, nested: &Skill, args: &serde_json::Map<String, Value>) -> String {
+async fn nested_message(
+    env: &AgentEnv,
+    nested: &Skill,
+    args: &serde_json::Map<String, Value>,
+) -> String {
     let input = args
         .get("input")
         .and_then(Value::as_str)
@@ -360,10 +364,17 @@ fn nested_message(env: &AgentEnv, nested: &Skill, args: &serde_json::Map<String,
             && nested.primary_arg().map(|p| &p.name) == Some(&a.name)
         {
             doc = Some(match env.tools.sandbox.check_read(&value) {
-                Ok(target) if !target.is_dir() => match env.tools.reader.read_text(target.path()) {
-                    Ok(text) => document_block(&value, &text),
-                    Err(e) => format!("(The file {value} could not be read: {e})\n"),
-                },
+                Ok(target) if !target.is_dir() => {
+                    // Extraction may run a PDF worker or OCR: off the async threads.
+                    let reader = env.tools.reader.clone();
+                    let path = target.path().to_path_buf();
+                    let read = tokio::task::spawn_blocking(move || reader.read_text(&path)).await;
+                    match read {
+                        Ok(Ok(text)) => document_block(&value, &text),
+                        Ok(Err(e)) => format!("(The file {value} could not be read: {e})\n"),
+                        Err(e) => format!("(The file {value} could not be read: {e})\n"),
+                    }
+                }
                 Ok(_) => format!("({value} is a folder; use file_list and file_read.)\n"),
                 Err(r) => format!("(The file {value} cannot be read here: {})\n", r.message()),
             });

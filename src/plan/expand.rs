@@ -237,11 +237,14 @@ fn walk(
             continue;
         }
         if ft.is_symlink() {
-            // Not following links: a link to a file is read through; a link to a folder is not
-            // descended; a broken link is a failed job.
+            // Not following links (SPEC §2): a link is skipped, whatever it points to — a link
+            // inside a folder of documents may lead anywhere on the machine. A broken link is a
+            // failed job, so the person hears about it.
             match std::fs::metadata(path) {
-                Ok(m) if m.is_dir() => continue,
-                Ok(_) => {}
+                Ok(_) => {
+                    tracing::info!("skipping symbolic link {} (use --follow-links)", f.display);
+                    continue;
+                }
                 Err(e) => {
                     let target = std::fs::read_link(path)
                         .map(|t| t.display().to_string())

@@ -153,15 +153,6 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let jobs = opts.jobs.clone();
     let out2 = out.clone();
     let force = opts.force;
-    let caches: Vec<JobCache> = tokio::task::spawn_blocking(move || {
-        let index = CacheIndex::load(&out2);
-        let model_of =
-            |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
-        cache::statuses(&jobs, &index, &skills, &model_of, &out2, force)
-    })
-    .await
-    .map_err(|e| ExitError::usage(format!("planning failed: {e}")))?;
-
     let (auto, initial) = match opts.config.concurrency {
         Concurrency::Fixed(n) => (false, n),
         Concurrency::Auto => (true, slots::AUTO_START),
@@ -194,6 +185,17 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         opts.config.grace_period,
         progress.clone(),
     ));
+    // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a
+    // large tree still ends with a manifest and 130.
+    let caches: Vec<JobCache> = tokio::task::spawn_blocking(move || {
+        let index = CacheIndex::load(&out2);
+        let model_of =
+            |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+        cache::statuses(&jobs, &index, &skills, &model_of, &out2, force)
+    })
+    .await
+    .map_err(|e| ExitError::usage(format!("planning failed: {e}")))?;
+
     let rate_watch = {
         let mut rx = client.rate_limit_events();
         let slots = slots.clone();
