@@ -138,6 +138,13 @@ pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord 
         .join("staging")
         .join(&shared.run_id)
         .join(job.id.as_str());
+    // A folder a person edited fails the job before any token is spent on it.
+    if let Some(conflict) = conflict(shared, job, cache) {
+        record.error = Some(conflict);
+        record.finished_at = Some(super::now_rfc3339());
+        record.duration_ms = started.elapsed().as_millis() as u64;
+        return record;
+    }
     let mut stats = AgentStats::default();
     let mut chunks = super::chunked::ChunkState::default();
     let result = run_in_staging(shared, job, cache, &staging, &mut stats, &mut chunks).await;
@@ -396,19 +403,8 @@ fn commit(
         });
     }
     if std::fs::symlink_metadata(&target).is_ok() {
-        let ours = cache
-            .previous
-            .iter()
-            .chain(read_journal(shared, job).as_ref())
-            .any(|prev| cache::outputs_intact(out, prev));
-        if !ours {
-            return Err(JobError::new(
-                ErrorKind::OutputConflict,
-                format!(
-                    "{} was changed since zhi wrote it (or was not written by zhi); it is left as it is — move it away or delete it to redo this job",
-                    job.output_rel.display()
-                ),
-            ));
+        if let Some(conflict) = conflict(shared, job, cache) {
+            return Err(conflict);
         }
         write_journal(shared, job, cache, &outputs)?;
         let trash = out
@@ -431,6 +427,29 @@ fn commit(
             .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
     }
     Ok(outputs)
+}
+
+/// The job's folder exists and is not what zhi last wrote there: a person's edit (or someone
+/// else's folder), which zhi never replaces.
+fn conflict(shared: &Shared, job: &Job, cache: &JobCache) -> Option<JobError> {
+    let out = &shared.output_dir;
+    if std::fs::symlink_metadata(out.join(&job.output_rel)).is_err() {
+        return None;
+    }
+    let ours = cache
+        .previous
+        .iter()
+        .chain(read_journal(shared, job).as_ref())
+        .any(|prev| cache::outputs_intact(out, prev));
+    (!ours).then(|| {
+        JobError::new(
+            ErrorKind::OutputConflict,
+            format!(
+                "{} was changed since zhi wrote it (or was not written by zhi); it is left as it is — move it away or delete it to redo this job",
+                job.output_rel.display()
+            ),
+        )
+    })
 }
 
 /// `<OUT>/.zhi/commits/<job-id>.json`: what a commit is about to put in place, written before
@@ -485,14 +504,8 @@ pub fn forget_commit(shared: &Shared, job: &Job) {
 
 /// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.
 fn keep_failed(shared: &Shared, job: &Job, staging: &Path) {
-    if !staging.exists() {
-        return;
-    }
-    let empty = std::fs::read_dir(staging)
-        .map(|mut d| d.next().is_none())
-        .unwrap_or(true);
-    if empty {
-        let _ = std::fs::remove_dir(staging);
+    // Kept even when empty: the folder says the job ran and wrote nothing (SPEC §8).
+    if !staging.exists() && std::fs::create_dir_all(staging).is_err() {
         return;
     }
     let dest = shared

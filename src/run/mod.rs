@@ -351,6 +351,11 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         counts.add(r.status);
         tokens.add(r.tokens);
     }
+    // A budget reached by the very last job stopped nothing: the run completed.
+    let stop = match stop {
+        Some(Stop::Budget(_)) if counts.skipped == 0 && counts.cancelled == 0 => None,
+        other => other,
+    };
     let (status, exit, reason) = match &stop {
         Some(Stop::Abort(k, m)) => (RunStatus::Aborted, Exit::Aborted, Some(format!("{k}: {m}"))),
         Some(Stop::Budget(n)) => (
