@@ -28,22 +28,37 @@ fn main() -> ExitCode {
 /// Logs go to stderr through `tracing`: `-v` info (turns, tool calls), `-vv` debug; otherwise
 /// `ZHI_LOG_LEVEL` (or warnings only).
 fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
-    let level = match (quiet, verbose) {
-        (true, _) => "error".to_string(),
-        (false, 0) => std::env::var("ZHI_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
-        (false, 1) => "info".into(),
-        (false, 2) => "debug".into(),
-        _ => "trace".into(),
+    use tracing_subscriber::prelude::*;
+    let from_flags = match (quiet, verbose) {
+        (true, _) => Some("error"),
+        (false, 0) => None,
+        (false, 1) => Some("info"),
+        (false, 2) => Some("debug"),
+        _ => Some("trace"),
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(format!("zhi={level},warn"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter_for = |level: &str| {
+        tracing_subscriber::EnvFilter::try_new(format!("zhi={level},warn"))
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+    };
+    let level = from_flags
+        .map(str::to_string)
+        .or_else(|| std::env::var("ZHI_LOG_LEVEL").ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "warn".into());
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter_for(&level));
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(ansi)
-        .without_time()
-        .try_init();
+        .without_time();
+    if tracing_subscriber::registry().with(filter).with(fmt).try_init().is_ok()
+        && from_flags.is_none()
+        && std::env::var_os("ZHI_LOG_LEVEL").is_none()
+    {
+        // A config file's `log_level` is known only once the settings are resolved.
+        zhi::commands::set_log_level_hook(Box::new(move |level: &str| {
+            let _ = handle.reload(filter_for(level));
+        }));
+    }
 }
 
 /// A closed pipe (`zhi skills list | head`) ends the process quietly, as it does for other

@@ -23,6 +23,11 @@ impl Ctx {
     pub fn config(&self, mut ov: Overrides) -> Result<Config, ExitError> {
         ov.config_file = self.global.config.clone();
         let c = Config::resolve(&ov, &|k| std::env::var(k).ok(), &self.cwd)?;
+        if let Some(hook) = LOG_LEVEL_HOOK.get()
+            && c.origins.contains_key("log_level")
+        {
+            hook(&c.log_level);
+        }
         for w in &c.warnings {
             if !self.global.quiet {
                 eprintln!("warning: {}", crate::sanitize::one_line(w));
@@ -37,6 +42,15 @@ impl Ctx {
             eprintln!("warning: {}", crate::sanitize::one_line(msg));
         }
     }
+}
+
+type LogLevelHook = Box<dyn Fn(&str) + Send + Sync>;
+static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
+
+/// Lets the settings' `log_level` (from a config file) adjust logging once it is known; set by
+/// `main` only when neither a flag nor `ZHI_LOG_LEVEL` chose a level.
+pub fn set_log_level_hook(hook: LogLevelHook) {
+    let _ = LOG_LEVEL_HOOK.set(hook);
 }
 
 /// Run the parsed command line.

@@ -124,8 +124,9 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
             )));
         }
     }
+    // Unknown fields and clamped values warn (SPEC §3), never fail.
     for w in &set.warnings {
-        tracing::debug!("{w}");
+        ctx.warn(w);
     }
 
     let output_dir = absolute(&ctx.cwd, &config.output_dir);

@@ -103,8 +103,15 @@ pub fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Sha
             }))
         }
     };
-    if let (Some(i), Some(n)) = (num("JOB_COMPLETION_INDEX")?, num("ZHI_SHARD_TOTAL")?) {
-        return make(i + 1, n, "JOB_COMPLETION_INDEX/ZHI_SHARD_TOTAL");
+    match (num("JOB_COMPLETION_INDEX")?, num("ZHI_SHARD_TOTAL")?) {
+        (Some(i), Some(n)) => return make(i + 1, n, "JOB_COMPLETION_INDEX/ZHI_SHARD_TOTAL"),
+        // Every pod would run the whole plan: say so instead.
+        (Some(_), None) => {
+            return Err(ExitError::usage(
+                "JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)",
+            ));
+        }
+        _ => {}
     }
     if let (Some(i), Some(n)) = (num("CI_NODE_INDEX")?, num("CI_NODE_TOTAL")?) {
         return make(i, n, "CI_NODE_INDEX/CI_NODE_TOTAL");
