@@ -42,7 +42,11 @@ fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
     };
     let level = from_flags
         .map(str::to_string)
-        .or_else(|| std::env::var("ZHI_LOG_LEVEL").ok().filter(|v| !v.is_empty()))
+        .or_else(|| {
+            std::env::var("ZHI_LOG_LEVEL")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
         .unwrap_or_else(|| "warn".into());
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter_for(&level));
     let fmt = tracing_subscriber::fmt::layer()
@@ -50,7 +54,11 @@ fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
         .with_target(false)
         .with_ansi(ansi)
         .without_time();
-    if tracing_subscriber::registry().with(filter).with(fmt).try_init().is_ok()
+    if tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .try_init()
+        .is_ok()
         && from_flags.is_none()
         && std::env::var_os("ZHI_LOG_LEVEL").is_none()
     {

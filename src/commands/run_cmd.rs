@@ -453,7 +453,10 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                     one_line(input)
                 );
             } else {
-                eprintln!("{}: long document, split into about {pieces} pieces", one_line(input));
+                eprintln!(
+                    "{}: long document, split into about {pieces} pieces",
+                    one_line(input)
+                );
             }
         }
         eprintln!(

@@ -52,7 +52,9 @@ fn skill_json(s: &Skill, default_model: &str) -> Value {
 
 fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitError> {
     if ctx.global.json {
-        print_json(&Value::Array(set.iter().map(|s| skill_json(s, default_model)).collect()));
+        print_json(&Value::Array(
+            set.iter().map(|s| skill_json(s, default_model)).collect(),
+        ));
         return Ok(Exit::Success);
     }
     let rows: Vec<Vec<String>> = set
@@ -61,9 +63,7 @@ fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitErro
             vec![
                 s.name.clone(),
                 s.source.kind().to_string(),
-                s.model
-                    .clone()
-                    .unwrap_or_else(|| default_model.into()),
+                s.model.clone().unwrap_or_else(|| default_model.into()),
                 s.tools.join(","),
                 one_line(&s.description),
             ]

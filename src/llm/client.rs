@@ -318,7 +318,11 @@ impl ChatClient {
             if cancel.is_cancelled() || self.inner.limits.request(cancel).await.is_err() {
                 return Err(cancelled(attempt));
             }
-            let paused = *self.inner.pause_until.lock().unwrap_or_else(|e| e.into_inner());
+            let paused = *self
+                .inner
+                .pause_until
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if let Some(until) = paused.filter(|u| *u > tokio::time::Instant::now()) {
                 tokio::select! {
                     _ = tokio::time::sleep_until(until) => {}
@@ -355,7 +359,11 @@ impl ChatClient {
             let wait = backoff(&policy, attempt - 1, err.retry_after);
             if err.kind == ErrorKind::RateLimited {
                 let until = tokio::time::Instant::now() + wait;
-                let mut p = self.inner.pause_until.lock().unwrap_or_else(|e| e.into_inner());
+                let mut p = self
+                    .inner
+                    .pause_until
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
                 if p.is_none_or(|cur| cur < until) {
                     *p = Some(until);
                 }

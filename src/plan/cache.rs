@@ -171,7 +171,9 @@ pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
 /// The documents of a directory job: files below `dir`, relative to it, sorted, leaving out
 /// hidden entries and the output folder (which may lie inside the input folder).
 pub fn folder_files(dir: &Path, output_dir: &Path) -> Vec<std::path::PathBuf> {
-    let out = output_dir.canonicalize().unwrap_or_else(|_| output_dir.to_path_buf());
+    let out = output_dir
+        .canonicalize()
+        .unwrap_or_else(|_| output_dir.to_path_buf());
     let mut files = Vec::new();
     let walk = walkdir::WalkDir::new(dir).sort_by_file_name().into_iter();
     for e in walk.filter_entry(|e| {

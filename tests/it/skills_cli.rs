@@ -140,9 +140,20 @@ fn list_json_is_exactly_the_builtins_of_the_spec() {
 #[test]
 fn default_model_applies_to_builtins() {
     let env = TestEnv::new();
-    let out = env.zhi().args(["skills", "list", "--json"]).env("ZHI_DEFAULT_MODEL", "glm-4-air").output().unwrap();
+    let out = env
+        .zhi()
+        .args(["skills", "list", "--json"])
+        .env("ZHI_DEFAULT_MODEL", "glm-4-air")
+        .output()
+        .unwrap();
     let skills: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(skills.as_array().unwrap().iter().all(|s| s["model"] == "glm-4-air"));
+    assert!(
+        skills
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["model"] == "glm-4-air")
+    );
 }
 
 #[test]
@@ -395,7 +406,13 @@ fn user_skill_overrides_builtin_and_project_overrides_user() {
     let skills = list_json(&env);
     let s = skills.iter().find(|s| s["name"] == "summarize").unwrap();
     assert_eq!(s["source"], "user");
-    assert!(s["path"].as_str().unwrap().ends_with(".zhi/skills/summarize.yaml"), "{s}");
+    assert!(
+        s["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".zhi/skills/summarize.yaml"),
+        "{s}"
+    );
     assert_eq!(s["max_turns"], 2);
 }
 
