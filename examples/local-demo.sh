@@ -11,9 +11,11 @@ URL=$(examples/local-llm/start.sh 8085 | tail -n 1)
 echo "local model at $URL"
 export ZHI_OUTPUT_DIR=${ZHI_OUTPUT_DIR:-zhi-output}
 # A 0.5B model on a CPU: one document at a time, deterministic sampling.
-printf 'temperature: 0\n' > /tmp/zhi-demo.yaml
+CONFIG=$(mktemp)
+trap 'rm -f "$CONFIG"' EXIT
+printf 'temperature: 0\n' > "$CONFIG"
 status=0
-"$ZHI" --config /tmp/zhi-demo.yaml run summarize examples/docs --base-url "$URL" -j 1 || status=$?
+"$ZHI" --config "$CONFIG" run summarize examples/docs --base-url "$URL" -j 1 || status=$?
 echo
 echo "== outputs"
 find "$ZHI_OUTPUT_DIR/summarize" -type f | sort
