@@ -5,13 +5,15 @@
 //! runs against a tiny local HTTP responder that answers every request with a fixed
 //! completion; the timed reruns must make no request at all, and the bench checks that.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const RERUNS: usize = 3;
 
@@ -65,7 +67,11 @@ fn main() {
     let mut walls = Vec::new();
     let mut peak_kib = 0;
     for i in 1..=RERUNS {
-        let (wall, maxrss_kib, code) = timed(zhi(&[]));
+        let common::Timed {
+            wall,
+            maxrss_kib,
+            code,
+        } = common::timed(zhi(&[]));
         assert_eq!(code, 0, "rerun {i} failed");
         assert_eq!(
             requests.load(Ordering::SeqCst),
@@ -107,28 +113,6 @@ fn make_docs(dir: &Path, n: usize) {
         );
         std::fs::write(sub.join(format!("doc-{i:05}.txt")), body).unwrap();
     }
-}
-
-/// Run a child to its end; wall time, its own max RSS (KiB, from `wait4`) and exit code.
-fn timed(mut cmd: Command) -> (Duration, i64, i32) {
-    let t = Instant::now();
-    let child = cmd.spawn().expect("spawn zhi");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for our own child, which nothing else reaps (the `Child` is never
-    // waited on), with valid pointers to a status and a rusage.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = t.elapsed();
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    drop(child);
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    (wall, usage.ru_maxrss, code)
 }
 
 fn cached_count(out: &Path) -> usize {

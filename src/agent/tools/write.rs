@@ -176,6 +176,18 @@ pub(super) struct Table {
     pub rows: Vec<Vec<Value>>,
 }
 
+impl Table {
+    /// The number of columns: the widest of the header and the rows.
+    pub(super) fn width(&self) -> usize {
+        self.rows
+            .iter()
+            .map(Vec::len)
+            .chain(std::iter::once(self.headers.len()))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// A table from `{headers, rows}` (rows as arrays, or as objects keyed by header), from an
 /// array of row objects, or from a JSON string holding either.
 pub(super) fn table(content: &Value) -> Result<Table, String> {
@@ -276,13 +288,7 @@ fn csv(content: Value) -> Result<Vec<u8>, String> {
             _ => return Err(shape_error),
         },
     };
-    let width = table
-        .rows
-        .iter()
-        .map(Vec::len)
-        .chain(std::iter::once(table.headers.len()))
-        .max()
-        .unwrap_or(0);
+    let width = table.width();
     let mut writer = csv::WriterBuilder::new().from_writer(Vec::new());
     let io = |e: csv::Error| e.to_string();
     if !table.headers.is_empty() {

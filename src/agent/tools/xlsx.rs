@@ -98,13 +98,7 @@ fn fill(sheet: &mut Worksheet, table: &Table, bold: &Format) -> Result<(), Strin
             "more than {MAX_ROWS} rows; split it into several sheets"
         ));
     }
-    let width = table
-        .rows
-        .iter()
-        .map(Vec::len)
-        .chain(std::iter::once(table.headers.len()))
-        .max()
-        .unwrap_or(0);
+    let width = table.width();
     if width > MAX_COLS {
         return Err(format!("more than {MAX_COLS} columns"));
     }
