@@ -128,7 +128,7 @@ pub fn not_run(
 }
 
 /// Run one job to its record.
-pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord {
+pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRecord {
     let started = Instant::now();
     let mut record = base_record(job, cache, shared.model(job));
     record.started_at = Some(super::now_rfc3339());
@@ -155,7 +155,18 @@ pub async fn process(shared: &Shared, job: &Job, cache: &JobCache) -> JobRecord 
     record.tool_calls = stats.tool_calls;
     record.tokens = stats.tokens;
     let result = match result {
-        Ok(()) => commit(shared, job, cache, &staging),
+        // Hashing, fsync and renames are file work: off the async threads.
+        Ok(()) => {
+            let (s, j, c, st) = (shared.clone(), job.clone(), cache.clone(), staging.clone());
+            tokio::task::spawn_blocking(move || commit(&s, &j, &c, &st))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(JobError::new(
+                        ErrorKind::Internal,
+                        format!("commit crashed: {e}"),
+                    ))
+                })
+        }
         Err(e) => Err(e),
     };
     match result {

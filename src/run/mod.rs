@@ -278,16 +278,23 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             progress2.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
             // Account for the job (budget, failures) before its slot frees, so the scheduler
             // never starts another job past a limit this one reached.
-            finish_record_small(
-                record,
-                &writer2,
-                &records2,
-                &progress2,
-                &state2,
-                &opts_small,
-                &slots2,
-            );
-            job::forget_commit(&shared, &job);
+            // The record's flush to disk runs off the async threads too.
+            {
+                let (shared, slots2) = (shared.clone(), slots2.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    finish_record_small(
+                        record,
+                        &writer2,
+                        &records2,
+                        &progress2,
+                        &state2,
+                        &opts_small,
+                        &slots2,
+                    );
+                    job::forget_commit(&shared, &job);
+                })
+                .await;
+            }
             slots2.release();
         });
     }
