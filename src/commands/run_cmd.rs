@@ -360,7 +360,10 @@ fn truncate(s: &str, n: usize) -> String {
 /// `zhi plan`.
 pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
-    let index = crate::plan::cache::CacheIndex::load(&prepared.output_dir);
+    let index = crate::plan::cache::CacheIndex::load(
+        &prepared.output_dir,
+        prepared.jobs.iter().map(|j| j.id.as_str()),
+    );
     let config = prepared.config.clone();
     let skills = prepared.skills.clone();
     let model_of =

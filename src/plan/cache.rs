@@ -24,15 +24,24 @@ pub struct CacheIndex {
 }
 
 impl CacheIndex {
-    /// Read every run's records, oldest first; a later success replaces an earlier one.
-    pub fn load(output_dir: &Path) -> CacheIndex {
+    /// The latest succeeded (or cached) record of each wanted job id. Runs are read newest
+    /// first and reading stops once every wanted id is found — usually after the latest run,
+    /// since a rerun records its cached jobs again — so start-up does not grow with history.
+    pub fn load<'a>(output_dir: &Path, wanted: impl IntoIterator<Item = &'a str>) -> CacheIndex {
+        let wanted: std::collections::HashSet<&str> = wanted.into_iter().collect();
         let mut latest = HashMap::new();
-        for run in manifest::list_runs(output_dir) {
+        for run in manifest::list_runs(output_dir).iter().rev() {
+            if latest.len() == wanted.len() {
+                break;
+            }
             let Ok((records, _)) = manifest::read_records(&run.path) else {
                 continue;
             };
             for r in records {
-                if matches!(r.status, Status::Succeeded | Status::Cached) {
+                if matches!(r.status, Status::Succeeded | Status::Cached)
+                    && wanted.contains(r.job_id.as_str())
+                    && !latest.contains_key(&r.job_id)
+                {
                     latest.insert(r.job_id.clone(), r);
                 }
             }
@@ -236,4 +245,67 @@ fn hash_dir(path: &Path, output_dir: &Path) -> (Option<String>, Option<u64>) {
         total += bytes.unwrap_or(0);
     }
     (Some(hex::encode(h.finalize())), Some(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{ErrorKind, JobError};
+    use crate::manifest::{ManifestWriter, Tokens};
+
+    fn record(id: &str, status: Status, key: &str) -> JobRecord {
+        JobRecord {
+            job_id: id.into(),
+            skill: "s".into(),
+            input: format!("{id}.txt"),
+            input_sha256: None,
+            input_bytes: None,
+            status,
+            outputs: vec![],
+            model: "m".into(),
+            turns: 0,
+            attempts: 0,
+            refused_tool_calls: 0,
+            tool_calls: 0,
+            tokens: Tokens::default(),
+            started_at: None,
+            finished_at: None,
+            duration_ms: 0,
+            error: (status == Status::Failed).then(|| JobError::new(ErrorKind::ApiError, "x")),
+            output_dir: String::new(),
+            cache_key: Some(key.into()),
+            args: Default::default(),
+            chunks: None,
+        }
+    }
+
+    #[test]
+    fn the_latest_success_wins_and_failures_do_not_hide_it() {
+        let out = tempfile::tempdir().unwrap();
+        let run = |id: &str, records: &[JobRecord]| {
+            let mut w = ManifestWriter::create(&out.path().join(".zhi/runs").join(id)).unwrap();
+            for r in records {
+                w.append(r).unwrap();
+            }
+        };
+        run(
+            "20260101T000000.000Z",
+            &[
+                record("a", Status::Succeeded, "old"),
+                record("b", Status::Succeeded, "b1"),
+            ],
+        );
+        run(
+            "20260102T000000.000Z",
+            &[record("a", Status::Succeeded, "new")],
+        );
+        run(
+            "20260103T000000.000Z",
+            &[record("a", Status::Failed, "newer")],
+        );
+        let index = CacheIndex::load(out.path(), ["a", "b"]);
+        assert_eq!(index.get("a").unwrap().cache_key.as_deref(), Some("new"));
+        assert_eq!(index.get("b").unwrap().cache_key.as_deref(), Some("b1"));
+        assert!(CacheIndex::load(out.path(), ["c"]).get("c").is_none());
+    }
 }

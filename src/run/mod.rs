@@ -188,7 +188,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a
     // large tree still ends with a manifest and 130.
     let caches: Vec<JobCache> = tokio::task::spawn_blocking(move || {
-        let index = CacheIndex::load(&out2);
+        let index = CacheIndex::load(&out2, jobs.iter().map(|j| j.id.as_str()));
         let model_of =
             |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
         cache::statuses(&jobs, &index, &skills, &model_of, &out2, force)
