@@ -21,6 +21,21 @@ struct Holder {
     pid: u32,
     started_at: String,
     run_id: String,
+    /// The machine the holder runs on: a pid means nothing on another host (a shared volume).
+    #[serde(default)]
+    host: Option<String>,
+}
+
+/// This machine's name.
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned()).filter(|h| !h.is_empty())
 }
 
 /// Held for the life of a run; removed on drop.
@@ -37,6 +52,7 @@ impl RunLock {
             pid: std::process::id(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             run_id: run_id.to_string(),
+            host: hostname(),
         };
         for _ in 0..3 {
             match std::fs::OpenOptions::new()
@@ -57,15 +73,24 @@ impl RunLock {
                         .ok()
                         .and_then(|b| serde_json::from_slice(&b).ok());
                     match holder {
-                        Some(h) if alive(h.pid, &path) => {
+                        Some(h) if h.host.is_some() && h.host != me.host || alive(h.pid, &path) => {
+                            let host = match &h.host {
+                                Some(host) if h.host != me.host => format!(" on {host}"),
+                                _ => String::new(),
+                            };
                             return Err(ExitError::new(
                                 Exit::TempFail,
                                 format!(
-                                    "output folder {} is in use by another zhi run (pid {}, started {}, run {}); try again when it ends",
+                                    "output folder {} is in use by another zhi run (pid {}{host}, started {}, run {}); try again when it ends{}",
                                     zhi_dir.parent().unwrap_or(zhi_dir).display(),
                                     h.pid,
                                     h.started_at,
-                                    h.run_id
+                                    h.run_id,
+                                    if host.is_empty() {
+                                        ""
+                                    } else {
+                                        " (a lock of another machine is never taken over: remove it by hand if that run is gone)"
+                                    }
                                 ),
                             ));
                         }
@@ -135,6 +160,7 @@ mod tests {
             pid: std::process::id(),
             started_at: "2020-01-01T00:00:00Z".into(),
             run_id: "old".into(),
+            host: hostname(),
         };
         std::fs::write(dir.path().join("lock"), serde_json::to_vec(&stale).unwrap()).unwrap();
         let lock = RunLock::acquire(dir.path(), "new").expect("the stale lock is taken over");
@@ -150,5 +176,29 @@ mod tests {
         drop(lock);
         assert!(!dir.path().join("lock").exists());
         drop(RunLock::acquire(dir.path(), "after").unwrap());
+    }
+
+    #[test]
+    fn a_lock_of_another_machine_is_never_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = Holder {
+            pid: 999_999_999,
+            started_at: "2020-01-01T00:00:00Z".into(),
+            run_id: "theirs".into(),
+            host: Some("another-machine.invalid".into()),
+        };
+        std::fs::write(
+            dir.path().join("lock"),
+            serde_json::to_vec(&theirs).unwrap(),
+        )
+        .unwrap();
+        let e = RunLock::acquire(dir.path(), "mine").unwrap_err();
+        assert_eq!(e.exit, Exit::TempFail);
+        assert!(
+            e.message.contains("on another-machine.invalid"),
+            "{}",
+            e.message
+        );
+        assert!(dir.path().join("lock").exists());
     }
 }
