@@ -193,7 +193,8 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         allow_web: a.allow_web,
         command,
         progress: !ctx.global.no_progress && !ctx.global.quiet,
-        summary: !ctx.global.quiet,
+        // `-q` keeps errors and the final summary (see `--help`).
+        summary: true,
         reader,
         cancel,
     };

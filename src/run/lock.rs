@@ -69,9 +69,19 @@ impl RunLock {
                     return Ok(RunLock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder: Option<Holder> = std::fs::read(&path)
-                        .ok()
-                        .and_then(|b| serde_json::from_slice(&b).ok());
+                    let holder: Option<Holder> = std::fs::read(&path).ok().and_then(|b| {
+                        serde_json::from_slice(&b).ok().or_else(|| {
+                            // A lock holding just a pid (written by hand or by a script).
+                            let text = String::from_utf8_lossy(&b);
+                            let pid = text.split_whitespace().next()?.parse().ok()?;
+                            Some(Holder {
+                                pid,
+                                started_at: "unknown".into(),
+                                run_id: "unknown".into(),
+                                host: None,
+                            })
+                        })
+                    });
                     match holder {
                         Some(h) if h.host.is_some() && h.host != me.host || alive(h.pid, &path) => {
                             let host = match &h.host {
@@ -110,8 +120,9 @@ impl RunLock {
                                 .ok()
                                 .and_then(|t| t.elapsed().ok())
                                 .unwrap_or_default();
-                            if age.as_secs() < 2 {
-                                std::thread::sleep(std::time::Duration::from_millis(200));
+                            let grace = std::time::Duration::from_secs(2);
+                            if age < grace {
+                                std::thread::sleep(grace - age);
                             } else {
                                 let _ = std::fs::remove_file(&path);
                             }
