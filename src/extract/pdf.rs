@@ -65,21 +65,29 @@ pub(super) fn extract(
     let mut notes = Notes::default();
     let layer = read_text_layer(path, opts, &mut notes)?;
 
-    // pdftotext for whatever the worker could not read or found too little on.
+    // pdftotext for whatever the worker could not read or found too little on: only the
+    // range of pages that need it when the worker read the document (one empty cover page
+    // must not make pdftotext read a whole manual again).
     let count = layer.count;
-    let needs_second_opinion = layer.unreadable.is_some()
-        || count.is_none_or(|c| {
-            (1..=c).any(|n| {
-                layer
-                    .pages
-                    .get(&n)
-                    .is_none_or(|p| usable_chars(&p.text) < opts.min_page_chars)
-            })
-        });
+    let thin = |n: u32| {
+        layer
+            .pages
+            .get(&n)
+            .is_none_or(|p| usable_chars(&p.text) < opts.min_page_chars)
+    };
+    let range = match count {
+        Some(c) if layer.unreadable.is_none() => {
+            let first = (1..=c).find(|n| thin(*n));
+            let last = (1..=c).rev().find(|n| thin(*n));
+            first.zip(last)
+        }
+        _ => None,
+    };
+    let needs_second_opinion = layer.unreadable.is_some() || count.is_none() || range.is_some();
     let mut pdftotext_failure = None;
     let second = if needs_second_opinion {
-        match pdftotext(path, opts) {
-            Ok(pages) => Some(pages),
+        match pdftotext(path, opts, range) {
+            Ok(pages) => Some((range.map_or(1, |r| r.0), pages)),
             Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
             Err(e) => {
                 notes.doc(format!("pdftotext: {}", e.message));
@@ -90,7 +98,7 @@ pub(super) fn extract(
     } else {
         None
     };
-    let Some(count) = count.or_else(|| second.as_ref().map(|s| s.len() as u32)) else {
+    let Some(count) = count.or_else(|| second.as_ref().map(|(_, s)| s.len() as u32)) else {
         let mut reasons: Vec<String> = layer.unreadable.into_iter().collect();
         reasons.extend(pdftotext_failure.map(|f| format!("pdftotext: {f}")));
         return Err(JobError::new(
@@ -113,7 +121,10 @@ pub(super) fn extract(
             has_images: None,
             size_pt: None,
         });
-        let Some(other) = second.as_ref().and_then(|s| s.get(n as usize - 1)) else {
+        let Some(other) = second
+            .as_ref()
+            .and_then(|(first, s)| n.checked_sub(*first).and_then(|i| s.get(i as usize)))
+        else {
             continue;
         };
         let (have, offered) = (usable_chars(&page.text), usable_chars(other));
@@ -463,13 +474,24 @@ fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
     }
 }
 
-/// Every page's text according to `pdftotext` (no `-layout`), split on its form feeds.
-fn pdftotext(path: &Path, opts: &ExtractOptions) -> Result<Vec<String>, JobError> {
+/// Every page's text according to `pdftotext` (no `-layout`), split on its form feeds; with
+/// `range`, only pages `first..=last` (the first returned is page `first`).
+fn pdftotext(
+    path: &Path,
+    opts: &ExtractOptions,
+    range: Option<(u32, u32)>,
+) -> Result<Vec<String>, JobError> {
     let failed = |m: String| JobError::new(ErrorKind::ExtractFailed, m);
     let program = process::find_program("pdftotext").ok_or_else(|| {
         failed("not installed (apt-get install poppler-utils), no second opinion".to_string())
     })?;
     let mut cmd = process::command(&program, ["-enc", "UTF-8"]);
+    if let Some((first, last)) = range {
+        cmd.arg("-f")
+            .arg(first.to_string())
+            .arg("-l")
+            .arg(last.to_string());
+    }
     cmd.arg(path).arg("-");
     let done = process::run(
         cmd,
