@@ -293,30 +293,17 @@ mod tests {
 
     fn record(id: &str, status: Status, finished: &str) -> JobRecord {
         JobRecord {
-            job_id: id.into(),
-            skill: "s".into(),
-            input: format!("{id}.txt"),
-            input_sha256: None,
             input_bytes: Some(1),
-            status,
-            outputs: vec![],
             model: "m".into(),
             turns: 1,
             attempts: 1,
-            refused_tool_calls: 0,
-            tool_calls: 0,
             tokens: Tokens {
                 prompt: 10,
                 completion: 5,
             },
-            started_at: None,
             finished_at: Some(finished.into()),
-            duration_ms: 0,
             error: (status == Status::Failed).then(|| JobError::new(ErrorKind::ApiError, "boom")),
-            output_dir: String::new(),
-            cache_key: None,
-            args: Default::default(),
-            chunks: None,
+            ..JobRecord::new(id, "s", &format!("{id}.txt"), status)
         }
     }
 

@@ -104,6 +104,35 @@ pub struct JobRecord {
     pub chunks: Option<Chunks>,
 }
 
+impl JobRecord {
+    /// A record with nothing recorded yet: no outputs, no tokens, no times, no error.
+    pub fn new(job_id: &str, skill: &str, input: &str, status: Status) -> JobRecord {
+        JobRecord {
+            job_id: job_id.into(),
+            skill: skill.into(),
+            input: input.into(),
+            input_sha256: None,
+            input_bytes: None,
+            status,
+            outputs: Vec::new(),
+            model: String::new(),
+            turns: 0,
+            attempts: 0,
+            refused_tool_calls: 0,
+            tool_calls: 0,
+            tokens: Tokens::default(),
+            started_at: None,
+            finished_at: None,
+            duration_ms: 0,
+            error: None,
+            output_dir: String::new(),
+            cache_key: None,
+            args: BTreeMap::new(),
+            chunks: None,
+        }
+    }
+}
+
 /// Jobs per status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {

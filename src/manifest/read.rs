@@ -72,29 +72,7 @@ mod tests {
     use super::*;
 
     fn record(id: &str) -> JobRecord {
-        JobRecord {
-            job_id: id.into(),
-            skill: "s".into(),
-            input: "a.txt".into(),
-            input_sha256: None,
-            input_bytes: Some(1),
-            status: Status::Succeeded,
-            outputs: vec![],
-            model: "m".into(),
-            turns: 1,
-            attempts: 1,
-            refused_tool_calls: 0,
-            tool_calls: 0,
-            tokens: Tokens::default(),
-            started_at: None,
-            finished_at: None,
-            duration_ms: 0,
-            error: None,
-            output_dir: String::new(),
-            cache_key: None,
-            args: Default::default(),
-            chunks: None,
-        }
+        JobRecord::new(id, "s", "a.txt", Status::Succeeded)
     }
 
     #[test]

@@ -251,31 +251,13 @@ fn hash_dir(path: &Path, output_dir: &Path) -> (Option<String>, Option<u64>) {
 mod tests {
     use super::*;
     use crate::error::{ErrorKind, JobError};
-    use crate::manifest::{ManifestWriter, Tokens};
+    use crate::manifest::ManifestWriter;
 
     fn record(id: &str, status: Status, key: &str) -> JobRecord {
         JobRecord {
-            job_id: id.into(),
-            skill: "s".into(),
-            input: format!("{id}.txt"),
-            input_sha256: None,
-            input_bytes: None,
-            status,
-            outputs: vec![],
-            model: "m".into(),
-            turns: 0,
-            attempts: 0,
-            refused_tool_calls: 0,
-            tool_calls: 0,
-            tokens: Tokens::default(),
-            started_at: None,
-            finished_at: None,
-            duration_ms: 0,
-            error: (status == Status::Failed).then(|| JobError::new(ErrorKind::ApiError, "x")),
-            output_dir: String::new(),
             cache_key: Some(key.into()),
-            args: Default::default(),
-            chunks: None,
+            error: (status == Status::Failed).then(|| JobError::new(ErrorKind::ApiError, "x")),
+            ..JobRecord::new(id, "s", &format!("{id}.txt"), status)
         }
     }
 

@@ -7,7 +7,7 @@ use crate::agent::tools::{DocumentReader, ToolEnv, Toolbox};
 use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
 use crate::llm::ChatClient;
-use crate::manifest::{JobRecord, OutputFile, Status, Tokens};
+use crate::manifest::{JobRecord, OutputFile, Status};
 use crate::plan::Job;
 use crate::plan::cache::{self, JobCache};
 use crate::skills::SkillSet;
@@ -41,27 +41,13 @@ impl Shared {
 
 fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
     JobRecord {
-        job_id: job.id.0.clone(),
-        skill: job.skill.clone(),
-        input: job.input.clone(),
         input_sha256: cache.input_sha256.clone(),
         input_bytes: cache.input_bytes,
-        status: Status::Failed,
-        outputs: Vec::new(),
         model,
-        turns: 0,
-        attempts: 0,
-        refused_tool_calls: 0,
-        tool_calls: 0,
-        tokens: Tokens::default(),
-        started_at: None,
-        finished_at: None,
-        duration_ms: 0,
-        error: None,
         output_dir: job.output_rel.to_string_lossy().into_owned(),
         cache_key: cache.cache_key.clone(),
         args: job.args.clone(),
-        chunks: None,
+        ..JobRecord::new(&job.id.0, &job.skill, &job.input, Status::Failed)
     }
 }
 
