@@ -38,16 +38,7 @@ fn markers(s: &str) -> Vec<String> {
 }
 
 fn records(env: &TestEnv, out: &str) -> Vec<Value> {
-    let runs = env.path(out).join(".zhi/runs");
-    let mut dirs: Vec<_> = std::fs::read_dir(&runs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    dirs.sort();
-    let text = std::fs::read_to_string(dirs.last().unwrap().join("results.jsonl")).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    env.latest_records(out)
 }
 
 /// Each piece's request echoes its page markers into translation.md.

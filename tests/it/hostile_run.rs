@@ -277,20 +277,9 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
 
 /// The run's `results.jsonl`, by input.
 fn records(env: &TestEnv) -> BTreeMap<String, Value> {
-    let runs: Vec<_> = std::fs::read_dir(env.path("out/.zhi/runs"))
+    let runs = std::fs::read_dir(env.path("out/.zhi/runs"))
         .expect("a run folder")
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    let text = std::fs::read_to_string(runs[0].join("results.jsonl")).unwrap();
-    let mut by_input = BTreeMap::new();
-    for line in text.lines() {
-        let r: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        let input = r["input"].as_str().unwrap().to_owned();
-        assert!(
-            by_input.insert(input.clone(), r).is_none(),
-            "two records for {input}"
-        );
-    }
-    by_input
+        .count();
+    assert_eq!(runs, 1, "one run folder");
+    crate::testenv::records_by_input(&env.path("out"))
 }

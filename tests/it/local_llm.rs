@@ -3,7 +3,7 @@
 //! assert the protocol and the pipeline — tool calls executed, outputs written, manifest true —
 //! never the wording of a 0.5B model.
 
-use crate::testenv::{TestEnv, stderr};
+use crate::testenv::{TestEnv, latest_records, stderr};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -42,19 +42,6 @@ fn server() -> MutexGuard<'static, String> {
         })
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-}
-
-fn latest_records(out: &Path) -> Vec<Value> {
-    let mut runs: Vec<_> = std::fs::read_dir(out.join(".zhi/runs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    runs.sort();
-    std::fs::read_to_string(runs.last().unwrap().join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Every output a record names exists with the recorded hash and size.

@@ -55,17 +55,8 @@ fn run_dir(env: &TestEnv) -> PathBuf {
 
 /// The run's `results.jsonl`, by input path.
 fn records(env: &TestEnv) -> BTreeMap<String, Value> {
-    let text = std::fs::read_to_string(run_dir(env).join("results.jsonl")).unwrap();
-    let mut by_input = BTreeMap::new();
-    for line in text.lines() {
-        let r: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        let input = r["input"].as_str().unwrap().to_owned();
-        assert!(
-            by_input.insert(input.clone(), r).is_none(),
-            "two records for {input}"
-        );
-    }
-    by_input
+    run_dir(env); // exactly one run
+    crate::testenv::records_by_input(&env.path("out"))
 }
 
 fn run_manifest(env: &TestEnv) -> Value {

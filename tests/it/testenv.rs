@@ -69,6 +69,38 @@ impl TestEnv {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.work.join(rel)
     }
+
+    /// The records of the latest run in the output folder `out` (relative to the working
+    /// folder), in the order they were written.
+    pub fn latest_records(&self, out: &str) -> Vec<serde_json::Value> {
+        latest_records(&self.path(out))
+    }
+}
+
+/// The records of the latest run in an output folder, in the order they were written.
+pub fn latest_records(out: &Path) -> Vec<serde_json::Value> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(out.join(".zhi/runs"))
+        .unwrap_or_else(|e| panic!("no runs in {}: {e}", out.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    let text = std::fs::read_to_string(runs.last().unwrap().join("results.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The same records by input path; each input has exactly one.
+pub fn records_by_input(out: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut by_input = std::collections::BTreeMap::new();
+    for r in latest_records(out) {
+        let input = r["input"].as_str().unwrap().to_owned();
+        assert!(
+            by_input.insert(input.clone(), r).is_none(),
+            "two records for {input}"
+        );
+    }
+    by_input
 }
 
 /// A minimal valid skill with the given name and tools.
