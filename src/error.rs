@@ -25,6 +25,11 @@ pub enum ErrorKind {
     ContextTooLong,
     /// The agent reached its skill's `max_turns`.
     MaxTurns,
+    /// The job ended without every file its skill declares (or left one empty, or a copy of
+    /// the input), after one corrective turn.
+    MissingOutput,
+    /// The model's answer was cut at its length limit (`finish_reason: length`).
+    Truncated,
     /// The input is of a kind zhi cannot read.
     UnsupportedType,
     /// Text extraction failed (a broken PDF, a crashed worker, an unreadable office file).
@@ -59,6 +64,8 @@ impl ErrorKind {
             ErrorKind::ContentFilter => "content_filter",
             ErrorKind::ContextTooLong => "context_too_long",
             ErrorKind::MaxTurns => "max_turns",
+            ErrorKind::MissingOutput => "missing_output",
+            ErrorKind::Truncated => "truncated",
             ErrorKind::UnsupportedType => "unsupported_type",
             ErrorKind::ExtractFailed => "extract_failed",
             ErrorKind::OcrFailed => "ocr_failed",

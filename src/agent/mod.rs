@@ -3,6 +3,8 @@
 //! The sandbox is the only way a tool reaches the file system; nothing here may read or write a
 //! path that did not pass its checks.
 
+pub mod outputs;
 pub mod runner;
 pub mod sandbox;
 pub mod tools;
+pub mod transcript;

@@ -5,7 +5,9 @@
 //! job's sandbox inside the tools. A nested skill is a tool that runs this same loop with its
 //! own skill, in the same sandbox, guarded against cycles and depth at run time.
 
+use super::outputs::{self, Problem};
 use super::tools::{ToolEnv, ToolKind, Toolbox};
+use super::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::llm::ChatClient;
 use crate::llm::{ChatRequest, Message, ToolDef};
@@ -19,7 +21,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Sent with the last turn, which offers no tools.
-const FINAL_TURN_NOTE: &str = "This is your last turn and tools are no longer available. Reply now in plain text: say briefly what you did and which files you wrote.";
+const FINAL_TURN_NOTE: &str =
+    "This is your last turn and tools are no longer available. Reply now in plain text.";
 
 /// Prefix of the tool that runs a nested skill.
 pub const SKILL_TOOL_PREFIX: &str = "skill_";
@@ -41,46 +44,294 @@ pub struct AgentEnv {
     pub cancel: CancellationToken,
     /// The job, for logs.
     pub label: String,
+    /// Every request and answer of the job.
+    pub transcript: Arc<Transcript>,
 }
 
 /// The accounting of a job, summed over every request, nested skills included.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentStats {
     pub turns: u32,
     pub attempts: u32,
     pub refused_tool_calls: u32,
     pub tool_calls: u32,
     pub tokens: Tokens,
+    /// HTTP requests sent, retries included.
+    pub requests: u32,
+    /// The most attempts one request needed (1: nothing was retried).
+    pub max_attempts: u32,
+    /// The model the server last said answered.
+    pub served_model: Option<String>,
+}
+
+impl AgentStats {
+    /// Add another run's accounting (a nested skill, a piece of a long document).
+    pub fn add(&mut self, s: &AgentStats) {
+        self.turns += s.turns;
+        self.attempts += s.attempts;
+        self.refused_tool_calls += s.refused_tool_calls;
+        self.tool_calls += s.tool_calls;
+        self.tokens.add(s.tokens);
+        self.requests += s.requests;
+        self.max_attempts = self.max_attempts.max(s.max_attempts);
+        if s.served_model.is_some() {
+            self.served_model.clone_from(&s.served_model);
+        }
+    }
+
+    fn count_reply(&mut self, reply: &crate::llm::ChatReply) {
+        self.turns += 1;
+        self.attempts += reply.attempts;
+        self.requests += reply.attempts;
+        self.max_attempts = self.max_attempts.max(reply.attempts);
+        self.tokens.add(Tokens {
+            prompt: reply.usage.prompt_tokens,
+            completion: reply.usage.completion_tokens,
+        });
+        if reply.model.is_some() {
+            self.served_model.clone_from(&reply.model);
+        }
+    }
+
+    fn count_error(&mut self, e: &crate::llm::ApiError) {
+        self.attempts += e.attempts.max(1);
+        self.requests += e.attempts;
+        self.max_attempts = self.max_attempts.max(e.attempts);
+    }
+}
+
+/// What a run of a skill must leave, and what it was given (for the copy check).
+#[derive(Debug, Clone, Default)]
+pub struct Expected {
+    /// The declared output files (SPEC §3), names relative to the output folder.
+    pub files: Vec<String>,
+    /// The text the skill was given; an output equal to it is a copy, not a result.
+    pub source: Option<Arc<str>>,
+}
+
+impl Expected {
+    /// The declared files not (properly) written among `written`, with why.
+    pub fn problems(
+        &self,
+        env: &AgentEnv,
+        written: &[std::path::PathBuf],
+    ) -> Vec<(String, Problem)> {
+        outputs::check_declared(
+            env.tools.sandbox.output_dir(),
+            &self.files,
+            written,
+            self.source.as_deref(),
+        )
+    }
+}
+
+/// The system prompt of a skill run as an agent: its own, then how to deliver the files.
+fn agent_system_prompt(skill: &Skill, files: &[String]) -> String {
+    let mut p = skills::system_prompt(skill);
+    if !files.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| format!("`{f}`")).collect();
+        let names = names.join(" and ");
+        p.push_str(&if skill.nested_skill_names().next().is_some() {
+            format!("\n\nThe job is done as soon as {names} exist in the output folder.")
+        } else {
+            format!(
+                "\n\nDeliver the result with the file_write tool: write {names} (exactly {}). Once {} written, the job is done.",
+                if files.len() == 1 { "this name" } else { "these names" },
+                if files.len() == 1 { "it is" } else { "they are" },
+            )
+        });
+    }
+    p
+}
+
+/// The system prompt of a direct request: the skill's own, then "answer with the content".
+pub fn direct_system_prompt(skill: &Skill, file: &str) -> String {
+    let what = match skills::extension(file).as_str() {
+        "json" => "the JSON itself (no code fence, no text around it)",
+        "csv" => "the CSV itself (a header row, then the rows; no code fence, no text around it)",
+        "txt" => "the plain text itself",
+        _ => "the Markdown itself",
+    };
+    format!(
+        "{}\n\nYour answer is saved as the result file as it is, so answer with {what}: nothing before or after it, no remarks about what you did, no tool calls.",
+        skills::system_prompt(skill)
+    )
+}
+
+/// Turn a plain answer into `file` through the sandbox (`.json` pretty-printed).
+fn write_answer(env: &AgentEnv, file: &str, content: &str) -> Result<std::path::PathBuf, JobError> {
+    let bytes = if skills::extension(file) == "json" {
+        serde_json::from_str::<Value>(content)
+            .ok()
+            .and_then(|v| serde_json::to_vec_pretty(&v).ok())
+            .map(|mut b| {
+                b.push(b'\n');
+                b
+            })
+            .unwrap_or_else(|| content.as_bytes().to_vec())
+    } else {
+        content.as_bytes().to_vec()
+    };
+    let sandbox = &env.tools.sandbox;
+    let target = sandbox
+        .check_write(file)
+        .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
+    sandbox
+        .write_new(&target, &bytes)
+        .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))
+}
+
+/// Direct mode (SPEC §3): one request without tools whose answer is `file`'s content. An
+/// answer that is empty, a claim, a copy of the input or cut short gets one corrective
+/// request; then the job fails with `missing_output` (or `truncated`).
+pub async fn run_direct(
+    env: &AgentEnv,
+    skill: &Skill,
+    user_message: String,
+    file: &str,
+    source: Option<&str>,
+    stats: &mut AgentStats,
+) -> Result<std::path::PathBuf, JobError> {
+    let mut messages = vec![
+        Message::system(direct_system_prompt(skill, file)),
+        Message::user(user_message),
+    ];
+    let mut round = 0;
+    loop {
+        round += 1;
+        if env.cancel.is_cancelled() {
+            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+        }
+        let mut req = ChatRequest::new(env.model.clone(), messages.clone());
+        req.max_tokens = env.max_tokens;
+        req.temperature = env.temperature;
+        let reply = request(env, skill, round, &req, stats).await?;
+        // A model that calls file_write anyway has still given the content.
+        let answer = reply
+            .message
+            .content
+            .clone()
+            .filter(|c| !c.trim().is_empty())
+            .or_else(|| written_content(&reply.message))
+            .unwrap_or_default();
+        let truncated = reply.finish_reason.as_deref() == Some("length");
+        let content = outputs::strip_fence(&answer);
+        let problem = if truncated {
+            None
+        } else {
+            outputs::check_answer(&content, file, source)
+        };
+        if !truncated && problem.is_none() {
+            let rel = write_answer(env, file, &content)?;
+            env.transcript
+                .note(&format!("the answer was saved as {}", rel.display()));
+            return Ok(rel);
+        }
+        let why = match &problem {
+            Some(p) => p.describe(file),
+            None => format!(
+                "the answer was cut at the length limit ({} tokens)",
+                env.max_tokens.unwrap_or(0)
+            ),
+        };
+        env.transcript.note(&why);
+        if round == 2 {
+            let kind = if truncated {
+                ErrorKind::Truncated
+            } else {
+                ErrorKind::MissingOutput
+            };
+            return Err(JobError::new(kind, why));
+        }
+        messages.push(Message::assistant(outputs::strip_fence(&answer).trim_end()));
+        messages.push(Message::user(match problem {
+            None => "Your answer was cut off because it was too long. Answer again, complete and shorter.".to_string(),
+            Some(Problem::Copy) => "Your answer repeats the input. Answer with the result your instructions ask for, not the input itself.".to_string(),
+            Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
+            Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),
+            Some(_) => "Your answer was empty. Answer with the content itself.".to_string(),
+        }));
+    }
+}
+
+/// The `content` of a file_write call in a message, when a model sent one where none was
+/// offered.
+fn written_content(m: &Message) -> Option<String> {
+    m.calls().iter().find_map(|c| {
+        let v: Value = serde_json::from_str(&c.function.arguments).ok()?;
+        match v.get("content")? {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            _ => None,
+        }
+    })
+}
+
+/// One request, counted and written to the transcript.
+async fn request(
+    env: &AgentEnv,
+    skill: &Skill,
+    turn: u32,
+    req: &ChatRequest,
+    stats: &mut AgentStats,
+) -> Result<crate::llm::ChatReply, JobError> {
+    let started = std::time::Instant::now();
+    let result = env.client.chat(req, &env.cancel).await;
+    env.transcript
+        .request(&skill.name, turn, req, result.as_ref(), started.elapsed());
+    match result {
+        Ok(reply) => {
+            stats.count_reply(&reply);
+            Ok(reply)
+        }
+        Err(e) => {
+            stats.count_error(&e);
+            Err(e.to_job_error())
+        }
+    }
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Run `skill` with `user_message` to a final answer. `chain` holds the skills above this one
-/// (empty for the job's own skill).
+/// Run `skill` with `user_message` to a final answer, as an agent. `chain` holds the skills
+/// above this one (empty for the job's own skill).
+///
+/// With declared outputs the loop ends as soon as they are all written (no confirmation
+/// turn). A model that answers without them first has its answer taken as the file when one
+/// text file is missing and the answer is content, not a claim; otherwise it gets one
+/// corrective turn naming what is missing. The caller checks the files once more.
 pub fn run_skill<'a>(
     env: &'a AgentEnv,
     skill: &'a Skill,
     user_message: String,
     chain: Vec<String>,
     stats: &'a mut AgentStats,
+    expected: &'a Expected,
 ) -> BoxFuture<'a, Result<String, JobError>> {
     Box::pin(async move {
         let mut chain = chain;
         chain.push(skill.name.clone());
         let tools = tool_defs(env, skill);
         let mut messages = vec![
-            Message::system(skills::system_prompt(skill)),
+            Message::system(agent_system_prompt(skill, &expected.files)),
             Message::user(user_message),
         ];
         let depth = chain.len() - 1;
-        for turn in 1..=skill.max_turns {
+        let before = env.tools.sandbox.written().len();
+        let problems = |env: &AgentEnv| {
+            let written = env.tools.sandbox.written();
+            expected.problems(env, &written[before.min(written.len())..])
+        };
+        let mut correcting = false;
+        let mut turn = 0;
+        loop {
+            turn += 1;
             if env.cancel.is_cancelled() {
                 return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
             }
             let mut req = ChatRequest::new(env.model.clone(), messages.clone());
             // The last turn is for the answer: no tools are offered, so a model that would
             // otherwise keep calling them concludes (or the job ends with max_turns).
-            let last = turn == skill.max_turns && turn > 1;
+            let last = turn >= skill.max_turns && turn > 1 && !correcting;
             if last {
                 req.messages.push(Message::user(FINAL_TURN_NOTE));
             } else {
@@ -88,19 +339,7 @@ pub fn run_skill<'a>(
             }
             req.max_tokens = env.max_tokens;
             req.temperature = env.temperature;
-            let reply = match env.client.chat(&req, &env.cancel).await {
-                Ok(r) => r,
-                Err(e) => {
-                    stats.attempts += e.attempts.max(1);
-                    return Err(e.to_job_error());
-                }
-            };
-            stats.turns += 1;
-            stats.attempts += reply.attempts;
-            stats.tokens.add(Tokens {
-                prompt: reply.usage.prompt_tokens,
-                completion: reply.usage.completion_tokens,
-            });
+            let reply = request(env, skill, turn, &req, stats).await?;
             let calls = reply.message.calls().to_vec();
             if calls.is_empty() {
                 let answer = reply.message.content.clone().unwrap_or_default();
@@ -112,18 +351,65 @@ pub fn run_skill<'a>(
                     "final answer ({} chars)",
                     answer.chars().count()
                 );
-                return Ok(answer);
+                let missing = problems(env);
+                if missing.is_empty() {
+                    return Ok(answer);
+                }
+                if let [(file, Problem::Missing)] = missing.as_slice()
+                    && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
+                {
+                    let content = outputs::strip_fence(&answer);
+                    if outputs::check_answer(&content, file, expected.source.as_deref()).is_none() {
+                        let rel = write_answer(env, file, &content)?;
+                        env.transcript.note(&format!(
+                            "the model answered in plain text; its answer was saved as {}",
+                            rel.display()
+                        ));
+                        return Ok(answer);
+                    }
+                }
+                if correcting {
+                    return Ok(answer);
+                }
+                correcting = true;
+                let list: Vec<String> = missing.iter().map(|(f, p)| p.describe(f)).collect();
+                env.transcript
+                    .note(&format!("corrective turn: {}", list.join("; ")));
+                messages.push(Message::assistant(answer));
+                messages.push(Message::user(format!(
+                    "Not done yet: {}. Call file_write now for {}, with the full content your instructions ask for.",
+                    list.join("; "),
+                    missing
+                        .iter()
+                        .map(|(f, _)| format!("`{f}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                )));
+                continue;
             }
             if last {
                 break;
             }
             messages.push(echo_safe(&reply.message));
-            for call in calls {
-                let name = call.function.name.clone();
-                let outcome =
-                    call_tool(env, skill, &name, &call.function.arguments, &chain, stats).await?;
+            // The calls of one turn run concurrently; their results go back in call order.
+            let results = futures_util::future::join_all(calls.iter().map(|call| {
+                let chain = &chain;
+                async move {
+                    let mut own = AgentStats::default();
+                    let name = call.function.name.clone();
+                    let outcome =
+                        call_tool(env, skill, &name, &call.function.arguments, chain, &mut own)
+                            .await;
+                    (own, outcome)
+                }
+            }))
+            .await;
+            for (call, (own, outcome)) in calls.iter().zip(results) {
+                stats.add(&own);
+                let (content, refused) = outcome?;
+                let name = &call.function.name;
                 stats.tool_calls += 1;
-                if outcome.1 {
+                if refused {
                     stats.refused_tool_calls += 1;
                 }
                 tracing::info!(
@@ -131,12 +417,28 @@ pub fn run_skill<'a>(
                     skill = %skill.name,
                     depth,
                     turn,
-                    tool = %one_line(&name),
-                    refused = outcome.1,
+                    tool = %one_line(name),
+                    refused,
                     "tool call: {}",
-                    one_line(&truncate(&outcome.0, 160))
+                    one_line(&truncate(&content, 160))
                 );
-                messages.push(Message::tool_result(call.id.clone(), outcome.0));
+                env.transcript.tool(
+                    &skill.name,
+                    turn,
+                    &call.id,
+                    name,
+                    &call.function.arguments,
+                    &content,
+                    refused,
+                );
+                messages.push(Message::tool_result(call.id.clone(), content));
+            }
+            if !expected.files.is_empty() && problems(env).is_empty() {
+                return Ok(String::new());
+            }
+            if correcting {
+                // The corrective turn was spent on other calls.
+                return Ok(String::new());
             }
         }
         Err(JobError::new(
@@ -306,8 +608,46 @@ async fn call_nested(
         ));
     }
     let message = nested_message(env, nested, &args).await;
-    match run_skill(env, nested, message, chain.to_vec(), stats).await {
+    let arg_map: std::collections::BTreeMap<String, String> = args
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    let mut with_defaults = arg_map.clone();
+    for a in &nested.input.args {
+        if let Some(d) = &a.default {
+            with_defaults
+                .entry(a.name.clone())
+                .or_insert_with(|| d.clone());
+        }
+    }
+    let expected = Expected {
+        files: nested.declared_files(&with_defaults),
+        source: None,
+    };
+    let before = env.tools.sandbox.written().len();
+    match run_skill(env, nested, message, chain.to_vec(), stats, &expected).await {
         Ok(answer) => {
+            let written = env.tools.sandbox.written();
+            let new_files = &written[before.min(written.len())..];
+            let missing = expected.problems(env, new_files);
+            // The caller may have asked for another name ("write summary-q3.md"): any file
+            // the nested skill wrote is its result then.
+            if !missing.is_empty() && new_files.is_empty() {
+                let list: Vec<String> = missing.iter().map(|(f, p)| p.describe(f)).collect();
+                return Ok((
+                    format!(
+                        "error: skill `{name}` ended without its result: {}",
+                        list.join("; ")
+                    ),
+                    false,
+                ));
+            }
             let written: Vec<String> = env
                 .tools
                 .sandbox

@@ -569,8 +569,8 @@ impl Sandbox {
     /// Check a path for `file_write`: relative, no `..`, a plain name in each part.
     pub fn check_write(&self, raw: &str) -> Result<WriteTarget, Refusal> {
         let raw = raw.trim();
-        const ALLOWED: &str = "Write paths are relative to your output folder, e.g. `summary.md` \
-                               or `tables/q3.csv`.";
+        const ALLOWED: &str = "Write paths are relative to your output folder: a plain file \
+                               name, or folder/name.";
         if raw.is_empty() {
             return Err(Refusal::new(format!("the path is empty. {ALLOWED}")));
         }

@@ -73,6 +73,8 @@ pub struct ChatReply {
     pub usage: Usage,
     /// Attempts it took, the successful one included.
     pub attempts: u32,
+    /// The model the server says answered, when it said.
+    pub model: Option<String>,
 }
 
 /// A successful response of any endpoint, after classification and retries.
@@ -246,6 +248,7 @@ impl ChatClient {
             return Err(ApiError::new(ErrorKind::ApiError, true, "no completion"));
         };
         let usage = response.usage.unwrap_or_default();
+        let served = response.model.filter(|m| !m.trim().is_empty());
         self.inner.limits.settle(estimate, usage.total());
         let Some(choice) = response.choices.into_iter().next() else {
             return Err(ApiError::new(ErrorKind::ApiError, true, "no choices"));
@@ -262,6 +265,7 @@ impl ChatClient {
             finish_reason: choice.finish_reason,
             usage,
             attempts,
+            model: served,
         })
     }
 

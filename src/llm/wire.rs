@@ -224,6 +224,9 @@ pub struct FunctionDef {
 pub struct ChatResponse {
     #[serde(default)]
     pub id: Option<String>,
+    /// The model the server says answered.
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(default)]
     pub choices: Vec<Choice>,
     #[serde(default)]

@@ -81,7 +81,11 @@ pub struct JobRecord {
     pub outputs: Vec<OutputFile>,
     pub model: String,
     pub turns: u32,
+    /// The most attempts one request of the job needed (1: nothing was retried).
     pub attempts: u32,
+    /// HTTP requests sent for the job, retries included.
+    #[serde(default)]
+    pub requests: u32,
     pub refused_tool_calls: u32,
     /// Tool calls the model made (refused ones included), nested skills included.
     #[serde(default)]
@@ -102,6 +106,12 @@ pub struct JobRecord {
     pub args: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks: Option<Chunks>,
+    /// The model the server said answered, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_model: Option<String>,
+    /// The job's transcript, relative to the output folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 impl JobRecord {
@@ -118,6 +128,7 @@ impl JobRecord {
             model: String::new(),
             turns: 0,
             attempts: 0,
+            requests: 0,
             refused_tool_calls: 0,
             tool_calls: 0,
             tokens: Tokens::default(),
@@ -129,6 +140,8 @@ impl JobRecord {
             cache_key: None,
             args: BTreeMap::new(),
             chunks: None,
+            served_model: None,
+            transcript: None,
         }
     }
 }

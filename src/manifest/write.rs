@@ -86,6 +86,7 @@ const CSV_HEADERS: &[&str] = &[
     "model",
     "turns",
     "attempts",
+    "requests",
     "refused_tool_calls",
     "prompt_tokens",
     "completion_tokens",
@@ -94,6 +95,7 @@ const CSV_HEADERS: &[&str] = &[
     "duration_ms",
     "error_kind",
     "error_message",
+    "transcript",
 ];
 
 /// `results.csv`: the records, flat, for spreadsheets.
@@ -120,6 +122,7 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
                 &r.model,
                 &r.turns.to_string(),
                 &r.attempts.to_string(),
+                &r.requests.to_string(),
                 &r.refused_tool_calls.to_string(),
                 &r.tokens.prompt.to_string(),
                 &r.tokens.completion.to_string(),
@@ -128,6 +131,7 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
                 &r.duration_ms.to_string(),
                 r.error.as_ref().map(|e| e.kind.as_str()).unwrap_or(""),
                 r.error.as_ref().map(|e| e.message.as_str()).unwrap_or(""),
+                r.transcript.as_deref().unwrap_or(""),
             ])
             .map_err(io::Error::other)?;
         }

@@ -7,7 +7,7 @@
 //! Checkpoints go when the job's result is committed. Pieces run concurrently in the run's free
 //! document slots (the job's own slot always makes progress, so pieces cannot starve).
 
-use super::job::{self, Shared};
+use super::job::{self, JobCtx};
 use crate::agent::runner::AgentStats;
 use crate::chunk::{self, Piece};
 use crate::error::{ErrorKind, JobError};
@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
@@ -53,11 +54,8 @@ const TEXT_EXTS: &[&str] = &[
     "srt", "vtt",
 ];
 
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
-    shared: &Shared,
-    job: &Job,
-    skill: &Skill,
+pub(super) async fn run(
+    ctx: &JobCtx<'_>,
     cache: &JobCache,
     text: &str,
     budget: u32,
@@ -65,6 +63,7 @@ pub async fn run(
     stats: &mut AgentStats,
     state: &mut ChunkState,
 ) -> Result<(), JobError> {
+    let (shared, job, skill) = (ctx.shared, ctx.job, ctx.skill);
     let pieces = chunk::split(text, budget, skill.chunking == Chunking::MapReduce);
     let total = pieces.len();
     let key = {
@@ -81,13 +80,17 @@ pub async fn run(
         .join(&key);
     state.checkpoint = Some(ckpt.parent().map(Path::to_path_buf).unwrap_or(ckpt.clone()));
     tracing::info!(job = %job.input, pieces = total, budget, "document split into pieces");
+    ctx.transcript.note(&format!(
+        "the document is split into {total} pieces of at most about {budget} tokens"
+    ));
     shared
         .progress
         .chunks_total
         .fetch_add(total as u64, Ordering::Relaxed);
 
-    let results = run_pieces(shared, job, skill, &pieces, &ckpt, "piece", stats, |p| {
-        piece_message(job, skill, p, total)
+    let direct = skill.direct_output(&job.args).is_some();
+    let results = run_pieces(ctx, &pieces, &ckpt, "piece", stats, |p| {
+        piece_message(job, skill, p, total, direct)
     })
     .await;
     let done = results.iter().filter(|r| r.is_ok()).count();
@@ -108,24 +111,25 @@ pub async fn run(
                 .enumerate()
                 .map(|(i, (dir, d))| piece_result(dir, d, i, total))
                 .collect();
-            reduce(shared, job, skill, parts, budget, &ckpt, staging, stats, 0).await
+            reduce(ctx, parts, budget, &ckpt, staging, stats, 0).await
         }
     }
 }
 
 /// Run every piece (skipping checkpointed ones), in the job's slot plus any free slots.
 /// Returns each piece's folder and result, in order.
-#[allow(clippy::too_many_arguments)]
 async fn run_pieces(
-    shared: &Shared,
-    job: &Job,
-    skill: &Skill,
+    ctx: &JobCtx<'_>,
     pieces: &[Piece],
     ckpt: &Path,
     prefix: &str,
     stats: &mut AgentStats,
     message: impl Fn(&Piece) -> String + Sync,
 ) -> Vec<PieceResult> {
+    let (shared, job) = (ctx.shared, ctx.job);
+    // A piece of a direct skill must give its output; an agent skill's piece may have
+    // nothing to write (no table in this part), and the whole job is checked at the end.
+    let require = ctx.skill.direct_output(&job.args).is_some();
     let n = pieces.len();
     let results: Mutex<Vec<Option<PieceResult>>> = Mutex::new((0..n).map(|_| None).collect());
     let mut queue: VecDeque<usize> = VecDeque::new();
@@ -171,11 +175,17 @@ async fn run_pieces(
                 let out = dir.join("out");
                 let _ = std::fs::remove_dir_all(&out);
                 let mut s = AgentStats::default();
-                let r = job::agent_in(shared, job, skill, &out, message(&pieces[i]), &mut s).await;
-                {
-                    let mut all = all_stats.lock().unwrap_or_else(|e| e.into_inner());
-                    add_stats(&mut all, &s);
-                }
+                let source: Arc<str> = Arc::from(pieces[i].text.as_str());
+                let r = job::ask(
+                    ctx,
+                    &out,
+                    message(&pieces[i]),
+                    Some(source),
+                    require,
+                    &mut s,
+                )
+                .await;
+                all_stats.lock().unwrap_or_else(|e| e.into_inner()).add(&s);
                 let r = r.and_then(|(answer, files)| {
                     let d = PieceDone {
                         answer,
@@ -220,10 +230,7 @@ async fn run_pieces(
         futs.push(Box::pin(worker(true)));
     }
     futures_join_all(futs).await;
-    add_stats(
-        stats,
-        &all_stats.into_inner().unwrap_or_else(|e| e.into_inner()),
-    );
+    stats.add(&all_stats.into_inner().unwrap_or_else(|e| e.into_inner()));
     results
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -261,14 +268,6 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(
     .await
 }
 
-fn add_stats(into: &mut AgentStats, s: &AgentStats) {
-    into.turns += s.turns;
-    into.attempts += s.attempts;
-    into.refused_tool_calls += s.refused_tool_calls;
-    into.tool_calls += s.tool_calls;
-    into.tokens.add(s.tokens);
-}
-
 fn load_done(dir: &Path) -> Option<PieceDone> {
     let bytes = std::fs::read(dir.join("done.json")).ok()?;
     let d: PieceDone = serde_json::from_slice(&bytes).ok()?;
@@ -289,7 +288,7 @@ fn save_done(dir: &Path, d: &PieceDone) -> Result<(), JobError> {
     })
 }
 
-fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize) -> String {
+fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool) -> String {
     let n = p.index + 1;
     let mut m = format!("Input document: {} — part {n} of {total}\n", job.input);
     m.push_str(match skill.chunking {
@@ -297,7 +296,10 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize) -> String {
         _ => "The document is long, so it is processed in parts and the results are combined afterwards. Work on this part only.\n",
     });
     job::push_args(&mut m, job);
-    m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n\n");
+    if !direct {
+        m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
+    }
+    m.push('\n');
     if !p.overlap.is_empty() {
         m.push_str(
             "Context: the end of the previous part (already processed; do not repeat it):\n",
@@ -307,6 +309,7 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize) -> String {
     }
     let label = format!("{} (part {n}/{total})", job.input);
     m.push_str(&crate::agent::runner::document_block(&label, &p.text));
+    m.push_str(&job::language_line(job, &p.text));
     m
 }
 
@@ -394,11 +397,8 @@ fn piece_result(dir: &Path, d: &PieceDone, i: usize, total: usize) -> String {
 
 /// `map-reduce`: one more run over all piece results; when they do not fit one request, they
 /// are grouped and reduced level by level first.
-#[allow(clippy::too_many_arguments)]
 fn reduce<'a>(
-    shared: &'a Shared,
-    job: &'a Job,
-    skill: &'a Skill,
+    ctx: &'a JobCtx<'a>,
     parts: Vec<String>,
     budget: u32,
     ckpt: &'a Path,
@@ -407,11 +407,13 @@ fn reduce<'a>(
     level: u32,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), JobError>> + Send + 'a>> {
     Box::pin(async move {
+        let job = ctx.job;
+        let direct = ctx.skill.direct_output(&job.args).is_some();
         let all: String = parts.join("\n");
         let total = parts.len();
         if chunk::tokens(&all) <= budget || total <= 1 || level >= 8 {
-            let message = reduce_message(job, &all, total);
-            return job::agent_in(shared, job, skill, staging, message, stats)
+            let message = reduce_message(job, &all, total, direct);
+            return job::ask(ctx, staging, message, None, true, stats)
                 .await
                 .map(|_| ());
         }
@@ -428,8 +430,8 @@ fn reduce<'a>(
             .collect();
         let n = pieces.len();
         let prefix = format!("reduce{level}");
-        let results = run_pieces(shared, job, skill, &pieces, ckpt, &prefix, stats, |p| {
-            let mut m = reduce_message(job, &p.text, total);
+        let results = run_pieces(ctx, &pieces, ckpt, &prefix, stats, |p| {
+            let mut m = reduce_message(job, &p.text, total, direct);
             m.push_str(&format!("\n(This is group {} of {n} of the part results; the group results are combined afterwards.)\n", p.index + 1));
             m
         })
@@ -439,18 +441,7 @@ fn reduce<'a>(
             let (dir, d) = r?;
             next.push(piece_result(&dir, &d, i, n));
         }
-        reduce(
-            shared,
-            job,
-            skill,
-            next,
-            budget,
-            ckpt,
-            staging,
-            stats,
-            level + 1,
-        )
-        .await
+        reduce(ctx, next, budget, ckpt, staging, stats, level + 1).await
     })
 }
 
@@ -470,18 +461,19 @@ fn group(parts: &[String], budget: u32) -> Vec<String> {
     out
 }
 
-fn reduce_message(job: &Job, results: &str, total: usize) -> String {
+fn reduce_message(job: &Job, results: &str, total: usize, direct: bool) -> String {
     let mut m = format!("Input document: {}\n", job.input);
     job::push_args(&mut m, job);
     m.push_str(&format!(
-        "The document was too long to read at once, so this skill was run on each of its {total} parts. \
+        "The document was too long to read at once, so it was processed in {total} parts. \
          Below are the results for the parts, in order. Combine them into one result for the whole document, \
-         exactly as your instructions say (write the file your instructions name). Write your files with \
-         file_write using relative names.\n\n"
+         exactly as your instructions say.{}\n\n",
+        if direct { "" } else { " Write your files with file_write using relative names." }
     ));
     m.push_str(&crate::agent::runner::document_block(
         &format!("{} (results of {total} parts)", job.input),
         results,
     ));
+    m.push_str(&job::language_line(job, results));
     m
 }

@@ -1,16 +1,18 @@
 //! One job, start to end: read the document, stage, run the agent, commit or keep the staging
 //! for inspection, and say so in one record.
 
-use crate::agent::runner::{self, AgentEnv, AgentStats};
+use crate::agent::outputs;
+use crate::agent::runner::{self, AgentEnv, AgentStats, Expected};
 use crate::agent::sandbox::Sandbox;
 use crate::agent::tools::{DocumentReader, ToolEnv, Toolbox};
+use crate::agent::transcript::Transcript;
 use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
 use crate::llm::ChatClient;
 use crate::manifest::{JobRecord, OutputFile, Status};
 use crate::plan::Job;
 use crate::plan::cache::{self, JobCache};
-use crate::skills::SkillSet;
+use crate::skills::{Skill, SkillSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,10 +35,33 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Where a job's transcript goes.
+    pub fn transcript_path(&self, job_id: &str) -> PathBuf {
+        transcript_path(&self.output_dir, &self.run_id, job_id)
+    }
+
     fn model(&self, job: &Job) -> String {
         self.config
             .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
     }
+}
+
+/// `<OUT>/.zhi/runs/<run-id>/transcripts/<job-id>.jsonl`.
+pub fn transcript_path(output_dir: &Path, run_id: &str, job_id: &str) -> PathBuf {
+    output_dir
+        .join(".zhi")
+        .join("runs")
+        .join(run_id)
+        .join("transcripts")
+        .join(format!("{job_id}.jsonl"))
+}
+
+/// One job's model work: what every request of it needs besides the run's shared parts.
+pub(super) struct JobCtx<'a> {
+    pub shared: &'a Shared,
+    pub job: &'a Job,
+    pub skill: &'a Skill,
+    pub transcript: Arc<Transcript>,
 }
 
 fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
@@ -133,13 +158,35 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
     }
     let mut stats = AgentStats::default();
     let mut chunks = super::chunked::ChunkState::default();
-    let result = run_in_staging(shared, job, cache, &staging, &mut stats, &mut chunks).await;
+    let transcript = Arc::new(Transcript::create(
+        &shared.transcript_path(job.id.as_str()),
+        shared
+            .config
+            .api_key
+            .as_ref()
+            .map(|k| k.expose().to_string()),
+    ));
+    let result = run_in_staging(
+        shared,
+        job,
+        cache,
+        &staging,
+        &mut stats,
+        &mut chunks,
+        &transcript,
+    )
+    .await;
+    if let Err(e) = &result {
+        transcript.note(&format!("the job failed: {e}"));
+    }
     record.chunks = chunks.counts;
     record.turns = stats.turns;
-    record.attempts = stats.attempts;
+    record.attempts = stats.max_attempts;
+    record.requests = stats.requests;
     record.refused_tool_calls = stats.refused_tool_calls;
     record.tool_calls = stats.tool_calls;
     record.tokens = stats.tokens;
+    record.served_model = stats.served_model.clone();
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
         Ok(()) => {
@@ -192,6 +239,7 @@ async fn run_in_staging(
     staging: &Path,
     stats: &mut AgentStats,
     chunks: &mut super::chunked::ChunkState,
+    transcript: &Arc<Transcript>,
 ) -> Result<(), JobError> {
     let skill = shared.skills.get(&job.skill).ok_or_else(|| {
         JobError::new(
@@ -199,80 +247,119 @@ async fn run_in_staging(
             format!("unknown skill `{}`", job.skill),
         )
     })?;
+    let ctx = JobCtx {
+        shared,
+        job,
+        skill,
+        transcript: transcript.clone(),
+    };
+    let direct = skill.direct_output(&job.args).is_some();
 
+    if job.is_dir {
+        let message = folder_message(job, &shared.output_dir);
+        ask(&ctx, staging, message, None, true, stats).await?;
+        return verify(&ctx, staging, None);
+    }
     // The document's text, extracted off the async threads.
-    let message = if job.is_dir {
-        folder_message(job, &shared.output_dir)
-    } else {
-        let reader = shared.reader.clone();
-        let path = job.path.clone();
-        let text = tokio::task::spawn_blocking(move || reader.read_text(&path))
-            .await
-            .map_err(|e| {
-                JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}"))
-            })??;
-        if text.trim().is_empty() {
+    let text = read_text(shared, &job.path).await?;
+    if text.trim().is_empty() {
+        return Err(JobError::new(
+            ErrorKind::ExtractFailed,
+            format!(
+                "{} has no text to process (an empty file, or a scan with no OCR text)",
+                job.input
+            ),
+        ));
+    }
+    let source: Arc<str> = Arc::from(text.as_str());
+    let model = shared.model(job);
+    let mode = skill.chunking;
+    let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode);
+    let estimate = crate::chunk::tokens(&text);
+    if estimate > budget {
+        if mode == crate::skills::Chunking::None {
             return Err(JobError::new(
-                ErrorKind::ExtractFailed,
+                ErrorKind::TooLarge,
                 format!(
-                    "{} has no text to process (an empty file, or a scan with no OCR text)",
-                    job.input
+                    "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document, and skill `{}` does not split documents (chunking: none)",
+                    job.input, skill.name
                 ),
             ));
         }
-        let model = shared.model(job);
-        let mode = skill.chunking;
-        let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode);
-        let estimate = crate::chunk::tokens(&text);
-        if estimate > budget {
-            if mode == crate::skills::Chunking::None {
-                return Err(JobError::new(
-                    ErrorKind::TooLarge,
-                    format!(
-                        "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document, and skill `{}` does not split documents (chunking: none)",
-                        job.input, skill.name
-                    ),
-                ));
-            }
-            return super::chunked::run(
-                shared, job, skill, cache, &text, budget, staging, stats, chunks,
-            )
-            .await;
+        super::chunked::run(&ctx, cache, &text, budget, staging, stats, chunks).await?;
+        return verify(&ctx, staging, Some(&source));
+    }
+    let extras = extra_texts(shared, job).await;
+    let message = document_message(job, &text, &extras, direct);
+    match ask(&ctx, staging, message, Some(source.clone()), true, stats).await {
+        // The model's real window was smaller than its budget says: split after all, at
+        // half the document's size, when the skill allows it.
+        Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
+            tracing::info!(job = %job.input, "context too long for the model; splitting the document");
+            transcript.note("the server said the context was exceeded; splitting the document");
+            let _ = std::fs::remove_dir_all(staging);
+            let smaller = (estimate / 2).max(128);
+            super::chunked::run(&ctx, cache, &text, smaller, staging, stats, chunks).await?;
         }
-        let message = document_message(job, &text);
-        return match agent_in(shared, job, skill, staging, message, stats).await {
-            // The model's real window was smaller than its budget says: split after all, at
-            // half the document's size, when the skill allows it (SPEC §6).
-            Err(e)
-                if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None =>
-            {
-                tracing::info!(job = %job.input, "context too long for the model; splitting the document");
-                let _ = std::fs::remove_dir_all(staging);
-                let smaller = (estimate / 2).max(128);
-                super::chunked::run(
-                    shared, job, skill, cache, &text, smaller, staging, stats, chunks,
-                )
-                .await
-            }
-            other => other.map(|_| ()),
-        };
-    };
-    agent_in(shared, job, skill, staging, message, stats)
-        .await
-        .map(|_| ())
+        other => {
+            other?;
+        }
+    }
+    verify(&ctx, staging, Some(&source))
 }
 
-/// Run `skill` with `message` in a sandbox writing to `dir` (which is created), with the job's
-/// inputs readable. When the agent writes no file, its answer becomes `response.md`. Returns
-/// the answer and the files written (relative to `dir`).
-pub(super) async fn agent_in(
-    shared: &Shared,
-    job: &Job,
-    skill: &crate::skills::Skill,
+/// A document's text, extracted off the async threads (a PDF worker or OCR may run).
+async fn read_text(shared: &Shared, path: &Path) -> Result<String, JobError> {
+    let reader = shared.reader.clone();
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || reader.read_text(&path))
+        .await
+        .map_err(|e| JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}")))?
+}
+
+/// The texts of the job's other input files (a `file2` to compare with), given in the first
+/// message so that a direct request needs no tool to read them.
+async fn extra_texts(shared: &Shared, job: &Job) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (_, display, path) in &job.extra_inputs {
+        let text = match read_text(shared, path).await {
+            Ok(t) => t,
+            Err(e) => format!("(this file could not be read: {})", e.message),
+        };
+        out.push((display.clone(), text));
+    }
+    out
+}
+
+/// The job's declared outputs, checked once more in the folder that will be committed.
+fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result<(), JobError> {
+    let files = ctx.skill.declared_files(&ctx.job.args);
+    if files.is_empty() {
+        return Ok(());
+    }
+    let written = cache::files_under(staging).unwrap_or_default();
+    let problems = outputs::check_declared(staging, &files, &written, source.map(|s| &**s));
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = problems.iter().map(|(f, p)| p.describe(f)).collect();
+    Err(JobError::new(ErrorKind::MissingOutput, list.join("; ")))
+}
+
+/// Run the job's skill once on `message` in a sandbox writing to `dir` (created), with the
+/// job's inputs readable: one direct request when the skill is direct, else the agent loop.
+/// With `require`, the skill's declared outputs must be there at the end (`missing_output`
+/// otherwise); a skill that declares none and writes none has its answer saved as
+/// `response.md`. Returns the answer and the files written (relative to `dir`).
+pub(super) async fn ask(
+    ctx: &JobCtx<'_>,
     dir: &Path,
     message: String,
+    source: Option<Arc<str>>,
+    require: bool,
     stats: &mut AgentStats,
 ) -> Result<(String, Vec<PathBuf>), JobError> {
+    let (shared, job, skill) = (ctx.shared, ctx.job, ctx.skill);
     std::fs::create_dir_all(dir).map_err(|e| {
         JobError::new(
             ErrorKind::Io,
@@ -309,32 +396,77 @@ pub(super) async fn agent_in(
         temperature: shared.config.temperature,
         cancel: shared.cancel.clone(),
         label: job.input.clone(),
+        transcript: ctx.transcript.clone(),
     };
-    let answer = runner::run_skill(&env, skill, message, Vec::new(), stats).await?;
-    if sandbox.written().is_empty() {
-        if answer.trim().is_empty() {
-            return Err(JobError::new(
-                ErrorKind::ApiError,
-                "the model gave an empty answer and wrote no file",
-            ));
+    if let Some(file) = skill.direct_output(&job.args) {
+        runner::run_direct(&env, skill, message, &file, source.as_deref(), stats).await?;
+        return Ok((String::new(), sandbox.written()));
+    }
+    let expected = Expected {
+        files: skill.declared_files(&job.args),
+        source,
+    };
+    let answer = runner::run_skill(&env, skill, message, Vec::new(), stats, &expected).await?;
+    if expected.files.is_empty() {
+        if sandbox.written().is_empty() {
+            if answer.trim().is_empty() {
+                return Err(JobError::new(
+                    ErrorKind::MissingOutput,
+                    "the model gave an empty answer and wrote no file",
+                ));
+            }
+            let target = sandbox
+                .check_write("response.md")
+                .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
+            sandbox.write_new(&target, answer.as_bytes()).map_err(|e| {
+                JobError::new(ErrorKind::Io, format!("cannot write response.md: {e}"))
+            })?;
         }
-        let target = sandbox
-            .check_write("response.md")
-            .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
-        sandbox
-            .write_new(&target, answer.as_bytes())
-            .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write response.md: {e}")))?;
+    } else if require {
+        let problems = expected.problems(&env, &sandbox.written());
+        if !problems.is_empty() {
+            let list: Vec<String> = problems.iter().map(|(f, p)| p.describe(f)).collect();
+            return Err(JobError::new(ErrorKind::MissingOutput, list.join("; ")));
+        }
     }
     Ok((answer, sandbox.written()))
 }
 
-/// The first user message: where the document is, the arguments, and its text.
-pub(super) fn document_message(job: &Job, text: &str) -> String {
+/// The first user message: where the document is, the arguments, and its text (and the
+/// texts of the job's other input files).
+pub(super) fn document_message(
+    job: &Job,
+    text: &str,
+    extras: &[(String, String)],
+    direct: bool,
+) -> String {
     let mut m = format!("Input document: {}\n", job.input);
     push_args(&mut m, job);
-    m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n\n");
+    if !direct {
+        m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
+    }
+    m.push('\n');
     m.push_str(&runner::document_block(&job.input, text));
+    for (display, extra) in extras {
+        m.push('\n');
+        m.push_str(&runner::document_block(display, extra));
+    }
+    m.push_str(&language_line(job, text));
     m
+}
+
+/// "Write in Chinese." after the document, when its language is plain and no argument names
+/// a target language.
+pub(super) fn language_line(job: &Job, text: &str) -> String {
+    let targeted = ["to", "translate_to", "target", "language"]
+        .iter()
+        .any(|k| job.args.get(*k).is_some_and(|v| !v.trim().is_empty()));
+    match crate::skills::language_of(text) {
+        Some(lang) if !targeted => {
+            format!("\nThe document is in {lang}: write the result in {lang}.\n")
+        }
+        _ => String::new(),
+    }
 }
 
 fn folder_message(job: &Job, output_dir: &Path) -> String {

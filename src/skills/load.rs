@@ -177,14 +177,25 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
     let input = parse_input(get("input"), &mut warnings).map_err(fail)?;
     let output = match get("output") {
         None | Some(Value::Null) => None,
-        Some(Value::Mapping(m)) => Some(OutputSpec {
-            description: m
-                .get(Value::String("description".into()))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        }),
+        Some(Value::Mapping(m)) => {
+            for key in m.keys() {
+                match key.as_str() {
+                    Some("description" | "files") => {}
+                    Some(k) => warnings.push(format!("unknown field `output.{k}` ignored")),
+                    None => warnings.push(format!("non-string key {key:?} in `output` ignored")),
+                }
+            }
+            Some(OutputSpec {
+                description: m
+                    .get(Value::String("description".into()))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                files: parse_output_files(m.get(Value::String("files".into()))).map_err(fail)?,
+            })
+        }
         Some(Value::String(s)) => Some(OutputSpec {
             description: Some(s.clone()),
+            files: Vec::new(),
         }),
         Some(v) => {
             return Err(fail(format!(
@@ -370,6 +381,48 @@ pub fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `output.files`: relative file names inside the job's folder, each at most once.
+fn parse_output_files(v: Option<&Value>) -> Result<Vec<String>, String> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(s)) => vec![Value::String(s.clone())],
+        Some(Value::Sequence(items)) => items.clone(),
+        Some(v) => {
+            return Err(format!(
+                "`output.files` must be a list of file names, found {}",
+                value_kind(v)
+            ));
+        }
+    };
+    let mut files: Vec<String> = Vec::new();
+    for item in &items {
+        let Some(name) = item.as_str().map(str::trim) else {
+            return Err(format!(
+                "`output.files` entries must be file names, found {}",
+                value_kind(item)
+            ));
+        };
+        let bad = name.is_empty()
+            || name.starts_with('/')
+            || name.starts_with('\\')
+            || name.ends_with('/')
+            || name
+                .split(['/', '\\'])
+                .any(|c| c == ".." || c == "." || c.is_empty())
+            || name.chars().any(char::is_control);
+        if bad {
+            return Err(format!(
+                "`output.files` entry {name:?} must be a relative file name inside the job's folder (no `..`, no absolute path)"
+            ));
+        }
+        if files.iter().any(|f| f == name) {
+            return Err(format!("`output.files` names {name:?} twice"));
+        }
+        files.push(name.to_string());
+    }
+    Ok(files)
 }
 
 fn yaml_error(e: &serde_norway::Error) -> String {

@@ -12,7 +12,7 @@ mod preamble;
 pub use discover::{SkillSet, SkillSource, builtin_sources, discover};
 pub use graph::{GraphError, MAX_NESTING};
 pub use load::{LoadError, Loaded, load_str};
-pub use preamble::{LANGUAGE_PREAMBLE, system_prompt};
+pub use preamble::{LANGUAGE_PREAMBLE, language_of, system_prompt};
 
 use serde::Serialize;
 
@@ -51,11 +51,18 @@ pub struct InputSpec {
     pub args: Vec<ArgSpec>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct OutputSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The files a successful job must leave (SPEC §3 "Declared outputs"). A name may hold
+    /// `{arg}` placeholders, filled from the job's arguments (`reformatted.{format}`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
+
+/// Extensions of declared outputs that direct mode can write from a plain answer.
+pub const DIRECT_EXTS: &[&str] = &["md", "txt", "csv", "json"];
 
 /// One input argument of a skill.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -157,11 +164,142 @@ impl Skill {
             .filter(|t| !BUILTIN_TOOLS.contains(t))
     }
 
+    /// The files a job of this skill must leave, placeholders filled from `args`.
+    pub fn declared_files(&self, args: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+        self.output
+            .iter()
+            .flat_map(|o| o.files.iter())
+            .map(|f| fill_template(f, args))
+            .collect()
+    }
+
+    /// The one text file a job of this skill writes from the model's plain answer, when the
+    /// skill runs in direct mode: one declared text output, no nested skills, no folder input,
+    /// no tool beyond reading its own inputs (which the first message already holds).
+    pub fn direct_output(
+        &self,
+        args: &std::collections::BTreeMap<String, String>,
+    ) -> Option<String> {
+        let files = self.declared_files(args);
+        let [file] = files.as_slice() else {
+            return None;
+        };
+        let reads_only = self
+            .tools
+            .iter()
+            .all(|t| matches!(t.as_str(), "file_read" | "file_write" | "file_list" | "ocr"));
+        (reads_only && !self.takes_directory() && DIRECT_EXTS.contains(&extension(file).as_str()))
+            .then(|| file.clone())
+    }
+
     /// Builtin tools this skill lists.
     pub fn builtin_tools(&self) -> impl Iterator<Item = &str> {
         self.tools
             .iter()
             .map(String::as_str)
             .filter(|t| BUILTIN_TOOLS.contains(t))
+    }
+}
+
+/// The lowercase extension of a file name (`""` when it has none).
+pub fn extension(name: &str) -> String {
+    std::path::Path::new(name)
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// `{arg}` placeholders replaced by the argument's value. A value that lands in the extension
+/// is turned from a format's name into its extension (`markdown` → `md`, `excel` → `xlsx`), so
+/// `reformatted.{format}` with `format: markdown` is `reformatted.md`. A placeholder with no
+/// argument is left as it is.
+pub fn fill_template(name: &str, args: &std::collections::BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = name;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let key = &rest[open + 1..open + close];
+        out.push_str(&rest[..open]);
+        match args.get(key) {
+            Some(v) => {
+                let at_ext = out.ends_with('.') && rest[open + close + 1..].is_empty();
+                let v: String = v
+                    .trim()
+                    .chars()
+                    .map(|c| {
+                        if c.is_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                out.push_str(&if at_ext { format_extension(&v) } else { v });
+            }
+            None => out.push_str(&rest[open..=open + close]),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A format's extension from what a person may call it.
+fn format_extension(format: &str) -> String {
+    let f = format.trim_start_matches('.').to_ascii_lowercase();
+    match f.as_str() {
+        "markdown" | "mdown" => "md",
+        "text" | "plain" | "plaintext" | "plain-text" => "txt",
+        "word" | "doc" => "docx",
+        "excel" | "spreadsheet" | "xls" => "xlsx",
+        "htm" => "html",
+        "yml" => "yaml",
+        other => other,
+    }
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn args(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn templates_fill_arguments_and_name_formats_by_extension() {
+        assert_eq!(
+            fill_template("reformatted.{format}", &args(&[("format", "markdown")])),
+            "reformatted.md"
+        );
+        assert_eq!(
+            fill_template("reformatted.{format}", &args(&[("format", "Word")])),
+            "reformatted.docx"
+        );
+        assert_eq!(
+            fill_template("reformatted.{format}", &args(&[("format", "csv")])),
+            "reformatted.csv"
+        );
+        assert_eq!(
+            fill_template("followup-{to}.md", &args(&[("to", "english")])),
+            "followup-english.md"
+        );
+        // A value cannot climb out of the job folder.
+        assert_eq!(
+            fill_template("x-{to}.md", &args(&[("to", "../../etc")])),
+            "x-.._.._etc.md"
+        );
+        assert_eq!(
+            fill_template("a-{missing}.md", &args(&[])),
+            "a-{missing}.md"
+        );
+        assert_eq!(fill_template("plain.md", &args(&[])), "plain.md");
     }
 }

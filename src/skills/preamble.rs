@@ -14,3 +14,77 @@ headers follow the same rule. Never mix languages within one text.";
 pub fn system_prompt(skill: &Skill) -> String {
     format!("{LANGUAGE_PREAMBLE}\n\n{}", skill.system_prompt.trim_end())
 }
+
+/// The language a text is written in, when its script says so plainly: the share of Han,
+/// kana, Hangul or Cyrillic letters, and for Latin text a few English function words. A
+/// small model follows "write in Chinese" far better than "write in the document's language".
+pub fn language_of(text: &str) -> Option<&'static str> {
+    let (mut han, mut kana, mut hangul, mut cyrillic, mut latin) = (0u32, 0u32, 0u32, 0u32, 0u32);
+    for c in text.chars().take(20_000) {
+        match c as u32 {
+            0x3040..=0x30FF => kana += 1,
+            0x4E00..=0x9FFF | 0x3400..=0x4DBF => han += 1,
+            0xAC00..=0xD7AF => hangul += 1,
+            0x0400..=0x04FF => cyrillic += 1,
+            _ if c.is_ascii_alphabetic() => latin += 1,
+            _ => {}
+        }
+    }
+    // A Han character carries about as much as a word of three Latin letters.
+    let total = han * 3 + kana * 3 + hangul * 3 + cyrillic + latin;
+    if total == 0 {
+        return None;
+    }
+    let share = |n: u32, w: u32| f64::from(n * w) / f64::from(total);
+    if share(kana, 3) > 0.1 {
+        return Some("Japanese");
+    }
+    if share(han, 3) > 0.3 {
+        return Some("Chinese");
+    }
+    if share(hangul, 3) > 0.3 {
+        return Some("Korean");
+    }
+    if share(cyrillic, 1) > 0.5 {
+        return Some("Russian");
+    }
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .take(3000)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let english = words
+        .iter()
+        .filter(|w| {
+            matches!(
+                w.as_str(),
+                "the" | "and" | "of" | "to" | "is" | "in" | "for" | "with"
+            )
+        })
+        .count();
+    (words.len() >= 5 && english * 12 >= words.len()).then_some("English")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::language_of;
+
+    #[test]
+    fn scripts_name_their_language() {
+        assert_eq!(
+            language_of("第三季度营收增长百分之十二，主要来自出口。"),
+            Some("Chinese")
+        );
+        assert_eq!(
+            language_of("The board met on Monday and approved the budget for the year."),
+            Some("English")
+        );
+        assert_eq!(language_of("今日は会議があります。"), Some("Japanese"));
+        assert_eq!(language_of("12 34 56"), None);
+        assert_eq!(
+            language_of("Der Vorstand hat das Budget genehmigt, sagte er."),
+            None
+        );
+    }
+}

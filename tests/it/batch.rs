@@ -28,8 +28,8 @@ fn env_with_docs(n: usize) -> TestEnv {
     env
 }
 
-/// Every chat request gets a plain answer (so each job makes one request and writes
-/// `response.md`), with usage 60 + 40 = 100 tokens.
+/// Every chat request gets a plain answer (summarize is direct: each job makes one request
+/// and its answer is `summary.md`), with usage 60 + 40 = 100 tokens.
 fn answering() -> FakeApi {
     FakeApi::start(|req| {
         if req.is_chat() {
@@ -179,7 +179,7 @@ fn count(records: &[JobRecord], s: Status) -> usize {
 }
 
 fn response(env: &TestEnv, doc: &str) -> PathBuf {
-    out_dir(env).join("summarize").join(doc).join("response.md")
+    out_dir(env).join("summarize").join(doc).join("summary.md")
 }
 
 #[test]
@@ -223,7 +223,7 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
     assert_eq!(count(&records, Status::Cached), 4, "{st:?}");
     assert_eq!(
         std::fs::read_to_string(response(&env, "docs/d03.txt")).unwrap(),
-        "summary of docs/d03.txt"
+        "summary of docs/d03.txt\n"
     );
 }
 
@@ -254,7 +254,7 @@ fn an_edited_output_is_kept_and_forcing_ends_in_output_conflict() {
     assert!(stderr(&o).contains("output_conflict"), "{}", stderr(&o));
 }
 
-/// Each job folder holds exactly `response.md`, and no staging is left.
+/// Each job folder holds exactly `summary.md`, and no staging is left.
 fn assert_outputs_whole(env: &TestEnv, docs: &[String]) {
     for d in docs {
         let dir = out_dir(env).join("summarize").join(d);
@@ -262,10 +262,10 @@ fn assert_outputs_whole(env: &TestEnv, docs: &[String]) {
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(files, ["response.md"], "{d}");
+        assert_eq!(files, ["summary.md"], "{d}");
         assert_eq!(
-            std::fs::read_to_string(dir.join("response.md")).unwrap(),
-            format!("summary of {d}")
+            std::fs::read_to_string(dir.join("summary.md")).unwrap(),
+            format!("summary of {d}\n")
         );
     }
     let staging = out_dir(env).join(".zhi/staging");

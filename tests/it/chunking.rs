@@ -169,8 +169,7 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
         })
         .count();
     assert_eq!(with_overlap, pieces - 1);
-    let summary =
-        std::fs::read_to_string(env.path("out/summarize/report.txt/response.md")).unwrap();
+    let summary = std::fs::read_to_string(env.path("out/summarize/report.txt/summary.md")).unwrap();
     assert!(summary.starts_with("FINAL RESULT-MARK-001"), "{summary}");
 }
 

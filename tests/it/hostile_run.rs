@@ -220,10 +220,10 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
             .get(input)
             .unwrap_or_else(|| panic!("no record for {input}\n{shown}"));
         assert_eq!(r["status"], "succeeded", "{input}: {r}");
-        let response = env.path(&format!("out/summarize/{input}/response.md"));
+        let response = env.path(&format!("out/summarize/{input}/summary.md"));
         assert_eq!(
             std::fs::read_to_string(&response).unwrap_or_default(),
-            "Summarised.",
+            "Summarised.\n",
             "{}",
             response.display()
         );

@@ -14,6 +14,15 @@ use std::time::Duration;
 /// Retries without real waiting (the default base delay is 1 s).
 const FAST_RETRY: &str = "retry: {max_attempts: 5, base_delay_ms: 10, max_delay_ms: 50}\n";
 
+/// A user skill that runs the agent loop and declares no outputs (its answer becomes
+/// `response.md`), for tests of the loop itself.
+fn agent_skill(env: &TestEnv) {
+    env.write(
+        ".zhi/skills/agent.yaml",
+        "name: agent\ndescription: An agent-loop skill for tests\nsystem_prompt: Do what the document needs.\ntools: [file_read, file_write, file_list]\nmax_turns: 5\n",
+    );
+}
+
 fn fast_env() -> TestEnv {
     let env = TestEnv::new();
     env.write("zhi.yaml", FAST_RETRY);
@@ -162,7 +171,9 @@ fn forty_documents_eight_in_flight_each_get_their_own_output() {
     assert_eq!(recs.len(), 40);
     for (doc, r) in &recs {
         assert_eq!(status(r), "succeeded", "{doc}: {r}");
-        assert_eq!(r["turns"], 2, "{doc}: {r}");
+        // Direct mode: one request per document, even when the model calls file_write.
+        assert_eq!(r["turns"], 1, "{doc}: {r}");
+        assert_eq!(r["requests"], 1, "{doc}: {r}");
         let outputs: Vec<&str> = r["outputs"]
             .as_array()
             .unwrap()
@@ -177,7 +188,7 @@ fn forty_documents_eight_in_flight_each_get_their_own_output() {
 
     // Every job's first request carried its own document and only it.
     let reqs = api.chat_requests();
-    assert_eq!(reqs.len(), 80);
+    assert_eq!(reqs.len(), 40);
     for req in &reqs {
         let doc = doc_of(req).expect("Input document line");
         assert_eq!(marker_in(req).as_ref(), markers.get(&doc), "{doc}");
@@ -278,9 +289,10 @@ fn a_hostile_model_cannot_leave_the_sandbox() {
             Reply::tool_calls(hostile.clone())
         }
     });
+    agent_skill(&env);
     let out_dir = env.path("out");
     let before = snapshot(&root, &out_dir);
-    let out = run(&env, &api, "summarize", &["docs/a.txt"]);
+    let out = run(&env, &api, "agent", &["docs/a.txt"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
 
     assert_eq!(
@@ -295,7 +307,7 @@ fn a_hostile_model_cannot_leave_the_sandbox() {
             f == "manifest.json"
                 || f.starts_with(".zhi/runs/")
                 || f.starts_with(".zhi/lock")
-                || f.starts_with("summarize/docs/a.txt/"),
+                || f.starts_with("agent/docs/a.txt/"),
             "unexpected file in the output folder: {f}"
         );
         for bad in ["x", "abs.txt", "escape.txt"] {
@@ -303,11 +315,11 @@ fn a_hostile_model_cannot_leave_the_sandbox() {
         }
     }
     assert_eq!(
-        files_under(&env.path("out/summarize/docs/a.txt")),
+        files_under(&env.path("out/agent/docs/a.txt")),
         vec!["response.md"]
     );
     assert_eq!(
-        std::fs::read_to_string(env.path("out/summarize/docs/a.txt/response.md")).unwrap(),
+        std::fs::read_to_string(env.path("out/agent/docs/a.txt/response.md")).unwrap(),
         "I could not do any of that."
     );
 
@@ -436,8 +448,8 @@ fn a_1302_storm_is_ridden_out() {
         assert_eq!(status(r), "succeeded", "{doc}: {r}");
         assert_eq!(r["attempts"], 3, "{doc}: {r}");
         let text =
-            std::fs::read_to_string(env.path(&format!("out/summarize/{doc}/response.md"))).unwrap();
-        assert_eq!(text, format!("summary of {doc}"));
+            std::fs::read_to_string(env.path(&format!("out/summarize/{doc}/summary.md"))).unwrap();
+        assert_eq!(text, format!("summary of {doc}\n"));
     }
     assert_eq!(api.chat_requests().len(), 18);
 }
@@ -687,8 +699,9 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
     );
 
     let reqs = api.chat_requests();
-    // top: 3 turns; each nested skill: 2 turns.
-    assert_eq!(reqs.len(), 9);
+    // top: 2 turns (the nested calls, then review.md); each nested skill: 1 turn, as each
+    // stops once its declared file is written.
+    assert_eq!(reqs.len(), 5);
     let (mut prompt, mut completion) = (0, 0);
     for r in &reqs {
         let (p, c) = usage(r.seq);
@@ -701,7 +714,7 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
         rec["tokens"],
         json!({"prompt": prompt, "completion": completion})
     );
-    assert_eq!(rec["turns"], 9, "{rec}");
+    assert_eq!(rec["turns"], 5, "{rec}");
     let m = run_manifest(&env);
     assert_eq!(
         m["tokens"],

@@ -80,7 +80,7 @@ impl ToolKind {
                  .csv: {\"headers\": [\"A\", \"B\"], \"rows\": [[\"x\", 1], [\"y\", 2]]}. \
                  .xlsx: {\"sheets\": [{\"name\": \"Sheet1\", \"headers\": [\"A\", \"B\"], \
                  \"rows\": [[\"x\", 1]]}]}. .docx: {\"content\": \"# Title\\n\\nMarkdown text\"}. \
-                 An existing file is never overwritten: use a new name."
+                 An existing file is never overwritten: zhi then picks a new name and says which."
             }
             ToolKind::FileList => {
                 "List files. Without a path (or with \".\") it shows the job's input \
@@ -107,9 +107,8 @@ impl ToolKind {
                 "properties": {
                     "path": {
                         "type": "string",
-                        "description": "The file to read: an input document as named in the \
-                                        task (e.g. \"reports/q3.pdf\") or a file you wrote \
-                                        (e.g. \"summary.md\")."
+                        "description": "The file to read: an input document exactly as the \
+                                        task names it, or a file you wrote."
                     },
                     "offset": {
                         "type": "integer",
@@ -124,9 +123,9 @@ impl ToolKind {
                 "properties": {
                     "path": {
                         "type": "string",
-                        "description": "The new file's path relative to the output folder, \
-                                        e.g. \"summary.md\" or \"tables/invoices.xlsx\". No \
-                                        absolute paths, no \"..\"."
+                        "description": "The new file's path relative to the output folder: \
+                                        the name your instructions give. No absolute paths, \
+                                        no \"..\"."
                     },
                     "content": {
                         "description": "The file's content. Text for .md/.txt; JSON for \
@@ -154,8 +153,8 @@ impl ToolKind {
                 "properties": {
                     "path": {
                         "type": "string",
-                        "description": "The input document to recognise, as named in the \
-                                        task (e.g. \"scans/receipt.jpg\")."
+                        "description": "The input document to recognise, exactly as the \
+                                        task names it."
                     }
                 },
                 "required": ["path"]
@@ -189,10 +188,12 @@ impl ToolKind {
     /// Arguments that show the expected shape, quoted back when a call's arguments are wrong.
     fn example(self) -> &'static str {
         match self {
-            ToolKind::FileRead => r#"{"path": "reports/q3.pdf"}"#,
-            ToolKind::FileWrite => r##"{"path": "summary.md", "content": "# Summary\n..."}"##,
+            ToolKind::FileRead => r#"{"path": "<an input as the task names it>"}"#,
+            ToolKind::FileWrite => {
+                r#"{"path": "<the name your instructions give>", "content": "<the text>"}"#
+            }
             ToolKind::FileList => r#"{"path": "."}"#,
-            ToolKind::Ocr => r#"{"path": "scans/receipt.jpg"}"#,
+            ToolKind::Ocr => r#"{"path": "<an input as the task names it>"}"#,
             ToolKind::WebFetch => r#"{"url": "https://example.com/page"}"#,
         }
     }
@@ -455,7 +456,10 @@ mod tests {
             .unwrap();
         assert!(bad.refused);
         assert!(bad.content.contains("not valid JSON"), "{}", bad.content);
-        assert!(bad.content.contains(r#"{"path": "reports/q3.pdf"}"#));
+        assert!(
+            bad.content
+                .contains(r#"{"path": "<an input as the task names it>"}"#)
+        );
         let not_object = Args::parse(ToolKind::FileRead, "[1]").err().unwrap();
         assert!(not_object.refused);
         let mut missing = Args::parse(ToolKind::FileRead, "{}").unwrap();

@@ -102,10 +102,17 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
     let done = tokio::task::spawn_blocking(move || write(&sandbox, &target, format, content)).await;
     match done {
         Ok(Ok((rel, bytes))) => ToolOutcome {
-            content: format!(
-                "wrote `{}` ({bytes} bytes). The file is saved; do not write it again. If your task is done, reply now with one short line of plain text and no tool call.",
-                rel.display()
-            ),
+            content: if rel.to_string_lossy() == shown {
+                format!(
+                    "wrote `{}` ({bytes} bytes). The file is saved; do not write it again.",
+                    rel.display()
+                )
+            } else {
+                format!(
+                    "`{shown}` already existed, so zhi wrote this as `{}` ({bytes} bytes). The file is saved; do not write it again.",
+                    rel.display()
+                )
+            },
             refused: false,
             wrote: Some(rel),
         },
@@ -129,8 +136,41 @@ fn write(
     content: Value,
 ) -> Result<(PathBuf, usize), Failure> {
     let bytes = format.render(content).map_err(Failure::Content)?;
-    let rel = sandbox.write_new(target, &bytes).map_err(Failure::Write)?;
+    // On a name clash zhi picks the name (`name-2.ext`, …) rather than have the model guess
+    // one: a model told "choose another name" copies whatever example it was shown.
+    let mut candidate = target.clone();
+    for n in 2..=100 {
+        // Only a regular file is renamed around; a link in the way is refused by the write.
+        let taken = std::fs::symlink_metadata(sandbox.output_dir().join(candidate.rel_path()))
+            .is_ok_and(|m| m.is_file());
+        if !taken {
+            break;
+        }
+        match sandbox.check_write(&numbered(target.rel_path(), n)) {
+            Ok(next) => candidate = next,
+            Err(refusal) => return Err(Failure::Write(WriteError::Refused(refusal))),
+        }
+    }
+    let rel = sandbox
+        .write_new(&candidate, &bytes)
+        .map_err(Failure::Write)?;
     Ok((rel, bytes.len()))
+}
+
+/// `dir/name.ext` → `dir/name-N.ext`.
+fn numbered(rel: &std::path::Path, n: u32) -> String {
+    let stem = rel
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match rel.extension() {
+        Some(ext) => format!("{stem}-{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{n}"),
+    };
+    match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => format!("{}/{name}", parent.display()),
+        None => name,
+    }
 }
 
 fn text(content: Value) -> Result<Vec<u8>, String> {
@@ -431,14 +471,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn never_overwrites_an_existing_file() {
+    async fn never_overwrites_an_existing_file_and_picks_the_name() {
         let s = Setup::new();
         assert!(!s.write("a.md", json!("first")).await.refused);
+        // zhi picks the next free name and says so; the first file stays as it was.
         let out = s.write("a.md", json!("second")).await;
-        assert!(out.refused);
-        assert!(out.content.contains("already exists"), "{}", out.content);
-        assert!(out.content.contains("choose another name"));
+        assert!(!out.refused, "{}", out.content);
+        assert!(out.content.contains("`a-2.md`"), "{}", out.content);
+        assert_eq!(out.wrote, Some(std::path::PathBuf::from("a-2.md")));
         assert_eq!(fs::read_to_string(s.out().join("a.md")).unwrap(), "first");
+        assert_eq!(
+            fs::read_to_string(s.out().join("a-2.md")).unwrap(),
+            "second"
+        );
     }
 
     #[tokio::test]
