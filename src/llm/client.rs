@@ -192,6 +192,12 @@ impl ChatClient {
         &self.inner.http
     }
 
+    /// The API key, for requests that bypass [`ChatClient::send`] (the server probe, which must
+    /// not retry). Only ever for the `Authorization` header.
+    pub(crate) fn api_key(&self) -> Option<&ApiKey> {
+        self.inner.key.as_ref()
+    }
+
     /// Attempts sent so far by this process (every retry counts).
     pub fn requests_sent(&self) -> u64 {
         self.inner.attempts.load(Ordering::Relaxed)

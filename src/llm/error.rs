@@ -156,7 +156,13 @@ pub fn classify(observed: Observed<'_>) -> Option<Verdict> {
         401 | 403 => Some(Verdict::fail(Auth)),
         429 => Some(Verdict::retry(RateLimited)),
         408 => Some(Verdict::retry(Timeout)),
-        500..=599 => Some(Verdict::retry(ApiError)),
+        // Ollama reports an over-long prompt as a 500; retrying the same prompt cannot help.
+        500..=599 => match body {
+            Body::Error(err) if mentions_context_length(err) && says_exceeded(err) => {
+                Some(Verdict::fail(ContextTooLong))
+            }
+            _ => Some(Verdict::retry(ApiError)),
+        },
         400..=499 => match body {
             Body::Error(err) if mentions_context_length(err) => Some(Verdict::fail(ContextTooLong)),
             _ => Some(Verdict::fail(ApiError)),
@@ -179,11 +185,14 @@ pub fn classify(observed: Observed<'_>) -> Option<Verdict> {
 }
 
 /// Provider codes: Zhipu's numbers, then OpenAI's symbolic codes and types.
+///
+/// A number that is not Zhipu's (llama.cpp and vLLM repeat the HTTP status as `code`) leaves
+/// the decision to the type: llama.cpp's `exceed_context_size_error` comes with `code: 400`.
 fn by_code(err: &ProviderError) -> Option<Verdict> {
     use ErrorKind::*;
     let code = err.code.as_deref().map(str::trim).unwrap_or("");
     if let Ok(n) = code.parse::<u32>() {
-        return match n {
+        let zhipu = match n {
             1000..=1004 => Some(Verdict::fail(Auth)),
             1113 | 1304 | 1308 | 1310 => Some(Verdict::fail(Quota)),
             1302 | 1303 | 1305 => Some(Verdict::retry(RateLimited)),
@@ -192,9 +201,14 @@ fn by_code(err: &ProviderError) -> Option<Verdict> {
             1210..=1215 => Some(Verdict::fail(ApiError)),
             _ => None,
         };
+        if zhipu.is_some() {
+            return zhipu;
+        }
     }
     let symbolic = |s: &str| match s {
-        "context_length_exceeded" => Some(Verdict::fail(ContextTooLong)),
+        "context_length_exceeded" | "exceed_context_size_error" => {
+            Some(Verdict::fail(ContextTooLong))
+        }
         "insufficient_quota" => Some(Verdict::fail(Quota)),
         "invalid_api_key" | "authentication_error" | "permission_denied" => {
             Some(Verdict::fail(Auth))
@@ -205,18 +219,32 @@ fn by_code(err: &ProviderError) -> Option<Verdict> {
     symbolic(code).or_else(|| err.kind.as_deref().and_then(symbolic))
 }
 
-/// OpenAI-compatible servers that report an exceeded context without a code (vLLM,
-/// llama.cpp) say so in the message.
+/// OpenAI-compatible servers that report an exceeded context without a code say so in the
+/// message: vLLM ("maximum context length is 4096 tokens", "longer than the maximum model
+/// length"), older llama.cpp ("exceeds the available context size"), Ollama ("exceeds the
+/// context length").
 fn mentions_context_length(err: &ProviderError) -> bool {
     let m = err.message.to_ascii_lowercase();
     m.contains("context length")
         || m.contains("context_length")
+        || m.contains("context size")
         || m.contains("context window")
         || m.contains("maximum context")
+        || m.contains("maximum model length")
 }
 
-/// The error object of a body, if it has one: `{"error": {...}}`, `{"error": "text"}`, or the
-/// older Zhipu `{"code": 1302, "msg": "…", "success": false}`.
+/// Whether the message says something was too long, not merely names the context length: a
+/// 5xx is only taken for an exceeded context (and not retried) when it says both.
+fn says_exceeded(err: &ProviderError) -> bool {
+    let m = err.message.to_ascii_lowercase();
+    ["exceed", "too long", "too large", "longer than"]
+        .iter()
+        .any(|w| m.contains(w))
+}
+
+/// The error object of a body, if it has one: `{"error": {...}}`, `{"error": "text"}`, older
+/// vLLM's `{"object": "error", ...}`, or the older Zhipu `{"code": 1302, "msg": "…",
+/// "success": false}`.
 pub fn provider_error(body: &Value) -> Option<ProviderError> {
     let text = |v: &Value| match v {
         Value::String(s) => Some(s.clone()),
@@ -236,6 +264,12 @@ pub fn provider_error(body: &Value) -> Option<ProviderError> {
         Some(Value::String(s)) => Some(ProviderError {
             message: s.clone(),
             ..ProviderError::default()
+        }),
+        // Older vLLM answers errors with a bare `{"object": "error", "message", "type", "code"}`.
+        _ if body.get("object").and_then(Value::as_str) == Some("error") => Some(ProviderError {
+            code: body.get("code").and_then(text),
+            kind: body.get("type").and_then(text),
+            message: body.get("message").and_then(text).unwrap_or_default(),
         }),
         _ if body.get("success") == Some(&Value::Bool(false)) => Some(ProviderError {
             code: body.get("code").and_then(text),
@@ -418,6 +452,88 @@ mod tests {
         assert_eq!(http(401, Body::Error(&key)), Some((Auth, false)));
         let other = e(Some("model_not_found"), None, "no such model");
         assert_eq!(http(404, Body::Error(&other)), Some((ApiError, false)));
+    }
+
+    #[test]
+    fn local_servers_context_exceeded() {
+        let e = |code: Option<&str>, kind: Option<&str>, message: &str| ProviderError {
+            code: code.map(str::to_owned),
+            kind: kind.map(str::to_owned),
+            message: message.to_owned(),
+        };
+        let ctx = Some((ContextTooLong, false));
+        // llama.cpp: the type decides, though the code is a number.
+        let llama = provider_error(&json!({"error": {
+            "code": 400,
+            "message": "request (5030 tokens) exceeds the available context size (4096 tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5030,
+            "n_ctx": 4096,
+        }}))
+        .unwrap();
+        assert_eq!(http(400, Body::Error(&llama)), ctx);
+        let typed_only = e(Some("400"), Some("exceed_context_size_error"), "");
+        assert_eq!(http(400, Body::Error(&typed_only)), ctx);
+        let llama_old = e(
+            Some("400"),
+            Some("invalid_request_error"),
+            "the request exceeds the available context size, try increasing the context size or enable context shift",
+        );
+        assert_eq!(http(400, Body::Error(&llama_old)), ctx);
+        // vLLM, current and older body shapes, and its prompt check.
+        let vllm = provider_error(&json!({"error": {
+            "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+            "type": "BadRequestError",
+            "param": null,
+            "code": 400,
+        }}))
+        .unwrap();
+        assert_eq!(http(400, Body::Error(&vllm)), ctx);
+        let vllm_old = provider_error(&json!({
+            "object": "error",
+            "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+            "type": "BadRequestError",
+            "param": null,
+            "code": 400,
+        }))
+        .unwrap();
+        assert_eq!(vllm_old.kind.as_deref(), Some("BadRequestError"));
+        assert_eq!(http(400, Body::Error(&vllm_old)), ctx);
+        let vllm_prompt = e(
+            Some("400"),
+            Some("BadRequestError"),
+            "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
+        );
+        assert_eq!(http(400, Body::Error(&vllm_prompt)), ctx);
+        // Ollama, as 400 and as 500: an exceeded context is not a server fault to retry.
+        for message in [
+            "input length exceeds the context length",
+            "prompt too long; exceeded max context length",
+        ] {
+            let ollama = provider_error(&json!({"error": {
+                "message": message, "type": "api_error", "param": null, "code": null,
+            }}))
+            .unwrap();
+            assert_eq!(http(400, Body::Error(&ollama)), ctx, "{message}");
+            assert_eq!(http(500, Body::Error(&ollama)), ctx, "{message}");
+            let native = provider_error(&json!({ "error": message })).unwrap();
+            assert_eq!(http(500, Body::Error(&native)), ctx, "{message}");
+        }
+        // OpenAI keeps its code.
+        let openai = e(
+            Some("context_length_exceeded"),
+            Some("invalid_request_error"),
+            "This model's maximum context length is 128000 tokens.",
+        );
+        assert_eq!(http(400, Body::Error(&openai)), ctx);
+        // A 5xx that only names the context length is still a retryable server fault, and a
+        // Zhipu code still decides before the type.
+        let vague = e(None, None, "failed to compute the context length");
+        assert_eq!(http(500, Body::Error(&vague)), Some((ApiError, true)));
+        let loading = e(Some("503"), Some("unavailable_error"), "Loading model");
+        assert_eq!(http(503, Body::Error(&loading)), Some((ApiError, true)));
+        let zhipu_rl = e(Some("1302"), Some("exceed_context_size_error"), "m");
+        assert_eq!(http(400, Body::Error(&zhipu_rl)), Some((RateLimited, true)));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The chat API: wire types, error classification, retries and rate limits.
+//! The chat API: wire types, error classification, retries, rate limits, and what a server takes.
 //!
 //! One shared [`ChatClient`] per process carries every model API request (chat, and OCR or file
 //! calls through [`ChatClient::send`]), so there is one connection pool, one retry policy, one
@@ -10,11 +10,13 @@ mod client;
 mod error;
 mod limit;
 mod retry;
+mod server;
 mod wire;
 
 pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings};
 pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
 pub use limit::{estimate_tokens, text_tokens};
+pub use server::{ServerInfo, is_known_provider, probe};
 pub use wire::{
     ChatRequest, ChatResponse, Choice, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message,
     Role, ToolCall, ToolDef, Usage,
