@@ -245,6 +245,8 @@ pub struct Config {
     pub temperature: Option<f32>,
     /// Token budgets per model.
     pub models: BTreeMap<String, ModelBudget>,
+    /// Models whose budget a config file set: what the server says never replaces these.
+    pub configured_models: std::collections::BTreeSet<String>,
     /// `~/.config/zhi` (user skills live below it).
     pub config_dir: Option<PathBuf>,
     /// Where each setting came from.
@@ -302,6 +304,7 @@ impl Config {
             grace_period: Duration::from_secs(30),
             temperature: None,
             models: default_model_budgets(),
+            configured_models: Default::default(),
             config_dir,
             origins: BTreeMap::new(),
             warnings: Vec::new(),
@@ -442,6 +445,23 @@ impl Config {
             .get(model)
             .copied()
             .unwrap_or(UNKNOWN_MODEL_BUDGET)
+    }
+
+    /// What a server said of itself (its context window) becomes the budget of `model`,
+    /// unless a config file set that model's budget. The answer's cap shrinks with a small
+    /// window so that a document piece still fits beside it.
+    pub fn apply_server_window(&mut self, model: &str, context_window: u32) {
+        if self.configured_models.contains(model) || context_window == 0 {
+            return;
+        }
+        let base = self.budget(model);
+        self.models.insert(
+            model.to_string(),
+            ModelBudget {
+                context_window,
+                max_output: base.max_output.min(context_window / 4).max(256),
+            },
+        );
     }
 
     /// Whether the API base is on this machine (a local server needs no key).
@@ -591,6 +611,7 @@ impl Config {
                         let field =
                             |f: &str| budget.get(f).and_then(Value::as_u64).map(|n| n as u32);
                         let base = self.budget(name);
+                        self.configured_models.insert(name.to_string());
                         self.models.insert(
                             name.to_string(),
                             ModelBudget {

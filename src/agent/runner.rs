@@ -40,6 +40,8 @@ pub struct AgentEnv {
     pub max_tokens: Option<u32>,
     /// Sampling temperature, when configured.
     pub temperature: Option<f32>,
+    /// A repetition penalty for servers that take one (llama.cpp).
+    pub repeat_penalty: Option<f32>,
     /// Cancelled when the run aborts or is interrupted.
     pub cancel: CancellationToken,
     /// The job, for logs.
@@ -205,6 +207,7 @@ pub async fn run_direct(
         let mut req = ChatRequest::new(env.model.clone(), messages.clone());
         req.max_tokens = env.max_tokens;
         req.temperature = env.temperature;
+        req.repeat_penalty = env.repeat_penalty;
         let reply = request(env, skill, round, &req, stats).await?;
         // A model that calls file_write anyway has still given the content.
         let answer = reply
@@ -339,6 +342,8 @@ pub fn run_skill<'a>(
             }
             req.max_tokens = env.max_tokens;
             req.temperature = env.temperature;
+            req.repeat_penalty = env.repeat_penalty;
+            req.repeat_penalty = env.repeat_penalty;
             let reply = request(env, skill, turn, &req, stats).await?;
             let calls = reply.message.calls().to_vec();
             if calls.is_empty() {

@@ -165,7 +165,11 @@ fn render(s: &RunSummary) -> Vec<String> {
     };
     out.push(format!("  started {started}  finished {finished}{took}"));
     out.push(format!("  jobs: {}", counts_line(&s.counts)));
-    out.push(format!("  tokens: {}", tokens_line(&s.tokens)));
+    out.push(format!(
+        "  tokens: {}  requests: {}",
+        tokens_line(&s.tokens),
+        s.requests
+    ));
     if !s.failures_by_kind.is_empty() {
         out.push("  failures by kind:".into());
         for (kind, n) in &s.failures_by_kind {
@@ -179,11 +183,28 @@ fn render(s: &RunSummary) -> Vec<String> {
                 f.error_kind.as_deref().unwrap_or("?"),
                 one_line(&truncate(f.error_message.as_deref().unwrap_or(""), 120))
             ));
+            if let Some(t) = &f.transcript {
+                out.push(format!(
+                    "      transcript {}",
+                    one_line(&transcript_path(s, t))
+                ));
+            }
         }
         if s.failures.len() > 20 {
             out.push(format!(
                 "    … and {} more (see results.jsonl)",
                 s.failures.len() - 20
+            ));
+        }
+    }
+    if !s.refused.is_empty() {
+        out.push("  jobs with refused tool calls:".into());
+        for j in s.refused.iter().take(20) {
+            out.push(format!(
+                "    {}  {} refused  transcript {}",
+                one_line(&j.input),
+                j.refused_tool_calls,
+                one_line(&transcript_path(s, j.transcript.as_deref().unwrap_or("?")))
             ));
         }
     }
@@ -319,4 +340,14 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
     } else {
         Exit::JobsFailed
     })
+}
+
+/// A transcript's path as a person can open it: under the output folder that holds the run
+/// (`<OUT>/.zhi/runs/<run>`).
+fn transcript_path(s: &crate::manifest::summary::RunSummary, rel: &str) -> String {
+    let run = std::path::Path::new(&s.path);
+    match run.ancestors().nth(3) {
+        Some(out) if !out.as_os_str().is_empty() => out.join(rel).display().to_string(),
+        _ => rel.to_string(),
+    }
 }

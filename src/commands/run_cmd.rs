@@ -232,6 +232,10 @@ struct Words {
     records: &'static str,
     failed_jobs: &'static str,
     more: &'static str,
+    transcript: &'static str,
+    refused_jobs: &'static str,
+    requests: &'static str,
+    retries: &'static str,
 }
 
 const EN: Words = Words {
@@ -249,6 +253,10 @@ const EN: Words = Words {
     records: "records in",
     failed_jobs: "failed jobs:",
     more: "more (see results.jsonl)",
+    transcript: "transcript",
+    refused_jobs: "jobs with refused tool calls:",
+    requests: "requests",
+    retries: "retries",
 };
 
 const ZH: Words = Words {
@@ -266,6 +274,10 @@ const ZH: Words = Words {
     records: "记录",
     failed_jobs: "失败的任务：",
     more: "个未列出（见 results.jsonl）",
+    transcript: "记录全文",
+    refused_jobs: "有被拒绝的工具调用的任务：",
+    requests: "请求",
+    retries: "重试",
 };
 
 fn print_summary(
@@ -311,14 +323,22 @@ fn print_summary(
         w.cancelled,
         c.cancelled
     );
+    let retries: u64 = result
+        .records
+        .iter()
+        .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
+        .sum();
     eprintln!(
-        "  {} {} ({} {}, {} {})",
+        "  {} {} ({} {}, {} {})  {} {} ({} {retries})",
         w.tokens,
         m.tokens.prompt + m.tokens.completion,
         w.prompt,
         m.tokens.prompt,
         w.completion,
-        m.tokens.completion
+        m.tokens.completion,
+        w.requests,
+        m.requests,
+        w.retries,
     );
     let records = Path::new(&m.results);
     eprintln!(
@@ -343,9 +363,36 @@ fn print_summary(
                     one_line(&truncate(&e.message, 120))
                 );
             }
+            if let Some(t) = &r.transcript {
+                eprintln!(
+                    "      {} {}",
+                    w.transcript,
+                    one_line(&format!("{shown}/{t}"))
+                );
+            }
         }
         if failed.len() > 20 {
             eprintln!("    … {} {}", failed.len() - 20, w.more);
+        }
+    }
+    let refused: Vec<_> = result
+        .records
+        .iter()
+        .filter(|r| r.refused_tool_calls > 0)
+        .collect();
+    if !refused.is_empty() {
+        eprintln!("  {}", w.refused_jobs);
+        for r in refused.iter().take(20) {
+            eprintln!(
+                "    {}  {}  {} {}",
+                one_line(&r.input),
+                r.refused_tool_calls,
+                w.transcript,
+                one_line(&format!(
+                    "{shown}/{}",
+                    r.transcript.as_deref().unwrap_or("?")
+                ))
+            );
         }
     }
 }

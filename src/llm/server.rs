@@ -33,7 +33,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_BODY: usize = 1 << 20;
 
 /// What a model server said about itself. Every field is `None` when unknown.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerInfo {
     /// `"llama.cpp"`, `"vllm"`, `"ollama"` or `"openai-compatible"`.
     pub kind: Option<String>,

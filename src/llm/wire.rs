@@ -24,6 +24,9 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// llama.cpp's repetition penalty; sent only to a server known to take it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f32>,
     /// Always `false`: zhi reads whole completions, never streams.
     #[serde(default)]
     pub stream: bool,
@@ -39,6 +42,7 @@ impl ChatRequest {
             tool_choice: None,
             temperature: None,
             max_tokens: None,
+            repeat_penalty: None,
             stream: false,
         }
     }

@@ -247,6 +247,10 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
         reason,
         concurrency: Default::default(),
         planned_job_ids: planned,
+        base_url: None,
+        served_model: None,
+        server: None,
+        requests: records.iter().map(|r| u64::from(r.requests)).sum(),
     };
     Merged {
         manifest,

@@ -225,4 +225,16 @@ pub struct RunManifest {
     /// `manifest merge` can report planned jobs that no shard did.
     #[serde(default)]
     pub planned_job_ids: Vec<String>,
+    /// The API base the run spoke to, without credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The model the server said answered (most requests', when several did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_model: Option<String>,
+    /// What a non-provider server said of itself (kind, context window, slots, model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::llm::ServerInfo>,
+    /// HTTP requests the run sent, retries included.
+    #[serde(default)]
+    pub requests: u64,
 }

@@ -21,6 +21,10 @@ pub struct JobLine {
     pub error_kind: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    pub refused_tool_calls: u32,
+    /// The job's transcript, relative to the output folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 /// The summary object `zhi manifest show --json` prints.
@@ -43,6 +47,10 @@ pub struct RunSummary {
     pub failures_by_kind: BTreeMap<String, u64>,
     /// The failed jobs, in record order.
     pub failures: Vec<JobLine>,
+    /// Jobs whose model made tool calls that were refused, in record order.
+    pub refused: Vec<JobLine>,
+    /// HTTP requests sent, retries included.
+    pub requests: u64,
     /// The slowest jobs that ran, slowest first (at most [`SLOWEST`]).
     pub slowest: Vec<JobLine>,
     /// Lines of `results.jsonl` that did not parse (a crash mid-write).
@@ -57,6 +65,8 @@ fn line(r: &super::JobRecord) -> JobLine {
         duration_ms: r.duration_ms,
         error_kind: r.error.as_ref().map(|e| e.kind.to_string()),
         error_message: r.error.as_ref().map(|e| e.message.clone()),
+        refused_tool_calls: r.refused_tool_calls,
+        transcript: r.transcript.clone(),
     }
 }
 
@@ -122,6 +132,13 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
         tokens,
         failures_by_kind,
         failures,
+        refused: run
+            .records
+            .iter()
+            .filter(|r| r.refused_tool_calls > 0)
+            .map(line)
+            .collect(),
+        requests: run.records.iter().map(|r| u64::from(r.requests)).sum(),
         slowest: ran.into_iter().take(SLOWEST).map(line).collect(),
         torn_lines: run.torn_lines,
     }

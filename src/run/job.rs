@@ -32,6 +32,8 @@ pub struct Shared {
     /// The run's document slots: pieces of a long document run in free slots.
     pub slots: Arc<super::slots::Slots>,
     pub progress: Arc<super::progress::Counters>,
+    /// What the server said of itself, when it was asked.
+    pub server: Option<crate::llm::ServerInfo>,
 }
 
 impl Shared {
@@ -55,6 +57,9 @@ pub fn transcript_path(output_dir: &Path, run_id: &str, job_id: &str) -> PathBuf
         .join("transcripts")
         .join(format!("{job_id}.jsonl"))
 }
+
+/// The repetition penalty sent to llama.cpp servers (its own default is 1.0, off).
+const LLAMA_CPP_REPEAT_PENALTY: f32 = 1.15;
 
 /// One job's model work: what every request of it needs besides the run's shared parts.
 pub(super) struct JobCtx<'a> {
@@ -394,6 +399,13 @@ pub(super) async fn ask(
         model,
         max_tokens: Some(budget.max_output),
         temperature: shared.config.temperature,
+        // A small local model at temperature 0 loops on one line until the length limit;
+        // llama.cpp's repetition penalty stops that. Other servers get what they expect.
+        repeat_penalty: shared
+            .server
+            .as_ref()
+            .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
+            .map(|_| LLAMA_CPP_REPEAT_PENALTY),
         cancel: shared.cancel.clone(),
         label: job.input.clone(),
         transcript: ctx.transcript.clone(),

@@ -147,13 +147,57 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     settings.tpm = opts.config.tpm;
     let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
 
+    // A server that is not a known provider is asked what it is: its context window drives
+    // splitting, its slots the concurrency (unless -j says otherwise).
+    let mut run_config = opts.config.clone();
+    let server = if crate::llm::is_known_provider(&run_config.base_url) || opts.jobs.is_empty() {
+        None
+    } else {
+        let models: std::collections::BTreeSet<String> = opts
+            .jobs
+            .iter()
+            .map(|j| {
+                run_config.model_for(opts.skills.get(&j.skill).and_then(|s| s.model.as_deref()))
+            })
+            .collect();
+        let first = models.iter().next().cloned().unwrap_or_default();
+        let info = crate::llm::probe(&client, &first).await;
+        if let Some(window) = info.context_window {
+            for m in &models {
+                run_config.apply_server_window(m, window);
+            }
+        }
+        if let Some(slots) = info.slots.filter(|n| *n > 0) {
+            let explicit = run_config
+                .origins
+                .get("concurrency")
+                .is_some_and(|o| !matches!(o, crate::config::Origin::Default));
+            match run_config.concurrency {
+                // More documents in flight than the server has slots only queue there, and
+                // queued requests run into timeouts and retries.
+                Concurrency::Fixed(n) if !explicit => {
+                    run_config.concurrency = Concurrency::Fixed(n.min(slots as usize).max(1));
+                }
+                Concurrency::Auto => run_config.concurrency = Concurrency::Fixed(slots as usize),
+                Concurrency::Fixed(_) => {}
+            }
+        }
+        tracing::info!(
+            kind = info.kind.as_deref().unwrap_or("unknown"),
+            context_window = info.context_window,
+            slots = info.slots,
+            "asked the server what it is"
+        );
+        Some(info)
+    };
+
     // Cache status of every job, inputs hashed in parallel, before anything reaches the model.
-    let config = opts.config.clone();
+    let config = run_config.clone();
     let skills = opts.skills.clone();
     let jobs = opts.jobs.clone();
     let out2 = out.clone();
     let force = opts.force;
-    let (auto, initial) = match opts.config.concurrency {
+    let (auto, initial) = match run_config.concurrency {
         Concurrency::Fixed(n) => (false, n),
         Concurrency::Auto => (true, slots::AUTO_START),
     };
@@ -209,7 +253,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let shared = Arc::new(job::Shared {
         client: client.clone(),
         skills: opts.skills.clone(),
-        config: opts.config.clone(),
+        config: run_config.clone(),
         output_dir: out.clone(),
         run_id: run_id.clone(),
         allow_web: opts.allow_web,
@@ -218,6 +262,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         cancel: state.hard.clone(),
         slots: slots.clone(),
         progress: progress.counters.clone(),
+        server: server.clone(),
     });
 
     let mut tasks = tokio::task::JoinSet::new();
@@ -424,6 +469,10 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             last: last as u32,
         },
         planned_job_ids: opts.plan_ids.clone(),
+        base_url: Some(without_credentials(&run_config.base_url)),
+        served_model: served_model(&records),
+        server: server.clone(),
+        requests: records.iter().map(|r| u64::from(r.requests)).sum(),
     };
     let w = writer.lock().unwrap_or_else(|e| e.into_inner());
     w.finish(&manifest, &out, &records).map_err(|e| {
@@ -437,6 +486,56 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         exit,
         records,
     })
+}
+
+/// Every job has a transcript, also one that sent no request (cached, failed while planning,
+/// not run): then it holds one note saying why. Returns its path relative to the output
+/// folder.
+fn ensure_transcript(run_dir: &Path, record: &JobRecord) -> String {
+    let path = run_dir
+        .join("transcripts")
+        .join(format!("{}.jsonl", record.job_id));
+    if !path.exists() {
+        let t = crate::agent::transcript::Transcript::create(&path, None);
+        let why = record
+            .error
+            .as_ref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        t.note(&format!("{}, no request sent{why}", record.status.as_str()));
+    }
+    // `<OUT>/.zhi/runs/<run-id>` → `.zhi/runs/<run-id>/transcripts/<job-id>.jsonl`.
+    let run = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".zhi/runs/{run}/transcripts/{}.jsonl", record.job_id)
+}
+
+/// The base URL as a manifest may show it: no user, password or query.
+fn without_credentials(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string().trim_end_matches('/').to_string()
+        }
+        Err(_) => url.split('?').next().unwrap_or("").to_string(),
+    }
+}
+
+/// The model the server said answered most of the run's requests.
+fn served_model(records: &[JobRecord]) -> Option<String> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        if let Some(m) = &r.served_model {
+            *seen.entry(m.as_str()).or_default() += 1;
+        }
+    }
+    seen.into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(m, _)| m.to_string())
 }
 
 #[derive(Clone, Copy)]
@@ -472,6 +571,13 @@ fn finish_record_small(
     opts: &SmallOpts,
     slots: &Arc<Slots>,
 ) {
+    let mut record = record;
+    let run_dir = writer
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .dir()
+        .to_path_buf();
+    record.transcript = Some(ensure_transcript(&run_dir, &record));
     if let Err(e) = writer
         .lock()
         .unwrap_or_else(|e| e.into_inner())
