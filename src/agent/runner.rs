@@ -427,15 +427,8 @@ pub fn run_skill<'a>(
                     "tool call: {}",
                     one_line(&truncate(&content, 160))
                 );
-                env.transcript.tool(
-                    &skill.name,
-                    turn,
-                    &call.id,
-                    name,
-                    &call.function.arguments,
-                    &content,
-                    refused,
-                );
+                env.transcript
+                    .tool(&skill.name, turn, call, &content, refused);
                 messages.push(Message::tool_result(call.id.clone(), content));
             }
             if !expected.files.is_empty() && problems(env).is_empty() {

@@ -109,9 +109,7 @@ impl Transcript {
         &self,
         skill: &str,
         turn: u32,
-        call_id: &str,
-        name: &str,
-        arguments: &str,
+        call: &crate::llm::ToolCall,
         result: &str,
         refused: bool,
     ) {
@@ -120,9 +118,9 @@ impl Transcript {
             "at": crate::run::now_rfc3339(),
             "skill": skill,
             "turn": turn,
-            "tool_call_id": call_id,
-            "name": name,
-            "arguments": cut(arguments),
+            "tool_call_id": call.id,
+            "name": call.function.name,
+            "arguments": cut(&call.function.arguments),
             "result": cut(result),
             "refused": refused,
         }));
@@ -203,15 +201,8 @@ mod tests {
         let path = dir.path().join("t").join("job.jsonl");
         let t = Transcript::create(&path, Some("sk-secret-123".into()));
         let long = "字".repeat(3000);
-        t.tool(
-            "s",
-            1,
-            "c1",
-            "file_read",
-            "{\"path\":\"sk-secret-123\"}",
-            &long,
-            false,
-        );
+        let call = crate::llm::ToolCall::new("c1", "file_read", "{\"path\":\"sk-secret-123\"}");
+        t.tool("s", 1, &call, &long, false);
         t.note("echo sk-secret-123");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("sk-secret-123"), "{text}");

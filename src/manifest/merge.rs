@@ -329,6 +329,10 @@ mod tests {
             reason: None,
             concurrency: Default::default(),
             planned_job_ids: planned.iter().map(|s| s.to_string()).collect(),
+            base_url: None,
+            served_model: None,
+            server: None,
+            requests: 0,
         };
         LoadedRun {
             run_id: id.into(),

@@ -11,6 +11,7 @@ mod hostile_run;
 mod llm_client;
 mod local_llm;
 mod ocr_api;
+mod outputs;
 mod plan_cli;
 mod run_fake;
 mod skills_cli;

@@ -1,0 +1,413 @@
+//! Honest results (SPEC §3 "Declared outputs", "Direct mode"; §6 "Knowing the server"; §9
+//! transcripts): a job succeeds only with the files its skill declares, a direct skill costs
+//! one request, and every job can be explained from its transcript.
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use serde_json::{Value, json};
+use std::path::Path;
+
+const FAST: &str = "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
+
+fn env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", FAST);
+    env
+}
+
+fn run(env: &TestEnv, api: &FakeApi, skill: &str, args: &[&str]) -> std::process::Output {
+    let base = api.base_url();
+    let mut all = vec!["--no-progress", "run", skill];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--base-url", &base, "-o", "out"]);
+    env.zhi().args(&all).output().expect("run zhi")
+}
+
+fn show(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
+fn record(env: &TestEnv, input: &str) -> Value {
+    records_by_input(&env.path("out"))
+        .remove(input)
+        .unwrap_or_else(|| panic!("no record for {input}"))
+}
+
+/// A two-file agent skill: it runs the loop (two declared outputs), with write and read tools.
+fn two_file_skill(env: &TestEnv) {
+    env.project_skill(
+        "notes-and-facts.yaml",
+        "name: notes-and-facts\ndescription: Notes and facts\nsystem_prompt: Write notes and facts.\n\
+         tools: [file_read, file_write]\nmax_turns: 5\noutput:\n  files: [notes.md, facts.json]\n",
+    );
+}
+
+#[test]
+fn a_model_that_only_claims_its_files_ends_missing_output() {
+    let env = env();
+    env.write("docs/a.txt", "Q3 revenue rose 12%, driven by exports.\n");
+    two_file_skill(&env);
+    let api = FakeApi::always(Reply::text("I wrote notes.md and facts.json."));
+    let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["kind"], "missing_output", "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("notes.md") && message.contains("facts.json"),
+        "{message}"
+    );
+    // The answer, then one corrective turn that names what is missing.
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2);
+    let corrective = reqs[1].last_user_text().unwrap();
+    assert!(
+        corrective.contains("notes.md") && corrective.contains("facts.json"),
+        "{corrective}"
+    );
+    assert!(reqs[1].tools_offered().contains(&"file_write".to_string()));
+    assert!(!env.path("out/notes-and-facts/docs/a.txt").exists());
+    assert!(stderr(&out).contains("missing_output"), "{}", show(&out));
+}
+
+#[test]
+fn a_direct_skill_that_only_claims_the_summary_ends_missing_output() {
+    let env = env();
+    env.write("docs/a.txt", "Q3 revenue rose 12%, driven by exports.\n");
+    let api = FakeApi::always(Reply::text(
+        "I wrote summary-2.md: Q3 revenue rose 12%, driven by exports.",
+    ));
+    let out = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "missing_output", "{r}");
+    assert_eq!(
+        api.chat_requests().len(),
+        2,
+        "one answer, one corrective request"
+    );
+    assert!(!env.path("out/summarize/docs/a.txt").exists());
+}
+
+#[test]
+fn a_plain_answer_is_the_declared_file_in_one_request_without_tools() {
+    let env = env();
+    env.write(
+        "docs/a.txt",
+        "Q3 revenue rose 12%, driven by exports. Costs were flat.\n",
+    );
+    env.write("docs/b.txt", "第三季度营收增长百分之十二。\n");
+    let api = FakeApi::start(|req: &Recorded| {
+        if req
+            .last_user_text()
+            .unwrap_or_default()
+            .contains("docs/b.txt")
+        {
+            Reply::text("```markdown\n# 摘要\n\n营收增长。\n```")
+        } else {
+            Reply::text("# Q3\n\nRevenue rose 12% on exports.")
+        }
+    });
+    let out = run(&env, &api, "summarize", &["docs", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(
+        std::fs::read_to_string(env.path("out/summarize/docs/a.txt/summary.md")).unwrap(),
+        "# Q3\n\nRevenue rose 12% on exports.\n"
+    );
+    // The wrapping code fence is removed.
+    assert_eq!(
+        std::fs::read_to_string(env.path("out/summarize/docs/b.txt/summary.md")).unwrap(),
+        "# 摘要\n\n营收增长。\n"
+    );
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2, "one request per document");
+    for req in &reqs {
+        assert!(
+            req.tools_offered().is_empty(),
+            "direct requests offer no tools"
+        );
+        let system = req.system_prompt().unwrap();
+        assert!(
+            !system.contains("e.g."),
+            "no example a model can copy: {system}"
+        );
+    }
+    // The Chinese document is answered in Chinese: zhi says so plainly.
+    let zh = reqs
+        .iter()
+        .find(|r| r.last_user_text().unwrap().contains("docs/b.txt"))
+        .unwrap();
+    assert!(
+        zh.last_user_text()
+            .unwrap()
+            .contains("write the result in Chinese")
+    );
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(
+        (r["requests"].as_u64(), r["turns"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_copy_of_the_input_is_not_a_summary() {
+    let env = env();
+    let doc = "The board met on Monday. It approved the budget of 4.2 million for the year, \
+               a new plant in Suzhou with 200 jobs, and a dividend of 0.30 per share in May.\n";
+    env.write("docs/a.txt", doc);
+    let api = FakeApi::start(|req: &Recorded| {
+        let user = req.messages()[1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let text = user
+            .split("--- BEGIN DOCUMENT docs/a.txt ---\n")
+            .nth(1)
+            .and_then(|t| t.split("\n--- END DOCUMENT").next())
+            .unwrap_or_default()
+            .to_string();
+        Reply::text(format!("# Summary\n\n{text}"))
+    });
+    let out = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "missing_output", "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("copy"),
+        "{r}"
+    );
+}
+
+#[test]
+fn writing_the_declared_files_ends_the_job_in_one_request() {
+    let env = env();
+    env.write("docs/a.txt", "Q3 revenue rose 12%.\n");
+    two_file_skill(&env);
+    let api = FakeApi::always(Reply::tool_calls(vec![
+        (
+            "file_write",
+            json!({"path": "notes.md", "content": "# Notes\n\nRevenue rose.\n"}),
+        ),
+        (
+            "file_write",
+            json!({"path": "facts.json", "content": {"revenue_growth": "12%"}}),
+        ),
+    ]));
+    let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(api.chat_requests().len(), 1, "no confirmation turn");
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert_eq!(r["outputs"].as_array().unwrap().len(), 2, "{r}");
+}
+
+#[test]
+fn a_second_write_of_a_declared_name_gets_a_name_zhi_picks() {
+    let env = env();
+    env.write("docs/a.txt", "Q3 revenue rose 12%.\n");
+    env.project_skill(
+        "twice.yaml",
+        "name: twice\ndescription: Writes twice\nsystem_prompt: Write.\ntools: [file_write]\nmax_turns: 3\n",
+    );
+    let api = FakeApi::start(|req: &Recorded| {
+        if req.has_tool_result() {
+            Reply::text("done")
+        } else {
+            Reply::tool_calls(vec![
+                ("file_write", json!({"path": "out.md", "content": "one"})),
+                ("file_write", json!({"path": "out.md", "content": "two"})),
+            ])
+        }
+    });
+    let out = run(&env, &api, "twice", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let dir = env.path("out/twice/docs/a.txt");
+    assert_eq!(std::fs::read_to_string(dir.join("out.md")).unwrap(), "one");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out-2.md")).unwrap(),
+        "two"
+    );
+    // The results go back in call order, the second saying which name zhi picked.
+    let results = api.chat_requests()[1].tool_results();
+    assert!(results[0].content.contains("wrote `out.md`"), "{results:?}");
+    assert!(results[1].content.contains("`out-2.md`"), "{results:?}");
+}
+
+/// Every job of every run has a transcript; none holds the key, even when the server echoes
+/// it; `manifest show` names the failed jobs' transcripts.
+#[test]
+fn every_job_has_a_transcript_and_none_holds_the_key() {
+    const KEY: &str = "sk-test-transcript-77153";
+    let env = env();
+    env.write("docs/a.txt", "alpha report\n");
+    env.write("docs/b.txt", "beta report\n");
+    env.write("docs/c.txt", "gamma report\n");
+    let api = FakeApi::start(|req: &Recorded| {
+        let user = req.last_user_text().unwrap_or_default();
+        let key = req.bearer().unwrap_or("").to_string();
+        if user.contains("docs/c.txt") {
+            Reply::zhipu_error(400, "1301", "blocked")
+        } else {
+            Reply::text(format!("Summary (server saw {key})."))
+        }
+    });
+    for round in 0..2 {
+        let out = env
+            .zhi()
+            .env("ZHI_API_KEY", KEY)
+            .args(["--no-progress", "run", "summarize", "docs", "--base-url"])
+            .arg(api.base_url())
+            .args(["-o", "out"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "round {round}: {}", show(&out));
+        assert!(!stderr(&out).contains(KEY));
+        if round == 0 {
+            assert!(stderr(&out).contains("transcript"), "{}", show(&out));
+        }
+    }
+    // Both runs: every record names an existing transcript without the key.
+    let runs = env.path("out/.zhi/runs");
+    let mut seen = 0;
+    for run in std::fs::read_dir(&runs).unwrap() {
+        let results = run.unwrap().path().join("results.jsonl");
+        for line in std::fs::read_to_string(results).unwrap().lines() {
+            let r: Value = serde_json::from_str(line).unwrap();
+            let t = env
+                .path("out")
+                .join(r["transcript"].as_str().expect("a transcript"));
+            let text =
+                std::fs::read_to_string(&t).unwrap_or_else(|e| panic!("{}: {e}", t.display()));
+            assert!(!text.is_empty());
+            assert!(!text.contains(KEY), "{}", t.display());
+            seen += 1;
+        }
+    }
+    assert_eq!(
+        seen, 6,
+        "three jobs in each of two runs (the second cached two)"
+    );
+    for entry in walk(&env.path("out")) {
+        if let Ok(text) = std::fs::read_to_string(&entry) {
+            assert!(!text.contains(KEY), "{} holds the key", entry.display());
+        }
+    }
+    let show_out = env
+        .zhi()
+        .args(["manifest", "show", "-o", "out"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&show_out), stderr(&show_out));
+    assert!(
+        text.contains("docs/c.txt") && text.contains("transcripts/"),
+        "{text}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A llama.cpp-like server: its `/props` says 1,200 tokens of context and one slot. A
+/// document of some 3,000 tokens is split without any configuration, one request at a time.
+#[test]
+fn the_servers_context_window_drives_splitting() {
+    let env = TestEnv::new();
+    let para = "The committee reviewed the annual plan and agreed on the next steps for the team. ";
+    let doc: String = (0..120)
+        .map(|i| format!("Section {i}. {}\n\n", para.repeat(2)))
+        .collect();
+    env.write("big.txt", &doc);
+    let api = FakeApi::start(|req: &Recorded| {
+        if req.method == "GET" && req.path == "/props" {
+            return Reply::status(
+                200,
+                json!({"default_generation_settings": {"n_ctx": 1200}, "total_slots": 1}),
+            );
+        }
+        if !req.is_chat() {
+            return Reply::status(404, json!({"error": {"message": "no route"}}));
+        }
+        let size = req.body_text.len();
+        if size > 6000 {
+            // What llama.cpp says when the window is exceeded.
+            return Reply::status(
+                400,
+                json!({"error": {"code": 400, "message": "request (3100 tokens) exceeds the available context size (1200 tokens), try increasing it", "type": "exceed_context_size_error"}}),
+            );
+        }
+        Reply::text("A short part summary.")
+    });
+    let out = run(&env, &api, "summarize", &["big.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let r = record(&env, "big.txt");
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert!(r["chunks"]["total"].as_u64().unwrap() >= 3, "{r}");
+    for req in api.chat_requests() {
+        assert!(
+            req.body_text.len() <= 6000,
+            "a request over the window was sent"
+        );
+    }
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(env.path("out/manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["server"]["context_window"], 1200, "{m}");
+    assert_eq!(
+        m["concurrency"]["initial"], 1,
+        "one slot, one document in flight: {m}"
+    );
+    assert!(
+        m["base_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{m}"
+    );
+}
+
+/// Without `/props` the window is unknown; llama.cpp's "exceeds the available context size"
+/// is `context_too_long`, and the document is split after all.
+#[test]
+fn llama_cpp_context_exceeded_splits_the_document() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", "retry: {max_attempts: 1}\n");
+    let para = "The committee reviewed the annual plan and agreed on the next steps. ";
+    let doc: String = (0..60).map(|i| format!("Part {i}. {para}\n\n")).collect();
+    env.write("big.txt", &doc);
+    let api = FakeApi::start(|req: &Recorded| {
+        if !req.is_chat() {
+            return Reply::status(404, json!({"error": {"message": "no route"}}));
+        }
+        if req.body_text.len() > 3000 {
+            return Reply::status(
+                400,
+                json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}}),
+            );
+        }
+        Reply::text("A short summary.")
+    });
+    let out = run(&env, &api, "summarize", &["big.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let r = record(&env, "big.txt");
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert!(
+        r["chunks"].is_object(),
+        "split after the server said so: {r}"
+    );
+}
