@@ -15,6 +15,9 @@ pub enum Problem {
     Copy,
     /// A claim to have written a file, not the file's content.
     Claim,
+    /// The text goes round in circles: the same passages again and again, far more than in
+    /// the input (a small model's loop).
+    Loop,
     /// Not of the file's format (`.json` that does not parse).
     Invalid(String),
 }
@@ -32,6 +35,9 @@ impl Problem {
                 format!("{file} was not written: the model only said it had written it")
             }
             Problem::Invalid(why) => format!("{file} is not valid: {why}"),
+            Problem::Loop => format!(
+                "{file} repeats the same passages over and over (the model looped), not a usable result"
+            ),
         }
     }
 }
@@ -91,11 +97,14 @@ pub fn check_file(path: &Path, source: Option<&str>) -> Option<Problem> {
         crate::skills::extension(&path.to_string_lossy()).as_str(),
         "md" | "markdown" | "txt" | "text" | "csv" | "tsv" | "html" | "htm" | "rst" | "tex"
     );
-    if text_like
-        && let (Some(src), Ok(text)) = (source, std::str::from_utf8(&bytes))
-        && is_copy(text, src)
-    {
-        return Some(Problem::Copy);
+    if text_like && let Ok(text) = std::str::from_utf8(&bytes) {
+        if source.is_some_and(|src| is_copy(text, src)) {
+            return Some(Problem::Copy);
+        }
+        let tabular = text.contains('\t') || path.extension().is_some_and(|e| e == "csv");
+        if !tabular && is_loop(text, source) {
+            return Some(Problem::Loop);
+        }
     }
     None
 }
@@ -118,9 +127,53 @@ pub fn check_answer(answer: &str, file: &str, source: Option<&str>) -> Option<Pr
             if source.is_some_and(|s| is_copy(answer, s)) {
                 return Some(Problem::Copy);
             }
+            if !file.ends_with(".csv") && is_loop(answer, source) {
+                return Some(Problem::Loop);
+            }
         }
     }
     None
+}
+
+/// The span (in characters, white space ignored) that a passage must share with an earlier
+/// one to count as repeated.
+const LOOP_SPAN: usize = 20;
+
+/// Whether `output` goes round in circles: at least half of it repeats passages of itself,
+/// and at least 30 points more than `source` repeats itself (a translation of a repetitive
+/// document may repeat as much as the document does). Real prose, Chinese or English, stays
+/// well under that: a few repeated names and figures, not whole paragraphs.
+pub fn is_loop(output: &str, source: Option<&str>) -> bool {
+    let share = repeated_share(output);
+    share >= 0.5 && share >= source.map_or(0.0, repeated_share) + 0.3
+}
+
+/// The share of `text`'s characters (white space ignored) inside a [`LOOP_SPAN`]-character
+/// passage that already occurred earlier in the text. Texts under 400 characters count as 0.
+pub fn repeated_share(text: &str) -> f64 {
+    let chars: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if chars.len() < 400 {
+        return 0.0;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(chars.len());
+    // Covered characters, as a difference array of +1 at a repeated window's start and -1
+    // past its end.
+    let mut marks = vec![0i32; chars.len() + 1];
+    for (i, window) in chars.windows(LOOP_SPAN).enumerate() {
+        if !seen.insert(window) {
+            marks[i] += 1;
+            marks[i + LOOP_SPAN] -= 1;
+        }
+    }
+    let mut depth = 0;
+    let mut covered = 0usize;
+    for m in &marks[..chars.len()] {
+        depth += m;
+        if depth > 0 {
+            covered += 1;
+        }
+    }
+    covered as f64 / chars.len() as f64
 }
 
 /// Whether `output` is `source` handed back: the same words, or all of them with a little
@@ -196,6 +249,25 @@ pub fn strip_fence(answer: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn prose_is_not_a_loop() {
+        let prose = "The backup job runs every night at two and keeps seven days of copies. \
+            Users sign in with a password and a one-time code from their phone. Logs are \
+            rotated daily; an alert fires when a disk is eighty percent full. The release \
+            moved to the first of December because the export feature was too slow for the \
+            largest customers, and the team agreed on a plan to fix it within the week. \
+            Li Na writes the release notes; Wang Qiang owns the export fix and reports on \
+            Thursday at three in the afternoon, when the next meeting takes place.";
+        assert!(
+            super::repeated_share(prose) < 0.1,
+            "{}",
+            super::repeated_share(prose)
+        );
+        assert!(!super::is_loop(prose, None));
+        let looping = format!("{prose}\n\n{prose}\n\n{prose}");
+        assert!(super::is_loop(&looping, Some(prose)));
+    }
+
     use super::*;
 
     #[test]
@@ -254,5 +326,12 @@ mod tests {
             Some(Problem::Invalid(_))
         ));
         assert_eq!(check_answer("{\"a\": 1}", "a.json", None), None);
+        let point =
+            "- **新版本定于12月1日发布**：李娜负责发布说明，确保所有相关人员了解最新产品的功能。\n";
+        let looping = format!("# 会议纪要\n\n{}", point.repeat(12));
+        assert_eq!(check_answer(&looping, "a.md", None), Some(Problem::Loop));
+        // As repetitive as its input: a faithful rendering, not a loop.
+        let source = point.replace("李娜", "Li Na").repeat(12);
+        assert_eq!(check_answer(&looping, "a.md", Some(&source)), None);
     }
 }

@@ -42,6 +42,9 @@ pub struct AgentEnv {
     pub temperature: Option<f32>,
     /// A repetition penalty for servers that take one (llama.cpp).
     pub repeat_penalty: Option<f32>,
+    /// The frequency penalty of the one request that asks again after an answer ran to the
+    /// length limit (servers known to take it).
+    pub retry_penalty: Option<f32>,
     /// Cancelled when the run aborts or is interrupted.
     pub cancel: CancellationToken,
     /// The job, for logs.
@@ -199,6 +202,7 @@ pub async fn run_direct(
         Message::user(user_message),
     ];
     let mut round = 0;
+    let mut truncated_before = false;
     loop {
         round += 1;
         if env.cancel.is_cancelled() {
@@ -208,6 +212,9 @@ pub async fn run_direct(
         req.max_tokens = env.max_tokens;
         req.temperature = env.temperature;
         req.repeat_penalty = env.repeat_penalty;
+        if round > 1 && truncated_before {
+            req.frequency_penalty = env.retry_penalty;
+        }
         let reply = request(env, skill, round, &req, stats).await?;
         // A model that calls file_write anyway has still given the content.
         let answer = reply
@@ -246,9 +253,20 @@ pub async fn run_direct(
             };
             return Err(JobError::new(kind, why));
         }
+        if truncated || problem == Some(Problem::Loop) {
+            // An answer that ran to the limit is most often a loop: shown its own loop, a
+            // small model repeats it. Ask afresh, asking for brevity, with a frequency penalty
+            // where the server takes one.
+            truncated_before = true;
+            if let Some(Message { content, .. }) = messages.last_mut() {
+                let text = content.get_or_insert_with(String::new);
+                text.push_str("\nBe brief and say each point only once.\n");
+            }
+            continue;
+        }
         messages.push(Message::assistant(outputs::strip_fence(&answer).trim_end()));
         messages.push(Message::user(match problem {
-            None => "Your answer was cut off because it was too long. Answer again, complete and shorter.".to_string(),
+            None | Some(Problem::Loop) => unreachable!("a looping answer is asked afresh"),
             Some(Problem::Copy) => "Your answer repeats the input. Answer with the result your instructions ask for, not the input itself.".to_string(),
             Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
             Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),

@@ -27,6 +27,9 @@ pub struct ChatRequest {
     /// llama.cpp's repetition penalty; sent only to a server known to take it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_penalty: Option<f32>,
+    /// OpenAI's frequency penalty; zhi sends it only when asking again after a looping answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f32>,
     /// Always `false`: zhi reads whole completions, never streams.
     #[serde(default)]
     pub stream: bool,
@@ -43,6 +46,7 @@ impl ChatRequest {
             temperature: None,
             max_tokens: None,
             repeat_penalty: None,
+            frequency_penalty: None,
             stream: false,
         }
     }

@@ -61,6 +61,9 @@ pub fn transcript_path(output_dir: &Path, run_id: &str, job_id: &str) -> PathBuf
 /// The repetition penalty sent to llama.cpp servers (its own default is 1.0, off).
 const LLAMA_CPP_REPEAT_PENALTY: f32 = 1.15;
 
+/// The frequency penalty of the fresh request after an answer ran to the length limit.
+const RETRY_FREQUENCY_PENALTY: f32 = 0.5;
+
 /// One job's model work: what every request of it needs besides the run's shared parts.
 pub(super) struct JobCtx<'a> {
     pub shared: &'a Shared,
@@ -291,7 +294,7 @@ async fn run_in_staging(
                 ),
             ));
         }
-        super::chunked::run(&ctx, cache, &text, budget, staging, stats, chunks).await?;
+        split(&ctx, cache, &text, budget, staging, stats, chunks).await?;
         return verify(&ctx, staging, Some(&source));
     }
     let extras = extra_texts(shared, job).await;
@@ -303,14 +306,42 @@ async fn run_in_staging(
             tracing::info!(job = %job.input, "context too long for the model; splitting the document");
             transcript.note("the server said the context was exceeded; splitting the document");
             let _ = std::fs::remove_dir_all(staging);
-            let smaller = (estimate / 2).max(128);
-            super::chunked::run(&ctx, cache, &text, smaller, staging, stats, chunks).await?;
+            let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
+            split(&ctx, cache, &text, smaller, staging, stats, chunks).await?;
         }
         other => {
             other?;
         }
     }
     verify(&ctx, staging, Some(&source))
+}
+
+/// The smallest piece zhi halves down to when a server keeps saying its context is exceeded.
+const MIN_PIECE_TOKENS: u32 = 128;
+
+/// Splits the document into pieces of `size` tokens; while the server answers that a piece
+/// exceeds its context, halves the size and starts over (down to [`MIN_PIECE_TOKENS`]).
+async fn split(
+    ctx: &JobCtx<'_>,
+    cache: &JobCache,
+    text: &str,
+    mut size: u32,
+    staging: &Path,
+    stats: &mut AgentStats,
+    chunks: &mut super::chunked::ChunkState,
+) -> Result<(), JobError> {
+    loop {
+        match super::chunked::run(ctx, cache, text, size, staging, stats, chunks).await {
+            Err(e) if e.kind == ErrorKind::ContextTooLong && size > MIN_PIECE_TOKENS => {
+                size = (size / 2).max(MIN_PIECE_TOKENS);
+                ctx.transcript.note(&format!(
+                    "a piece still exceeded the server's context; splitting again at {size} tokens"
+                ));
+                let _ = std::fs::remove_dir_all(staging);
+            }
+            other => return other,
+        }
+    }
 }
 
 /// A document's text, extracted off the async threads (a PDF worker or OCR may run).
@@ -406,6 +437,9 @@ pub(super) async fn ask(
             .as_ref()
             .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
             .map(|_| LLAMA_CPP_REPEAT_PENALTY),
+        // Servers that described themselves (llama.cpp, vLLM, Ollama) take OpenAI's
+        // frequency penalty; known providers get requests as their documentation shows.
+        retry_penalty: shared.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
         cancel: shared.cancel.clone(),
         label: job.input.clone(),
         transcript: ctx.transcript.clone(),

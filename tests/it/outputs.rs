@@ -294,7 +294,7 @@ fn every_job_has_a_transcript_and_none_holds_the_key() {
         seen, 6,
         "three jobs in each of two runs (the second cached two)"
     );
-    for entry in walk(&env.path("out")) {
+    for entry in walk(&env.path("out/.zhi")) {
         if let Ok(text) = std::fs::read_to_string(&entry) {
             assert!(!text.contains(KEY), "{} holds the key", entry.display());
         }
@@ -334,7 +334,7 @@ fn the_servers_context_window_drives_splitting() {
         .map(|i| format!("Section {i}. {}\n\n", para.repeat(2)))
         .collect();
     env.write("big.txt", &doc);
-    let api = FakeApi::start(|req: &Recorded| {
+    let api = FakeApi::server(|req: &Recorded| {
         if req.method == "GET" && req.path == "/props" {
             return Reply::status(
                 200,

@@ -68,6 +68,15 @@ impl Recorded {
     }
 
     /// A header's value, by case-insensitive name.
+    /// One of zhi's server probes: `GET /props`, `GET …/models`, `POST /api/show`.
+    pub fn is_probe(&self) -> bool {
+        match self.method.as_str() {
+            "GET" => self.path.ends_with("/props") || self.path.ends_with("/models"),
+            "POST" => self.path.ends_with("/api/show"),
+            _ => false,
+        }
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -326,6 +335,9 @@ impl Reply {
 
 struct State {
     script: Box<Script>,
+    /// When false, zhi's server probes (`GET /props`, `GET …/models`, `POST /api/show`) get
+    /// a 404 without reaching the script or the record, as from a plain OpenAI-style API.
+    sees_probes: bool,
     recorded: Mutex<Vec<Recorded>>,
     panics: Mutex<Vec<String>>,
 }
@@ -344,11 +356,25 @@ pub struct FakeApi {
 }
 
 impl FakeApi {
-    /// Starts a server that answers every request with `script(&recorded)`.
+    /// Starts a server that answers every request with `script(&recorded)`, except zhi's
+    /// server probes, which get a 404 (see [`FakeApi::server`]).
     pub fn start<F>(script: F) -> FakeApi
     where
         F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
     {
+        FakeApi::launch(Box::new(script), false)
+    }
+
+    /// Like [`FakeApi::start`], but the script sees and answers the server probes too
+    /// (`GET /props`, `GET /v1/models`, `POST /api/show`): a llama.cpp, vLLM or Ollama look-alike.
+    pub fn server<F>(script: F) -> FakeApi
+    where
+        F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    {
+        FakeApi::launch(Box::new(script), true)
+    }
+
+    fn launch(script: Box<Script>, sees_probes: bool) -> FakeApi {
         let listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake API to 127.0.0.1");
         listener
@@ -356,7 +382,8 @@ impl FakeApi {
             .expect("make the fake API listener non-blocking");
         let addr = listener.local_addr().expect("fake API address");
         let state = Arc::new(State {
-            script: Box::new(script),
+            script,
+            sees_probes,
             recorded: Mutex::new(Vec::new()),
             panics: Mutex::new(Vec::new()),
         });
@@ -471,6 +498,10 @@ async fn connection(stream: TcpStream, state: &State) {
     let Some(mut recorded) = read_request(&mut reader).await else {
         return;
     };
+    if !state.sees_probes && recorded.is_probe() {
+        respond(reader, Reply::raw(404, "not found")).await;
+        return;
+    }
     {
         let mut all = lock(&state.recorded);
         recorded.seq = all.len();
