@@ -6,6 +6,7 @@
 # What lands in DIR:
 #   debian-reference/debian-reference.{en,zh-cn}.pdf   from the Debian packages
 #       debian-reference-en / debian-reference-zh-cn (installed if missing and running as root)
+#   debian-reference/en-30-pages.pdf, en-40k.txt   made from the English PDF (qpdf, poppler-utils)
 #   ocrmypdf/resources/   ocrmypdf's test resources (scans: linn.pdf + linn.txt, skew.pdf, …)
 #   pypdf/resources/      pypdf's test resources (encrypted, broken and odd PDFs)
 # The two source tarballs come from the Python package index through `pip download`, pinned.
@@ -48,6 +49,7 @@ need_program() { # program package...
     apt_install "$@" || log "skip: $program is missing (install: $*)"
 }
 need_program pdftotext poppler-utils
+need_program qpdf qpdf
 need_program tesseract tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim
 if command -v tesseract >/dev/null 2>&1 && ! tesseract --list-langs 2>&1 | grep -qx chi_sim; then
     apt_install tesseract-ocr-chi-sim || log "skip: tesseract has no chi_sim (install tesseract-ocr-chi-sim)"
@@ -72,6 +74,25 @@ for lang in en zh-cn; do
         log "copied debian-reference.$lang.pdf"
     fi
 done
+
+# Two long English documents made from the English PDF, for the end-to-end runs on the local
+# model: a 30-page PDF (pages 127-156, some 60 KB of text) and a 40 KB text (pages 24-45,
+# cut at a line end).
+en_pdf="$DIR/debian-reference/debian-reference.en.pdf"
+pages_pdf="$DIR/debian-reference/en-30-pages.pdf"
+if [ -s "$en_pdf" ] && [ ! -s "$pages_pdf" ] && command -v qpdf >/dev/null 2>&1; then
+    qpdf --empty --pages "$en_pdf" 127-156 -- "$pages_pdf.tmp.pdf"
+    mv "$pages_pdf.tmp.pdf" "$pages_pdf"
+    log "made en-30-pages.pdf"
+fi
+text_40k="$DIR/debian-reference/en-40k.txt"
+if [ -s "$en_pdf" ] && [ ! -s "$text_40k" ] && command -v pdftotext >/dev/null 2>&1; then
+    pdftotext -f 24 -l 45 "$en_pdf" "$text_40k.all"
+    head -c 40960 "$text_40k.all" | sed '$d' >"$text_40k.tmp"
+    mv "$text_40k.tmp" "$text_40k"
+    rm -f "$text_40k.all"
+    log "made en-40k.txt"
+fi
 
 # A source distribution's test resources: fetch_resources NAME VERSION MEMBER
 # (MEMBER: the folder inside the tarball, below NAME-VERSION/).

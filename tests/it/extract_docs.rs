@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Once;
 use std::time::Duration;
 use zhi::error::ErrorKind;
 use zhi::extract::{self, DocKind, ExtractOptions, Extracted, Method, OcrChoice};
@@ -37,23 +36,15 @@ fn docs_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-docs"))
 }
 
-/// A fetched document, or `None` (with a notice) when it cannot be had here.
+/// A fetched document, or `None` (with a notice) when `scripts/fetch-test-docs.sh` has not
+/// fetched it. The tests never fetch: downloads belong to the script (`.ci/run` runs it).
 pub(crate) fn fetched(relative: &str) -> Option<PathBuf> {
-    static FETCH: Once = Once::new();
-    FETCH.call_once(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-test-docs.sh");
-        match Command::new("bash").arg(&script).arg(docs_dir()).status() {
-            Ok(s) if s.success() => {}
-            Ok(s) => eprintln!("notice: {} ended with {s}", script.display()),
-            Err(e) => eprintln!("notice: cannot run {}: {e}", script.display()),
-        }
-    });
     let path = docs_dir().join(relative);
     if path.is_file() {
         Some(path)
     } else {
         eprintln!(
-            "notice: skipping, {relative} is not available (scripts/fetch-test-docs.sh could not fetch it)"
+            "notice: skipping, {relative} is not available (run scripts/fetch-test-docs.sh first)"
         );
         None
     }

@@ -167,3 +167,65 @@ fn translate_a_multi_piece_document_on_a_real_model() {
     assert!(r["turns"].as_u64().unwrap() >= chunks);
     assert_outputs_true(&outdir, r);
 }
+
+/// A long fetched document summarised with no configuration at all: the context window comes
+/// from the server itself, the document is split, each piece is one request without tools, and
+/// the pieces' summaries are combined into one `summary.md` in the document's language.
+fn summarize_long_document_unconfigured(relative: &str) {
+    let Some(doc) = crate::extract_docs::fetched(relative) else {
+        return;
+    };
+    let url = server();
+    let env = TestEnv::new();
+    let name = Path::new(relative).file_name().unwrap().to_str().unwrap();
+    env.write(name, std::fs::read(&doc).unwrap());
+    let out = env
+        .zhi()
+        .args(["run", "summarize", name, "--no-progress", "--base-url"])
+        .arg(url.as_str())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let outdir = env.path("zhi-output");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(outdir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["server"]["kind"], "llama.cpp", "{manifest}");
+    assert!(
+        manifest["server"]["context_window"].as_u64().unwrap() > 0,
+        "{manifest}"
+    );
+    let r = &latest_records(&outdir)[0];
+    assert_eq!(r["status"], "succeeded", "{r}");
+    let pieces = r["chunks"]["total"].as_u64().expect("split into pieces");
+    assert!(pieces >= 2, "{r}");
+    assert_eq!(r["chunks"]["done"], pieces, "{r}");
+    assert_eq!(r["tool_calls"], 0, "{r}");
+    // One request a piece and at least one to combine them.
+    assert!(r["requests"].as_u64().unwrap() > pieces, "{r}");
+    assert_outputs_true(&outdir, r);
+    let outputs = r["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 1, "{r}");
+    let path = outputs[0]["path"].as_str().unwrap();
+    assert!(path.ends_with("/summary.md"), "{r}");
+    let summary = std::fs::read_to_string(outdir.join(path)).unwrap();
+    assert!(summary.trim().len() > 50, "{summary}");
+    assert!(
+        summary.len() < 40_000,
+        "a summary, not the document: {summary}"
+    );
+    let cjk = summary
+        .chars()
+        .filter(|c| ('\u{4e00}'..='\u{9fff}').contains(c))
+        .count();
+    assert!(cjk * 20 < summary.chars().count(), "English: {summary}");
+}
+
+#[test]
+fn a_40_kb_english_text_is_split_by_the_servers_window() {
+    summarize_long_document_unconfigured("debian-reference/en-40k.txt");
+}
+
+#[test]
+fn a_30_page_pdf_is_split_by_the_servers_window() {
+    summarize_long_document_unconfigured("debian-reference/en-30-pages.pdf");
+}
