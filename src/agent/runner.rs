@@ -186,9 +186,15 @@ fn write_answer(env: &AgentEnv, file: &str, content: &str) -> Result<std::path::
         .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))
 }
 
+/// Requests a direct job may take: the first, one corrective, and one more fresh try when the
+/// model looped.
+const DIRECT_ROUNDS: u32 = 3;
+
 /// Direct mode (SPEC §3): one request without tools whose answer is `file`'s content. An
-/// answer that is empty, a claim, a copy of the input or cut short gets one corrective
-/// request; then the job fails with `missing_output` (or `truncated`).
+/// answer that is empty or a claim gets one corrective request (the conversation goes on); a
+/// copy of the input, a loop or an answer cut short is asked afresh, naming the problem, with
+/// a frequency penalty. A second bad answer fails the job with `missing_output` (or
+/// `truncated`), except that a loop gets one more fresh try ([`DIRECT_ROUNDS`] in all).
 pub async fn run_direct(
     env: &AgentEnv,
     skill: &Skill,
@@ -197,12 +203,13 @@ pub async fn run_direct(
     source: Option<&str>,
     stats: &mut AgentStats,
 ) -> Result<std::path::PathBuf, JobError> {
-    let mut messages = vec![
+    let fresh = vec![
         Message::system(direct_system_prompt(skill, file)),
         Message::user(user_message),
     ];
+    let mut messages = fresh.clone();
     let mut round = 0;
-    let mut truncated_before = false;
+    let mut penalised = false;
     loop {
         round += 1;
         if env.cancel.is_cancelled() {
@@ -212,7 +219,7 @@ pub async fn run_direct(
         req.max_tokens = env.max_tokens;
         req.temperature = env.temperature;
         req.repeat_penalty = env.repeat_penalty;
-        if round > 1 && truncated_before {
+        if penalised {
             req.frequency_penalty = env.retry_penalty;
         }
         let reply = request(env, skill, round, &req, stats).await?;
@@ -245,7 +252,10 @@ pub async fn run_direct(
             ),
         };
         env.transcript.note(&why);
-        if round == 2 {
+        // Spec: one corrective turn for what is missing; a loop (or an answer cut at the
+        // limit) gets one more fresh try, since sampling, not instructions, decides it.
+        let looped = truncated || problem == Some(Problem::Loop);
+        if round == DIRECT_ROUNDS || (round == 2 && !looped) {
             let kind = if truncated {
                 ErrorKind::Truncated
             } else {
@@ -253,21 +263,27 @@ pub async fn run_direct(
             };
             return Err(JobError::new(kind, why));
         }
-        if truncated || problem == Some(Problem::Loop) {
-            // An answer that ran to the limit is most often a loop: shown its own loop, a
-            // small model repeats it. Ask afresh, asking for brevity, with a frequency penalty
-            // where the server takes one.
-            truncated_before = true;
+        if looped || problem == Some(Problem::Copy) {
+            // Shown its own loop or its copy of the input, a small model repeats it: ask
+            // afresh, naming what went wrong, with a frequency penalty where the server takes
+            // one.
+            penalised = true;
+            messages = fresh.clone();
             if let Some(Message { content, .. }) = messages.last_mut() {
                 let text = content.get_or_insert_with(String::new);
-                text.push_str("\nBe brief and say each point only once.\n");
+                text.push_str(if looped {
+                    "\nBe brief and say each point only once.\n"
+                } else {
+                    "\nDo not copy the document out: answer with the result your instructions ask for.\n"
+                });
             }
             continue;
         }
         messages.push(Message::assistant(outputs::strip_fence(&answer).trim_end()));
         messages.push(Message::user(match problem {
-            None | Some(Problem::Loop) => unreachable!("a looping answer is asked afresh"),
-            Some(Problem::Copy) => "Your answer repeats the input. Answer with the result your instructions ask for, not the input itself.".to_string(),
+            None | Some(Problem::Loop | Problem::Copy) => {
+                unreachable!("a looping or copied answer is asked afresh")
+            }
             Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
             Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),
             Some(_) => "Your answer was empty. Answer with the content itself.".to_string(),

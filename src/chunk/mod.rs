@@ -13,18 +13,28 @@ use crate::skills::Chunking;
 /// Tokens reserved for the system prompt, the tool definitions and the message framing.
 pub const PROMPT_OVERHEAD: u32 = 1_500;
 
+/// Tokens reserved for the system prompt and the message framing of a direct request (no tool
+/// definitions, no conversation).
+pub const DIRECT_PROMPT_OVERHEAD: u32 = 600;
+
 /// How large one piece may be for a skill on a model, in estimated tokens.
 ///
-/// Half of what the context leaves after the answer and the prompt goes to the document; the
-/// other half is for the conversation (tool calls, tool results). In `map` mode each piece's
-/// output is about as long as the piece (a translation), so a piece is also capped by the
-/// model's maximum output.
-pub fn piece_budget(budget: ModelBudget, mode: Chunking) -> u32 {
+/// Agent loop: half of what the context leaves after the answer and the prompt goes to the
+/// document; the other half is for the conversation (tool calls, tool results). Direct mode
+/// (one request, no tools): all of it goes to the document. In `map` mode each piece's output
+/// is about as long as the piece (a translation), so a piece is also capped by the model's
+/// maximum output.
+pub fn piece_budget(budget: ModelBudget, mode: Chunking, direct: bool) -> u32 {
+    let overhead = if direct {
+        DIRECT_PROMPT_OVERHEAD
+    } else {
+        PROMPT_OVERHEAD
+    };
     let room = budget
         .context_window
         .saturating_sub(budget.max_output)
-        .saturating_sub(PROMPT_OVERHEAD);
-    let mut b = room / 2;
+        .saturating_sub(overhead);
+    let mut b = if direct { room } else { room / 2 };
     if mode == Chunking::Map {
         b = b.min(budget.max_output * 4 / 5);
     }
@@ -301,7 +311,25 @@ mod tests {
             context_window: 128_000,
             max_output: 4_096,
         };
-        assert_eq!(piece_budget(b, Chunking::Map), 3_276);
-        assert!(piece_budget(b, Chunking::MapReduce) > 50_000);
+        assert_eq!(piece_budget(b, Chunking::Map, false), 3_276);
+        assert!(piece_budget(b, Chunking::MapReduce, false) > 50_000);
+    }
+
+    #[test]
+    fn direct_pieces_take_the_whole_room() {
+        // A llama.cpp server with a 4,096-token window: answers up to 1,024 tokens.
+        let b = ModelBudget {
+            context_window: 4_096,
+            max_output: 1_024,
+        };
+        assert_eq!(
+            piece_budget(b, Chunking::MapReduce, true),
+            4_096 - 1_024 - 600
+        );
+        assert_eq!(
+            piece_budget(b, Chunking::MapReduce, false),
+            (4_096 - 1_024 - 1_500) / 2
+        );
+        assert_eq!(piece_budget(b, Chunking::Map, true), 819);
     }
 }

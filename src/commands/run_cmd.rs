@@ -445,6 +445,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
             let budget = u64::from(crate::chunk::piece_budget(
                 prepared.config.budget(&model),
                 s.chunking,
+                s.direct_output(&job.args).is_some(),
             ));
             match (tokens <= budget, s.chunking) {
                 (true, _) => 1,

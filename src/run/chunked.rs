@@ -300,7 +300,9 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool
         m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
     }
     m.push('\n');
-    if !p.overlap.is_empty() {
+    // A small model in direct mode takes the previous part's end for part of its task and
+    // summarises or echoes it: the overlap is for the agent loop only.
+    if !direct && !p.overlap.is_empty() {
         m.push_str(
             "Context: the end of the previous part (already processed; do not repeat it):\n",
         );

@@ -282,7 +282,7 @@ async fn run_in_staging(
     let source: Arc<str> = Arc::from(text.as_str());
     let model = shared.model(job);
     let mode = skill.chunking;
-    let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode);
+    let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode, direct);
     let estimate = crate::chunk::tokens(&text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {

@@ -790,7 +790,7 @@ mod tests {
     #[should_panic(expected = "the fake API script panicked")]
     fn a_panicking_script_fails_the_test() {
         let api = FakeApi::start(|_| panic!("boom"));
-        let out = raw_exchange(&api, "GET /v1/models HTTP/1.1\r\n\r\n");
+        let out = raw_exchange(&api, "GET /v1/files/x HTTP/1.1\r\n\r\n");
         assert!(out.starts_with("HTTP/1.1 500"));
     }
 }
