@@ -10,18 +10,20 @@ ZHI=target/release/zhi
 URL=$(examples/local-llm/start.sh 8085 | tail -n 1)
 echo "local model at $URL"
 export ZHI_OUTPUT_DIR=${ZHI_OUTPUT_DIR:-zhi-output}
-# A 0.5B model on a CPU: one document at a time, deterministic sampling.
+# Deterministic sampling. zhi asks the server its context window and slots (one slot: one
+# document at a time) by itself.
 CONFIG=$(mktemp)
 trap 'rm -f "$CONFIG"' EXIT
 printf 'temperature: 0\n' > "$CONFIG"
 status=0
-"$ZHI" --config "$CONFIG" run summarize examples/docs --base-url "$URL" -j 1 || status=$?
+"$ZHI" --config "$CONFIG" run summarize examples/docs --base-url "$URL" || status=$?
 echo
 echo "== outputs"
 find "$ZHI_OUTPUT_DIR/summarize" -type f | sort
-for f in $(find "$ZHI_OUTPUT_DIR/summarize" -type f | sort | head -3); do
-  echo "--- $f"; cat "$f"; echo
-done
+find "$ZHI_OUTPUT_DIR/summarize" -type f -name '*.md' -print0 | sort -z |
+  while IFS= read -r -d '' f; do
+    echo "--- $f"; cat "$f"; echo
+  done
 echo "== manifest"
 "$ZHI" manifest show -o "$ZHI_OUTPUT_DIR" || true
 echo "(stop the model with examples/local-llm/stop.sh)"
