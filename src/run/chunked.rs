@@ -291,10 +291,13 @@ fn save_done(dir: &Path, d: &PieceDone) -> Result<(), JobError> {
 fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool) -> String {
     let n = p.index + 1;
     let mut m = format!("Input document: {} — part {n} of {total}\n", job.input);
-    m.push_str(match skill.chunking {
-        Chunking::Map => "The document is long, so it is processed in parts. Work on this part only and do all of it: the results of all parts are joined in order to make the whole.\n",
-        _ => "The document is long, so it is processed in parts and the results are combined afterwards. Work on this part only.\n",
-    });
+    // A small model in direct mode takes explanations of the process for content to write
+    // about; a map piece still needs to know it must do all of its part.
+    match skill.chunking {
+        Chunking::Map => m.push_str("The document is long, so it is processed in parts. Work on this part only and do all of it: the results of all parts are joined in order to make the whole.\n"),
+        _ if !direct => m.push_str("The document is long, so it is processed in parts and the results are combined afterwards. Work on this part only.\n"),
+        _ => {}
+    }
     job::push_args(&mut m, job);
     if !direct {
         m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
@@ -469,7 +472,8 @@ fn reduce_message(job: &Job, results: &str, total: usize, direct: bool) -> Strin
     m.push_str(&format!(
         "The document was too long to read at once, so it was processed in {total} parts. \
          Below are the results for the parts, in order. Combine them into one result for the whole document, \
-         exactly as your instructions say.{}\n\n",
+         exactly as your instructions say: one text, no longer than they allow, each point once, \
+         without going through the parts one by one.{}\n\n",
         if direct { "" } else { " Write your files with file_write using relative names." }
     ));
     m.push_str(&crate::agent::runner::document_block(
