@@ -20,6 +20,12 @@ pub enum Problem {
     Loop,
     /// Not of the file's format (`.json` that does not parse).
     Invalid(String),
+    /// The model's own instructions handed back (a small model echoing its prompt).
+    Echo,
+    /// Far shorter than the input it should render whole (a translation of a fifth of it).
+    Incomplete,
+    /// Not in the language the skill declares (`output.language`), judged by its script.
+    WrongLanguage(String),
 }
 
 impl Problem {
@@ -37,6 +43,13 @@ impl Problem {
             Problem::Invalid(why) => format!("{file} is not valid: {why}"),
             Problem::Loop => format!(
                 "{file} repeats the same passages over and over (the model looped), not a usable result"
+            ),
+            Problem::Echo => {
+                format!("{file} repeats the model's instructions instead of giving the result")
+            }
+            Problem::WrongLanguage(lang) => format!("{file} is not written in {lang}"),
+            Problem::Incomplete => format!(
+                "{file} is far shorter than the input it should render in full (parts were left out)"
             ),
         }
     }
@@ -133,6 +146,177 @@ pub fn check_answer(answer: &str, file: &str, source: Option<&str>) -> Option<Pr
         }
     }
     None
+}
+
+/// The span (in characters, white space ignored) an answer must share with its instructions,
+/// and not with its input, to count as an echo of them.
+const ECHO_SPAN: usize = 40;
+
+/// Whether `answer` hands back a passage of `instructions` ([`ECHO_SPAN`] characters or more,
+/// white space ignored) that the input `source` does not hold: a small model that repeats its
+/// prompt. Quoting the document is fine; quoting the prompt is not a result.
+pub fn is_echo(answer: &str, instructions: &str, source: Option<&str>) -> bool {
+    let prompt: Vec<char> = squash(instructions).chars().collect();
+    let out: Vec<char> = squash(answer).chars().collect();
+    if prompt.len() < ECHO_SPAN || out.len() < ECHO_SPAN {
+        return false;
+    }
+    let windows: std::collections::HashSet<&[char]> = prompt.windows(ECHO_SPAN).collect();
+    let src = source.map(squash).unwrap_or_default();
+    out.windows(ECHO_SPAN)
+        .any(|w| windows.contains(w) && !src.contains(&w.iter().collect::<String>()))
+}
+
+/// The script a language is written in, for the languages zhi can tell by script alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    /// Chinese (and Japanese, whose texts are full of Han characters).
+    Han,
+    /// English and the other Latin-script languages.
+    Latin,
+}
+
+/// The script of a language named as a user would (`chinese`, `中文`, `zh-TW`, `en`,
+/// `français`); `None` for a language zhi does not judge (Korean, Russian, Arabic …).
+pub fn script_of(language: &str) -> Option<Script> {
+    let l = language.trim().to_lowercase();
+    let base = l.split(['-', '_', ' ']).next().unwrap_or("");
+    const HAN: &[&str] = &[
+        "zh",
+        "zho",
+        "chi",
+        "cn",
+        "chinese",
+        "mandarin",
+        "cantonese",
+        "simplified",
+        "traditional",
+        "ja",
+        "jp",
+        "japanese",
+    ];
+    const LATIN: &[&str] = &[
+        "en",
+        "eng",
+        "english",
+        "fr",
+        "french",
+        "français",
+        "francais",
+        "de",
+        "german",
+        "deutsch",
+        "es",
+        "spanish",
+        "español",
+        "espanol",
+        "it",
+        "italian",
+        "italiano",
+        "pt",
+        "portuguese",
+        "português",
+        "nl",
+        "dutch",
+        "nederlands",
+        "id",
+        "indonesian",
+        "ms",
+        "malay",
+        "vi",
+        "vietnamese",
+        "pl",
+        "polish",
+        "sv",
+        "swedish",
+        "da",
+        "danish",
+        "no",
+        "norwegian",
+        "fi",
+        "finnish",
+        "tr",
+        "turkish",
+        "cs",
+        "czech",
+        "ro",
+        "romanian",
+    ];
+    if HAN.contains(&base)
+        || l.contains("中文")
+        || l.contains("汉语")
+        || l.contains("漢語")
+        || l.contains("简体")
+        || l.contains("繁體")
+        || l.contains("繁体")
+        || l.contains("日本語")
+        || l.contains("日语")
+    {
+        Some(Script::Han)
+    } else if LATIN.contains(&base)
+        || ["英文", "英语", "英語", "法语", "德语", "西班牙语"]
+            .iter()
+            .any(|n| l.contains(n))
+    {
+        Some(Script::Latin)
+    } else {
+        None
+    }
+}
+
+/// The share of `text`'s estimated tokens that are CJK characters.
+pub fn cjk_share(text: &str) -> f64 {
+    let (mut cjk, mut other) = (0u64, 0u64);
+    for c in text.chars().filter(|c| c.is_alphanumeric()) {
+        if crate::llm::limit::is_cjk(c) {
+            cjk += 1;
+        } else {
+            other += 1;
+        }
+    }
+    let total = cjk as f64 + other as f64 / 4.0;
+    if total == 0.0 {
+        0.0
+    } else {
+        cjk as f64 / total
+    }
+}
+
+/// Whether `answer` is plainly not in `language`: Han-script output with under 30% of its
+/// estimated tokens CJK, or Latin-script output with over 10%. Short answers (under 20
+/// estimated tokens) and languages zhi cannot tell by script are not judged.
+pub fn is_wrong_language(answer: &str, language: &str) -> bool {
+    if crate::chunk::tokens(answer) < 20 {
+        return false;
+    }
+    match script_of(language) {
+        Some(Script::Han) => cjk_share(answer) < 0.3,
+        Some(Script::Latin) => cjk_share(answer) > 0.1,
+        None => false,
+    }
+}
+
+/// Inputs under this many estimated tokens are not judged for completeness.
+const WHOLE_MIN_TOKENS: u32 = 60;
+
+/// An answer that renders its input whole (map skills: a translation, a proofread or
+/// reformatted text) must keep at least this share of the input's estimated tokens. Estimated
+/// tokens count a CJK character as one and four other characters as one, so a faithful
+/// English↔Chinese translation keeps 0.7–1.4 of them; under half means parts were left out.
+const WHOLE_MIN_SHARE: f64 = 0.5;
+
+/// Whether `answer`, meant to render `source` whole as `file`, leaves much of it out. Only
+/// prose files are judged (a table or JSON drawn from prose may rightly be short).
+pub fn is_incomplete(answer: &str, file: &str, source: &str) -> bool {
+    if !matches!(
+        crate::skills::extension(file).as_str(),
+        "md" | "markdown" | "txt" | "text"
+    ) {
+        return false;
+    }
+    let src = crate::chunk::tokens(source);
+    src >= WHOLE_MIN_TOKENS
+        && f64::from(crate::chunk::tokens(answer)) < WHOLE_MIN_SHARE * f64::from(src)
 }
 
 /// The span (in characters, white space ignored) that a passage must share with an earlier
@@ -333,5 +517,70 @@ mod tests {
         // As repetitive as its input: a faithful rendering, not a loop.
         let source = point.replace("李娜", "Li Na").repeat(12);
         assert_eq!(check_answer(&looping, "a.md", Some(&source)), None);
+    }
+
+    #[test]
+    fn languages_are_told_by_their_script() {
+        use super::{Script, is_wrong_language, script_of};
+        for zh in [
+            "chinese",
+            "中文",
+            "zh",
+            "zh-TW",
+            "简体中文",
+            "繁體中文",
+            "ja",
+        ] {
+            assert_eq!(script_of(zh), Some(Script::Han), "{zh}");
+        }
+        for en in ["english", "en", "EN-us", "英文", "français", "de"] {
+            assert_eq!(script_of(en), Some(Script::Latin), "{en}");
+        }
+        assert_eq!(script_of("ko"), None);
+        assert_eq!(script_of("russian"), None);
+        let english = "The backup job runs every night at two and keeps seven days of copies \
+                       on the second disk, and users sign in with a one-time code.";
+        let chinese = "备份任务每晚两点运行，在第二块磁盘上保留七天的副本；用户使用 Authenticator 应用的一次性代码登录。";
+        assert!(is_wrong_language(english, "chinese"));
+        assert!(!is_wrong_language(chinese, "chinese"));
+        assert!(is_wrong_language(chinese, "english"));
+        assert!(!is_wrong_language(english, "english"));
+        // Languages zhi cannot tell, and answers too short to judge, pass.
+        assert!(!is_wrong_language(english, "ko"));
+        assert!(!is_wrong_language("OK", "chinese"));
+    }
+
+    #[test]
+    fn a_rendering_must_keep_most_of_its_input() {
+        use super::is_incomplete;
+        let source = "The backup job runs every night at two and keeps seven days of copies. \
+            Users sign in with a password and a one-time code from their phone. Logs are \
+            rotated daily; an alert fires when a disk is eighty percent full. Security \
+            updates are installed on Tuesdays; other updates wait for a person to approve them.";
+        let whole = "备份任务每晚两点运行，保留七天的副本。用户使用密码和手机上的一次性代码登录。\
+            日志每天轮换；磁盘使用达到百分之八十时发出警报。安全更新在每周二安装；其他更新等待人工批准。";
+        let part = "备份任务每晚两点运行，保留七天的副本。";
+        assert!(!is_incomplete(whole, "translation.md", source));
+        assert!(is_incomplete(part, "translation.md", source));
+        // A table or JSON drawn from prose may rightly be short; short inputs are not judged.
+        assert!(!is_incomplete(part, "table.csv", source));
+        assert!(!is_incomplete("", "a.md", "A short note."));
+    }
+
+    #[test]
+    fn an_echo_of_the_instructions_is_told_from_a_quote_of_the_document() {
+        use super::is_echo;
+        let prompt = "Summarise the document. Your answer is saved as the result file as it is: \
+                      nothing before or after it, no remarks about what you did, no tool calls.";
+        let echo = "nothing before or after it, no remarks about what you did, no tool calls.";
+        assert!(is_echo(echo, prompt, Some("Q3 revenue rose 12%.")));
+        // The same words are fine when the document holds them (a document about prompts).
+        let doc = format!("Our prompt ends: {echo}");
+        assert!(!is_echo(echo, prompt, Some(&doc)));
+        assert!(!is_echo(
+            "# Summary\n\nRevenue rose 12% in Q3.",
+            prompt,
+            None
+        ));
     }
 }

@@ -192,8 +192,9 @@ const DIRECT_ROUNDS: u32 = 3;
 
 /// Direct mode (SPEC §3): one request without tools whose answer is `file`'s content. An
 /// answer that is empty or a claim gets one corrective request (the conversation goes on); a
-/// copy of the input, a loop or an answer cut short is asked afresh, naming the problem, with
-/// a frequency penalty. A second bad answer fails the job with `missing_output` (or
+/// copy of the input, an echo of the instructions, a loop, an answer cut short or (map skills)
+/// one that leaves much of its input out is asked afresh, naming the problem, with a frequency
+/// penalty. A second bad answer fails the job with `missing_output` (or
 /// `truncated`), except that a loop gets one more fresh try ([`DIRECT_ROUNDS`] in all).
 pub async fn run_direct(
     env: &AgentEnv,
@@ -201,12 +202,13 @@ pub async fn run_direct(
     user_message: String,
     file: &str,
     source: Option<&str>,
+    language: Option<&str>,
     stats: &mut AgentStats,
 ) -> Result<std::path::PathBuf, JobError> {
-    let fresh = vec![
-        Message::system(direct_system_prompt(skill, file)),
-        Message::user(user_message),
-    ];
+    let system = direct_system_prompt(skill, file);
+    // Map skills render their input whole: an answer far shorter than it left parts out.
+    let whole = skill.chunking == skills::Chunking::Map;
+    let fresh = vec![Message::system(system.clone()), Message::user(user_message)];
     let mut messages = fresh.clone();
     let mut round = 0;
     let mut penalised = false;
@@ -236,7 +238,20 @@ pub async fn run_direct(
         let problem = if truncated {
             None
         } else {
-            outputs::check_answer(&content, file, source)
+            outputs::check_answer(&content, file, source).or_else(|| {
+                if outputs::is_echo(&content, &system, source) {
+                    Some(Problem::Echo)
+                } else if let Some(lang) =
+                    language.filter(|l| outputs::is_wrong_language(&content, l))
+                {
+                    Some(Problem::WrongLanguage(lang.to_string()))
+                } else if whole && source.is_some_and(|s| outputs::is_incomplete(&content, file, s))
+                {
+                    Some(Problem::Incomplete)
+                } else {
+                    None
+                }
+            })
         };
         if !truncated && problem.is_none() {
             let rel = write_answer(env, file, &content)?;
@@ -263,7 +278,11 @@ pub async fn run_direct(
             };
             return Err(JobError::new(kind, why));
         }
-        if looped || problem == Some(Problem::Copy) {
+        let fresh_try = matches!(
+            problem,
+            Some(Problem::Copy | Problem::Echo | Problem::Incomplete | Problem::WrongLanguage(_))
+        );
+        if looped || fresh_try {
             // Shown its own loop or its copy of the input, a small model repeats it: ask
             // afresh, naming what went wrong, with a frequency penalty where the server takes
             // one.
@@ -271,18 +290,37 @@ pub async fn run_direct(
             messages = fresh.clone();
             if let Some(Message { content, .. }) = messages.last_mut() {
                 let text = content.get_or_insert_with(String::new);
-                text.push_str(if looped {
-                    "\nBe brief and say each point only once.\n"
-                } else {
-                    "\nDo not copy the document out: answer with the result your instructions ask for.\n"
+                let answer_in;
+                text.push_str(match &problem {
+                    _ if looped => "\nBe brief and say each point only once.\n",
+                    Some(Problem::WrongLanguage(lang)) => {
+                        answer_in = format!("\nWrite your whole answer in {lang}.\n");
+                        &answer_in
+                    }
+                    Some(Problem::Incomplete) => {
+                        "\nGive the result for the whole text above, every part of it, nothing left out.\n"
+                    }
+                    Some(Problem::Echo) => {
+                        "\nDo not repeat your instructions: answer with the result they ask for.\n"
+                    }
+                    _ => {
+                        "\nDo not copy the document out: answer with the result your instructions ask for.\n"
+                    }
                 });
             }
             continue;
         }
         messages.push(Message::assistant(outputs::strip_fence(&answer).trim_end()));
         messages.push(Message::user(match problem {
-            None | Some(Problem::Loop | Problem::Copy) => {
-                unreachable!("a looping or copied answer is asked afresh")
+            None
+            | Some(
+                Problem::Loop
+                | Problem::Copy
+                | Problem::Echo
+                | Problem::Incomplete
+                | Problem::WrongLanguage(_),
+            ) => {
+                unreachable!("a looping, copied, echoing or incomplete answer is asked afresh")
             }
             Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
             Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),

@@ -132,7 +132,7 @@ pub fn text_tokens(s: &str) -> u64 {
     cjk + other.div_ceil(4)
 }
 
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x1100..=0x11FF       // Hangul Jamo
         | 0x2E80..=0x2FDF     // CJK radicals, Kangxi

@@ -8,7 +8,7 @@
 
 mod client;
 mod error;
-mod limit;
+pub(crate) mod limit;
 mod retry;
 mod server;
 mod wire;

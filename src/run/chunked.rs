@@ -315,6 +315,9 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool
     let label = format!("{} (part {n}/{total})", job.input);
     m.push_str(&crate::agent::runner::document_block(&label, &p.text));
     m.push_str(&job::language_line(job, &p.text));
+    if direct {
+        m.push_str(&job::task_line(job, skill, "this part"));
+    }
     m
 }
 
@@ -417,7 +420,7 @@ fn reduce<'a>(
         let all: String = parts.join("\n");
         let total = parts.len();
         if chunk::tokens(&all) <= budget || total <= 1 || level >= 8 {
-            let message = reduce_message(job, &all, total, direct);
+            let message = reduce_message(job, ctx.skill, &all, total, direct);
             return job::ask(ctx, staging, message, None, true, stats)
                 .await
                 .map(|_| ());
@@ -436,7 +439,7 @@ fn reduce<'a>(
         let n = pieces.len();
         let prefix = format!("reduce{level}");
         let results = run_pieces(ctx, &pieces, ckpt, &prefix, stats, |p| {
-            let mut m = reduce_message(job, &p.text, total, direct);
+            let mut m = reduce_message(job, ctx.skill, &p.text, total, direct);
             m.push_str(&format!("\n(This is group {} of {n} of the part results; the group results are combined afterwards.)\n", p.index + 1));
             m
         })
@@ -466,7 +469,7 @@ fn group(parts: &[String], budget: u32) -> Vec<String> {
     out
 }
 
-fn reduce_message(job: &Job, results: &str, total: usize, direct: bool) -> String {
+fn reduce_message(job: &Job, skill: &Skill, results: &str, total: usize, direct: bool) -> String {
     let mut m = format!("Input document: {}\n", job.input);
     job::push_args(&mut m, job);
     m.push_str(&format!(
@@ -481,5 +484,12 @@ fn reduce_message(job: &Job, results: &str, total: usize, direct: bool) -> Strin
         results,
     ));
     m.push_str(&job::language_line(job, results));
+    if direct {
+        m.push_str(&job::task_line(
+            job,
+            skill,
+            "the whole document, from the part results above",
+        ));
+    }
     m
 }

@@ -298,7 +298,10 @@ async fn run_in_staging(
         return verify(&ctx, staging, Some(&source));
     }
     let extras = extra_texts(shared, job).await;
-    let message = document_message(job, &text, &extras, direct);
+    let mut message = document_message(job, &text, &extras, direct);
+    if direct {
+        message.push_str(&task_line(job, skill, "the document above"));
+    }
     match ask(&ctx, staging, message, Some(source.clone()), true, stats).await {
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
@@ -445,7 +448,17 @@ pub(super) async fn ask(
         transcript: ctx.transcript.clone(),
     };
     if let Some(file) = skill.direct_output(&job.args) {
-        runner::run_direct(&env, skill, message, &file, source.as_deref(), stats).await?;
+        let language = skill.output_language(&job.args);
+        runner::run_direct(
+            &env,
+            skill,
+            message,
+            &file,
+            source.as_deref(),
+            language.as_deref(),
+            stats,
+        )
+        .await?;
         return Ok((String::new(), sandbox.written()));
     }
     let expected = Expected {
@@ -499,6 +512,20 @@ pub(super) fn document_message(
     }
     m.push_str(&language_line(job, text));
     m
+}
+
+/// The last line of a direct request, after the text: what to answer with. A small model
+/// given the text last takes the prompt's tail for its task and echoes it; asked again
+/// after the text, it does the task.
+pub(super) fn task_line(job: &Job, skill: &Skill, what: &str) -> String {
+    let gist = skill
+        .output_gist()
+        .unwrap_or_else(|| "the result your instructions ask for".to_string());
+    let lang = skill
+        .output_language(&job.args)
+        .map(|l| format!(", in {l}"))
+        .unwrap_or_default();
+    format!("\nNow answer with {gist}{lang}, for {what}, and nothing else.\n")
 }
 
 /// "Write in Chinese." after the document, when its language is plain and no argument names

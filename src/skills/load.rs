@@ -180,7 +180,7 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
         Some(Value::Mapping(m)) => {
             for key in m.keys() {
                 match key.as_str() {
-                    Some("description" | "files") => {}
+                    Some("description" | "files" | "language") => {}
                     Some(k) => warnings.push(format!("unknown field `output.{k}` ignored")),
                     None => warnings.push(format!("non-string key {key:?} in `output` ignored")),
                 }
@@ -191,11 +191,22 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
                     .and_then(Value::as_str)
                     .map(str::to_string),
                 files: parse_output_files(m.get(Value::String("files".into()))).map_err(fail)?,
+                language: match m.get(Value::String("language".into())) {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(v) => {
+                        return Err(fail(format!(
+                            "`output.language` must be a string, found {}",
+                            value_kind(v)
+                        )));
+                    }
+                },
             })
         }
         Some(Value::String(s)) => Some(OutputSpec {
             description: Some(s.clone()),
             files: Vec::new(),
+            language: None,
         }),
         Some(v) => {
             return Err(fail(format!(

@@ -59,6 +59,10 @@ pub struct OutputSpec {
     /// `{arg}` placeholders, filled from the job's arguments (`reformatted.{format}`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// The language the outputs are written in, when the skill fixes it (`"{to}"` for a
+    /// translation). A language zhi knows by name or code is checked by its script.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
 }
 
 /// Extensions of declared outputs that direct mode can write from a plain answer.
@@ -171,6 +175,30 @@ impl Skill {
             .flat_map(|o| o.files.iter())
             .map(|f| fill_template(f, args))
             .collect()
+    }
+
+    /// What the declared output is, in the skill's own words, without the file name its
+    /// description may start with (`translation.md, the full translation …` → `the full
+    /// translation …`).
+    pub fn output_gist(&self) -> Option<String> {
+        let d = self.output.as_ref()?.description.as_deref()?.trim();
+        let rest = match d.split_once(", ") {
+            Some((head, rest)) if !head.contains(' ') && head.contains('.') => rest,
+            _ => d,
+        };
+        (!rest.is_empty()).then(|| rest.to_string())
+    }
+
+    /// The language this job's outputs must be in (`output.language`, placeholders filled).
+    pub fn output_language(
+        &self,
+        args: &std::collections::BTreeMap<String, String>,
+    ) -> Option<String> {
+        self.output
+            .as_ref()
+            .and_then(|o| o.language.as_deref())
+            .map(|l| fill_template(l, args))
+            .filter(|l| !l.trim().is_empty() && !l.contains('{'))
     }
 
     /// The one text file a job of this skill writes from the model's plain answer, when the

@@ -411,3 +411,120 @@ fn llama_cpp_context_exceeded_splits_the_document() {
         "split after the server said so: {r}"
     );
 }
+
+/// The text of the document block in a request's user message.
+fn document_of(req: &Recorded) -> String {
+    let user = req.messages()[1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    user.split_once(" ---\n")
+        .map(|(_, t)| t)
+        .and_then(|t| t.split("\n--- END DOCUMENT").next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+const GUIDE: &str = "## Backups\n\nThe backup job runs every night at two and keeps seven days of copies on the second disk.\n\n\
+## Signing in\n\nUsers sign in with a password and a one-time code from the authenticator app on their phone.\n\n\
+## Logs\n\nLogs are rotated daily. An alert is sent when a disk is more than 80 percent full.\n\n\
+## Updates\n\nSecurity updates are installed automatically on Tuesday mornings; other updates wait for a person.\n";
+
+#[test]
+fn a_translation_in_the_wrong_language_is_asked_again_and_then_fails() {
+    let env = env();
+    env.write("docs/guide.md", GUIDE);
+    // The model hands back English, lightly reworded: not a copy, but not Chinese.
+    let api = FakeApi::start(|req: &Recorded| Reply::text(document_of(req).replace("## ", "### ")));
+    let out = run(&env, &api, "translate", &["docs/guide.md", "-a", "to=中文"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/guide.md");
+    assert_eq!(r["error"]["kind"], "missing_output", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not written in 中文"),
+        "{r}"
+    );
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2, "one fresh try, then the job fails");
+    let retry = reqs[1].last_user_text().unwrap();
+    assert!(retry.contains("Write your whole answer in 中文"), "{retry}");
+    assert!(
+        !env.path("out/translate/docs/guide.md/translation.md")
+            .exists()
+    );
+}
+
+#[test]
+fn a_translation_that_leaves_most_of_the_document_out_fails_and_a_whole_one_succeeds() {
+    let env = env();
+    env.write("docs/guide.md", GUIDE);
+    env.write("docs/other.md", GUIDE.replace("Backups", "Copies"));
+    // guide.md gets a quarter of a translation every time; other.md a quarter, then the
+    // whole of it.
+    let api = FakeApi::start(|req: &Recorded| {
+        let first = "## 备份\n\n备份任务每晚两点运行，在第二块磁盘上保留七天的副本。\n";
+        let whole = "## 备份\n\n备份任务每晚两点运行，在第二块磁盘上保留七天的副本。\n\n\
+## 登录\n\n用户使用密码和手机上身份验证器应用生成的一次性代码登录。\n\n\
+## 日志\n\n日志每天轮换。当磁盘使用超过百分之八十时会发送警报。\n\n\
+## 更新\n\n安全更新在每周二上午自动安装；其他更新等待人工处理。\n";
+        let retried = req.messages()[1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nothing left out");
+        if document_of(req).contains("Copies") && retried {
+            Reply::text(whole)
+        } else {
+            Reply::text(first)
+        }
+    });
+    let out = run(&env, &api, "translate", &["docs", "-a", "to=chinese"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let bad = record(&env, "docs/guide.md");
+    assert_eq!(bad["error"]["kind"], "missing_output", "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("far shorter than the input"),
+        "{bad}"
+    );
+    let good = record(&env, "docs/other.md");
+    assert_eq!(good["status"], "succeeded", "{good}");
+    assert_eq!(good["requests"], 2, "{good}");
+    let text =
+        std::fs::read_to_string(env.path("out/translate/docs/other.md/translation.md")).unwrap();
+    assert!(text.contains("## 更新"), "{text}");
+}
+
+#[test]
+fn an_answer_that_echoes_its_instructions_is_not_a_result() {
+    let env = env();
+    env.write(
+        "docs/a.txt",
+        "The board met on Monday and approved the budget of 4.2 million for the year.\n",
+    );
+    // What a 0.5B model says when its prompt ends with the rules: the rules' last words.
+    let api = FakeApi::always(Reply::text(
+        "nothing before or after it, no remarks about what you did, no tool calls.",
+    ));
+    let out = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "missing_output", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("repeats the model's instructions"),
+        "{r}"
+    );
+    // Every direct request ends with the task, after the document.
+    for req in api.chat_requests() {
+        let user = req.messages()[1]["content"].as_str().unwrap().to_string();
+        let after = user.rsplit("--- END DOCUMENT").next().unwrap();
+        assert!(after.contains("Now answer with"), "{user}");
+    }
+}
