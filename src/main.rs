@@ -28,6 +28,7 @@ fn main() -> ExitCode {
 /// Logs go to stderr through `tracing`: `-v` info (turns, tool calls), `-vv` debug; otherwise
 /// `ZHI_LOG_LEVEL` (or warnings only).
 fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
+    use tracing_subscriber::field::MakeExt;
     use tracing_subscriber::prelude::*;
     let from_flags = match (quiet, verbose) {
         (true, _) => Some("error"),
@@ -49,7 +50,20 @@ fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
         })
         .unwrap_or_else(|| "warn".into());
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter_for(&level));
+    // Every field (a job's file name, a model's text, a server's message) is one line of
+    // printable text: a name holding an escape sequence, a BEL or a newline can neither
+    // drive the terminal nor forge a log line.
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = zhi::sanitize::one_line(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(w, "{text}")
+        } else {
+            write!(w, "{}={text}", field.name())
+        }
+    })
+    .delimited(" ");
     let fmt = tracing_subscriber::fmt::layer()
+        .fmt_fields(fields)
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(ansi)

@@ -429,10 +429,23 @@ pub fn run_skill<'a>(
                     answer.chars().count()
                 );
                 let missing = problems(env);
+                // An answer cut at the length limit is never a result: not as response.md,
+                // not as a declared file.
+                let cut = reply.finish_reason.as_deref() == Some("length");
                 if missing.is_empty() {
+                    if cut && expected.files.is_empty() {
+                        return Err(JobError::new(
+                            ErrorKind::Truncated,
+                            format!(
+                                "the model's answer was cut at the length limit ({} tokens)",
+                                env.max_tokens.unwrap_or(0)
+                            ),
+                        ));
+                    }
                     return Ok(answer);
                 }
                 if let [(file, Problem::Missing)] = missing.as_slice()
+                    && !cut
                     && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
                 {
                     let content = outputs::strip_fence(&answer);
@@ -502,6 +515,9 @@ pub fn run_skill<'a>(
                 env.transcript
                     .tool(&skill.name, turn, call, &content, refused);
                 messages.push(Message::tool_result(call.id.clone(), content));
+            }
+            if let Some(why) = env.tools.sandbox.over_limit() {
+                return Err(JobError::new(ErrorKind::TooLarge, why));
             }
             if !expected.files.is_empty() && problems(env).is_empty() {
                 return Ok(String::new());

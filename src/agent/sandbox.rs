@@ -27,8 +27,20 @@ const MAX_PATH_BYTES: usize = 1024;
 const MAX_NAME_BYTES: usize = 255;
 /// How deep a written file may be nested under the output folder.
 const MAX_WRITE_DEPTH: usize = 16;
+/// How many files one job may write (a model in a loop of writes must not fill the disk).
+pub const MAX_FILES_PER_JOB: usize = 1000;
+/// How many bytes one job may write in all.
+pub const MAX_BYTES_PER_JOB: u64 = 100 * 1024 * 1024;
 /// How many inputs a refusal lists when it says what may be read.
 const HINT_INPUTS: usize = 8;
+
+/// The characters that reorder how text is shown (embeddings, overrides, isolates, marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
 
 /// A tool call the sandbox will not carry out. The message goes back to the model, so it says
 /// what is allowed instead.
@@ -239,6 +251,8 @@ impl SandboxBuilder {
             input_dirs,
             excluded,
             written: Mutex::new(Vec::new()),
+            bytes_written: std::sync::atomic::AtomicU64::new(0),
+            over_limit: Mutex::new(None),
         })
     }
 }
@@ -251,6 +265,10 @@ pub struct Sandbox {
     input_dirs: Vec<InputDir>,
     excluded: Vec<PathBuf>,
     written: Mutex<Vec<PathBuf>>,
+    bytes_written: std::sync::atomic::AtomicU64,
+    /// Set when a write went over the per-job limits: the job then fails, whatever the
+    /// model does next.
+    over_limit: Mutex<Option<String>>,
 }
 
 impl Sandbox {
@@ -268,6 +286,15 @@ impl Sandbox {
     /// The canonical output folder.
     pub fn output_dir(&self) -> &Path {
         &self.output_dir
+    }
+
+    /// Why the job went over its output limits ([`MAX_FILES_PER_JOB`],
+    /// [`MAX_BYTES_PER_JOB`]), once it has: the job must fail.
+    pub fn over_limit(&self) -> Option<String> {
+        self.over_limit
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// The files written so far, relative to the output folder, in the order they were written.
@@ -580,6 +607,13 @@ impl Sandbox {
                 "the path contains control characters. {ALLOWED}"
             )));
         }
+        // Bidirectional controls make a name read differently from what it is
+        // (`invoice\u{202E}fdp.exe` shows as `invoiceexe.pdf`).
+        if raw.chars().any(is_bidi_control) {
+            return Err(Refusal::new(format!(
+                "the path contains invisible text-direction characters. {ALLOWED}"
+            )));
+        }
         if raw.contains('\\') {
             return Err(Refusal::new(format!(
                 "`{raw}` contains `\\`; separate folders with `/`. {ALLOWED}"
@@ -644,6 +678,35 @@ impl Sandbox {
             ))
             .into());
         }
+        {
+            let files = self
+                .written
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .len();
+            let so_far = self
+                .bytes_written
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let over = if files >= MAX_FILES_PER_JOB {
+                Some(format!(
+                    "the job tried to write more than {MAX_FILES_PER_JOB} files, the limit for one job"
+                ))
+            } else if so_far + bytes.len() as u64 > MAX_BYTES_PER_JOB {
+                Some(format!(
+                    "the job tried to write more than {} MB in all, the limit for one job",
+                    MAX_BYTES_PER_JOB / (1024 * 1024)
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = over {
+                *self
+                    .over_limit
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why.clone());
+                return Err(Refusal::new(format!("`{shown}` was not written: {why}")).into());
+            }
+        }
         let io_error = |source: io::Error| WriteError::Io {
             path: shown.clone(),
             source,
@@ -692,6 +755,8 @@ impl Sandbox {
             remove_created(&created);
             return Err(io_error(e));
         }
+        self.bytes_written
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         self.written
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -27,6 +27,30 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+/// The largest body any response may have when the answer's length is not bounded by the
+/// request (other API calls, a chat without `max_tokens`).
+pub const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// The smallest cap on a chat response's body.
+const MIN_CHAT_BODY_BYTES: usize = 1 << 20;
+
+/// Bytes of body allowed per token of the answer's length limit: a token is a few bytes of
+/// text, escaped in JSON (`\uXXXX`, 6 bytes a character) and escaped again inside tool-call
+/// arguments; 64 leaves room for all of that and for the body's fields.
+const BODY_BYTES_PER_TOKEN: usize = 64;
+
+/// The cap on a chat response's body for an answer of at most `max_tokens` tokens: a
+/// multiple of the answer's length limit, never under 1 MiB. A body beyond it is not an
+/// answer but a fault (or an attack) that would otherwise fill the memory and be sent back
+/// to the server in the next request.
+pub fn chat_body_limit(max_tokens: Option<u32>) -> usize {
+    max_tokens.map_or(MAX_BODY_BYTES, |t| {
+        (t as usize)
+            .saturating_mul(BODY_BYTES_PER_TOKEN)
+            .max(MIN_CHAT_BODY_BYTES)
+    })
+}
+
 /// Everything the client needs, resolved from the run's configuration.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
@@ -238,8 +262,10 @@ impl ChatClient {
             .await
             .map_err(|_| ApiError::cancelled())?;
         let url = format!("{}/chat/completions", self.inner.base_url);
+        let limit = chat_body_limit(req.max_tokens);
         let (response, attempts) = self
             .with_retries(
+                limit,
                 |http| {
                     http.post(&url)
                         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -290,6 +316,7 @@ impl ChatClient {
     {
         let ((status, headers, body), attempts) = self
             .with_retries(
+                MAX_BODY_BYTES,
                 make,
                 |received| {
                     self.inspect(&received, false)?;
@@ -310,6 +337,7 @@ impl ChatClient {
     /// the attempt limit, or cancellation.
     async fn with_retries<T, M, A>(
         &self,
+        limit: usize,
         make: M,
         accept: A,
         cancel: &CancellationToken,
@@ -341,7 +369,7 @@ impl ChatClient {
             }
             attempt += 1;
             self.inner.attempts.fetch_add(1, Ordering::Relaxed);
-            let outcome = self.attempt(&make, cancel).await.and_then(&accept);
+            let outcome = self.attempt(limit, &make, cancel).await.and_then(&accept);
             let mut err = match outcome {
                 Ok(value) => {
                     tracing::debug!(attempt, "model API request succeeded");
@@ -392,8 +420,15 @@ impl ChatClient {
         }
     }
 
-    /// One attempt: send, read the whole body. Transport failures are classified here.
-    async fn attempt<M>(&self, make: &M, cancel: &CancellationToken) -> Result<Received, ApiError>
+    /// One attempt: send, read the whole body up to `limit` bytes. Transport failures are
+    /// classified here; a body over the limit (announced or streamed) fails the request as
+    /// `api_error`, not retried: the same request would get the same flood.
+    async fn attempt<M>(
+        &self,
+        limit: usize,
+        make: &M,
+        cancel: &CancellationToken,
+    ) -> Result<Received, ApiError>
     where
         M: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
@@ -401,22 +436,46 @@ impl ChatClient {
         if let Some(key) = &self.inner.key {
             request = request.bearer_auth(key.expose());
         }
+        let too_large = || {
+            ApiError::new(
+                ErrorKind::ApiError,
+                false,
+                format!(
+                    "the response body is larger than {limit} bytes, far more than an answer of the requested length; it was not read"
+                ),
+            )
+        };
         let exchange = async {
-            let response = request.send().await?;
+            let mut response = request.send().await.map_err(|e| self.transport_error(e))?;
+            if response.content_length().is_some_and(|n| n > limit as u64) {
+                return Err(too_large());
+            }
             let status = response.status().as_u16();
             let headers = response.headers().clone();
-            let body = response.bytes().await?;
-            Ok::<_, reqwest::Error>(Received {
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| self.transport_error(e))?
+            {
+                if body.len() + chunk.len() > limit {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            // A server that echoes the key (in an answer, in tool arguments, in an error)
+            // must not get it into outputs, logs, transcripts or records: it is removed here,
+            // before anything reads the body.
+            Ok(Received {
                 status,
                 headers,
-                body: body.to_vec(),
+                body: self.redact_bytes(body),
             })
         };
-        let result = tokio::select! {
+        tokio::select! {
             r = exchange => r,
-            _ = cancel.cancelled() => return Err(ApiError::cancelled()),
-        };
-        result.map_err(|e| self.transport_error(e))
+            _ = cancel.cancelled() => Err(ApiError::cancelled()),
+        }
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ApiError {
@@ -512,6 +571,30 @@ impl ChatClient {
     }
 
     /// Server text may echo the key (e.g. "invalid key sk-…"): it never reaches a message.
+    fn redact_bytes(&self, body: Vec<u8>) -> Vec<u8> {
+        let Some(key) = self
+            .inner
+            .key
+            .as_ref()
+            .map(|k| k.expose().as_bytes())
+            .filter(|k| k.len() >= 4)
+        else {
+            return body;
+        };
+        if !body.windows(key.len()).any(|w| w == key) {
+            return body;
+        }
+        let mut out = Vec::with_capacity(body.len());
+        let mut rest = &body[..];
+        while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
+            out.extend_from_slice(&rest[..at]);
+            out.extend_from_slice(b"<redacted>");
+            rest = &rest[at + key.len()..];
+        }
+        out.extend_from_slice(rest);
+        out
+    }
+
     fn redact(&self, text: &str) -> String {
         match &self.inner.key {
             Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "<redacted>"),

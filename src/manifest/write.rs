@@ -98,7 +98,19 @@ const CSV_HEADERS: &[&str] = &[
     "transcript",
 ];
 
-/// `results.csv`: the records, flat, for spreadsheets.
+/// A text cell that a spreadsheet would take for a formula (`=`, `+`, `-`, `@`, or a tab or
+/// carriage return before one) gets a leading `'`, so a file named `=HYPERLINK(…)` or a
+/// server's message stays text when `results.csv` is opened.
+fn cell(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}").into()
+    } else {
+        s.into()
+    }
+}
+
+/// `results.csv`: the records, flat, for spreadsheets. Text cells are kept from being read
+/// as formulas ([`cell`]).
 pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
     let mut body = Vec::new();
     {
@@ -113,13 +125,13 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
                 .join(";");
             w.write_record([
                 r.job_id.as_str(),
-                &r.skill,
-                &r.input,
+                &cell(&r.skill),
+                &cell(&r.input),
                 r.input_sha256.as_deref().unwrap_or(""),
                 &r.input_bytes.map(|b| b.to_string()).unwrap_or_default(),
                 r.status.as_str(),
-                &outputs,
-                &r.model,
+                &cell(&outputs),
+                &cell(&r.model),
                 &r.turns.to_string(),
                 &r.attempts.to_string(),
                 &r.requests.to_string(),
@@ -130,8 +142,8 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
                 r.finished_at.as_deref().unwrap_or(""),
                 &r.duration_ms.to_string(),
                 r.error.as_ref().map(|e| e.kind.as_str()).unwrap_or(""),
-                r.error.as_ref().map(|e| e.message.as_str()).unwrap_or(""),
-                r.transcript.as_deref().unwrap_or(""),
+                &cell(r.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
+                &cell(r.transcript.as_deref().unwrap_or("")),
             ])
             .map_err(io::Error::other)?;
         }

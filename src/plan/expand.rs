@@ -289,11 +289,11 @@ fn found_entry(path: &Path, cwd: &Path, root: &Path, problem: Option<JobError>) 
     let out_display = if Path::new(&display).is_absolute() {
         let root_name = root
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .map(|n| shown(Path::new(n)))
             .unwrap_or_else(|| "root".into());
         match path.strip_prefix(root) {
             Ok(rel) if !rel.as_os_str().is_empty() => {
-                format!("{root_name}/{}", rel.to_string_lossy())
+                format!("{root_name}/{}", shown(rel))
             }
             _ => root_name,
         }
@@ -317,7 +317,40 @@ pub fn display_path(path: &Path, cwd: &Path) -> String {
         Ok(_) => PathBuf::from("."),
         Err(_) => p.clone(),
     };
-    shown.to_string_lossy().replace('\\', "/")
+    self::shown(&shown)
+}
+
+/// A path as text that tells every byte name apart: its parts joined by `/`, bytes that are
+/// not UTF-8 written `\xNN` and a backslash written `\\`, so two different names never
+/// show (or plan, or get an output folder) as one, and the text leads back to the name.
+pub fn shown(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for (i, part) in path.iter().enumerate() {
+        if i > 0 && !out.ends_with('/') {
+            out.push('/');
+        }
+        let mut bytes = part.as_bytes();
+        while !bytes.is_empty() {
+            let (valid, rest) = match std::str::from_utf8(bytes) {
+                Ok(s) => (s, &[][..]),
+                Err(e) => {
+                    let (good, bad) = bytes.split_at(e.valid_up_to());
+                    // `valid_up_to` marks a UTF-8 boundary.
+                    (std::str::from_utf8(good).unwrap_or_default(), bad)
+                }
+            };
+            out.push_str(&valid.replace('\\', "\\\\"));
+            match rest.split_first() {
+                Some((b, tail)) => {
+                    out.push_str(&format!("\\x{b:02x}"));
+                    bytes = tail;
+                }
+                None => bytes = rest,
+            }
+        }
+    }
+    out
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

@@ -47,7 +47,13 @@ fn echo_translator() -> FakeApi {
         if r.has_tool_result() {
             return Reply::text("translated this part");
         }
-        let m = markers(&document(r)).join(" ");
+        // A translation into Chinese (the default target) as long as the page: each page's
+        // marker, then Chinese text.
+        let m = markers(&document(r))
+            .iter()
+            .map(|m| format!("{m} {}", "这一页的译文保持原来的长度。".repeat(4)))
+            .collect::<Vec<_>>()
+            .join("\n");
         Reply::tool_calls(vec![(
             "file_write",
             json!({"path": "translation.md", "content": m}),

@@ -13,6 +13,7 @@ mod local_llm;
 mod ocr_api;
 mod outputs;
 mod plan_cli;
+mod reliability;
 mod run_fake;
 mod skills_cli;
 mod support;

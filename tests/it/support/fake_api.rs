@@ -185,6 +185,9 @@ pub enum Reply {
     CutOff { partial_body: String },
     /// Never answers; the connection stays open until the client gives up.
     Hang,
+    /// Status 200, chunked, a completion's opening and then content without end, until the
+    /// client closes the connection. The bytes sent are counted in [`FakeApi::bytes_streamed`].
+    Endless,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -308,7 +311,7 @@ impl Reply {
                 let taken = std::mem::replace(inner.as_mut(), Reply::Hang);
                 **inner = taken.with_header(name, value);
             }
-            Reply::CutOff { .. } | Reply::Hang => {}
+            Reply::CutOff { .. } | Reply::Hang | Reply::Endless => {}
         }
         self
     }
@@ -327,7 +330,7 @@ impl Reply {
                 let taken = std::mem::replace(inner.as_mut(), Reply::Hang);
                 **inner = taken.with_usage(prompt, completion);
             }
-            Reply::Raw { .. } | Reply::CutOff { .. } | Reply::Hang => {}
+            Reply::Raw { .. } | Reply::CutOff { .. } | Reply::Hang | Reply::Endless => {}
         }
         self
     }
@@ -340,6 +343,8 @@ struct State {
     sees_probes: bool,
     recorded: Mutex<Vec<Recorded>>,
     panics: Mutex<Vec<String>>,
+    /// Body bytes sent by [`Reply::Endless`] answers.
+    streamed: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -386,6 +391,7 @@ impl FakeApi {
             sees_probes,
             recorded: Mutex::new(Vec::new()),
             panics: Mutex::new(Vec::new()),
+            streamed: AtomicU64::new(0),
         });
         let stop = CancellationToken::new();
         let thread = {
@@ -441,6 +447,12 @@ impl FakeApi {
 
     pub fn count(&self) -> usize {
         lock(&self.state.recorded).len()
+    }
+
+    /// Body bytes sent so far by [`Reply::Endless`] answers (what the client read, plus
+    /// what sat in the socket buffers when it closed).
+    pub fn bytes_streamed(&self) -> u64 {
+        self.state.streamed.load(Ordering::Relaxed)
     }
 
     /// The chat completion requests so far.
@@ -499,7 +511,7 @@ async fn connection(stream: TcpStream, state: &State) {
         return;
     };
     if !state.sees_probes && recorded.is_probe() {
-        respond(reader, Reply::raw(404, "not found")).await;
+        respond(reader, Reply::raw(404, "not found"), state).await;
         return;
     }
     {
@@ -519,12 +531,32 @@ async fn connection(stream: TcpStream, state: &State) {
             Reply::raw(500, format!("fake API script panicked: {text}"))
         }
     };
-    respond(reader, reply).await;
+    respond(reader, reply, state).await;
 }
 
-async fn respond(mut reader: BufReader<TcpStream>, mut reply: Reply) {
+async fn respond(mut reader: BufReader<TcpStream>, mut reply: Reply, state: &State) {
     loop {
         match reply {
+            Reply::Endless => {
+                let stream = reader.get_mut();
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let opening = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":""#;
+                let filler = "x".repeat(64 * 1024);
+                let mut piece = opening.to_string();
+                loop {
+                    let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
+                    if stream.write_all(chunk.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    state
+                        .streamed
+                        .fetch_add(piece.len() as u64, Ordering::Relaxed);
+                    piece.clone_from(&filler);
+                }
+            }
             Reply::Delay(after, inner) => {
                 tokio::time::sleep(after).await;
                 reply = *inner;

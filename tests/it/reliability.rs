@@ -1,0 +1,388 @@
+//! The reliability findings (hostile servers, hostile folders, full disks): each test here
+//! reproduces one attack that once got through and checks that it no longer does.
+
+use crate::support::fake_api::{FakeApi, Reply};
+use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use serde_json::{Value, json};
+
+const FAST: &str = "retry: {max_attempts: 3, base_delay_ms: 5, max_delay_ms: 10}\n";
+
+fn env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", FAST);
+    env
+}
+
+fn run(env: &TestEnv, api: &FakeApi, skill: &str, args: &[&str]) -> std::process::Output {
+    let base = api.base_url();
+    let mut all = vec!["--no-progress", "run", skill];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--base-url", &base, "-o", "out"]);
+    env.zhi().args(&all).output().expect("run zhi")
+}
+
+fn show(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
+fn record(env: &TestEnv, input: &str) -> Value {
+    records_by_input(&env.path("out"))
+        .remove(input)
+        .unwrap_or_else(|| panic!("no record for {input}"))
+}
+
+#[test]
+fn an_endless_response_body_fails_its_job_and_the_run_goes_on() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.write("docs/b.txt", "The plant opens in May.\n");
+    let api = FakeApi::start(|req| {
+        if req.messages()[1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("budget")
+        {
+            Reply::Endless
+        } else {
+            Reply::text("# Summary\n\nA plant opens in May.")
+        }
+    });
+    let out = run(&env, &api, "summarize", &["docs"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let bad = record(&env, "docs/a.txt");
+    assert_eq!(bad["error"]["kind"], "api_error", "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("response body is larger than"),
+        "{bad}"
+    );
+    // Not retried: the same request would get the same flood.
+    assert_eq!(bad["attempts"], 1, "{bad}");
+    assert_eq!(record(&env, "docs/b.txt")["status"], "succeeded");
+    // Read up to the cap (a multiple of the answer's length limit), not without end.
+    let streamed = api.bytes_streamed();
+    assert!(streamed < 64 << 20, "{streamed} bytes were streamed");
+    assert!(env.path("out/manifest.json").exists());
+}
+
+#[test]
+fn a_huge_tool_call_is_refused_before_it_is_read_or_sent_back() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.project_skill(
+        "notes-and-facts.yaml",
+        "name: notes-and-facts\ndescription: Notes and facts\nsystem_prompt: Write notes and facts.\n\
+         tools: [file_read, file_write]\nmax_turns: 5\noutput:\n  files: [notes.md, facts.json]\n",
+    );
+    let huge = "x".repeat(40 << 20);
+    let api = FakeApi::always(Reply::tool_calls(vec![(
+        "file_write",
+        json!({"path": "notes.md", "content": huge}),
+    )]));
+    let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "api_error", "{r}");
+    // One request: the flood is neither retried nor sent back in a next turn.
+    assert_eq!(api.chat_requests().len(), 1);
+    assert!(!env.path("out/notes-and-facts/docs/a.txt/notes.md").exists());
+}
+
+#[test]
+fn file_names_cannot_drive_the_terminal_or_forge_log_lines() {
+    let env = env();
+    // A window-title sequence, a colour, a bell, a carriage return and a newline that would
+    // start a forged log line.
+    let name = "docs/x\u{1b}]0;pwned\u{7}\u{1b}[31m\r\n ERROR forged line.txt";
+    env.write(name, "The board approved the budget.\n");
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    let base = api.base_url();
+    let out = env
+        .zhi()
+        .args([
+            "--no-progress",
+            "-vv",
+            "run",
+            "summarize",
+            "docs",
+            "-o",
+            "out",
+        ])
+        .args(["--base-url", &base])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let err = stderr(&out);
+    assert!(err.contains("forged line"), "the job is logged: {err}");
+    for bad in ['\u{1b}', '\u{7}', '\r'] {
+        assert!(!err.contains(bad), "{bad:?} reached the terminal: {err:?}");
+    }
+    assert!(
+        !err.lines()
+            .any(|l| l.trim_start().starts_with("ERROR forged")),
+        "a log line was forged: {err}"
+    );
+}
+
+/// A notes skill run as an agent (two declared outputs, so not direct).
+fn agent_skill(env: &TestEnv) {
+    env.project_skill(
+        "notes-and-facts.yaml",
+        "name: notes-and-facts\ndescription: Notes and facts\nsystem_prompt: Write notes and facts.\n\
+         tools: [file_read, file_write]\nmax_turns: 40\noutput:\n  files: [notes.md, facts.json]\n",
+    );
+}
+
+#[test]
+fn a_job_that_writes_without_end_fails_at_the_files_limit() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    agent_skill(&env);
+    // Every turn writes 60 new files.
+    let api = FakeApi::start(|req| {
+        let base = req.seq * 60;
+        Reply::tool_calls(
+            (0..60)
+                .map(|i| {
+                    (
+                        "file_write",
+                        json!({"path": format!("part-{}.md", base + i), "content": "x"}),
+                    )
+                })
+                .collect(),
+        )
+    });
+    let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "too_large", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than 1000 files"),
+        "{r}"
+    );
+    // Stopped at the limit: the turn that crossed it was the last.
+    assert!(api.chat_requests().len() <= 1000 / 60 + 1);
+    assert!(!env.path("out/notes-and-facts/docs/a.txt").exists());
+}
+
+#[test]
+fn a_final_answer_cut_at_the_length_limit_is_not_saved() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.project_skill(
+        "answer.yaml",
+        "name: answer\ndescription: Answer\nsystem_prompt: Answer.\ntools: [file_read]\nmax_turns: 3\n",
+    );
+    let api = FakeApi::always(Reply::completion(
+        json!({"role": "assistant", "content": "The budget was approved and the"}),
+        "length",
+    ));
+    let out = run(&env, &api, "answer", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "truncated", "{r}");
+    assert!(!env.path("out/answer/docs/a.txt/response.md").exists());
+}
+
+#[test]
+fn a_name_with_a_text_direction_override_is_refused() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    agent_skill(&env);
+    let api = FakeApi::sequence(vec![
+        Reply::tool_calls(vec![(
+            "file_write",
+            json!({"path": "notes\u{202E}dm.exe", "content": "x"}),
+        )]),
+        Reply::tool_calls(vec![
+            (
+                "file_write",
+                json!({"path": "notes.md", "content": "# Notes\n\nApproved."}),
+            ),
+            (
+                "file_write",
+                json!({"path": "facts.json", "content": {"approved": true}}),
+            ),
+        ]),
+    ]);
+    let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["refused_tool_calls"], 1, "{r}");
+    let names: Vec<String> = std::fs::read_dir(env.path("out/notes-and-facts/docs/a.txt"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains('\u{202E}')), "{names:?}");
+}
+
+#[test]
+fn results_csv_cells_are_never_formulas() {
+    let env = env();
+    env.write(
+        "=HYPERLINK(\"http://x\").txt",
+        "The board approved the budget.\n",
+    );
+    env.write("@SUM(A1).txt", "The plant opens in May.\n");
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    let out = run(
+        &env,
+        &api,
+        "summarize",
+        &["=HYPERLINK(\"http://x\").txt", "@SUM(A1).txt"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let runs = env.path("out/.zhi/runs");
+    let run_dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut reader = csv::Reader::from_path(run_dir.join("results.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let input = headers.iter().position(|h| h == "input").unwrap();
+    let mut seen = 0;
+    for row in reader.records() {
+        let row = row.unwrap();
+        for cell in row.iter() {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@']),
+                "a cell a spreadsheet reads as a formula: {cell}"
+            );
+        }
+        assert!(row[input].starts_with('\''), "{:?}", &row[input]);
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+}
+
+#[test]
+fn names_that_differ_only_in_non_utf8_bytes_stay_separate_jobs() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = env();
+    let docs = env.path("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for (name, text) in [
+        (&b"x\xff.txt"[..], "The board approved the budget.\n"),
+        (&b"x\xfe.txt"[..], "The plant opens in May.\n"),
+        (
+            &b"x\\xff.txt"[..],
+            "A backslash, then xff, in a valid name.\n",
+        ),
+    ] {
+        std::fs::write(docs.join(std::ffi::OsStr::from_bytes(name)), text).unwrap();
+    }
+    let api = FakeApi::always(Reply::text("# Summary\n\nDone."));
+    let out = run(&env, &api, "summarize", &["docs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let records = records_by_input(&env.path("out"));
+    assert_eq!(records.len(), 3, "{records:?}");
+    let ids: std::collections::BTreeSet<_> =
+        records.values().map(|r| r["job_id"].to_string()).collect();
+    assert_eq!(ids.len(), 3);
+    let folders: Vec<_> = std::fs::read_dir(env.path("out/summarize/docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(folders.len(), 3, "{folders:?}");
+    // Each document reached the model once, under its own name.
+    assert_eq!(api.chat_requests().len(), 3);
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_server_that_echoes_the_key_never_gets_it_written_or_printed() {
+    const KEY: &str = "sk-echo-3f9a1c77e2";
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.write("docs/b.txt", "The plant opens in May.\n");
+    agent_skill(&env);
+    // a.txt: the key in tool arguments and in written files, then a failure (the files
+    // stay in the failed staging folder); b.txt: the key in written files, a success.
+    let api = FakeApi::start(|req| {
+        let key = req.bearer().unwrap_or("").to_string();
+        let user = req.messages()[1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if user.contains("budget") {
+            Reply::tool_calls(vec![(
+                "file_write",
+                json!({"path": format!("notes-{key}.md"), "content": format!("key {key}")}),
+            )])
+        } else {
+            Reply::tool_calls(vec![
+                (
+                    "file_write",
+                    json!({"path": "notes.md", "content": format!("# Notes\n\nkey {key}")}),
+                ),
+                (
+                    "file_write",
+                    json!({"path": "facts.json", "content": {"key": key}}),
+                ),
+            ])
+        }
+    });
+    let base = api.base_url();
+    let out = env
+        .zhi()
+        .env("ZHI_API_KEY", KEY)
+        .args([
+            "--no-progress",
+            "-vv",
+            "run",
+            "notes-and-facts",
+            "docs",
+            "-o",
+            "out",
+        ])
+        .args(["--base-url", &base])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        api.requests().iter().any(|r| r.bearer() == Some(KEY)),
+        "the key was sent"
+    );
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!printed.contains(KEY), "printed: {printed}");
+    let all = files_under(&env.path("out"));
+    assert!(all.len() > 4, "{all:?}");
+    for f in all {
+        assert!(!f.to_string_lossy().contains(KEY), "{}", f.display());
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{} holds the key",
+            f.display()
+        );
+    }
+    assert_eq!(record(&env, "docs/b.txt")["status"], "succeeded");
+}
