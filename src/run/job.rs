@@ -399,7 +399,7 @@ pub(super) async fn ask(
     stats: &mut AgentStats,
 ) -> Result<(String, Vec<PathBuf>), JobError> {
     let (shared, job, skill) = (ctx.shared, ctx.job, ctx.skill);
-    std::fs::create_dir_all(dir).map_err(|e| {
+    super::outdir::create_dir_within(&shared.output_dir, dir).map_err(|e| {
         JobError::new(
             ErrorKind::Io,
             format!("cannot create {}: {e}", dir.display()),
@@ -588,7 +588,7 @@ fn commit(
     let out = &shared.output_dir;
     let target = out.join(&job.output_rel);
     if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent)
+        super::outdir::create_dir_within(out, parent)
             .map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
     }
     // The outputs, hashed before they move, are journaled first: a kill between the rename
@@ -615,7 +615,7 @@ fn commit(
             .join(&shared.run_id)
             .join(job.id.as_str());
         if let Some(p) = trash.parent() {
-            std::fs::create_dir_all(p)
+            super::outdir::create_dir_within(out, p)
                 .map_err(|e| io(format!("cannot create {}", p.display()), e))?;
         }
         std::fs::rename(&target, &trash)
@@ -679,7 +679,7 @@ fn write_journal(
     let path = journal_path(shared, job);
     let write = || -> std::io::Result<()> {
         if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p)?;
+            super::outdir::create_dir_within(&shared.output_dir, p)?;
         }
         let body = serde_json::to_vec(&pending).map_err(std::io::Error::other)?;
         crate::manifest::write_atomic(&path, &body)
@@ -707,7 +707,7 @@ pub fn forget_commit(shared: &Shared, job: &Job) {
 /// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.
 fn keep_failed(shared: &Shared, job: &Job, staging: &Path) {
     // Kept even when empty: the folder says the job ran and wrote nothing (SPEC §8).
-    if !staging.exists() && std::fs::create_dir_all(staging).is_err() {
+    if !staging.exists() && super::outdir::create_dir_within(&shared.output_dir, staging).is_err() {
         return;
     }
     let dest = shared
@@ -717,7 +717,7 @@ fn keep_failed(shared: &Shared, job: &Job, staging: &Path) {
         .join(&shared.run_id)
         .join(job.id.as_str());
     if let Some(p) = dest.parent() {
-        let _ = std::fs::create_dir_all(p);
+        let _ = super::outdir::create_dir_within(&shared.output_dir, p);
     }
     if let Err(e) = std::fs::rename(staging, &dest) {
         tracing::warn!("cannot keep the failed staging of {}: {e}", job.input);

@@ -8,6 +8,7 @@
 mod chunked;
 mod job;
 pub mod lock;
+pub mod outdir;
 pub mod progress;
 pub mod reader;
 pub mod slots;
@@ -124,12 +125,20 @@ pub fn now_rfc3339() -> String {
 pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let out = opts.output_dir.clone();
     let zhi_dir = out.join(".zhi");
-    std::fs::create_dir_all(&zhi_dir).map_err(|e| {
-        ExitError::usage(format!(
-            "cannot create output folder {}: {e}",
-            out.display()
-        ))
-    })?;
+    // The output folder itself may be anything the user names (a link included); inside
+    // it, zhi's own folders are never links.
+    std::fs::create_dir_all(&out)
+        .and_then(|()| {
+            outdir::create_dir_within(&out, &zhi_dir.join("runs"))?;
+            ["staging", "failed", "commits", "checkpoints", "trash"]
+                .iter()
+                .map(|sub| zhi_dir.join(sub))
+                .filter(|p| std::fs::symlink_metadata(p).is_ok())
+                .try_for_each(|p| outdir::create_dir_within(&out, &p))
+        })
+        .map_err(|e| {
+            ExitError::usage(format!("cannot use output folder {}: {e}", out.display()))
+        })?;
     let run_id = new_run_id(opts.shard);
     let _lock = lock::RunLock::acquire(&zhi_dir, &run_id)?;
     clean_stale(&zhi_dir);

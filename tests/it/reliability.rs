@@ -386,3 +386,49 @@ fn a_server_that_echoes_the_key_never_gets_it_written_or_printed() {
     }
     assert_eq!(record(&env, "docs/b.txt")["status"], "succeeded");
 }
+
+#[test]
+fn links_planted_in_the_output_folder_are_never_followed() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    let outside = env.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let out = env.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+
+    // The skill's folder as a link: the job fails, nothing lands outside.
+    std::os::unix::fs::symlink("../outside", out.join("summarize")).unwrap();
+    let o = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["error"]["kind"], "io", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is a link"),
+        "{r}"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    std::fs::remove_file(out.join("summarize")).unwrap();
+
+    // zhi's own folders as links: the run refuses to start, naming the link.
+    std::fs::remove_dir_all(out.join(".zhi")).unwrap();
+    for planted in [".zhi", ".zhi/runs", ".zhi/staging"] {
+        let _ = std::fs::remove_dir_all(out.join(".zhi"));
+        let link = out.join(planted);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        let up = "../".repeat(planted.matches('/').count() + 1);
+        std::os::unix::fs::symlink(format!("{up}outside"), &link).unwrap();
+        let o = run(&env, &api, "summarize", &["docs/a.txt"]);
+        assert_eq!(o.status.code(), Some(2), "{planted}: {}", show(&o));
+        assert!(stderr(&o).contains("is a link"), "{planted}: {}", show(&o));
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "{planted}: something was written outside"
+        );
+        std::fs::remove_file(&link).unwrap();
+    }
+}
