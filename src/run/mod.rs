@@ -290,6 +290,11 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
                 job::planned_failure(&job, &cache, &shared)
             };
             finish_record(record, &writer, &records, &progress, &state, &opts, &slots);
+            // A kill between a job's record and the removal of its commit journal left the
+            // journal behind; a cached job is recorded (again) now, so it goes.
+            if cache.cached {
+                job::forget_commit(&shared, &job);
+            }
             continue;
         }
         tokio::select! {

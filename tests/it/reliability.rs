@@ -432,3 +432,24 @@ fn links_planted_in_the_output_folder_are_never_followed() {
         std::fs::remove_file(&link).unwrap();
     }
 }
+
+#[test]
+fn a_commit_journal_left_by_a_kill_after_the_record_is_removed_by_the_next_run() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    let o = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = record(&env, "docs/a.txt");
+    // What a kill between the record and the journal's removal leaves: the journal.
+    let journal = env
+        .path("out/.zhi/commits")
+        .join(format!("{}.json", r["job_id"].as_str().unwrap()));
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::fs::write(&journal, serde_json::to_vec(&r).unwrap()).unwrap();
+    let o = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(record(&env, "docs/a.txt")["status"], "cached");
+    assert!(!journal.exists(), "the journal outlived its record");
+    assert_eq!(api.chat_requests().len(), 1);
+}
