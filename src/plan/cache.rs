@@ -210,8 +210,12 @@ pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     Ok(out)
 }
 
-/// sha256 and size of a file; `None` when it cannot be read.
+/// sha256 and size of a file; `None` when it cannot be read, is not a regular file (a
+/// device would never end, a FIFO would block), or the run was interrupted meanwhile.
 pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return (None, None);
+    }
     let Ok(mut f) = std::fs::File::open(path) else {
         return (None, None);
     };
@@ -219,6 +223,9 @@ pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut n_total = 0u64;
     loop {
+        if crate::exit::interrupted() {
+            return (None, None);
+        }
         match f.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {

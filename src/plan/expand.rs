@@ -275,6 +275,29 @@ fn walk(
 
 /// A file that cannot be opened fails its job with the reason.
 fn probe_file(path: &Path) -> Option<JobError> {
+    // A device, FIFO or socket named as an input is no document: reading `/dev/zero` never
+    // ends and opening a FIFO blocks until someone writes to it. Looked at before opening.
+    if let Ok(m) = std::fs::metadata(path)
+        && !m.is_file()
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let ft = m.file_type();
+        let what = if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Some(JobError::new(
+            ErrorKind::InputError,
+            format!("{} is {what}, not a document zhi can read", path.display()),
+        ));
+    }
     match std::fs::File::open(path) {
         Ok(_) => None,
         Err(e) => Some(JobError::new(

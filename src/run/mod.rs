@@ -661,6 +661,7 @@ async fn watch_signals(state: Arc<RunState>, grace: std::time::Duration, progres
         _ = term.recv() => libc::SIGTERM,
     };
     state.stop(Stop::Signal(first));
+    crate::exit::interrupt();
     progress.println(&format!(
         "{} received: no new jobs; waiting up to {}s for jobs in flight (signal again to cancel them now)",
         signal_name(first),

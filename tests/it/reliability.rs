@@ -453,3 +453,113 @@ fn a_commit_journal_left_by_a_kill_after_the_record_is_removed_by_the_next_run()
     assert!(!journal.exists(), "the journal outlived its record");
     assert_eq!(api.chat_requests().len(), 1);
 }
+
+#[test]
+fn devices_and_fifos_named_as_inputs_fail_their_own_jobs_at_once() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let fifo = env.path("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    let base = api.base_url();
+    let mut child = env
+        .zhi_process()
+        .args([
+            "--no-progress",
+            "run",
+            "summarize",
+            "/dev/zero",
+            "pipe",
+            "docs/a.txt",
+        ])
+        .args(["--base-url", &base, "-o", "out"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("zhi hung on a device or a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let records = records_by_input(&env.path("out"));
+    let zero = &records["/dev/zero"];
+    assert_eq!(zero["error"]["kind"], "input_error", "{zero}");
+    assert!(
+        zero["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("character device")
+    );
+    let pipe = &records["pipe"];
+    assert!(
+        pipe["error"]["message"].as_str().unwrap().contains("FIFO"),
+        "{pipe}"
+    );
+    assert_eq!(records["docs/a.txt"]["status"], "succeeded");
+    assert_eq!(api.chat_requests().len(), 1);
+}
+
+#[test]
+fn a_signal_while_inputs_are_hashed_ends_the_run_at_once() {
+    let env = env();
+    // A 64 GB sparse file: hashing it takes minutes, reading it costs no disk.
+    let big = env.path("docs/big.txt");
+    std::fs::create_dir_all(big.parent().unwrap()).unwrap();
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let api = FakeApi::always(Reply::text("# Summary\n\nNothing."));
+    let base = api.base_url();
+    let mut child = env
+        .zhi_process()
+        .args([
+            "--no-progress",
+            "run",
+            "summarize",
+            "docs",
+            "--base-url",
+            &base,
+            "-o",
+            "out",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run holds its lock once its signal handlers are about to be set: then wait a
+    // little more and signal.
+    let lock = env.path("out/.zhi/lock");
+    let start = std::time::Instant::now();
+    while !lock.exists() && start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let signalled = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if signalled.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("SIGTERM while hashing was ignored");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{}", show(&o));
+    assert!(env.path("out/manifest.json").exists(), "{}", show(&o));
+    assert_eq!(api.chat_requests().len(), 0);
+}

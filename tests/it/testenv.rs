@@ -39,6 +39,20 @@ impl TestEnv {
         c
     }
 
+    /// The same as [`TestEnv::zhi`], as a `std` command that can be spawned and signalled.
+    pub fn zhi_process(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_zhi"));
+        c.current_dir(&self.work)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("LANG", "C.UTF-8")
+            .env("COLUMNS", "100")
+            .stdin(std::process::Stdio::null());
+        c
+    }
+
     /// Write a file under the working folder, creating its parents.
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
         let p = self.work.join(rel);
