@@ -268,8 +268,13 @@ async fn run_in_staging(
         ask(&ctx, staging, message, None, true, stats).await?;
         return verify(&ctx, staging, None);
     }
-    // The document's text, extracted off the async threads.
+    // The document's text, extracted off the async threads, from the very file that was
+    // planned and hashed.
+    let before = unchanged_since_planning(job, cache)?;
     let text = read_text(shared, &job.path).await?;
+    if !same_file(&before, &std::fs::metadata(&job.path).ok()) {
+        return Err(changed(job, "it changed while it was being read"));
+    }
     if text.trim().is_empty() {
         return Err(JobError::new(
             ErrorKind::ExtractFailed,
@@ -345,6 +350,51 @@ async fn split(
             other => return other,
         }
     }
+}
+
+/// The input must still be what was planned: the same content (the hash recorded for the job
+/// is the hash of what is read), a regular file. A document swapped mid-run for other
+/// content — or for a link to `/etc/passwd` — fails its job instead of being sent. Returns
+/// the file's metadata, to tell after extraction that it was not swapped meanwhile.
+fn unchanged_since_planning(job: &Job, cache: &JobCache) -> Result<std::fs::Metadata, JobError> {
+    let Some(planned) = cache.input_sha256.as_deref() else {
+        // Not hashed at planning (unreadable then): extraction says why.
+        return std::fs::metadata(&job.path).map_err(|e| {
+            JobError::new(
+                ErrorKind::InputError,
+                format!("cannot read {}: {e}", job.input),
+            )
+        });
+    };
+    let before = std::fs::metadata(&job.path)
+        .map_err(|e| changed(job, &format!("it can no longer be read ({e})")))?;
+    if !before.is_file() {
+        return Err(changed(job, "it is no longer a regular file"));
+    }
+    match crate::plan::cache::hash_file(&job.path) {
+        (Some(now), _) if now == planned => Ok(before),
+        (Some(_), _) => Err(changed(job, "its content is not what was planned")),
+        (None, _) => Err(changed(job, "it can no longer be read")),
+    }
+}
+
+/// Whether two looks at a path saw the same file, unmodified.
+fn same_file(a: &std::fs::Metadata, b: &Option<std::fs::Metadata>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    b.as_ref().is_some_and(|b| {
+        (a.dev(), a.ino(), a.len(), a.mtime(), a.mtime_nsec())
+            == (b.dev(), b.ino(), b.len(), b.mtime(), b.mtime_nsec())
+    })
+}
+
+fn changed(job: &Job, why: &str) -> JobError {
+    JobError::new(
+        ErrorKind::InputError,
+        format!(
+            "{} changed after the run was planned: {why}; it was not sent (run again to process it as it is now)",
+            job.input
+        ),
+    )
 }
 
 /// A document's text, extracted off the async threads (a PDF worker or OCR may run).

@@ -563,3 +563,43 @@ fn a_signal_while_inputs_are_hashed_ends_the_run_at_once() {
     assert!(env.path("out/manifest.json").exists(), "{}", show(&o));
     assert_eq!(api.chat_requests().len(), 0);
 }
+
+#[test]
+fn a_document_swapped_for_a_link_after_planning_is_not_sent() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let b = env.write("docs/b.txt", "The plant opens in May.\n");
+    let secret = env.write("secret.txt", "TOP SECRET: the root password is hunter2.\n");
+    // While a.txt is being asked, b.txt (planned and hashed already) becomes a link to a
+    // file that was never an input.
+    let api = FakeApi::start(move |req| {
+        if req.messages()[1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("budget")
+            && std::fs::symlink_metadata(&b).is_ok_and(|m| !m.file_type().is_symlink())
+        {
+            std::fs::remove_file(&b).unwrap();
+            std::os::unix::fs::symlink(&secret, &b).unwrap();
+        }
+        Reply::text("# Summary\n\nDone.")
+    });
+    let out = run(&env, &api, "summarize", &["docs", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    for req in api.requests() {
+        assert!(
+            !req.body_text.contains("TOP SECRET"),
+            "the swapped-in file was sent"
+        );
+    }
+    let r = record(&env, "docs/b.txt");
+    assert_eq!(r["error"]["kind"], "input_error", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed after the run was planned"),
+        "{r}"
+    );
+    assert_eq!(record(&env, "docs/a.txt")["status"], "succeeded");
+}
