@@ -516,8 +516,8 @@ pub fn run_skill<'a>(
                     .tool(&skill.name, turn, call, &content, refused);
                 messages.push(Message::tool_result(call.id.clone(), content));
             }
-            if let Some(why) = env.tools.sandbox.over_limit() {
-                return Err(JobError::new(ErrorKind::TooLarge, why));
+            if let Some((kind, why)) = env.tools.sandbox.fatal() {
+                return Err(JobError::new(kind, why));
             }
             if !expected.files.is_empty() && problems(env).is_empty() {
                 return Ok(String::new());

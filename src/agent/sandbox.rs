@@ -252,7 +252,7 @@ impl SandboxBuilder {
             excluded,
             written: Mutex::new(Vec::new()),
             bytes_written: std::sync::atomic::AtomicU64::new(0),
-            over_limit: Mutex::new(None),
+            fatal: Mutex::new(None),
         })
     }
 }
@@ -266,9 +266,9 @@ pub struct Sandbox {
     excluded: Vec<PathBuf>,
     written: Mutex<Vec<PathBuf>>,
     bytes_written: std::sync::atomic::AtomicU64,
-    /// Set when a write went over the per-job limits: the job then fails, whatever the
-    /// model does next.
-    over_limit: Mutex<Option<String>>,
+    /// Set when a write went over the per-job limits, or the disk refused it: the job then
+    /// fails, whatever the model does next.
+    fatal: Mutex<Option<(crate::error::ErrorKind, String)>>,
 }
 
 impl Sandbox {
@@ -288,13 +288,21 @@ impl Sandbox {
         &self.output_dir
     }
 
-    /// Why the job went over its output limits ([`MAX_FILES_PER_JOB`],
-    /// [`MAX_BYTES_PER_JOB`]), once it has: the job must fail.
-    pub fn over_limit(&self) -> Option<String> {
-        self.over_limit
+    /// Why the job must fail, once a write went over its output limits
+    /// ([`MAX_FILES_PER_JOB`], [`MAX_BYTES_PER_JOB`]: `too_large`) or the disk refused a write
+    /// (full, quota, read-only: `io`).
+    pub fn fatal(&self) -> Option<(crate::error::ErrorKind, String)> {
+        self.fatal
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
+    }
+
+    fn set_fatal(&self, kind: crate::error::ErrorKind, why: String) {
+        self.fatal
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert((kind, why));
     }
 
     /// The files written so far, relative to the output folder, in the order they were written.
@@ -700,16 +708,19 @@ impl Sandbox {
                 None
             };
             if let Some(why) = over {
-                *self
-                    .over_limit
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why.clone());
+                self.set_fatal(crate::error::ErrorKind::TooLarge, why.clone());
                 return Err(Refusal::new(format!("`{shown}` was not written: {why}")).into());
             }
         }
-        let io_error = |source: io::Error| WriteError::Io {
-            path: shown.clone(),
-            source,
+        let io_error = |source: io::Error| {
+            self.set_fatal(
+                crate::error::ErrorKind::Io,
+                format!("cannot write `{shown}`: {source}"),
+            );
+            WriteError::Io {
+                path: shown.clone(),
+                source,
+            }
         };
 
         let mut created: Vec<PathBuf> = Vec::new();

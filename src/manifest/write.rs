@@ -67,12 +67,17 @@ impl ManifestWriter {
 /// Write a file so that readers see the old or the new content, never a part.
 pub fn write_atomic(path: &Path, body: &[u8]) -> io::Result<()> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    {
+    let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(body)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    // A full disk must not leave half-written temporary files behind.
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)
+    written
 }
 
 const CSV_HEADERS: &[&str] = &[

@@ -80,6 +80,9 @@ enum Stop {
     MaxFailures(u64),
     /// SIGINT (130) or SIGTERM (143).
     Signal(i32),
+    /// The output folder cannot be written (disk full, quota, read-only): exit 75, the rest
+    /// cancelled — every further job would be work thrown away.
+    OutputUnwritable(String),
 }
 
 /// Shared by the scheduler, the workers and the signal handler.
@@ -392,6 +395,11 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
                 ErrorKind::Cancelled,
                 format!("interrupted by {}", signal_name(*sig)),
             ),
+            Some(Stop::OutputUnwritable(m)) => (
+                Status::Cancelled,
+                ErrorKind::Cancelled,
+                format!("not run: {m}"),
+            ),
             None => (
                 Status::Skipped,
                 ErrorKind::Skipped,
@@ -430,6 +438,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             Some(format!("token budget of {n} reached")),
         ),
         Some(Stop::RateLimited(m)) => (RunStatus::Aborted, Exit::TempFail, Some(m.clone())),
+        Some(Stop::OutputUnwritable(m)) => (RunStatus::Aborted, Exit::TempFail, Some(m.clone())),
         Some(Stop::Signal(sig)) => (
             RunStatus::Interrupted,
             if *sig == libc::SIGTERM {
@@ -489,12 +498,18 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
     };
     let w = writer.lock().unwrap_or_else(|e| e.into_inner());
-    w.finish(&manifest, &out, &records).map_err(|e| {
-        ExitError::usage(format!(
-            "cannot write the manifest in {}: {e}",
-            run_dir.display()
-        ))
-    })?;
+    // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
+    // never "nothing ran"; the records appended so far stay in results.jsonl.
+    let exit = match w.finish(&manifest, &out, &records) {
+        Ok(()) => exit,
+        Err(e) => {
+            progress.println(&format!(
+                "error: cannot write the manifest in {}: {e}; the records written so far are in results.jsonl",
+                run_dir.display()
+            ));
+            Exit::TempFail
+        }
+    };
     Ok(RunResult {
         manifest,
         exit,
@@ -597,7 +612,13 @@ fn finish_record_small(
         .unwrap_or_else(|e| e.into_inner())
         .append(&record)
     {
-        progress.println(&format!("error: cannot append to results.jsonl: {e}"));
+        // Said once: after the first failure every append fails alike.
+        if !matches!(state.stopped(), Some(Stop::OutputUnwritable(_))) {
+            progress.println(&format!("error: cannot append to results.jsonl: {e}"));
+        }
+        state.stop(Stop::OutputUnwritable(format!(
+            "the output folder cannot be written ({e})"
+        )));
     }
     let c = &progress.counters;
     c.done.fetch_add(1, Ordering::Relaxed);
@@ -621,6 +642,10 @@ fn finish_record_small(
                 if e.kind.aborts_run() {
                     state.stop(Stop::Abort(e.kind, e.message.clone()));
                     state.hard.cancel();
+                } else if !matches!(state.stopped(), Some(Stop::OutputUnwritable(_)))
+                    && let Some(why) = unwritable(&run_dir)
+                {
+                    state.stop(Stop::OutputUnwritable(why));
                 } else if e.kind == ErrorKind::RateLimited {
                     state.stop(Stop::RateLimited(format!(
                         "rate limits outlasted every retry ({})",
@@ -644,6 +669,24 @@ fn finish_record_small(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(record);
+}
+
+/// After a job failed (a write of its own, its transcript or its staging may have met a full
+/// disk): whether the output folder itself can no longer be written
+/// (a full disk, a quota, a read-only remount), by writing a small probe file next to the
+/// run's records. A job that failed for its own reasons (a link in its way) leaves the
+/// folder writable, and the run goes on.
+fn unwritable(run_dir: &Path) -> Option<String> {
+    let probe = run_dir.join(format!(".write-probe-{}", std::process::id()));
+    let result = std::fs::File::create(&probe).and_then(|mut f| {
+        use std::io::Write;
+        f.write_all(&[0u8; 64 * 1024])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    result
+        .err()
+        .map(|e| format!("the output folder cannot be written ({e}); run again when there is room"))
 }
 
 /// First SIGINT/SIGTERM: stop scheduling, let in-flight jobs finish within the grace period,

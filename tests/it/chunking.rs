@@ -42,18 +42,22 @@ fn records(env: &TestEnv, out: &str) -> Vec<Value> {
 }
 
 /// Each piece's request echoes its page markers into translation.md.
+/// A translation of `doc` into Chinese (the default target) as long as its pages: each
+/// page's marker, then Chinese text.
+fn chinese(doc: &str) -> String {
+    markers(doc)
+        .iter()
+        .map(|m| format!("{m} {}", "这一页的译文保持原来的长度。".repeat(4)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn echo_translator() -> FakeApi {
     FakeApi::start(|r| {
         if r.has_tool_result() {
             return Reply::text("translated this part");
         }
-        // A translation into Chinese (the default target) as long as the page: each page's
-        // marker, then Chinese text.
-        let m = markers(&document(r))
-            .iter()
-            .map(|m| format!("{m} {}", "这一页的译文保持原来的长度。".repeat(4)))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let m = chinese(&document(r));
         Reply::tool_calls(vec![(
             "file_write",
             json!({"path": "translation.md", "content": m}),
@@ -197,7 +201,7 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
         }
         Reply::tool_calls(vec![(
             "file_write",
-            json!({"path": "translation.md", "content": markers(&doc).join(" ")}),
+            json!({"path": "translation.md", "content": chinese(&doc)}),
         )])
     });
     let run = |env: &TestEnv| {
