@@ -19,3 +19,4 @@ pub mod plan;
 pub mod run;
 pub mod sanitize;
 pub mod skills;
+pub mod small_file;

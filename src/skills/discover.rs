@@ -8,6 +8,10 @@ use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The largest skill file read. The longest builtin is a few kilobytes; a megabyte of system
+/// prompt would not fit a model's context anyway.
+pub const MAX_SKILL_FILE_BYTES: u64 = 1 << 20;
+
 /// Where a skill was loaded from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkillSource {
@@ -141,13 +145,17 @@ impl SkillSet {
     }
 
     /// Load one file from disk into the set.
+    ///
+    /// Discovery reads every skill file for every command, builtin runs included, so a file
+    /// that is not one — a FIFO, a link to a device, a folder, megabytes — is a broken skill
+    /// (a warning naming it) and never a hang or an endless read; see [`crate::small_file`].
     pub fn add_file(&mut self, path: &Path, source: SkillSource) -> Option<String> {
-        match std::fs::read(path) {
+        match crate::small_file::read(path, MAX_SKILL_FILE_BYTES) {
             Ok(bytes) => self.add_bytes(&bytes, source),
             Err(e) => {
                 self.broken.push(LoadError {
                     file: path.display().to_string(),
-                    reason: format!("cannot read: {e}"),
+                    reason: e.to_string(),
                 });
                 None
             }

@@ -62,6 +62,8 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
             "not UTF-8 text ({e}); skill files must be UTF-8 YAML"
         ))
     })?;
+    // The parser's time grows with the square of the nesting depth: refuse deep files first.
+    crate::small_file::check_yaml_nesting(text).map_err(|e| fail(e.to_string()))?;
     let value: Value = serde_norway::from_str(text).map_err(|e| fail(yaml_error(&e)))?;
     let Value::Mapping(map) = value else {
         return Err(fail(format!(

@@ -9,7 +9,7 @@ mod graph;
 pub mod load;
 mod preamble;
 
-pub use discover::{SkillSet, SkillSource, builtin_sources, discover};
+pub use discover::{MAX_SKILL_FILE_BYTES, SkillSet, SkillSource, builtin_sources, discover};
 pub use graph::{GraphError, MAX_NESTING};
 pub use load::{LoadError, Loaded, load_str};
 pub use preamble::{LANGUAGE_PREAMBLE, language_of, system_prompt};

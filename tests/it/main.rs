@@ -16,5 +16,6 @@ mod plan_cli;
 mod reliability;
 mod run_fake;
 mod skills_cli;
+mod skills_hostile;
 mod support;
 mod testenv;

@@ -135,3 +135,21 @@ pub fn stderr(o: &std::process::Output) -> String {
 pub fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+/// Run `cmd`, killing it after `secs` seconds: a command that should end promptly (a hostile
+/// file must never make zhi hang) fails the test instead of hanging it.
+pub fn output_within(cmd: &mut Command, secs: u64) -> std::process::Output {
+    let start = std::time::Instant::now();
+    let out = cmd
+        .timeout(std::time::Duration::from_secs(secs))
+        .output()
+        .expect("run zhi");
+    assert!(
+        out.status.code().is_some(),
+        "zhi did not end by itself within {secs} s (after {:?}: {:?})\n--- stderr\n{}",
+        start.elapsed(),
+        out.status,
+        stderr(&out)
+    );
+    out
+}
