@@ -266,22 +266,29 @@ impl Config {
         let config_dir = env("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| PathBuf::from(h).join(".config").join("zhi"));
-        let mut files: Vec<PathBuf> = Vec::new();
+        // Each settings file with its text; a default place with nothing there is no file.
+        let mut files: Vec<(PathBuf, String)> = Vec::new();
         match &ov.config_file {
-            Some(f) => {
-                if !f.is_file() {
+            Some(f) => match read_settings_file(f)? {
+                Some(text) => files.push((f.clone(), text)),
+                None => {
                     return Err(ExitError::usage(format!(
                         "config file {} does not exist",
                         f.display()
                     )));
                 }
-                files.push(f.clone());
-            }
+            },
             None => {
+                let mut places = Vec::new();
                 if let Some(d) = &config_dir {
-                    files.push(d.join("config.yaml"));
+                    places.push(d.join("config.yaml"));
                 }
-                files.push(cwd.join("zhi.yaml"));
+                places.push(cwd.join("zhi.yaml"));
+                for f in places {
+                    if let Some(text) = read_settings_file(&f)? {
+                        files.push((f, text));
+                    }
+                }
             }
         }
 
@@ -312,8 +319,8 @@ impl Config {
         let mut base_url_set = false;
 
         // Files, lowest first.
-        for f in files.iter().filter(|f| f.is_file()) {
-            c.apply_file(f, &mut base_url_set)?;
+        for (f, text) in &files {
+            c.apply_file(f, text, &mut base_url_set)?;
         }
 
         // Environment.
@@ -341,7 +348,7 @@ impl Config {
                 .insert("output_dir", Origin::Env("ZHI_OUTPUT_DIR".into()));
         }
         if let Some(v) = env("ZHI_LOG_LEVEL").filter(|v| !v.is_empty()) {
-            c.log_level = v;
+            c.log_level = parse_log_level(&v).map_err(|m| bad("ZHI_LOG_LEVEL", m))?;
             c.origins
                 .insert("log_level", Origin::Env("ZHI_LOG_LEVEL".into()));
         }
@@ -495,14 +502,19 @@ impl Config {
         Ok(())
     }
 
-    fn apply_file(&mut self, path: &Path, base_url_set: &mut bool) -> Result<(), ExitError> {
+    fn apply_file(
+        &mut self,
+        path: &Path,
+        text: &str,
+        base_url_set: &mut bool,
+    ) -> Result<(), ExitError> {
         let label = path.display().to_string();
         let bad = |m: String| ExitError::usage(format!("config file {label}: {m}"));
-        let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
         if text.trim().is_empty() {
             return Ok(());
         }
-        let value: Value = serde_norway::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        crate::small_file::check_yaml_nesting(text).map_err(|e| bad(e.to_string()))?;
+        let value: Value = serde_norway::from_str(text).map_err(|e| bad(e.to_string()))?;
         let Value::Mapping(map) = value else {
             return Err(bad("expected a mapping of settings".into()));
         };
@@ -547,7 +559,10 @@ impl Config {
                     self.language = parse_language(&s)
                         .ok_or_else(|| bad(format!("language `{s}` is not en or zh")))?;
                 }
-                "log_level" => self.log_level = as_string()?,
+                "log_level" => {
+                    self.log_level = parse_log_level(&as_string()?)
+                        .map_err(|m| bad(format!("log_level: {m}")))?;
+                }
                 "timeout" => {
                     let t = as_u64()?;
                     if t == 0 {
@@ -558,8 +573,9 @@ impl Config {
                 "concurrency" => {
                     self.concurrency = Concurrency::parse(&as_string()?).map_err(bad)?;
                 }
-                "rpm" => self.rpm = NonZeroU32::new(as_u64()? as u32),
-                "tpm" => self.tpm = NonZeroU32::new(as_u64()? as u32),
+                // Zero is refused as `--rpm 0` is: no limit is said by leaving the setting out.
+                "rpm" => self.rpm = Some(per_minute(key, v).map_err(bad)?),
+                "tpm" => self.tpm = Some(per_minute(key, v).map_err(bad)?),
                 "ocr" => {
                     let s = as_string()?;
                     self.ocr = s.trim().parse::<OcrChoice>().map_err(|_| {
@@ -588,7 +604,16 @@ impl Config {
                             ))
                         })?;
                         match rk.as_str() {
-                            Some("max_attempts") => self.retry.max_attempts = (n as u32).max(1),
+                            Some("max_attempts") => {
+                                self.retry.max_attempts = u32::try_from(n)
+                                    .ok()
+                                    .filter(|n| *n >= 1)
+                                    .ok_or_else(|| {
+                                        bad(format!(
+                                            "retry.max_attempts {n} must be at least 1 (the first attempt counts)"
+                                        ))
+                                    })?;
+                            }
                             Some("base_delay_ms") => {
                                 self.retry.base_delay = Duration::from_millis(n)
                             }
@@ -608,18 +633,12 @@ impl Config {
                         let name = name
                             .as_str()
                             .ok_or_else(|| bad("model names must be strings".into()))?;
-                        let field =
-                            |f: &str| budget.get(f).and_then(Value::as_u64).map(|n| n as u32);
-                        let base = self.budget(name);
+                        let b = model_budget(name, budget, self.budget(name), &mut |w| {
+                            self.warnings.push(format!("config file {label}: {w}"))
+                        })
+                        .map_err(bad)?;
                         self.configured_models.insert(name.to_string());
-                        self.models.insert(
-                            name.to_string(),
-                            ModelBudget {
-                                context_window: field("context_window")
-                                    .unwrap_or(base.context_window),
-                                max_output: field("max_output").unwrap_or(base.max_output),
-                            },
-                        );
+                        self.models.insert(name.to_string(), b);
                     }
                 }
                 other => {
@@ -741,6 +760,123 @@ const KEYS: &[&str] = &[
     "retry",
     "models",
 ];
+
+/// The largest settings file read; real ones are a few hundred bytes.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of a settings file, `None` when nothing is at `path`.
+///
+/// Anything else that is not a readable regular file — a folder, a FIFO, a device, a link to
+/// nothing — is an error naming the file: a settings file that is silently skipped leaves a
+/// user wondering why their settings do not apply, and a FIFO must never block startup.
+fn read_settings_file(path: &Path) -> Result<Option<String>, ExitError> {
+    use crate::small_file::ReadError;
+    let bad = |m: String| ExitError::usage(format!("config file {}: {m}", path.display()));
+    match crate::small_file::read(path, MAX_CONFIG_FILE_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| bad(format!("not UTF-8 text ({e})"))),
+        Err(ReadError::NotFound) if std::fs::symlink_metadata(path).is_ok() => Err(bad(
+            "is a symbolic link to nothing; remove it or point it at a settings file".into(),
+        )),
+        Err(ReadError::NotFound) => Ok(None),
+        Err(e) => Err(bad(e.to_string())),
+    }
+}
+
+/// The levels `log_level` and `ZHI_LOG_LEVEL` take. Anything else used to fall back to
+/// warnings without a word, which hid the level the user asked for.
+const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace", "off"];
+
+fn parse_log_level(s: &str) -> Result<String, String> {
+    let level = s.trim().to_ascii_lowercase();
+    let level = if level == "warning" {
+        "warn".to_string()
+    } else {
+        level
+    };
+    if LOG_LEVELS.contains(&level.as_str()) {
+        Ok(level)
+    } else {
+        Err(format!("`{s}` is not one of {}", LOG_LEVELS.join(", ")))
+    }
+}
+
+/// `rpm`/`tpm` of a settings file: a whole number from 1 to 2^32 − 1, as the flags take.
+fn per_minute(key: &str, v: &Value) -> Result<NonZeroU32, String> {
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| {
+            format!(
+                "{key} must be a whole number of at least 1 and at most {} (leave it out for no limit), found {}",
+                u32::MAX,
+                scalar_text(v)
+            )
+        })
+}
+
+/// One entry of `models:`: `{context_window, max_output}`, either left out to keep `base`.
+/// A zero, a word or an answer as large as the whole window would make every document of that
+/// model fail (or be cut into pieces of nothing), so each is refused here, by name.
+fn model_budget(
+    name: &str,
+    v: &Value,
+    base: ModelBudget,
+    warn: &mut dyn FnMut(String),
+) -> Result<ModelBudget, String> {
+    let Value::Mapping(m) = v else {
+        return Err(format!(
+            "models.{name} must be a mapping such as {{context_window: 128000, max_output: 4096}}, found {}",
+            scalar_text(v)
+        ));
+    };
+    let mut b = base;
+    for (k, fv) in m {
+        let field = k.as_str().unwrap_or("?");
+        let slot = match field {
+            "context_window" => &mut b.context_window,
+            "max_output" => &mut b.max_output,
+            _ => {
+                warn(format!("unknown field `models.{name}.{field}` ignored"));
+                continue;
+            }
+        };
+        *slot = fv
+            .as_u64()
+            .ok_or_else(|| {
+                format!(
+                    "models.{name}.{field} must be a whole number of tokens, found {}",
+                    scalar_text(fv)
+                )
+            })
+            .and_then(|n| {
+                u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    format!("models.{name}.{field} {n} must be at least 1 and fit 32 bits")
+                })
+            })?;
+    }
+    if b.max_output >= b.context_window {
+        return Err(format!(
+            "models.{name}: max_output {} must be smaller than context_window {} (the document shares the window with the answer)",
+            b.max_output, b.context_window
+        ));
+    }
+    Ok(b)
+}
+
+/// A YAML value as a user wrote it, for messages.
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::Null => "nothing".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("`{s}`"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(_) => "a tagged value".into(),
+    }
+}
 
 fn parse_language(s: &str) -> Option<Language> {
     let s = s.trim().to_ascii_lowercase();

@@ -24,6 +24,18 @@ pub struct Prepared {
 }
 
 fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
+    // A limit of zero would stop the run before its first job (or, for `--rpm`, mean no
+    // requests at all); a user who wants no limit leaves the flag out.
+    if a.budget_tokens == Some(0) {
+        return Err(ExitError::usage(
+            "--budget-tokens must be at least 1 (leave it out for no budget)",
+        ));
+    }
+    if a.max_failures == Some(0) {
+        return Err(ExitError::usage(
+            "--max-failures must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)",
+        ));
+    }
     Ok(Overrides {
         config_file: None,
         output_dir: a.output.clone(),

@@ -13,6 +13,7 @@ mod local_llm;
 mod ocr_api;
 mod outputs;
 mod plan_cli;
+mod refused_settings;
 mod reliability;
 mod run_fake;
 mod skills_cli;

@@ -1,0 +1,172 @@
+//! Values that would make a run do something other than what the user asked — silently — are
+//! usage errors (SPEC §10: exit 2, nothing ran): limits of zero, settings out of their range,
+//! a settings file that is a folder or a FIFO, a jobs file that does not say what is wrong
+//! with it, a lock file that is a FIFO. Each message names the file or the flag and the
+//! reason. Every zhi here runs under a deadline, so a hang fails the test instead of hanging it.
+
+use crate::support::{FakeApi, Reply};
+use crate::testenv::{TestEnv, output_within, stderr, stdout};
+
+const DEADLINE_SECS: u64 = 20;
+
+fn show(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
+/// A working folder with one document and a fake API that must never be asked.
+fn setup() -> (TestEnv, FakeApi) {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "A short document about rivers.\n");
+    let api = FakeApi::always(Reply::text("Rivers carry water to the sea."));
+    (env, api)
+}
+
+/// `zhi run summarize docs EXTRA… --base-url FAKE -o out` exits 2 with every needle in its
+/// error, sends no request and starts no run.
+fn refused(env: &TestEnv, api: &FakeApi, extra: &[&str], needles: &[&str]) {
+    let mut cmd = env.zhi();
+    cmd.args(["--no-progress", "run", "summarize", "docs"])
+        .args(extra)
+        .args(["--base-url", &api.base_url(), "-o", "out"]);
+    let out = output_within(&mut cmd, DEADLINE_SECS);
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", show(&out));
+    let err = env.filter(&stderr(&out));
+    for needle in needles {
+        assert!(err.contains(needle), "{extra:?}: `{needle}` in\n{err}");
+    }
+    assert_eq!(api.count(), 0, "{extra:?}: a refused run sent a request");
+    assert!(no_run_started(env), "{extra:?}: a refused run started");
+}
+
+/// No run folder in `out/.zhi/runs` (the folder itself may be there: it is made before the lock).
+pub fn no_run_started(env: &TestEnv) -> bool {
+    std::fs::read_dir(env.path("out/.zhi/runs")).map_or(true, |mut d| d.next().is_none())
+}
+
+#[test]
+fn zero_limits_on_the_command_line_are_refused() {
+    let (env, api) = setup();
+    refused(&env, &api, &["--budget-tokens", "0"], &["--budget-tokens"]);
+    refused(&env, &api, &["--max-failures", "0"], &["--max-failures"]);
+    refused(&env, &api, &["--rpm", "0"], &["--rpm"]);
+    refused(&env, &api, &["--tpm", "0"], &["--tpm"]);
+}
+
+#[test]
+fn settings_out_of_range_are_refused_naming_the_file_and_the_setting() {
+    let cases: &[(&str, &[&str])] = &[
+        ("log_level: loud\n", &["log_level", "`loud`"]),
+        (
+            "retry: {max_attempts: 0}\n",
+            &["retry.max_attempts", "at least 1"],
+        ),
+        (
+            "models:\n  glm-4-flash: {context_window: 0}\n",
+            &["models.glm-4-flash.context_window", "at least 1"],
+        ),
+        (
+            "models:\n  glm-4-flash: {max_output: 0}\n",
+            &["models.glm-4-flash.max_output", "at least 1"],
+        ),
+        (
+            "models:\n  glm-4-flash: {context_window: lots}\n",
+            &["models.glm-4-flash.context_window", "whole number"],
+        ),
+        (
+            "models:\n  glm-4-flash: {context_window: 4000, max_output: 4000}\n",
+            &[
+                "models.glm-4-flash",
+                "max_output",
+                "smaller than context_window",
+            ],
+        ),
+        (
+            "models:\n  glm-4-flash: 4096\n",
+            &["models.glm-4-flash", "mapping"],
+        ),
+        // The same as `--rpm 0`, which is refused: a config file may not mean "unlimited" by it.
+        ("rpm: 0\n", &["rpm", "at least 1"]),
+        ("tpm: 0\n", &["tpm", "at least 1"]),
+        ("rpm: 4294967296\n", &["rpm"]),
+    ];
+    for (yaml, needles) in cases {
+        let (env, api) = setup();
+        env.write("zhi.yaml", yaml);
+        let mut all = vec!["[WORK]/zhi.yaml"];
+        all.extend_from_slice(needles);
+        refused(&env, &api, &[], &all);
+    }
+}
+
+#[test]
+fn a_bad_log_level_in_the_environment_is_refused() {
+    let (env, api) = setup();
+    let out = output_within(
+        env.zhi().env("ZHI_LOG_LEVEL", "loud").args([
+            "run",
+            "summarize",
+            "docs",
+            "--base-url",
+            &api.base_url(),
+        ]),
+        DEADLINE_SECS,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(stderr(&out).contains("ZHI_LOG_LEVEL"), "{}", show(&out));
+    assert_eq!(api.count(), 0);
+    // The levels the README names all work.
+    for level in ["error", "warn", "info", "debug"] {
+        let out = output_within(
+            env.zhi()
+                .env("ZHI_LOG_LEVEL", level)
+                .args(["config", "show"]),
+            DEADLINE_SECS,
+        );
+        assert_eq!(out.status.code(), Some(0), "{level}: {}", show(&out));
+    }
+}
+
+#[test]
+fn a_settings_file_that_is_no_file_is_refused() {
+    // A folder named zhi.yaml.
+    let (env, api) = setup();
+    std::fs::create_dir_all(env.path("zhi.yaml")).unwrap();
+    refused(&env, &api, &[], &["[WORK]/zhi.yaml", "folder"]);
+
+    // A FIFO named zhi.yaml: refused at once, never opened for a blocking read.
+    let (env, api) = setup();
+    mkfifo(&env.path("zhi.yaml"));
+    refused(&env, &api, &[], &["[WORK]/zhi.yaml", "FIFO"]);
+
+    // The user's config.yaml a folder, and `--config` naming a folder.
+    let (env, api) = setup();
+    std::fs::create_dir_all(env.home.join(".config/zhi/config.yaml")).unwrap();
+    refused(
+        &env,
+        &api,
+        &[],
+        &["[HOME]/.config/zhi/config.yaml", "folder"],
+    );
+    let (env, api) = setup();
+    std::fs::create_dir_all(env.path("conf")).unwrap();
+    refused(&env, &api, &["--config", "conf"], &["conf", "folder"]);
+
+    // A link to nothing where the settings should be.
+    let (env, api) = setup();
+    std::os::unix::fs::symlink(env.path("missing.yaml"), env.path("zhi.yaml")).unwrap();
+    refused(&env, &api, &[], &["[WORK]/zhi.yaml", "link"]);
+}
+
+fn mkfifo(path: &std::path::Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
