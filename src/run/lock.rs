@@ -2,6 +2,7 @@
 //! the owner's pid and start time; a lock whose process is gone is stale and taken over.
 
 use crate::exit::{Exit, ExitError};
+use crate::small_file::ReadError;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,9 @@ fn hostname() -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..end]).into_owned()).filter(|h| !h.is_empty())
 }
 
+/// The most of an existing lock file read; a real one is about a hundred bytes.
+const MAX_LOCK_BYTES: u64 = 64 << 10;
+
 /// Held for the life of a run; removed on drop.
 #[derive(Debug)]
 pub struct RunLock {
@@ -69,7 +73,31 @@ impl RunLock {
                     return Ok(RunLock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder: Option<Holder> = std::fs::read(&path).ok().and_then(|b| {
+                    let bytes = match crate::small_file::read(&path, MAX_LOCK_BYTES) {
+                        Ok(b) => Some(b),
+                        // Released between our create and our read: try again.
+                        Err(ReadError::NotFound) if std::fs::symlink_metadata(&path).is_err() => {
+                            continue;
+                        }
+                        // A FIFO would block the read forever, a folder cannot be replaced, a
+                        // link to nothing cannot be written: none is a lock zhi can judge.
+                        Err(
+                            e
+                            @ (ReadError::NotFound | ReadError::Folder | ReadError::NotRegular(_)),
+                        ) => {
+                            let what = match e {
+                                ReadError::NotFound => "is a symbolic link to nothing".to_string(),
+                                e => e.to_string(),
+                            };
+                            return Err(ExitError::usage(format!(
+                                "lock file {} {what}; zhi cannot tell whether another run holds it: remove it and run again",
+                                path.display()
+                            )));
+                        }
+                        // Too large or unreadable: garbled, judged by its age below.
+                        Err(_) => None,
+                    };
+                    let holder: Option<Holder> = bytes.and_then(|b| {
                         serde_json::from_slice(&b).ok().or_else(|| {
                             // A lock holding just a pid (written by hand or by a script).
                             let text = String::from_utf8_lossy(&b);

@@ -170,3 +170,90 @@ fn mkfifo(path: &std::path::Path) {
         .expect("run mkfifo");
     assert!(status.success(), "mkfifo {}", path.display());
 }
+
+/// `zhi plan --jobs FILE` exits 2 with every needle in its error.
+fn jobs_refused(env: &TestEnv, file: &str, needles: &[&str]) {
+    let out = output_within(env.zhi().args(["plan", "--jobs", file]), DEADLINE_SECS);
+    assert_eq!(out.status.code(), Some(2), "{file}: {}", show(&out));
+    let err = stderr(&out);
+    assert!(
+        !err.contains("untagged enum"),
+        "{file}: says what is wrong, not how it was parsed:\n{err}"
+    );
+    for needle in needles {
+        assert!(err.contains(needle), "{file}: `{needle}` in\n{err}");
+    }
+    assert!(stdout(&out).is_empty(), "{file}: {}", show(&out));
+}
+
+#[test]
+fn a_malformed_jobs_file_names_the_field_and_the_line() {
+    let (env, _api) = setup();
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "typo.yaml",
+            "jobs:\n  - skill: summarize\n    inputs: [docs]\n  - skil: translate\n    inputs: [docs]\n",
+            &["typo.yaml", "`skil`", "line 4"],
+        ),
+        (
+            "missing.yaml",
+            "jobs:\n  - skill: summarize\n    args: {to: english}\n",
+            &["missing.yaml", "`inputs`", "line 2"],
+        ),
+        (
+            "number.yaml",
+            "jobs:\n  - skill: summarize\n    inputs: 5\n",
+            &["number.yaml", "inputs", "line 3"],
+        ),
+        (
+            "top.yaml",
+            "jbos:\n  - skill: summarize\n    inputs: [docs]\n",
+            &["top.yaml", "`jbos`", "line 1"],
+        ),
+        (
+            "list.yaml",
+            "- skill: summarize\n  inputs: [docs]\n- skill: translate\n  inputs: [docs]\n  exclud: [x]\n",
+            &["list.yaml", "`exclud`", "line 5"],
+        ),
+        (
+            "scalar.yaml",
+            "summarize docs\n",
+            &["scalar.yaml", "`jobs:`", "list"],
+        ),
+    ];
+    for (file, yaml, needles) in cases {
+        env.write(file, yaml);
+        jobs_refused(&env, file, needles);
+    }
+}
+
+#[test]
+fn a_jobs_file_that_is_no_file_is_refused_at_once() {
+    let (env, api) = setup();
+    mkfifo(&env.path("jobs.yaml"));
+    jobs_refused(&env, "jobs.yaml", &["jobs.yaml", "FIFO"]);
+    let out = output_within(
+        env.zhi().args([
+            "run",
+            "--jobs",
+            "jobs.yaml",
+            "--base-url",
+            &api.base_url(),
+            "-o",
+            "out",
+        ]),
+        DEADLINE_SECS,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(stderr(&out).contains("FIFO"), "{}", show(&out));
+    std::fs::create_dir_all(env.path("jobs-dir")).unwrap();
+    jobs_refused(&env, "jobs-dir", &["jobs-dir", "folder"]);
+    assert_eq!(api.count(), 0);
+}
+
+#[test]
+fn a_fifo_as_the_run_lock_is_refused_at_once() {
+    let (env, api) = setup();
+    mkfifo(&env.path("out/.zhi/lock"));
+    refused(&env, &api, &[], &["[WORK]/out/.zhi/lock", "FIFO"]);
+}
