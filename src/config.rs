@@ -454,6 +454,28 @@ impl Config {
             .unwrap_or(UNKNOWN_MODEL_BUDGET)
     }
 
+    /// The budget of one request to `model`: the model's, its window no larger than the
+    /// per-minute token budget. A request larger than `--tpm` could only be sent by exceeding
+    /// it, so a long document is split into pieces whose requests fit the minute, and a
+    /// document that cannot be split fails as too large instead of waiting for a minute that
+    /// never holds enough.
+    pub fn request_budget(&self, model: &str) -> ModelBudget {
+        let mut b = self.budget(model);
+        if let Some(tpm) = self.tpm {
+            b.context_window = b.context_window.min(tpm.get());
+        }
+        b
+    }
+
+    /// `--tpm N` or `tpm N (config file F)`: the per-minute token budget as the user set it.
+    pub fn tpm_label(&self) -> String {
+        let n = self.tpm.map_or(0, NonZeroU32::get);
+        match self.origins.get("tpm") {
+            Some(Origin::File(f)) => format!("tpm {n} (config file {f})"),
+            _ => format!("--tpm {n}"),
+        }
+    }
+
     /// What a server said of itself (its context window) becomes the budget of `model`,
     /// unless a config file set that model's budget. The answer's cap shrinks with a small
     /// window so that a document piece still fits beside it.
@@ -951,6 +973,17 @@ mod tests {
         let c = Config::resolve(&ov, &env, &cwd).unwrap();
         assert_eq!(c.base_url, "http://flag/v1");
         assert_eq!(c.origins["base_url"], Origin::Flag("--base-url".into()));
+    }
+
+    #[test]
+    fn a_request_budget_never_exceeds_the_token_budget_of_a_minute() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Config::resolve(&Overrides::default(), &env_of(&[]), dir.path()).unwrap();
+        assert_eq!(c.request_budget("glm-4-flash").context_window, 128_000);
+        c.tpm = NonZeroU32::new(9_000);
+        let b = c.request_budget("glm-4-flash");
+        assert_eq!((b.context_window, b.max_output), (9_000, 4_096));
+        assert_eq!(c.tpm_label(), "--tpm 9000");
     }
 
     #[test]

@@ -17,6 +17,25 @@ pub const PROMPT_OVERHEAD: u32 = 1_500;
 /// definitions, no conversation).
 pub const DIRECT_PROMPT_OVERHEAD: u32 = 600;
 
+/// The least document text worth a request of its own, in estimated tokens.
+pub const MIN_DOCUMENT_TOKENS: u32 = 128;
+
+/// The fewest tokens one request of a skill on a model is charged against a per-minute token
+/// budget: its whole answer (`max_output`, sent as `max_tokens`, which the estimate counts in
+/// full), its prompt, and [`MIN_DOCUMENT_TOKENS`] of document. A `--tpm` below this fits no
+/// request at all.
+pub fn request_floor(budget: ModelBudget, direct: bool) -> u32 {
+    let overhead = if direct {
+        DIRECT_PROMPT_OVERHEAD
+    } else {
+        PROMPT_OVERHEAD
+    };
+    budget
+        .max_output
+        .saturating_add(overhead)
+        .saturating_add(MIN_DOCUMENT_TOKENS)
+}
+
 /// How large one piece may be for a skill on a model, in estimated tokens.
 ///
 /// Agent loop: half of what the context leaves after the answer and the prompt goes to the

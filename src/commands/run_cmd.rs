@@ -420,6 +420,7 @@ fn truncate(s: &str, n: usize) -> String {
 /// `zhi plan`.
 pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
+    plan::check_tpm(&prepared.config, &prepared.jobs, &prepared.skills)?;
     let index = crate::plan::cache::CacheIndex::load(
         &prepared.output_dir,
         prepared.jobs.iter().map(|j| j.id.as_str()),
@@ -455,7 +456,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
             let model = prepared.config.model_for(s.model.as_deref());
             let budget = u64::from(crate::chunk::piece_budget(
-                prepared.config.budget(&model),
+                prepared.config.request_budget(&model),
                 s.chunking,
                 s.direct_output(&job.args).is_some(),
             ));

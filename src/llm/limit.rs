@@ -14,7 +14,7 @@
 use crate::llm::wire::{ChatRequest, Message};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
 
 /// The cancellation token fired while waiting for budget.
@@ -28,6 +28,8 @@ pub struct Limits {
     tokens: Option<(DefaultDirectRateLimiter, NonZeroU32)>,
     /// Tokens spent beyond their estimates, not yet charged.
     debt: AtomicU64,
+    /// Whether a request larger than the whole budget has been reported (once per run).
+    told_oversized: AtomicBool,
 }
 
 impl Limits {
@@ -37,6 +39,7 @@ impl Limits {
                 .map(|n| RateLimiter::direct(Quota::per_minute(n).allow_burst(NonZeroU32::MIN))),
             tokens: tpm.map(|n| (RateLimiter::direct(Quota::per_minute(n)), n)),
             debt: AtomicU64::new(0),
+            told_oversized: AtomicBool::new(false),
         }
     }
 
@@ -69,6 +72,13 @@ impl Limits {
             .unwrap_or(u32::MAX)
             .clamp(1, burst.get());
         let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+        // Pieces are sized to fit the budget and a budget no request fits is refused at the
+        // start, so this is a conversation that grew past it: slow, and never silent.
+        if want > u64::from(burst.get()) && !self.told_oversized.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "a request of about {want} tokens is larger than the token budget of {burst} a minute (--tpm); it waits for a full minute's budget and is sent alone"
+            );
+        }
         tokio::select! {
             // `n` is at most the burst size, so capacity can never be insufficient.
             _ = limiter.until_n_ready(n) => Ok(estimate),

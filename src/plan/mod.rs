@@ -178,3 +178,56 @@ pub fn filter_shard(jobs: Vec<Job>, shard: Option<Shard>) -> Vec<Job> {
         .map(|(_, j)| j)
         .collect()
 }
+
+/// Refuse a per-minute token budget (`--tpm`, `tpm:`) that no request of the plan fits.
+///
+/// Each request is charged its estimate before it is sent, and the estimate counts the whole
+/// answer the model may write (`max_output`). A budget below one request's cost once meant
+/// every request waited a full minute for a bucket that could never hold it — a run that
+/// crawled without a word. Checked before anything is sent, with the smallest budget that
+/// works, so the user can fix it at once.
+pub fn check_tpm(
+    config: &crate::config::Config,
+    jobs: &[Job],
+    skills: &crate::skills::SkillSet,
+) -> Result<(), crate::exit::ExitError> {
+    let Some(tpm) = config.tpm else {
+        return Ok(());
+    };
+    // The job whose requests cost the most, and what that is.
+    let mut worst: Option<(u32, &str, String, crate::config::ModelBudget, bool)> = None;
+    for job in jobs {
+        let Some(skill) = skills.get(&job.skill) else {
+            continue;
+        };
+        let model = config.model_for(skill.model.as_deref());
+        let budget = config.budget(&model);
+        let direct = skill.direct_output(&job.args).is_some();
+        let floor = crate::chunk::request_floor(budget, direct);
+        if worst.as_ref().is_none_or(|w| floor > w.0) {
+            worst = Some((floor, &skill.name, model, budget, direct));
+        }
+    }
+    match worst {
+        Some((floor, skill, model, budget, direct)) if tpm.get() < floor => {
+            let prompt = if direct {
+                crate::chunk::DIRECT_PROMPT_OVERHEAD
+            } else {
+                crate::chunk::PROMPT_OVERHEAD
+            };
+            let advice = match config.origins.get("tpm") {
+                Some(crate::config::Origin::File(f)) => {
+                    format!("set `tpm: {floor}` or more in {f}")
+                }
+                _ => format!("give --tpm {floor} or more"),
+            };
+            Err(crate::exit::ExitError::usage(format!(
+                "{} is below what one request needs: a request to {model} (skill `{skill}`) reserves {} tokens for its answer (max_output) and about {prompt} for its prompt, and carries at least {} tokens of the document; {advice}, or set a smaller max_output for {model} under `models:` in the settings",
+                config.tpm_label(),
+                budget.max_output,
+                crate::chunk::MIN_DOCUMENT_TOKENS,
+            )))
+        }
+        _ => Ok(()),
+    }
+}

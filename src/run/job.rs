@@ -287,14 +287,20 @@ async fn run_in_staging(
     let source: Arc<str> = Arc::from(text.as_str());
     let model = shared.model(job);
     let mode = skill.chunking;
-    let budget = crate::chunk::piece_budget(shared.config.budget(&model), mode, direct);
+    let request = shared.config.request_budget(&model);
+    let budget = crate::chunk::piece_budget(request, mode, direct);
     let estimate = crate::chunk::tokens(&text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {
+            let limited = if request.context_window < shared.config.budget(&model).context_window {
+                format!(" within {} a minute", shared.config.tpm_label())
+            } else {
+                String::new()
+            };
             return Err(JobError::new(
                 ErrorKind::TooLarge,
                 format!(
-                    "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document, and skill `{}` does not split documents (chunking: none)",
+                    "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document{limited}, and skill `{}` does not split documents (chunking: none)",
                     job.input, skill.name
                 ),
             ));

@@ -146,9 +146,6 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let _lock = lock::RunLock::acquire(&zhi_dir, &run_id)?;
     clean_stale(&zhi_dir);
 
-    let run_dir = zhi_dir.join("runs").join(&run_id);
-    let writer = ManifestWriter::create(&run_dir)
-        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
     let started_at = now_rfc3339();
 
     let mut settings =
@@ -202,6 +199,13 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         );
         Some(info)
     };
+
+    // With the budgets the server gave, a token budget no request fits is refused before the
+    // run has a folder or a manifest: nothing ran (exit 2).
+    crate::plan::check_tpm(&run_config, &opts.jobs, &opts.skills)?;
+    let run_dir = zhi_dir.join("runs").join(&run_id);
+    let writer = ManifestWriter::create(&run_dir)
+        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
 
     // Cache status of every job, inputs hashed in parallel, before anything reaches the model.
     let config = run_config.clone();

@@ -20,3 +20,4 @@ mod skills_cli;
 mod skills_hostile;
 mod support;
 mod testenv;
+mod token_budget;
