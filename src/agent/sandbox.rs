@@ -251,9 +251,31 @@ impl SandboxBuilder {
             input_dirs,
             excluded,
             written: Mutex::new(Vec::new()),
-            bytes_written: std::sync::atomic::AtomicU64::new(0),
+            reserved: Mutex::new((0, 0)),
             fatal: Mutex::new(None),
         })
+    }
+}
+
+/// A file's place within the job's output limits, held while it is written; given back
+/// unless the write succeeded.
+struct Reservation<'a> {
+    sandbox: &'a Sandbox,
+    bytes: u64,
+    kept: bool,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            let mut reserved = self
+                .sandbox
+                .reserved
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            reserved.0 = reserved.0.saturating_sub(1);
+            reserved.1 = reserved.1.saturating_sub(self.bytes);
+        }
     }
 }
 
@@ -265,7 +287,8 @@ pub struct Sandbox {
     input_dirs: Vec<InputDir>,
     excluded: Vec<PathBuf>,
     written: Mutex<Vec<PathBuf>>,
-    bytes_written: std::sync::atomic::AtomicU64,
+    /// Files and bytes written or being written, against the per-job limits.
+    reserved: Mutex<(usize, u64)>,
     /// Set when a write went over the per-job limits, or the disk refused it: the job then
     /// fails, whatever the model does next.
     fatal: Mutex<Option<(crate::error::ErrorKind, String)>>,
@@ -686,15 +709,14 @@ impl Sandbox {
             ))
             .into());
         }
-        {
-            let files = self
-                .written
+        // The file and its bytes are reserved against the job's limits before the write (the
+        // calls of one turn write concurrently), and given back if the write does not happen.
+        let mut reservation = {
+            let mut reserved = self
+                .reserved
                 .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .len();
-            let so_far = self
-                .bytes_written
-                .load(std::sync::atomic::Ordering::Relaxed);
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let (files, so_far) = *reserved;
             let over = if files >= MAX_FILES_PER_JOB {
                 Some(format!(
                     "the job tried to write more than {MAX_FILES_PER_JOB} files, the limit for one job"
@@ -708,10 +730,18 @@ impl Sandbox {
                 None
             };
             if let Some(why) = over {
+                drop(reserved);
                 self.set_fatal(crate::error::ErrorKind::TooLarge, why.clone());
                 return Err(Refusal::new(format!("`{shown}` was not written: {why}")).into());
             }
-        }
+            reserved.0 += 1;
+            reserved.1 += bytes.len() as u64;
+            Reservation {
+                sandbox: self,
+                bytes: bytes.len() as u64,
+                kept: false,
+            }
+        };
         let io_error = |source: io::Error| {
             self.set_fatal(
                 crate::error::ErrorKind::Io,
@@ -766,8 +796,7 @@ impl Sandbox {
             remove_created(&created);
             return Err(io_error(e));
         }
-        self.bytes_written
-            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        reservation.kept = true;
         self.written
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

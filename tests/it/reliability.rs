@@ -170,8 +170,11 @@ fn a_job_that_writes_without_end_fails_at_the_files_limit() {
             .contains("more than 1000 files"),
         "{r}"
     );
-    // Stopped at the limit: the turn that crossed it was the last.
+    // Stopped at the limit: the turn that crossed it was the last, and the calls of that turn,
+    // written concurrently, did not pass it together.
     assert!(api.chat_requests().len() <= 1000 / 60 + 1);
+    let kept = files_under(&env.path("out/.zhi/failed")).len();
+    assert!((1000..=1001).contains(&kept), "{kept} files were written");
     assert!(!env.path("out/notes-and-facts/docs/a.txt").exists());
 }
 
