@@ -646,6 +646,13 @@ impl Config {
                             )),
                         }
                     }
+                    if self.retry.max_delay < self.retry.base_delay {
+                        return Err(bad(format!(
+                            "retry.max_delay_ms {} is below retry.base_delay_ms {}: the longest wait cannot be shorter than the first",
+                            self.retry.max_delay.as_millis(),
+                            self.retry.base_delay.as_millis()
+                        )));
+                    }
                 }
                 "models" => {
                     let Value::Mapping(m) = v else {

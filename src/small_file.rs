@@ -39,6 +39,17 @@ pub enum ReadError {
     Io(#[from] std::io::Error),
 }
 
+/// [`read`] as an `io::Result`: a missing file is `ErrorKind::NotFound`, every other refusal
+/// an error that says why. For zhi's own files in the output folder (records, manifests,
+/// journals, checkpoints), where a FIFO or a device planted in their place must not hang a run.
+pub fn read_io(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    read(path, cap).map_err(|e| match e {
+        ReadError::NotFound => std::io::Error::from(std::io::ErrorKind::NotFound),
+        ReadError::Io(e) => e,
+        other => std::io::Error::other(format!("{} {other}", path.display())),
+    })
+}
+
 /// Read a regular file of at most `cap` bytes.
 ///
 /// The type is checked on what the path resolves to before opening (a symbolic link to a

@@ -31,6 +31,11 @@ fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
             "--budget-tokens must be at least 1 (leave it out for no budget)",
         ));
     }
+    if a.limit == Some(0) {
+        return Err(ExitError::usage(
+            "--limit must be at least 1 (a run of no jobs does nothing; `zhi plan` shows the plan)",
+        ));
+    }
     if a.max_failures == Some(0) {
         return Err(ExitError::usage(
             "--max-failures must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)",

@@ -33,10 +33,15 @@ pub fn latest_run(output_dir: &Path) -> Option<RunDir> {
     list_runs(output_dir).pop()
 }
 
+/// The largest `results.jsonl` read back (a million records of about 1 KB).
+const MAX_RESULTS_BYTES: u64 = 1 << 30;
+/// The largest `manifest.json` read back (its planned job ids for a very large run).
+const MAX_MANIFEST_BYTES: u64 = 256 << 20;
+
 /// The records of `results.jsonl` in a run folder; lines that do not parse (a torn last line)
 /// are skipped and counted.
 pub fn read_records(run_dir: &Path) -> io::Result<(Vec<JobRecord>, usize)> {
-    let text = match std::fs::read(run_dir.join("results.jsonl")) {
+    let text = match crate::small_file::read_io(&run_dir.join("results.jsonl"), MAX_RESULTS_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
         Err(e) => return Err(e),
@@ -57,7 +62,7 @@ pub fn read_records(run_dir: &Path) -> io::Result<(Vec<JobRecord>, usize)> {
 
 /// A run's `manifest.json`, if it was written (a killed run has none).
 pub fn read_manifest(run_dir: &Path) -> io::Result<Option<RunManifest>> {
-    match std::fs::read(run_dir.join("manifest.json")) {
+    match crate::small_file::read_io(&run_dir.join("manifest.json"), MAX_MANIFEST_BYTES) {
         Ok(b) => serde_json::from_slice(&b)
             .map(Some)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),

@@ -269,7 +269,7 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(
 }
 
 fn load_done(dir: &Path) -> Option<PieceDone> {
-    let bytes = std::fs::read(dir.join("done.json")).ok()?;
+    let bytes = crate::small_file::read_io(&dir.join("done.json"), 16 << 20).ok()?;
     let d: PieceDone = serde_json::from_slice(&bytes).ok()?;
     // A checkpoint whose files went missing is redone.
     d.files

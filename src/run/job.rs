@@ -749,7 +749,7 @@ fn write_journal(
 }
 
 fn read_journal(shared: &Shared, job: &Job) -> Option<JobRecord> {
-    let bytes = std::fs::read(journal_path(shared, job)).ok()?;
+    let bytes = crate::small_file::read_io(&journal_path(shared, job), 16 << 20).ok()?;
     serde_json::from_slice::<JobRecord>(&bytes)
         .ok()
         .filter(|r| r.job_id == job.id.as_str())

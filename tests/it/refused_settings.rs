@@ -55,6 +55,7 @@ fn zero_limits_on_the_command_line_are_refused() {
     refused(&env, &api, &["--max-failures", "0"], &["--max-failures"]);
     refused(&env, &api, &["--rpm", "0"], &["--rpm"]);
     refused(&env, &api, &["--tpm", "0"], &["--tpm"]);
+    refused(&env, &api, &["--limit", "0"], &["--limit"]);
 }
 
 #[test]
@@ -64,6 +65,10 @@ fn settings_out_of_range_are_refused_naming_the_file_and_the_setting() {
         (
             "retry: {max_attempts: 0}\n",
             &["retry.max_attempts", "at least 1"],
+        ),
+        (
+            "retry: {base_delay_ms: 5000, max_delay_ms: 100}\n",
+            &["retry.max_delay_ms 100", "below retry.base_delay_ms 5000"],
         ),
         (
             "models:\n  glm-4-flash: {context_window: 0}\n",

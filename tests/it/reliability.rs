@@ -711,3 +711,39 @@ fn a_full_disk_stops_the_run_with_exit_75_and_leaves_no_temporary_files() {
         );
     }
 }
+
+#[test]
+fn fifos_planted_among_zhis_own_records_do_not_hang_a_run() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let old = env.path("out/.zhi/runs/20200101T000000.000Z");
+    std::fs::create_dir_all(&old).unwrap();
+    for name in ["results.jsonl", "manifest.json"] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(old.join(name))
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    let base = api.base_url();
+    let mut child = env
+        .zhi_process()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .args(["--base-url", &base])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("a FIFO among the old records hung the run");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(env.path("out/summarize/docs/a.txt/summary.md").exists());
+}
