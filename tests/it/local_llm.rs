@@ -164,15 +164,33 @@ fn translate_a_multi_piece_document_on_a_real_model() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let outdir = env.path("zhi-output");
     let r = &latest_records(&outdir)[0];
-    assert_eq!(r["status"], "succeeded", "{r}");
     let chunks = r["chunks"]["total"].as_u64().unwrap();
     assert!(chunks >= 2, "the document was split: {r}");
+    assert_eq!(r["tool_calls"], 0, "each piece is one direct request: {r}");
+    // A 0.5B model may answer a piece in English, or leave half of it out, past its fresh
+    // try: the job must then say so and commit nothing. What the test never accepts is such
+    // an answer recorded as a success.
+    if r["status"] != "succeeded" {
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let kind = r["error"]["kind"].as_str().unwrap();
+        assert!(["truncated", "missing_output"].contains(&kind), "{r}");
+        assert!(stderr(&out).contains("transcript"), "{}", stderr(&out));
+        assert!(!outdir.join("translate/guide.md").exists());
+        eprintln!("notice: the 0.5B model failed a piece past every try: {r}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(r["chunks"]["done"], chunks);
-    assert!(r["turns"].as_u64().unwrap() >= chunks);
+    assert!(r["requests"].as_u64().unwrap() >= chunks);
     assert_outputs_true(&outdir, r);
+    let translation =
+        std::fs::read_to_string(outdir.join("translate/guide.md/translation.md")).unwrap();
+    assert!(
+        zhi::agent::outputs::cjk_share(&translation) >= 0.3,
+        "a translation into Chinese: {translation}"
+    );
 }
 
 /// A long fetched document summarised with no configuration at all: the context window comes
@@ -192,7 +210,17 @@ fn summarize_long_document_unconfigured(relative: &str) {
     env.write(name, std::fs::read(&doc).unwrap());
     let out = env
         .zhi()
-        .args(["run", "summarize", name, "--no-progress", "--base-url"])
+        // Requests of 3,000 prompt tokens take about 50 s on two cores; other tests share
+        // the cores: the test is about splitting, not about the default 120 s timeout.
+        .args([
+            "run",
+            "summarize",
+            name,
+            "--no-progress",
+            "--timeout",
+            "600",
+            "--base-url",
+        ])
         .arg(url.as_str())
         .output()
         .unwrap();
