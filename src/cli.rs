@@ -131,10 +131,14 @@ pub enum SkillsCommand {
         /// Skill files to check; without any, every builtin and user skill is checked
         files: Vec<PathBuf>,
     },
-    /// Write a commented skill template to ./.zhi/skills/NAME.yaml (never overwrites)
+    /// Write a commented skill template to ./.zhi/skills/NAME.yaml, or with `--format skill-md` an
+    /// Agent Skill folder ./.zhi/skills/NAME/SKILL.md (never overwrites)
     New {
         /// Name of the new skill
         name: String,
+        /// `yaml` (a zhi skill file) or `skill-md` (an Agent Skill folder with SKILL.md)
+        #[arg(long, value_name = "FORMAT", default_value = "yaml", value_parser = ["yaml", "skill-md"])]
+        format: String,
     },
 }
 

@@ -470,6 +470,12 @@ pub(super) async fn ask(
     for (_, display, path) in &job.extra_inputs {
         builder = builder.input(display.clone(), path.clone());
     }
+    // An Agent Skill's references and assets are read like inputs (never written).
+    if let Some(folder) = &skill.folder {
+        for (display, path) in &folder.resources {
+            builder = builder.input(display.clone(), path.clone());
+        }
+    }
     let sandbox = Arc::new(
         builder
             .build()

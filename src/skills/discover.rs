@@ -5,6 +5,7 @@
 use super::load::{LoadError, load_str};
 use super::{Skill, graph};
 use serde::{Serialize, Serializer};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -112,7 +113,11 @@ impl SkillSet {
 
     /// Load one file's bytes into the set; a later skill of the same name replaces an earlier.
     pub fn add_bytes(&mut self, bytes: &[u8], source: SkillSource) -> Option<String> {
-        match load_str(bytes, source) {
+        self.add_loaded(load_str(bytes, source))
+    }
+
+    fn add_loaded(&mut self, loaded: Result<super::Loaded, LoadError>) -> Option<String> {
+        match loaded {
             Ok(loaded) => {
                 let label = loaded.skill.source.label();
                 for w in loaded.warnings {
@@ -125,7 +130,13 @@ impl SkillSet {
                     });
                 }
                 if let SkillSource::User(p) | SkillSource::Project(p) = &loaded.skill.source {
-                    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+                    // A SKILL.md is named by its folder.
+                    let named = if p.file_name().is_some_and(|n| n == SKILL_MD) {
+                        p.parent().and_then(Path::file_name)
+                    } else {
+                        p.file_stem()
+                    };
+                    let stem = named.and_then(|s| s.to_str()).unwrap_or_default();
                     if stem != loaded.skill.name {
                         self.warnings.push(format!(
                             "{label}: file name does not match the skill name `{}`",
@@ -160,6 +171,83 @@ impl SkillSet {
                 None
             }
         }
+    }
+
+    /// Load an Agent Skill folder (`dir/SKILL.md`, SPEC §3) into the set: its front matter and
+    /// instructions, the files of `references/` and `assets/` its jobs may read (each at most
+    /// [`MAX_RESOURCE_BYTES`]), its `scripts/` (never run), and a content hash over every file
+    /// of the folder, so that a changed reference reruns the jobs.
+    pub fn add_folder(&mut self, dir: &Path, make: fn(PathBuf) -> SkillSource) -> Option<String> {
+        let md = dir.join(SKILL_MD);
+        let bytes = match crate::small_file::read(&md, MAX_SKILL_FILE_BYTES) {
+            Ok(b) => b,
+            Err(e) => {
+                self.broken.push(LoadError {
+                    file: md.display().to_string(),
+                    reason: e.to_string(),
+                });
+                return None;
+            }
+        };
+        let label = md.display().to_string();
+        let walked = walk_folder(dir);
+        let mut resources = Vec::new();
+        let mut scripts = Vec::new();
+        for (rel, len) in &walked.files {
+            let top = rel.split('/').next().unwrap_or_default();
+            match top {
+                "references" | "assets" if *len > MAX_RESOURCE_BYTES => self.warnings.push(format!(
+                    "{label}: {rel} is larger than {}, the limit for a skill's resource; it is not readable",
+                    crate::small_file::human_bytes(MAX_RESOURCE_BYTES)
+                )),
+                "references" | "assets" => resources.push((rel.clone(), dir.join(rel))),
+                "scripts" => scripts.push(rel.clone()),
+                _ => {}
+            }
+        }
+        for w in &walked.warnings {
+            self.warnings.push(format!("{label}: {w}"));
+        }
+        let loaded = super::load::load_skill_md(
+            &bytes,
+            make(md.clone()),
+            walked.hash,
+            !resources.is_empty(),
+        )
+        .map(|mut l| {
+            // Instructions that name a script need a shell to follow them.
+            let body = &l.skill.system_prompt;
+            let used: Vec<&String> = scripts
+                .iter()
+                .filter(|s| {
+                    body.contains(s.as_str())
+                        || Path::new(s)
+                            .file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| body.contains(n))
+                })
+                .collect();
+            if !used.is_empty() || (!scripts.is_empty() && body.contains("scripts/")) {
+                let named = if used.is_empty() {
+                    "scripts/".to_string()
+                } else {
+                    used.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                };
+                l.strict_errors.push(format!(
+                    "its instructions use {named}, but zhi never runs a skill's scripts (there is no shell): this skill needs a shell zhi does not give"
+                ));
+                l.warnings.push(format!(
+                    "its instructions use {named}, which zhi will not run (there is no shell)"
+                ));
+            }
+            l.skill.folder = Some(super::SkillFolder {
+                root: dir.to_path_buf(),
+                resources,
+                scripts,
+            });
+            l
+        });
+        self.add_loaded(loaded)
     }
 
     /// Check the nested-skill graph of `roots` (all skills when `None`): unknown tools and
@@ -203,6 +291,66 @@ pub fn discover(config_dir: Option<&Path>, cwd: &Path) -> SkillSet {
     set
 }
 
+/// The file that makes a folder an Agent Skill.
+pub const SKILL_MD: &str = "SKILL.md";
+
+/// The largest file of a skill's `references/` or `assets/` that its jobs may read.
+pub const MAX_RESOURCE_BYTES: u64 = 1 << 20;
+
+/// How many files of a skill folder are looked at (and hashed).
+const MAX_FOLDER_FILES: usize = 1000;
+
+/// What an Agent Skill folder holds: its files (relative path with `/`, size), a hash over
+/// every file's path and content, and what was skipped.
+struct Walked {
+    files: Vec<(String, u64)>,
+    hash: String,
+    warnings: Vec<String>,
+}
+
+/// Every regular file of a skill folder, in path order, without following links; the hash
+/// covers each file's relative path and content (content read up to 16 MiB, larger files by
+/// size), so a change to any of them changes the skill.
+fn walk_folder(dir: &Path) -> Walked {
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+    let mut h = Sha256::new();
+    h.update(b"zhi-skill-folder-v1\0");
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .max_depth(8)
+        .sort_by_file_name();
+    for entry in walk.into_iter().filter_map(Result::ok) {
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        if files.len() >= MAX_FOLDER_FILES {
+            warnings.push(format!(
+                "more than {MAX_FOLDER_FILES} files; the rest are not read"
+            ));
+            break;
+        }
+        let Ok(rel) = entry.path().strip_prefix(dir) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        let len = entry.metadata().map_or(0, |m| m.len());
+        h.update(rel.as_bytes());
+        h.update(b"\0");
+        match crate::small_file::read(entry.path(), 16 << 20) {
+            Ok(bytes) => h.update(Sha256::digest(&bytes)),
+            Err(_) => h.update(format!("unread:{len}").as_bytes()),
+        }
+        h.update(b"\n");
+        files.push((rel, len));
+    }
+    Walked {
+        files,
+        hash: hex::encode(h.finalize()),
+        warnings,
+    }
+}
+
 fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -224,7 +372,20 @@ fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {
         })
         .collect();
     files.sort();
+    // Agent Skills: folders holding a SKILL.md, beside the YAML files, in the same places.
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| std::fs::symlink_metadata(p.join(SKILL_MD)).is_ok())
+        .collect();
+    folders.sort();
     for f in files {
         set.add_file(&f.clone(), make(f));
+    }
+    for f in folders {
+        set.add_folder(&f, make);
     }
 }

@@ -7,7 +7,7 @@ use super::{
     ArgSpec, ArgType, Chunking, DEFAULT_MAX_TURNS, InputSpec, MAX_TURNS_RANGE, OutputSpec, Skill,
     SkillSource,
 };
-use serde_norway::Value;
+use serde_norway::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 const KNOWN_FIELDS: &[&str] = &[
@@ -73,7 +73,6 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
     };
 
     let mut warnings = Vec::new();
-    let mut strict_errors = Vec::new();
     for key in map.keys() {
         match key.as_str() {
             Some(k) if KNOWN_FIELDS.contains(&k) => {}
@@ -81,6 +80,132 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
             None => warnings.push(format!("non-string key {key:?} ignored")),
         }
     }
+    let content_hash = hex::encode(Sha256::digest(bytes));
+    load_map(&map, source, content_hash, warnings)
+}
+
+/// The fields of a SKILL.md front matter zhi uses; the Markdown body is the system prompt.
+const SKILL_MD_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "model",
+    "tools",
+    "max_turns",
+    "input",
+    "output",
+    "chunking",
+];
+
+/// Load an Agent Skill (SPEC §3): `SKILL.md`'s YAML front matter between `---` lines, then
+/// the instructions in Markdown, which become the system prompt. `name` and `description`
+/// are required; without `tools` the skill reads only what it is given (plus `file_read`
+/// when the folder has references or assets to read), and without `output` it declares
+/// `response.md`, so an instructions-only skill runs as one direct request. Unknown front
+/// matter (`license`, `allowed-tools`, `metadata`) warns, never fails. `content_hash` is the
+/// hash of the whole folder.
+pub fn load_skill_md(
+    bytes: &[u8],
+    source: SkillSource,
+    content_hash: String,
+    has_resources: bool,
+) -> Result<Loaded, LoadError> {
+    let file = source.label();
+    let fail = |reason: String| LoadError {
+        file: file.clone(),
+        reason,
+    };
+    if bytes.contains(&0) {
+        return Err(fail(
+            "binary file (contains NUL bytes), not a SKILL.md".into(),
+        ));
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| fail(format!("not UTF-8 text ({e}); SKILL.md must be UTF-8")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (front, body) = split_front_matter(text).ok_or_else(|| {
+        fail("no front matter: SKILL.md must start with a `---` line, the YAML fields (name, description), and a closing `---` line".into())
+    })?;
+    crate::small_file::check_yaml_nesting(front).map_err(|e| fail(e.to_string()))?;
+    let value: Value = if front.trim().is_empty() {
+        Value::Mapping(Mapping::new())
+    } else {
+        serde_norway::from_str(front)
+            .map_err(|e| fail(format!("front matter: {}", yaml_error(&e))))?
+    };
+    let Value::Mapping(mut map) = value else {
+        return Err(fail(format!(
+            "the front matter must be a YAML mapping of fields, found {}",
+            value_kind(&value)
+        )));
+    };
+    let mut warnings = Vec::new();
+    for key in map.keys() {
+        match key.as_str() {
+            Some(k) if SKILL_MD_FIELDS.contains(&k) => {}
+            Some(k) => warnings.push(format!("unknown front-matter field `{k}` ignored")),
+            None => warnings.push(format!("non-string key {key:?} ignored")),
+        }
+    }
+    let key = |k: &str| Value::String(k.to_string());
+    for k in ["name", "description"] {
+        if map.get(key(k)).is_none_or(Value::is_null) {
+            return Err(fail(format!("missing required front-matter field `{k}`")));
+        }
+    }
+    if body.trim().is_empty() {
+        return Err(fail(
+            "no instructions: the Markdown after the front matter is the skill's prompt".into(),
+        ));
+    }
+    map.insert(key("system_prompt"), Value::String(body.trim().to_string()));
+    if map.get(key("tools")).is_none_or(Value::is_null) {
+        let tools = if has_resources {
+            vec![Value::String("file_read".into())]
+        } else {
+            Vec::new()
+        };
+        map.insert(key("tools"), Value::Sequence(tools));
+    }
+    if map.get(key("output")).is_none_or(Value::is_null) {
+        let mut output = Mapping::new();
+        output.insert(
+            key("files"),
+            Value::Sequence(vec![Value::String("response.md".into())]),
+        );
+        map.insert(key("output"), Value::Mapping(output));
+    }
+    load_map(&map, source, content_hash, warnings)
+}
+
+/// The front matter and the body of a Markdown file that starts with a `---` line.
+fn split_front_matter(text: &str) -> Option<(&str, &str)> {
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))?;
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Some((&rest[..at], &rest[at + line.len()..]));
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// The skill described by a YAML mapping (a skill file, or a SKILL.md's front matter with its
+/// body as `system_prompt`).
+fn load_map(
+    map: &Mapping,
+    source: SkillSource,
+    content_hash: String,
+    mut warnings: Vec<String>,
+) -> Result<Loaded, LoadError> {
+    let file = source.label();
+    let fail = |reason: String| LoadError {
+        file: file.clone(),
+        reason,
+    };
+    let mut strict_errors = Vec::new();
     let get = |k: &str| map.get(Value::String(k.to_string()));
     let req_str = |k: &str| -> Result<String, LoadError> {
         match get(k) {
@@ -226,7 +351,6 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
         })?,
     };
 
-    let content_hash = hex::encode(Sha256::digest(bytes));
     Ok(Loaded {
         skill: Skill {
             name,
@@ -240,6 +364,7 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
             chunking,
             source,
             content_hash,
+            folder: None,
         },
         warnings,
         strict_errors,

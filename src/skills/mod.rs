@@ -9,7 +9,10 @@ mod graph;
 pub mod load;
 mod preamble;
 
-pub use discover::{MAX_SKILL_FILE_BYTES, SkillSet, SkillSource, builtin_sources, discover};
+pub use discover::{
+    MAX_RESOURCE_BYTES, MAX_SKILL_FILE_BYTES, SKILL_MD, SkillSet, SkillSource, builtin_sources,
+    discover,
+};
 pub use graph::{GraphError, MAX_NESTING};
 pub use load::{LoadError, Loaded, load_str};
 pub use preamble::{LANGUAGE_PREAMBLE, language_of, system_prompt};
@@ -40,8 +43,23 @@ pub struct Skill {
     pub chunking: Chunking,
     /// Where the skill came from.
     pub source: SkillSource,
-    /// sha256 of the skill file's bytes: part of every job's cache key.
+    /// sha256 of the skill file's bytes (of every file in its folder, for an Agent Skill):
+    /// part of every job's cache key.
     pub content_hash: String,
+    /// The folder of an Agent Skill (`SKILL.md`), with what its jobs may read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<SkillFolder>,
+}
+
+/// An Agent Skill's folder: `SKILL.md`, and optionally `references/`, `assets/`, `scripts/`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkillFolder {
+    pub root: std::path::PathBuf,
+    /// Files under `references/` and `assets/` that `file_read` may read: (name as the model
+    /// sees it, e.g. `references/style.md`; path).
+    pub resources: Vec<(String, std::path::PathBuf)>,
+    /// Files under `scripts/` (never run: there is no shell).
+    pub scripts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -216,6 +234,14 @@ impl Skill {
             .tools
             .iter()
             .all(|t| matches!(t.as_str(), "file_read" | "file_write" | "file_list" | "ocr"));
+        // An Agent Skill with references or assets reads them with file_read, in the loop.
+        if self
+            .folder
+            .as_ref()
+            .is_some_and(|f| !f.resources.is_empty())
+        {
+            return None;
+        }
         (reads_only && !self.takes_directory() && DIRECT_EXTS.contains(&extension(file).as_str()))
             .then(|| file.clone())
     }

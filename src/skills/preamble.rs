@@ -12,7 +12,17 @@ headers follow the same rule. Never mix languages within one text.";
 
 /// The system prompt sent to the model: the preamble, then the skill's own prompt.
 pub fn system_prompt(skill: &Skill) -> String {
-    format!("{LANGUAGE_PREAMBLE}\n\n{}", skill.system_prompt.trim_end())
+    let mut prompt = format!("{LANGUAGE_PREAMBLE}\n\n{}", skill.system_prompt.trim_end());
+    // An Agent Skill's references and assets: named, so the model knows what it may read.
+    if let Some(folder) = skill.folder.as_ref().filter(|f| !f.resources.is_empty()) {
+        prompt.push_str(
+            "\n\nFiles that come with these instructions (read them with file_read when the instructions refer to them):\n",
+        );
+        for (name, _) in &folder.resources {
+            prompt.push_str(&format!("- {name}\n"));
+        }
+    }
+    prompt
 }
 
 /// The language a text is written in, when its script says so plainly: the share of Han,

@@ -289,3 +289,93 @@ fn a_40_kb_english_text_is_split_by_the_servers_window() {
 fn a_30_page_pdf_is_split_by_the_servers_window() {
     summarize_long_document_unconfigured("debian-reference/en-30-pages.pdf");
 }
+
+/// An Agent Skill (SKILL.md with a reference) over a folder on the real model: each
+/// document's declared output is written, records and cache behave as for YAML skills, and a
+/// change to a file in `references/` reruns the jobs.
+#[test]
+fn an_agent_skill_with_a_reference_over_a_folder_on_a_real_model() {
+    let url = server();
+    let env = TestEnv::new();
+    env.write("zhi.yaml", "temperature: 0\n");
+    env.write(
+        ".zhi/skills/headline/SKILL.md",
+        "---\nname: headline\ndescription: One headline for a document\nlicense: Apache-2.0\n---\n\n\
+         Write one headline for the document, in the house style of references/style.md:\n\
+         a line starting with `# `, at most twelve words. Answer with the headline only.\n",
+    );
+    env.write(
+        ".zhi/skills/headline/references/style.md",
+        "House style: headlines are in sentence case and name the main figure.\n",
+    );
+    for name in ["release-notes.md", "incident.txt"] {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/docs")
+            .join(name);
+        env.write(&format!("docs/{name}"), std::fs::read(src).unwrap());
+    }
+    let run = || {
+        env.zhi()
+            .args([
+                "run",
+                "headline",
+                "docs",
+                "-j",
+                "1",
+                "--no-progress",
+                "--timeout",
+                "600",
+            ])
+            .args(["--base-url", url.as_str()])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let outdir = env.path("zhi-output");
+    let records = latest_records(&outdir);
+    assert_eq!(records.len(), 2, "{}", stderr(&out));
+    for r in &records {
+        // The 0.5B model may fail a job honestly; it may never be recorded as a success
+        // without its declared file.
+        if r["status"] == "succeeded" {
+            assert_outputs_true(&outdir, r);
+            let input = r["input"].as_str().unwrap();
+            let text =
+                std::fs::read_to_string(outdir.join("headline").join(input).join("response.md"))
+                    .unwrap();
+            assert!(!text.trim().is_empty());
+        } else {
+            let kind = r["error"]["kind"].as_str().unwrap();
+            assert!(
+                ["missing_output", "truncated", "max_turns"].contains(&kind),
+                "{r}"
+            );
+        }
+    }
+    let succeeded = records
+        .iter()
+        .filter(|r| r["status"] == "succeeded")
+        .count();
+    // Unchanged: the succeeded jobs are cached, the failed ones run again.
+    let again = run();
+    let records = latest_records(&outdir);
+    let cached = records.iter().filter(|r| r["status"] == "cached").count();
+    assert_eq!(cached, succeeded, "{}", stderr(&again));
+    // A changed reference: no job is cached.
+    env.write(
+        ".zhi/skills/headline/references/style.md",
+        "House style: headlines are in title case and name the place.\n",
+    );
+    let changed = run();
+    let records = latest_records(&outdir);
+    assert!(
+        records.iter().all(|r| r["status"] != "cached"),
+        "a changed reference reruns every job: {}",
+        stderr(&changed)
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r["requests"].as_u64().unwrap_or(0) >= 1)
+    );
+}

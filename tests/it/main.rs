@@ -1,6 +1,7 @@
 //! zhi's integration tests: one test binary, one module per area. Each drives the real `zhi`
 //! binary or the library through the product's contract (SPEC.md).
 
+mod agent_skills;
 mod batch;
 mod chunking;
 mod config_cli;

@@ -1,0 +1,263 @@
+//! Agent Skills (SPEC §3): a folder with `SKILL.md` (front matter and Markdown instructions),
+//! optional `references/`, `assets/` and `scripts/`, run over documents like a YAML skill.
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use serde_json::{Value, json};
+
+const FAST: &str = "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
+
+fn env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", FAST);
+    env.write(
+        "docs/a.txt",
+        "The board approved the budget of 4.2 million.\n",
+    );
+    env.write(
+        "docs/b.txt",
+        "The new plant in Suzhou opens in May with 200 jobs.\n",
+    );
+    env
+}
+
+fn show(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
+fn run(env: &TestEnv, api: &FakeApi, skill: &str, inputs: &str) -> std::process::Output {
+    env.zhi()
+        .args([
+            "--no-progress",
+            "run",
+            skill,
+            inputs,
+            "-o",
+            "out",
+            "--base-url",
+        ])
+        .arg(api.base_url())
+        .output()
+        .unwrap()
+}
+
+const BRIEF: &str = "---\nname: brief\ndescription: A two-line brief of a document\nlicense: MIT\n\
+metadata:\n  author: someone\n---\n\n# Brief\n\nWrite a two-line brief of the document: what happened, and the one figure that matters.\n";
+
+fn system_of(r: &Recorded) -> String {
+    r.messages()[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn an_instructions_only_skill_md_is_one_direct_request_per_document_and_cached() {
+    let env = env();
+    env.write(".zhi/skills/brief/SKILL.md", BRIEF);
+    let api = FakeApi::start(|r: &Recorded| {
+        let user = r.messages()[1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let which = if user.contains("budget") {
+            "budget"
+        } else {
+            "plant"
+        };
+        Reply::text(format!(
+            "# Brief\n\nThe {which} news, in two lines: approved and on time."
+        ))
+    });
+    let out = run(&env, &api, "brief", "docs");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    // Front matter zhi does not use warns, never fails.
+    assert!(stderr(&out).contains("license"), "{}", show(&out));
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2, "one request a document");
+    for r in &reqs {
+        assert!(
+            r.tools_offered().is_empty(),
+            "no tools: {:?}",
+            r.tools_offered()
+        );
+        assert!(
+            system_of(r).contains("Write a two-line brief"),
+            "{}",
+            system_of(r)
+        );
+    }
+    let records = records_by_input(&env.path("out"));
+    for input in ["docs/a.txt", "docs/b.txt"] {
+        let r = &records[input];
+        assert_eq!(r["status"], "succeeded", "{r}");
+        assert_eq!(r["requests"], 1, "{r}");
+        let text =
+            std::fs::read_to_string(env.path(&format!("out/brief/{input}/response.md"))).unwrap();
+        assert!(text.starts_with("# Brief"), "{text}");
+    }
+    // A rerun is cached, as for YAML skills.
+    let again = run(&env, &api, "brief", "docs");
+    assert_eq!(again.status.code(), Some(0), "{}", show(&again));
+    assert_eq!(api.chat_requests().len(), 2);
+    assert!(
+        records_by_input(&env.path("out"))
+            .values()
+            .all(|r| r["status"] == "cached")
+    );
+}
+
+#[test]
+fn references_are_readable_and_a_changed_reference_reruns_the_jobs() {
+    let env = env();
+    env.write(
+        ".zhi/skills/house-style/SKILL.md",
+        "---\nname: house-style\ndescription: A brief in the house style\n---\n\n\
+         Write a brief of the document in the house style described in references/style.md.\n",
+    );
+    env.write(
+        ".zhi/skills/house-style/references/style.md",
+        "House style: start with the figure, then the verb.\n",
+    );
+    env.write(".zhi/skills/house-style/assets/logo.txt", "ZHI\n");
+    let api = FakeApi::start(|r: &Recorded| {
+        if r.has_tool_result() {
+            let result = r
+                .messages()
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect::<String>();
+            return Reply::text(format!("# Brief\n\nStyle used: {}", result.trim()));
+        }
+        Reply::tool_calls(vec![("file_read", json!({"path": "references/style.md"}))])
+    });
+    let out = run(&env, &api, "house-style", "docs/a.txt");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let first = api.chat_requests();
+    assert_eq!(first.len(), 2);
+    assert!(first[0].tools_offered().contains(&"file_read".to_string()));
+    let system = system_of(&first[0]);
+    assert!(
+        system.contains("references/style.md") && system.contains("assets/logo.txt"),
+        "the model is told what it may read: {system}"
+    );
+    let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
+    assert!(
+        text.contains("start with the figure"),
+        "the reference was read: {text}"
+    );
+    let r = &records_by_input(&env.path("out"))["docs/a.txt"];
+    assert_eq!(r["refused_tool_calls"], 0, "{r}");
+
+    // Unchanged: cached. A changed reference: the job runs again.
+    let same = run(&env, &api, "house-style", "docs/a.txt");
+    assert_eq!(same.status.code(), Some(0), "{}", show(&same));
+    assert_eq!(api.chat_requests().len(), 2);
+    env.write(
+        ".zhi/skills/house-style/references/style.md",
+        "House style: start with the verb, then the figure.\n",
+    );
+    let changed = run(&env, &api, "house-style", "docs/a.txt");
+    assert_eq!(changed.status.code(), Some(0), "{}", show(&changed));
+    assert_eq!(api.chat_requests().len(), 4, "the job ran again");
+    let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
+    assert!(text.contains("start with the verb"), "{text}");
+}
+
+#[test]
+fn a_skill_whose_instructions_need_its_scripts_is_reported_by_validate() {
+    let env = env();
+    env.write(
+        ".zhi/skills/convert/SKILL.md",
+        "---\nname: convert\ndescription: Convert a document\n---\n\n\
+         Run scripts/convert.py on the document, then summarise what it printed.\n",
+    );
+    env.write(".zhi/skills/convert/scripts/convert.py", "print('hello')\n");
+    let out = env.zhi().args(["skills", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("convert") && err.contains("scripts/convert.py") && err.contains("shell"),
+        "{err}"
+    );
+    // The folder named directly, too.
+    let out = env
+        .zhi()
+        .args(["skills", "validate", ".zhi/skills/convert"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    // `skills show` lists the script as never run.
+    let out = env
+        .zhi()
+        .args(["skills", "show", "convert"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("scripts/convert.py (never run)"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_malformed_front_matter_is_skipped_with_a_warning_and_fails_validate() {
+    let env = env();
+    env.write(
+        ".zhi/skills/broken/SKILL.md",
+        "---\nname: [broken\ndescription: oops\n---\n\nInstructions.\n",
+    );
+    env.write(
+        ".zhi/skills/nofront/SKILL.md",
+        "# No front matter\n\nJust instructions.\n",
+    );
+    let list = env.zhi().args(["skills", "list"]).output().unwrap();
+    assert_eq!(list.status.code(), Some(0), "{}", show(&list));
+    let err = stderr(&list);
+    assert!(err.contains("broken/SKILL.md"), "{err}");
+    assert!(
+        err.contains("nofront/SKILL.md") && err.contains("front matter"),
+        "{err}"
+    );
+    assert!(!stdout(&list).contains("broken"), "{}", show(&list));
+    let validate = env.zhi().args(["skills", "validate"]).output().unwrap();
+    assert_eq!(validate.status.code(), Some(2), "{}", show(&validate));
+    // Builtins still run.
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    let out = run(&env, &api, "summarize", "docs/a.txt");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+#[test]
+fn skills_new_writes_an_agent_skill_folder_that_validates() {
+    let env = env();
+    let out = env
+        .zhi()
+        .args(["skills", "new", "digest-md", "--format", "skill-md"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(env.path(".zhi/skills/digest-md/SKILL.md").is_file());
+    let validate = env.zhi().args(["skills", "validate"]).output().unwrap();
+    assert_eq!(validate.status.code(), Some(0), "{}", show(&validate));
+    let list = env
+        .zhi()
+        .args(["skills", "list", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&stdout(&list)).unwrap_or(Value::Null);
+    assert!(v.to_string().contains("digest-md"), "{}", show(&list));
+    // Never overwritten.
+    let again = env
+        .zhi()
+        .args(["skills", "new", "digest-md", "--format", "skill-md"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", show(&again));
+}
