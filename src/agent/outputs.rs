@@ -130,6 +130,11 @@ pub fn check_answer(answer: &str, file: &str, source: Option<&str>) -> Option<Pr
     if looks_like_claim(answer) {
         return Some(Problem::Claim);
     }
+    if looks_like_tool_call(answer) {
+        return Some(Problem::Invalid(
+            "it is a tool call written out as text, not the content".into(),
+        ));
+    }
     match crate::skills::extension(file).as_str() {
         "json" => {
             if let Err(e) = serde_json::from_str::<serde_json::Value>(answer) {
@@ -158,11 +163,17 @@ const ECHO_SPAN: usize = 40;
 pub fn is_echo(answer: &str, instructions: &str, source: Option<&str>) -> bool {
     let prompt: Vec<char> = squash(instructions).chars().collect();
     let out: Vec<char> = squash(answer).chars().collect();
+    let src = source.map(squash).unwrap_or_default();
+    // A short answer that is nothing but a piece of the instructions ("response.md (exactly
+    // this name)").
+    if (8..ECHO_SPAN).contains(&out.len()) {
+        let whole: String = out.iter().collect();
+        return squash(instructions).contains(&whole) && !src.contains(&whole);
+    }
     if prompt.len() < ECHO_SPAN || out.len() < ECHO_SPAN {
         return false;
     }
     let windows: std::collections::HashSet<&[char]> = prompt.windows(ECHO_SPAN).collect();
-    let src = source.map(squash).unwrap_or_default();
     out.windows(ECHO_SPAN)
         .any(|w| windows.contains(w) && !src.contains(&w.iter().collect::<String>()))
 }
@@ -376,6 +387,18 @@ pub fn is_copy(output: &str, source: &str) -> bool {
 
 fn squash(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// An answer that is a tool call written out as text (`{"name": "file_read", "arguments":
+/// …}`), which a small model sends as content when the server did not parse it as a call.
+pub fn looks_like_tool_call(answer: &str) -> bool {
+    let squashed = squash(answer);
+    squashed.contains("\"arguments\":")
+        && crate::skills::BUILTIN_TOOLS
+            .iter()
+            .chain(["file_read", "file_write"].iter())
+            .any(|t| squashed.contains(&format!("\"name\":\"{t}\"")))
+        && squashed.chars().count() < 2000
 }
 
 /// A short answer that only reports having written a file ("I wrote summary.md: …",

@@ -209,6 +209,11 @@ pub async fn run_direct(
     // Map skills render their input whole: an answer far shorter than it left parts out.
     let whole = skill.chunking == skills::Chunking::Map;
     let fresh = vec![Message::system(system.clone()), Message::user(user_message)];
+    let instructions = format!(
+        "{}\n{}",
+        without_documents(&system),
+        without_documents(fresh[1].content.as_deref().unwrap_or_default())
+    );
     let mut messages = fresh.clone();
     let mut round = 0;
     let mut penalised = false;
@@ -239,7 +244,7 @@ pub async fn run_direct(
             None
         } else {
             outputs::check_answer(&content, file, source).or_else(|| {
-                if outputs::is_echo(&content, &system, source) {
+                if outputs::is_echo(&content, &instructions, source) {
                     Some(Problem::Echo)
                 } else if let Some(lang) =
                     language.filter(|l| outputs::is_wrong_language(&content, l))
@@ -390,6 +395,12 @@ pub fn run_skill<'a>(
             Message::system(agent_system_prompt(skill, &expected.files)),
             Message::user(user_message),
         ];
+        // What the model was told, for the echo check of a plain-text answer.
+        let instructions = messages
+            .iter()
+            .filter_map(|m| m.content.as_deref().map(without_documents))
+            .collect::<Vec<_>>()
+            .join("\n");
         let depth = chain.len() - 1;
         let before = env.tools.sandbox.written().len();
         let problems = |env: &AgentEnv| {
@@ -449,7 +460,10 @@ pub fn run_skill<'a>(
                     && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
                 {
                     let content = outputs::strip_fence(&answer);
-                    if outputs::check_answer(&content, file, expected.source.as_deref()).is_none() {
+                    let source = expected.source.as_deref();
+                    if outputs::check_answer(&content, file, source).is_none()
+                        && !outputs::is_echo(&content, &instructions, source)
+                    {
                         let rel = write_answer(env, file, &content)?;
                         env.transcript.note(&format!(
                             "the model answered in plain text; its answer was saved as {}",
@@ -834,6 +848,29 @@ fn echo_safe(message: &Message) -> Message {
 }
 
 /// A document's text as the model is given it, fenced with its path.
+/// A message without its document blocks and an Agent Skill's inlined resources: what the
+/// model was told, not what it was given to work with (an answer may quote the document, the
+/// part results it combines, or a reference).
+pub fn without_documents(message: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in message.lines() {
+        let opens = line.starts_with("--- BEGIN DOCUMENT ")
+            || ((line.starts_with("--- references/") || line.starts_with("--- assets/"))
+                && line.ends_with(" ---"));
+        let closes = line.starts_with("--- END DOCUMENT ") || line.starts_with("--- end of ");
+        if !inside && opens {
+            inside = true;
+        } else if inside && closes {
+            inside = false;
+        } else if !inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 pub fn document_block(path: &str, text: &str) -> String {
     format!(
         "--- BEGIN DOCUMENT {path} ---\n{}\n--- END DOCUMENT {path} ---\n",

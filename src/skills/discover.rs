@@ -240,10 +240,12 @@ impl SkillSet {
                     "its instructions use {named}, which zhi will not run (there is no shell)"
                 ));
             }
+            let inline = inline_texts(&resources);
             l.skill.folder = Some(super::SkillFolder {
                 root: dir.to_path_buf(),
                 resources,
                 scripts,
+                inline,
             });
             l
         });
@@ -289,6 +291,19 @@ pub fn discover(config_dir: Option<&Path>, cwd: &Path) -> SkillSet {
         SkillSource::Project,
     );
     set
+}
+
+/// The resources' texts, when every one is UTF-8 text and all fit in
+/// [`super::INLINE_RESOURCES_BYTES`].
+fn inline_texts(resources: &[(String, PathBuf)]) -> Option<Vec<(String, String)>> {
+    let mut left = super::INLINE_RESOURCES_BYTES;
+    let mut out = Vec::new();
+    for (name, path) in resources {
+        let bytes = crate::small_file::read(path, left).ok()?;
+        left -= bytes.len() as u64;
+        out.push((name.clone(), String::from_utf8(bytes).ok()?));
+    }
+    Some(out)
 }
 
 /// The file that makes a folder an Agent Skill.

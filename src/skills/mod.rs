@@ -60,7 +60,15 @@ pub struct SkillFolder {
     pub resources: Vec<(String, std::path::PathBuf)>,
     /// Files under `scripts/` (never run: there is no shell).
     pub scripts: Vec<String>,
+    /// The resources' texts when they are all text and small enough
+    /// ([`INLINE_RESOURCES_BYTES`] in all) to go with the instructions: the skill then stays
+    /// direct, one request a document, instead of reading them in the agent loop.
+    #[serde(skip)]
+    pub inline: Option<Vec<(String, String)>>,
 }
+
+/// How much resource text an Agent Skill may carry in its prompt and stay direct.
+pub const INLINE_RESOURCES_BYTES: u64 = 16 * 1024;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct InputSpec {
@@ -234,11 +242,12 @@ impl Skill {
             .tools
             .iter()
             .all(|t| matches!(t.as_str(), "file_read" | "file_write" | "file_list" | "ocr"));
-        // An Agent Skill with references or assets reads them with file_read, in the loop.
+        // An Agent Skill whose references or assets are too large (or not text) to go with
+        // its instructions reads them with file_read, in the loop.
         if self
             .folder
             .as_ref()
-            .is_some_and(|f| !f.resources.is_empty())
+            .is_some_and(|f| !f.resources.is_empty() && f.inline.is_none())
         {
             return None;
         }

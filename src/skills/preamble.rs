@@ -15,11 +15,24 @@ pub fn system_prompt(skill: &Skill) -> String {
     let mut prompt = format!("{LANGUAGE_PREAMBLE}\n\n{}", skill.system_prompt.trim_end());
     // An Agent Skill's references and assets: named, so the model knows what it may read.
     if let Some(folder) = skill.folder.as_ref().filter(|f| !f.resources.is_empty()) {
-        prompt.push_str(
-            "\n\nFiles that come with these instructions (read them with file_read when the instructions refer to them):\n",
-        );
-        for (name, _) in &folder.resources {
-            prompt.push_str(&format!("- {name}\n"));
+        match &folder.inline {
+            Some(texts) => {
+                prompt.push_str("\n\nFiles that come with these instructions:\n");
+                for (name, text) in texts {
+                    prompt.push_str(&format!(
+                        "\n--- {name} ---\n{}\n--- end of {name} ---\n",
+                        text.trim_end()
+                    ));
+                }
+            }
+            None => {
+                prompt.push_str(
+                    "\n\nFiles that come with these instructions (read them with file_read when the instructions refer to them):\n",
+                );
+                for (name, _) in &folder.resources {
+                    prompt.push_str(&format!("- {name}\n"));
+                }
+            }
         }
     }
     prompt

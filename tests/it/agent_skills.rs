@@ -113,7 +113,7 @@ fn an_instructions_only_skill_md_is_one_direct_request_per_document_and_cached()
 }
 
 #[test]
-fn references_are_readable_and_a_changed_reference_reruns_the_jobs() {
+fn small_references_go_with_the_instructions_and_a_changed_reference_reruns_the_jobs() {
     let env = env();
     env.write(
         ".zhi/skills/house-style/SKILL.md",
@@ -126,6 +126,57 @@ fn references_are_readable_and_a_changed_reference_reruns_the_jobs() {
     );
     env.write(".zhi/skills/house-style/assets/logo.txt", "ZHI\n");
     let api = FakeApi::start(|r: &Recorded| {
+        let system = system_of(r);
+        let style = system
+            .lines()
+            .find(|l| l.starts_with("House style"))
+            .unwrap_or("no style")
+            .to_string();
+        Reply::text(format!("# Brief\n\nStyle used: {style}"))
+    });
+    let out = run(&env, &api, "house-style", "docs/a.txt");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    // Small text resources go with the instructions: still one direct request.
+    let first = api.chat_requests();
+    assert_eq!(first.len(), 1);
+    assert!(first[0].tools_offered().is_empty());
+    let system = system_of(&first[0]);
+    assert!(
+        system.contains("--- references/style.md ---")
+            && system.contains("--- assets/logo.txt ---"),
+        "{system}"
+    );
+    let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
+    assert!(text.contains("start with the figure"), "{text}");
+
+    // Unchanged: cached. A changed reference: the job runs again.
+    let same = run(&env, &api, "house-style", "docs/a.txt");
+    assert_eq!(same.status.code(), Some(0), "{}", show(&same));
+    assert_eq!(api.chat_requests().len(), 1);
+    env.write(
+        ".zhi/skills/house-style/references/style.md",
+        "House style: start with the verb, then the figure.\n",
+    );
+    let changed = run(&env, &api, "house-style", "docs/a.txt");
+    assert_eq!(changed.status.code(), Some(0), "{}", show(&changed));
+    assert_eq!(api.chat_requests().len(), 2, "the job ran again");
+    let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
+    assert!(text.contains("start with the verb"), "{text}");
+}
+
+#[test]
+fn large_references_are_read_with_file_read_in_the_agent_loop() {
+    let env = env();
+    env.write(
+        ".zhi/skills/glossary/SKILL.md",
+        "---\nname: glossary\ndescription: Terms of a document, from the glossary\n---\n\n\
+         List the document's terms with their meanings from references/glossary.md.\n",
+    );
+    let glossary: String = (0..600)
+        .map(|i| format!("- term{i}: the meaning of term number {i}\n"))
+        .collect();
+    env.write(".zhi/skills/glossary/references/glossary.md", &glossary);
+    let api = FakeApi::start(|r: &Recorded| {
         if r.has_tool_result() {
             let result = r
                 .messages()
@@ -133,41 +184,27 @@ fn references_are_readable_and_a_changed_reference_reruns_the_jobs() {
                 .filter(|m| m["role"] == "tool")
                 .map(|m| m["content"].as_str().unwrap_or_default().to_string())
                 .collect::<String>();
-            return Reply::text(format!("# Brief\n\nStyle used: {}", result.trim()));
+            let line = result
+                .lines()
+                .find(|l| l.contains("term42:"))
+                .unwrap_or("none");
+            return Reply::text(format!("# Terms\n\n{line}"));
         }
-        Reply::tool_calls(vec![("file_read", json!({"path": "references/style.md"}))])
+        Reply::tool_calls(vec![(
+            "file_read",
+            json!({"path": "references/glossary.md"}),
+        )])
     });
-    let out = run(&env, &api, "house-style", "docs/a.txt");
+    let out = run(&env, &api, "glossary", "docs/a.txt");
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let first = api.chat_requests();
-    assert_eq!(first.len(), 2);
-    assert!(first[0].tools_offered().contains(&"file_read".to_string()));
-    let system = system_of(&first[0]);
-    assert!(
-        system.contains("references/style.md") && system.contains("assets/logo.txt"),
-        "the model is told what it may read: {system}"
-    );
-    let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
-    assert!(
-        text.contains("start with the figure"),
-        "the reference was read: {text}"
-    );
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[0].tools_offered().contains(&"file_read".to_string()));
+    assert!(system_of(&reqs[0]).contains("- references/glossary.md"));
+    let text = std::fs::read_to_string(env.path("out/glossary/docs/a.txt/response.md")).unwrap();
+    assert!(text.contains("the meaning of term number 42"), "{text}");
     let r = &records_by_input(&env.path("out"))["docs/a.txt"];
     assert_eq!(r["refused_tool_calls"], 0, "{r}");
-
-    // Unchanged: cached. A changed reference: the job runs again.
-    let same = run(&env, &api, "house-style", "docs/a.txt");
-    assert_eq!(same.status.code(), Some(0), "{}", show(&same));
-    assert_eq!(api.chat_requests().len(), 2);
-    env.write(
-        ".zhi/skills/house-style/references/style.md",
-        "House style: start with the verb, then the figure.\n",
-    );
-    let changed = run(&env, &api, "house-style", "docs/a.txt");
-    assert_eq!(changed.status.code(), Some(0), "{}", show(&changed));
-    assert_eq!(api.chat_requests().len(), 4, "the job ran again");
-    let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
-    assert!(text.contains("start with the verb"), "{text}");
 }
 
 #[test]
