@@ -2,6 +2,7 @@
 //! optional `references/`, `assets/` and `scripts/`, run over documents like a YAML skill.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::show;
 use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
 use serde_json::{Value, json};
 
@@ -19,15 +20,6 @@ fn env() -> TestEnv {
         "The new plant in Suzhou opens in May with 200 jobs.\n",
     );
     env
-}
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
 }
 
 fn run(env: &TestEnv, api: &FakeApi, skill: &str, inputs: &str) -> std::process::Output {

@@ -5,6 +5,7 @@
 //! runtime, no runtime at all).
 
 use crate::support::{FakeApi, Recorded, Reply};
+use crate::testenv::show;
 use crate::testenv::{TestEnv, stderr, stdout};
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -52,15 +53,6 @@ fn extract(env: &TestEnv, api: &FakeApi, engine: &str) -> std::process::Output {
         .env("ZHI_API_KEY", KEY)
         .output()
         .expect("run zhi")
-}
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
 }
 
 /// The image a data URL carries, checked to be `mime`.

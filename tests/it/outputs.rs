@@ -3,9 +3,9 @@
 //! one request, and every job can be explained from its transcript.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{files_under, record, run_skill as run, show};
 use serde_json::{Value, json};
-use std::path::Path;
 
 const FAST: &str = "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
 
@@ -13,29 +13,6 @@ fn env() -> TestEnv {
     let env = TestEnv::new();
     env.write("zhi.yaml", FAST);
     env
-}
-
-fn run(env: &TestEnv, api: &FakeApi, skill: &str, args: &[&str]) -> std::process::Output {
-    let base = api.base_url();
-    let mut all = vec!["--no-progress", "run", skill];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--base-url", &base, "-o", "out"]);
-    env.zhi().args(&all).output().expect("run zhi")
-}
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
-}
-
-fn record(env: &TestEnv, input: &str) -> Value {
-    records_by_input(&env.path("out"))
-        .remove(input)
-        .unwrap_or_else(|| panic!("no record for {input}"))
 }
 
 /// A two-file agent skill: it runs the loop (two declared outputs), with write and read tools.
@@ -294,7 +271,7 @@ fn every_job_has_a_transcript_and_none_holds_the_key() {
         seen, 6,
         "three jobs in each of two runs (the second cached two)"
     );
-    for entry in walk(&env.path("out/.zhi")) {
+    for entry in files_under(&env.path("out/.zhi")) {
         if let Ok(text) = std::fs::read_to_string(&entry) {
             assert!(!text.contains(KEY), "{} holds the key", entry.display());
         }
@@ -309,19 +286,6 @@ fn every_job_has_a_transcript_and_none_holds_the_key() {
         text.contains("docs/c.txt") && text.contains("transcripts/"),
         "{text}"
     );
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// A llama.cpp-like server: its `/props` says 1,200 tokens of context and one slot. A

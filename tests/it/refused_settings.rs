@@ -5,18 +5,10 @@
 //! reason. Every zhi here runs under a deadline, so a hang fails the test instead of hanging it.
 
 use crate::support::{FakeApi, Reply};
+use crate::testenv::show;
 use crate::testenv::{TestEnv, output_within, stderr, stdout};
 
 const DEADLINE_SECS: u64 = 20;
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
-}
 
 /// A working folder with one document and a fake API that must never be asked.
 fn setup() -> (TestEnv, FakeApi) {

@@ -3,6 +3,7 @@
 
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use crate::testenv::{files_under, output_within, record, run_skill as run, show};
 use serde_json::{Value, json};
 
 const FAST: &str = "retry: {max_attempts: 3, base_delay_ms: 5, max_delay_ms: 10}\n";
@@ -11,29 +12,6 @@ fn env() -> TestEnv {
     let env = TestEnv::new();
     env.write("zhi.yaml", FAST);
     env
-}
-
-fn run(env: &TestEnv, api: &FakeApi, skill: &str, args: &[&str]) -> std::process::Output {
-    let base = api.base_url();
-    let mut all = vec!["--no-progress", "run", skill];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--base-url", &base, "-o", "out"]);
-    env.zhi().args(&all).output().expect("run zhi")
-}
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
-}
-
-fn record(env: &TestEnv, input: &str) -> Value {
-    records_by_input(&env.path("out"))
-        .remove(input)
-        .unwrap_or_else(|| panic!("no record for {input}"))
 }
 
 #[test]
@@ -303,23 +281,6 @@ fn names_that_differ_only_in_non_utf8_bytes_stay_separate_jobs() {
     assert_eq!(api.chat_requests().len(), 3);
 }
 
-/// Every file under `dir`, recursively.
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_server_that_echoes_the_key_never_gets_it_written_or_printed() {
     const KEY: &str = "sk-echo-3f9a1c77e2";
@@ -469,30 +430,13 @@ fn devices_and_fifos_named_as_inputs_fail_their_own_jobs_at_once() {
     assert!(made.success());
     let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
     let base = api.base_url();
-    let mut child = env
-        .zhi_process()
-        .args([
-            "--no-progress",
-            "run",
-            "summarize",
-            "/dev/zero",
-            "pipe",
-            "docs/a.txt",
-        ])
-        .args(["--base-url", &base, "-o", "out"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("zhi hung on a device or a FIFO");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let o = child.wait_with_output().unwrap();
+    // Killed after 30 s: a hang on the device or the FIFO fails the test.
+    let o = output_within(
+        env.zhi()
+            .args(["--no-progress", "run", "summarize", "/dev/zero", "pipe"])
+            .args(["docs/a.txt", "--base-url", &base, "-o", "out"]),
+        30,
+    );
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let records = records_by_input(&env.path("out"));
     let zero = &records["/dev/zero"];
@@ -729,23 +673,13 @@ fn fifos_planted_among_zhis_own_records_do_not_hang_a_run() {
     }
     let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
     let base = api.base_url();
-    let mut child = env
-        .zhi_process()
-        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
-        .args(["--base-url", &base])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > std::time::Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("a FIFO among the old records hung the run");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let o = child.wait_with_output().unwrap();
+    // Killed after 30 s: a hang on a planted FIFO fails the test.
+    let o = output_within(
+        env.zhi()
+            .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+            .args(["--base-url", &base]),
+        30,
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(env.path("out/summarize/docs/a.txt/summary.md").exists());
 }

@@ -4,7 +4,8 @@
 //! model was sent.
 
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, stdout};
+use crate::testenv::{run_skill as run, show};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,26 +30,8 @@ fn fast_env() -> TestEnv {
     env
 }
 
-/// `zhi --no-progress run SKILL INPUTS… --base-url FAKE -o out EXTRA…`.
-fn run(env: &TestEnv, api: &FakeApi, skill: &str, args: &[&str]) -> std::process::Output {
-    let base = api.base_url();
-    let mut all = vec!["--no-progress", "run", skill];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--base-url", &base, "-o", "out"]);
-    env.zhi().args(&all).output().expect("run zhi")
-}
-
 fn code(o: &std::process::Output) -> i32 {
     o.status.code().unwrap_or(-1)
-}
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
 }
 
 /// The only run folder under `out/.zhi/runs/`.

@@ -6,20 +6,12 @@
 //! instead of hanging it.
 
 use crate::support::{FakeApi, Reply};
+use crate::testenv::show;
 use crate::testenv::{TestEnv, output_within, stderr, stdout};
 
 /// Long enough for a debug build on a busy machine; far shorter than any of the old failures
 /// (a FIFO blocked forever, `/dev/zero` grew until killed, deep nesting took 36 s).
 const DEADLINE_SECS: u64 = 20;
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
-}
 
 /// `zhi skills list`, a run of a builtin against the fake API and `zhi skills validate` all end
 /// promptly; the first two succeed with a warning naming `file` and `reason`, the last exits 2.

@@ -153,3 +153,48 @@ pub fn output_within(cmd: &mut Command, secs: u64) -> std::process::Output {
     );
     out
 }
+
+/// Exit code, stdout and stderr, for assertion messages.
+pub fn show(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
+/// `zhi --no-progress run SKILL ARGS… --base-url FAKE -o out`.
+pub fn run_skill(
+    env: &TestEnv,
+    api: &crate::support::FakeApi,
+    skill: &str,
+    args: &[&str],
+) -> std::process::Output {
+    let base = api.base_url();
+    let mut all = vec!["--no-progress", "run", skill];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--base-url", &base, "-o", "out"]);
+    env.zhi().args(&all).output().expect("run zhi")
+}
+
+/// The latest record of `input` in the output folder `out`.
+pub fn record(env: &TestEnv, input: &str) -> serde_json::Value {
+    records_by_input(&env.path("out"))
+        .remove(input)
+        .unwrap_or_else(|| panic!("no record for {input}"))
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -5,19 +5,11 @@
 //! document a skill cannot split and that does not fit fails as `too_large`, naming `--tpm`.
 
 use crate::support::{FakeApi, Reply};
+use crate::testenv::show;
 use crate::testenv::{TestEnv, output_within, stderr, stdout};
 use serde_json::Value;
 
 const DEADLINE_SECS: u64 = 30;
-
-fn show(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    )
-}
 
 fn setup() -> (TestEnv, FakeApi) {
     let env = TestEnv::new();
