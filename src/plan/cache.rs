@@ -64,6 +64,41 @@ pub struct JobCache {
     pub previous: Option<JobRecord>,
     /// Whether the job is cached: same key, outputs unchanged.
     pub cached: bool,
+    /// The primary input's file as it was hashed, to tell at run time that the file read is
+    /// the file planned without hashing it again.
+    pub input_stamp: Option<FileStamp>,
+}
+
+/// Which file a path led to, and its state: device, inode, size and modification time. Two
+/// equal stamps are the same file, unchanged (a replacement, a link put in its place or a
+/// write changes one of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+impl From<&std::fs::Metadata> for FileStamp {
+    fn from(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: m.mtime(),
+            mtime_nsec: m.mtime_nsec(),
+        }
+    }
+}
+
+impl FileStamp {
+    /// The stamp of what `path` leads to now.
+    pub fn of(path: &Path) -> Option<FileStamp> {
+        std::fs::metadata(path).ok().map(|m| FileStamp::from(&m))
+    }
 }
 
 /// Hash every input and decide each job's cache status, in parallel.
@@ -77,12 +112,13 @@ pub fn statuses(
 ) -> Vec<JobCache> {
     jobs.par_iter()
         .map(|job| {
-            let (sha, bytes) = if job.problem.is_some() {
-                (None, None)
+            let (sha, bytes, stamp) = if job.problem.is_some() {
+                (None, None, None)
             } else if job.is_dir {
-                hash_dir(&job.path, output_dir)
+                let (sha, bytes) = hash_dir(&job.path, output_dir);
+                (sha, bytes, None)
             } else {
-                hash_file(&job.path)
+                hash_file_stamped(&job.path)
             };
             let previous = index.get(job.id.as_str()).cloned();
             let Some(sha) = sha else {
@@ -92,6 +128,7 @@ pub fn statuses(
                     cache_key: None,
                     previous,
                     cached: false,
+                    input_stamp: stamp,
                 };
             };
             let extra: Vec<(String, Option<String>)> = job
@@ -117,6 +154,7 @@ pub fn statuses(
                 cache_key: Some(key),
                 previous,
                 cached,
+                input_stamp: stamp,
             }
         })
         .collect()
@@ -213,18 +251,25 @@ pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
 /// sha256 and size of a file; `None` when it cannot be read, is not a regular file (a
 /// device would never end, a FIFO would block), or the run was interrupted meanwhile.
 pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
+    let (sha, bytes, _) = hash_file_stamped(path);
+    (sha, bytes)
+}
+
+/// [`hash_file`], with the stamp of the file that was opened and hashed.
+pub fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<FileStamp>) {
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return (None, None);
+        return (None, None, None);
     }
     let Ok(mut f) = std::fs::File::open(path) else {
-        return (None, None);
+        return (None, None, None);
     };
+    let stamp = f.metadata().ok().map(|m| FileStamp::from(&m));
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut n_total = 0u64;
     loop {
         if crate::exit::interrupted() {
-            return (None, None);
+            return (None, None, None);
         }
         match f.read(&mut buf) {
             Ok(0) => break,
@@ -232,10 +277,10 @@ pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
                 h.update(&buf[..n]);
                 n_total += n as u64;
             }
-            Err(_) => return (None, None),
+            Err(_) => return (None, None, None),
         }
     }
-    (Some(hex::encode(h.finalize())), Some(n_total))
+    (Some(hex::encode(h.finalize())), Some(n_total), stamp)
 }
 
 /// A folder's content hash: its files' relative paths and contents, in sorted order.

@@ -11,7 +11,7 @@ use crate::error::{ErrorKind, JobError};
 use crate::llm::ChatClient;
 use crate::manifest::{JobRecord, OutputFile, Status};
 use crate::plan::Job;
-use crate::plan::cache::{self, JobCache};
+use crate::plan::cache::{self, FileStamp, JobCache};
 use crate::skills::{Skill, SkillSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -272,7 +272,7 @@ async fn run_in_staging(
     // planned and hashed.
     let before = unchanged_since_planning(job, cache)?;
     let text = read_text(shared, &job.path).await?;
-    if !same_file(&before, &std::fs::metadata(&job.path).ok()) {
+    if before.is_some() && before != FileStamp::of(&job.path) {
         return Err(changed(job, "it changed while it was being read"));
     }
     if text.trim().is_empty() {
@@ -358,39 +358,20 @@ async fn split(
     }
 }
 
-/// The input must still be what was planned: the same content (the hash recorded for the job
-/// is the hash of what is read), a regular file. A document swapped mid-run for other
-/// content — or for a link to `/etc/passwd` — fails its job instead of being sent. Returns
-/// the file's metadata, to tell after extraction that it was not swapped meanwhile.
-fn unchanged_since_planning(job: &Job, cache: &JobCache) -> Result<std::fs::Metadata, JobError> {
-    let Some(planned) = cache.input_sha256.as_deref() else {
+/// The input must still be the file that was planned and hashed (so the hash recorded for the
+/// job is the hash of what is read): the same file, unchanged, by its stamp. A document swapped
+/// mid-run for other content — or for a link to `/etc/passwd` — fails its job instead of being
+/// sent. Returns the stamp, to tell after extraction that it was not swapped meanwhile.
+fn unchanged_since_planning(job: &Job, cache: &JobCache) -> Result<Option<FileStamp>, JobError> {
+    let Some(planned) = cache.input_stamp else {
         // Not hashed at planning (unreadable then): extraction says why.
-        return std::fs::metadata(&job.path).map_err(|e| {
-            JobError::new(
-                ErrorKind::InputError,
-                format!("cannot read {}: {e}", job.input),
-            )
-        });
+        return Ok(None);
     };
-    let before = std::fs::metadata(&job.path)
-        .map_err(|e| changed(job, &format!("it can no longer be read ({e})")))?;
-    if !before.is_file() {
-        return Err(changed(job, "it is no longer a regular file"));
+    match FileStamp::of(&job.path) {
+        Some(now) if now == planned => Ok(Some(now)),
+        Some(_) => Err(changed(job, "it is not the file that was planned, or it was modified")),
+        None => Err(changed(job, "it can no longer be read")),
     }
-    match crate::plan::cache::hash_file(&job.path) {
-        (Some(now), _) if now == planned => Ok(before),
-        (Some(_), _) => Err(changed(job, "its content is not what was planned")),
-        (None, _) => Err(changed(job, "it can no longer be read")),
-    }
-}
-
-/// Whether two looks at a path saw the same file, unmodified.
-fn same_file(a: &std::fs::Metadata, b: &Option<std::fs::Metadata>) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    b.as_ref().is_some_and(|b| {
-        (a.dev(), a.ino(), a.len(), a.mtime(), a.mtime_nsec())
-            == (b.dev(), b.ino(), b.len(), b.mtime(), b.mtime_nsec())
-    })
 }
 
 fn changed(job: &Job, why: &str) -> JobError {
