@@ -382,7 +382,28 @@ pub fn is_copy(output: &str, source: &str) -> bool {
     if out == src {
         return true;
     }
-    src.chars().count() >= 100 && out.len() <= src.len() + src.len() / 5 && out.contains(&src)
+    out.len() <= src.len() + src.len() / 5 && holds_whole(&out, &src)
+}
+
+/// Whether `output` holds most of `source` word for word: at least 80% of the source's
+/// [`LOOP_SPAN`]-character passages (white space ignored; sources of 100 characters or more).
+/// For a skill that condenses (a summary, notes, an analysis) that is the input copied out with
+/// headings and points added around it — a copy, however much is added. A real summary of a
+/// document shares a few names and figures with it, not most of its passages.
+pub fn copies_most(output: &str, source: &str) -> bool {
+    let src: Vec<char> = squash(source).chars().collect();
+    if src.len() < 100 {
+        return false;
+    }
+    let out: Vec<char> = squash(output).chars().collect();
+    let have: std::collections::HashSet<&[char]> = out.windows(LOOP_SPAN).collect();
+    let windows = src.len() - LOOP_SPAN + 1;
+    let found = src.windows(LOOP_SPAN).filter(|w| have.contains(w)).count();
+    found * 5 >= windows * 4
+}
+
+fn holds_whole(out: &str, src: &str) -> bool {
+    src.chars().count() >= 100 && out.contains(src)
 }
 
 fn squash(s: &str) -> String {
@@ -605,5 +626,21 @@ mod tests {
             prompt,
             None
         ));
+    }
+
+    #[test]
+    fn a_summary_that_copies_most_of_its_input_is_a_copy() {
+        use super::copies_most;
+        let doc = "Release 2.4 adds offline mode and fixes two crashes. Offline mode keeps the \
+                   last 30 days of documents on the device. Sync is 40 percent faster on slow \
+                   networks. Support for version 1.x ends on 31 March.";
+        let padded = format!(
+            "# Release 2.4\n\n{}\n\n## Key points\n\n- Offline mode.\n- Faster sync.\n",
+            doc.replace("31 March", "March 31, 2023")
+        );
+        assert!(copies_most(&padded, doc));
+        let summary = "# Release 2.4\n\nOffline mode for 30 days of documents, two crash fixes, \
+                       sync 40% faster; 1.x support ends in March.";
+        assert!(!copies_most(summary, doc));
     }
 }

@@ -208,6 +208,8 @@ pub async fn run_direct(
     let system = direct_system_prompt(skill, file);
     // Map skills render their input whole: an answer far shorter than it left parts out.
     let whole = skill.chunking == skills::Chunking::Map;
+    // Map-reduce skills condense it: an answer holding most of it word for word is a copy.
+    let condenses = skill.chunking == skills::Chunking::MapReduce;
     let fresh = vec![Message::system(system.clone()), Message::user(user_message)];
     let instructions = format!(
         "{}\n{}",
@@ -244,7 +246,9 @@ pub async fn run_direct(
             None
         } else {
             outputs::check_answer(&content, file, source).or_else(|| {
-                if outputs::is_echo(&content, &instructions, source) {
+                if condenses && source.is_some_and(|s| outputs::copies_most(&content, s)) {
+                    Some(Problem::Copy)
+                } else if outputs::is_echo(&content, &instructions, source) {
                     Some(Problem::Echo)
                 } else if let Some(lang) =
                     language.filter(|l| outputs::is_wrong_language(&content, l))

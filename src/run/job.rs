@@ -369,7 +369,10 @@ fn unchanged_since_planning(job: &Job, cache: &JobCache) -> Result<Option<FileSt
     };
     match FileStamp::of(&job.path) {
         Some(now) if now == planned => Ok(Some(now)),
-        Some(_) => Err(changed(job, "it is not the file that was planned, or it was modified")),
+        Some(_) => Err(changed(
+            job,
+            "it is not the file that was planned, or it was modified",
+        )),
         None => Err(changed(job, "it can no longer be read")),
     }
 }
