@@ -67,6 +67,9 @@ pub struct AgentStats {
     pub max_attempts: u32,
     /// The model the server last said answered.
     pub served_model: Option<String>,
+    /// What reading the job's documents should make a person doubt (text lost in
+    /// extraction), for the job's record.
+    pub input_warnings: Vec<String>,
 }
 
 impl AgentStats {
@@ -79,6 +82,11 @@ impl AgentStats {
         self.tokens.add(s.tokens);
         self.requests += s.requests;
         self.max_attempts = self.max_attempts.max(s.max_attempts);
+        for w in &s.input_warnings {
+            if !self.input_warnings.contains(w) {
+                self.input_warnings.push(w.clone());
+            }
+        }
         if s.served_model.is_some() {
             self.served_model.clone_from(&s.served_model);
         }

@@ -39,6 +39,7 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
         encoding: None,
         ocr_engine: Some(engine.name().to_string()),
         fallbacks,
+        warnings: Vec::new(),
     })
 }
 

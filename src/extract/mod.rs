@@ -13,6 +13,7 @@
 mod images;
 mod office;
 mod pdf;
+mod pdf_survey;
 mod pdf_worker;
 pub(crate) mod process;
 pub(crate) mod scratch;
@@ -92,6 +93,14 @@ pub struct PageText {
     /// Byte offset of this page's text in [`Extracted::text`], so long documents can be cut on
     /// page boundaries.
     pub offset: usize,
+    /// PDF: the glyphs the page's text operators draw (spaces left out), when its content
+    /// could be read; a faithful extraction finds about as many characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub glyphs: Option<u32>,
+    /// PDF: why this page's text is the one chosen, e.g. `"pdftotext found 1,530 characters
+    /// of 1,534 glyphs"`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub why: String,
 }
 
 /// The text of a document and how it was obtained (`zhi extract --json`).
@@ -109,6 +118,9 @@ pub struct Extracted {
     /// `"page 3: pdf-extract worker overflowed its stack (endless recursion in the document)"`,
     /// `"pages 4–9: OCR (tesseract)"`. Empty when the first extractor read everything.
     pub fallbacks: Vec<String>,
+    /// What a person should know about the text: pages where every extractor found far less
+    /// than the page draws. Written into the job's record.
+    pub warnings: Vec<String>,
 }
 
 /// How [`extract`] works. Build it once per run; cloning is cheap.
@@ -138,6 +150,9 @@ pub struct ExtractOptions {
     pub ocr_timeout: Duration,
     /// Cancels extraction: helper processes are killed and the result is `cancelled`.
     pub cancel: Option<CancellationToken>,
+    /// Let `pdftotext` lead where it is installed (the worker checks each page it reads);
+    /// false: the built-in worker alone (pdf-extract, lopdf), as where poppler is missing.
+    pub pdftotext: bool,
 }
 
 impl Default for ExtractOptions {
@@ -154,6 +169,7 @@ impl Default for ExtractOptions {
             ocr_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
             ocr_timeout: Duration::from_secs(180),
             cancel: None,
+            pdftotext: true,
         }
     }
 }
@@ -172,6 +188,7 @@ impl fmt::Debug for ExtractOptions {
             .field("ocr_parallelism", &self.ocr_parallelism)
             .field("ocr_timeout", &self.ocr_timeout)
             .field("cancel", &self.cancel.is_some())
+            .field("pdftotext", &self.pdftotext)
             .finish()
     }
 }
@@ -531,6 +548,8 @@ fn assemble(pages: Vec<(u32, Method, String)>) -> (String, Vec<PageText>) {
             method,
             chars: page.chars().count(),
             offset: text.len(),
+            glyphs: None,
+            why: String::new(),
         });
         text.push_str(&page);
     }

@@ -53,6 +53,7 @@ pub(super) fn extract(path: &Path) -> Result<Extracted, JobError> {
         encoding: None,
         ocr_engine: None,
         fallbacks: Vec::new(),
+        warnings: Vec::new(),
     })
 }
 

@@ -7,18 +7,19 @@
 //! for page k), a bounded number of times, so one hostile page costs that page, not the
 //! document. Every detour is written into [`Extracted::fallbacks`].
 
-use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage};
+use super::pdf_survey::PageImage;
+use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage, faithful};
 use super::process::{self, End, Finished};
 use super::{
     DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars,
 };
 use crate::error::{ErrorKind, JobError};
-use crate::ocr::{EngineSettings, OcrEngine};
+use crate::ocr::{EngineSettings, OcrEngine, PageShape};
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Worker restarts after crashes, per document.
 const MAX_RESTARTS: usize = 3;
@@ -31,20 +32,69 @@ struct Page {
     /// `None` when the worker never saw the page.
     has_images: Option<bool>,
     size_pt: Option<(f64, f64)>,
+    /// Glyphs the page draws, when the worker could survey it.
+    glyphs: Option<u32>,
+    /// The one image the page consists of, when it is a scan.
+    page_image: Option<PageImage>,
+    /// Why this text was chosen.
+    why: String,
 }
 
 impl Page {
-    fn from_worker(p: WorkerPage) -> Page {
+    fn empty() -> Page {
         Page {
-            method: match p.method {
-                PageMethod::PdfExtract => Method::PdfExtract,
-                PageMethod::Lopdf => Method::Lopdf,
-                PageMethod::None => Method::Empty,
-            },
+            text: String::new(),
+            method: Method::Empty,
+            has_images: None,
+            size_pt: None,
+            glyphs: None,
+            page_image: None,
+            why: String::new(),
+        }
+    }
+
+    fn from_worker(p: WorkerPage) -> Page {
+        let method = match p.method {
+            PageMethod::PdfExtract => Method::PdfExtract,
+            PageMethod::Lopdf => Method::Lopdf,
+            PageMethod::None => Method::Empty,
+        };
+        let why = match method {
+            Method::Empty => String::new(),
+            _ => found(method, &p.text, p.glyphs),
+        };
+        Page {
+            method,
             text: p.text,
             has_images: Some(p.has_images),
             size_pt: p.size_pt,
+            glyphs: p.glyphs,
+            page_image: p.page_image,
+            why,
         }
+    }
+}
+
+/// `pdftotext found 1,530 characters of 1,534 glyphs`.
+fn found(method: Method, text: &str, glyphs: Option<u32>) -> String {
+    let chars = usable_chars(text);
+    match glyphs {
+        Some(g) => format!(
+            "{} found {chars} characters of {g} glyphs",
+            method_name(method)
+        ),
+        None => format!("{} found {chars} characters", method_name(method)),
+    }
+}
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::PdfExtract => "pdf-extract",
+        Method::Lopdf => "lopdf",
+        Method::Pdftotext => "pdftotext",
+        Method::Ocr => "OCR",
+        Method::Text | Method::Office => "the text layer",
+        Method::Empty => "nothing",
     }
 }
 
@@ -57,91 +107,30 @@ struct Layer {
     unreadable: Option<String>,
 }
 
+/// A page where the best extractor found less than this share of the glyphs it draws is
+/// reported in the job's record as text lost.
+const LOST: f64 = 0.5;
+
 pub(super) fn extract(
     path: &Path,
     opts: &ExtractOptions,
     force_ocr: bool,
 ) -> Result<Extracted, JobError> {
     let mut notes = Notes::default();
-    let layer = read_text_layer(path, opts, &mut notes)?;
-
-    // pdftotext for whatever the worker could not read or found too little on: only the
-    // range of pages that need it when the worker read the document (one empty cover page
-    // must not make pdftotext read a whole manual again).
-    let count = layer.count;
-    let thin = |n: u32| {
-        layer
-            .pages
-            .get(&n)
-            .is_none_or(|p| usable_chars(&p.text) < opts.min_page_chars)
+    let poppler = opts
+        .pdftotext
+        .then(|| process::find_program("pdftotext"))
+        .flatten();
+    let (count, mut pages) = match poppler {
+        Some(program) if !force_ocr => read_led_by_pdftotext(path, opts, &program, &mut notes)?,
+        _ => read_by_worker(path, opts, &mut notes)?,
     };
-    let range = match count {
-        Some(c) if layer.unreadable.is_none() => {
-            let first = (1..=c).find(|n| thin(*n));
-            let last = (1..=c).rev().find(|n| thin(*n));
-            first.zip(last)
-        }
-        _ => None,
-    };
-    let needs_second_opinion = layer.unreadable.is_some() || count.is_none() || range.is_some();
-    let mut pdftotext_failure = None;
-    let second = if needs_second_opinion {
-        match pdftotext(path, opts, range) {
-            Ok(pages) => Some((range.map_or(1, |r| r.0), pages)),
-            Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
-            Err(e) => {
-                notes.doc(format!("pdftotext: {}", e.message));
-                pdftotext_failure = Some(e.message);
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let Some(count) = count.or_else(|| second.as_ref().map(|(_, s)| s.len() as u32)) else {
-        let mut reasons: Vec<String> = layer.unreadable.into_iter().collect();
-        reasons.extend(pdftotext_failure.map(|f| format!("pdftotext: {f}")));
-        return Err(JobError::new(
-            ErrorKind::ExtractFailed,
-            format!("cannot read the PDF: {}", reasons.join("; ")),
-        ));
-    };
-    if let Some(why) = &layer.unreadable {
-        notes.doc(format!(
-            "pdf-extract and lopdf cannot read the document ({why})"
-        ));
-    }
-
-    let mut pages = layer.pages;
-    let mut from_pdftotext = Vec::new();
     for n in 1..=count {
-        let page = pages.entry(n).or_insert(Page {
-            text: String::new(),
-            method: Method::Empty,
-            has_images: None,
-            size_pt: None,
-        });
-        let Some(other) = second
-            .as_ref()
-            .and_then(|(first, s)| n.checked_sub(*first).and_then(|i| s.get(i as usize)))
-        else {
-            continue;
-        };
-        let (have, offered) = (usable_chars(&page.text), usable_chars(other));
-        if have < opts.min_page_chars && offered > have {
-            page.text = other.clone();
-            page.method = Method::Pdftotext;
-            from_pdftotext.push(n);
-        }
-    }
-    if !from_pdftotext.is_empty() {
-        notes.doc(format!(
-            "{}: text from pdftotext",
-            pages_label(&from_pdftotext)
-        ));
+        pages.entry(n).or_insert_with(Page::empty);
     }
 
     let ocr_engine = ocr(path, opts, force_ocr, &mut pages, &mut notes)?;
+    let warnings = lost_text(&pages);
 
     let total: usize = pages.values().map(|p| usable_chars(&p.text)).sum();
     if total == 0 {
@@ -160,7 +149,8 @@ pub(super) fn extract(
         }
         return Err(JobError::new(ErrorKind::ExtractFailed, message));
     }
-    let (text, pages) = assemble(
+    let mut evidence = Vec::with_capacity(pages.len());
+    let (text, mut page_texts) = assemble(
         pages
             .into_iter()
             .map(|(n, p)| {
@@ -169,18 +159,253 @@ pub(super) fn extract(
                 } else {
                     p.method
                 };
+                evidence.push((p.glyphs, p.why));
                 (n, method, p.text)
             })
             .collect(),
     );
+    for (page, (glyphs, why)) in page_texts.iter_mut().zip(evidence) {
+        page.glyphs = glyphs;
+        page.why = why;
+    }
     Ok(Extracted {
         text,
         kind: DocKind::Pdf,
-        pages,
+        pages: page_texts,
         encoding: None,
         ocr_engine: ocr_engine.used,
         fallbacks: notes.0,
+        warnings,
     })
+}
+
+/// pdftotext reads every page while the worker surveys what each page draws; the worker is
+/// then handed pdftotext's count for each page and reads again, with pdf-extract and lopdf, the
+/// pages where pdftotext found less than the page draws; the fullest text of each page wins.
+/// Without a usable pdftotext answer, the worker reads everything.
+fn read_led_by_pdftotext(
+    path: &Path,
+    opts: &ExtractOptions,
+    program: &Path,
+    notes: &mut Notes,
+) -> Result<(u32, BTreeMap<u32, Page>), JobError> {
+    let reference = Arc::new(Reference::default());
+    let reading = {
+        let (reference, program, path, opts) = (
+            Arc::clone(&reference),
+            program.to_path_buf(),
+            path.to_path_buf(),
+            opts.clone(),
+        );
+        std::thread::spawn(move || reference.set(pdftotext(&program, &path, &opts)))
+    };
+    let feed: process::Feed = {
+        let reference = Arc::clone(&reference);
+        Box::new(move |stdin| {
+            let _ = writeln!(stdin, "{}", reference.counts_line());
+        })
+    };
+    let checked = run_worker(path, opts, Mode::Check, 1, None, None, Some(feed));
+    let reference = reference.take();
+    let _ = reading.join();
+    let checked = checked?;
+
+    let mut survey = Layer {
+        count: checked.count,
+        ..Layer::default()
+    };
+    let mut second: BTreeMap<u32, Page> = BTreeMap::new();
+    let mut per_page = Vec::new();
+    for page in checked.pages {
+        per_page.extend(page.notes.iter().map(|n| (page.number, n.clone())));
+        let (n, extracted) = (page.number, page.extracted);
+        let page = Page::from_worker(page);
+        if extracted {
+            second.insert(n, page);
+        } else {
+            survey.pages.insert(n, page);
+        }
+    }
+    per_page.dedup();
+    notes.pages(per_page);
+    let ended = match checked.end {
+        WorkerEnd::Ended => true,
+        WorkerEnd::Unreadable(reason) => {
+            survey.unreadable = Some(reason);
+            false
+        }
+        WorkerEnd::Died { reason, .. } => {
+            notes.doc(format!("the PDF worker {reason} checking the pages"));
+            false
+        }
+    };
+
+    let reference = match reference {
+        Ok(pages) => pages,
+        Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
+        Err(e) => {
+            notes.doc(format!("pdftotext: {}", e.message));
+            if survey.unreadable.is_some() {
+                return Err(unreadable(&survey, Some(&e.message)));
+            }
+            if !ended || survey.count.is_none() {
+                return read_by_worker(path, opts, notes);
+            }
+            // The worker was told to read every page.
+            let mut pages = survey.pages;
+            pages.append(&mut second);
+            return Ok((survey.count.unwrap_or(0), pages));
+        }
+    };
+    if let Some(why) = &survey.unreadable {
+        notes.doc(format!(
+            "pdf-extract and lopdf cannot read the document ({why}); its text is pdftotext's, unchecked"
+        ));
+    }
+    let count = survey
+        .count
+        .unwrap_or(0)
+        .max(u32::try_from(reference.len()).unwrap_or(u32::MAX));
+    let mut pages = survey.pages;
+    for (i, text) in reference.into_iter().enumerate() {
+        let n = i as u32 + 1;
+        let page = pages.entry(n).or_insert_with(Page::empty);
+        page.why = found(Method::Pdftotext, &text, page.glyphs);
+        page.method = Method::Pdftotext;
+        page.text = text;
+    }
+    if !ended && survey.unreadable.is_none() {
+        // The worker died before it had checked every page: read the rest the slow way.
+        let short: Vec<u32> = (1..=count)
+            .filter(|n| !second.contains_key(n))
+            .filter(|n| {
+                pages
+                    .get(n)
+                    .is_none_or(|p| !faithful(usable_chars(&p.text), p.glyphs, opts.min_page_chars))
+            })
+            .collect();
+        if !short.is_empty() {
+            let again = read_text_layer(path, opts, Mode::Full, Some(&short), notes)?;
+            second.extend(again.pages);
+        }
+    }
+    let mut better = Vec::new();
+    for (n, other) in second {
+        let page = pages.entry(n).or_insert_with(Page::empty);
+        if page.glyphs.is_none() {
+            page.glyphs = other.glyphs;
+        }
+        if usable_chars(&other.text) > usable_chars(&page.text) {
+            page.why = format!("{}; {}", page.why, other.why);
+            page.text = other.text;
+            page.method = other.method;
+            better.push(n);
+        } else if !other.why.is_empty() {
+            page.why = format!("{}; {}", page.why, other.why);
+        }
+    }
+    if !better.is_empty() {
+        notes.doc(format!(
+            "{}: pdftotext found less than the page draws; text from pdf-extract or lopdf",
+            pages_label(&better)
+        ));
+    }
+    Ok((count, pages))
+}
+
+/// pdftotext's pages, handed from the thread that runs it to whoever waits for them.
+#[derive(Default)]
+struct Reference {
+    result: Mutex<Option<Result<Vec<String>, JobError>>>,
+    ready: Condvar,
+}
+
+impl Reference {
+    fn set(&self, result: Result<Vec<String>, JobError>) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        self.ready.notify_all();
+    }
+
+    fn wait(&self) -> MutexGuard<'_, Option<Result<Vec<String>, JobError>>> {
+        let mut guard = self.result.lock().unwrap_or_else(|p| p.into_inner());
+        while guard.is_none() {
+            guard = self.ready.wait(guard).unwrap_or_else(|p| p.into_inner());
+        }
+        guard
+    }
+
+    /// What the checking worker is told: each page's usable characters, or `all` when
+    /// pdftotext found nothing.
+    fn counts_line(&self) -> String {
+        match &*self.wait() {
+            Some(Ok(pages)) => {
+                let counts: Vec<String> =
+                    pages.iter().map(|p| usable_chars(p).to_string()).collect();
+                format!("counts {}", counts.join(","))
+            }
+            _ => "all".to_string(),
+        }
+    }
+
+    fn take(&self) -> Result<Vec<String>, JobError> {
+        self.wait().take().unwrap_or_else(|| {
+            Err(JobError::new(
+                ErrorKind::ExtractFailed,
+                "pdftotext gave no answer",
+            ))
+        })
+    }
+}
+
+/// The worker reads every page: pdf-extract, then lopdf where pdf-extract found less than the
+/// page draws.
+fn read_by_worker(
+    path: &Path,
+    opts: &ExtractOptions,
+    notes: &mut Notes,
+) -> Result<(u32, BTreeMap<u32, Page>), JobError> {
+    let layer = read_text_layer(path, opts, Mode::Full, None, notes)?;
+    match layer.count {
+        Some(count) if layer.unreadable.is_none() => Ok((count, layer.pages)),
+        _ => Err(unreadable(&layer, None)),
+    }
+}
+
+fn unreadable(layer: &Layer, pdftotext_failure: Option<&str>) -> JobError {
+    let mut reasons: Vec<String> = layer.unreadable.iter().cloned().collect();
+    reasons.extend(pdftotext_failure.map(|f| format!("pdftotext: {f}")));
+    if reasons.is_empty() {
+        reasons.push("the PDF worker read no page".to_string());
+    }
+    JobError::new(
+        ErrorKind::ExtractFailed,
+        format!("cannot read the PDF: {}", reasons.join("; ")),
+    )
+}
+
+/// Pages whose best text holds less than half the glyphs they draw, as one warning.
+fn lost_text(pages: &BTreeMap<u32, Page>) -> Vec<String> {
+    let lost: Vec<(u32, usize, u32)> = pages
+        .iter()
+        .filter_map(|(&n, p)| {
+            let glyphs = p.glyphs?;
+            let chars = usable_chars(&p.text);
+            (glyphs >= 50 && (chars as f64) < LOST * f64::from(glyphs))
+                .then_some((n, chars, glyphs))
+        })
+        .collect();
+    let Some(&(n, chars, glyphs)) = lost
+        .iter()
+        .max_by_key(|(_, chars, glyphs)| glyphs.saturating_sub(*chars as u32))
+    else {
+        return Vec::new();
+    };
+    let numbers: Vec<u32> = lost.iter().map(|l| l.0).collect();
+    vec![format!(
+        "{}: every extractor found less than half of the text the page draws \
+         (page {n}: {chars} characters of {glyphs} glyphs); the model is not given all of it",
+        pages_label(&numbers)
+    )]
 }
 
 /// Fallback notes in order, with repeated per-page notes merged into one line.
@@ -229,10 +454,13 @@ fn pages_have(pages: &[u32]) -> String {
     format!("{} {verb}", pages_label(pages))
 }
 
-/// Run the worker over the whole document, restarting it after pages that kill it.
+/// Run the worker over the whole document (or over `only`), restarting it after pages that
+/// kill it.
 fn read_text_layer(
     path: &Path,
     opts: &ExtractOptions,
+    mode: Mode,
+    only: Option<&[u32]>,
     notes: &mut Notes,
 ) -> Result<Layer, JobError> {
     let mut layer = Layer::default();
@@ -240,7 +468,12 @@ fn read_text_layer(
     let mut first = 1;
     let mut restarts = 0;
     loop {
-        let run = run_worker(path, opts, Mode::Full, first, None)?;
+        let pages: Option<Vec<u32>> =
+            only.map(|o| o.iter().copied().filter(|&n| n >= first).collect());
+        if pages.as_ref().is_some_and(Vec::is_empty) {
+            break;
+        }
+        let run = run_worker(path, opts, mode, first, None, pages.as_deref(), None)?;
         if run.count.is_some() {
             layer.count = run.count;
         }
@@ -262,7 +495,17 @@ fn read_text_layer(
             break;
         };
         // The worker died on the page after the last one it finished.
-        let bad = received.map_or(first, |r| r + 1);
+        let bad = match only {
+            Some(list) => match list
+                .iter()
+                .copied()
+                .find(|&n| n >= first && received.is_none_or(|r| n > r))
+            {
+                Some(n) => n,
+                None => break,
+            },
+            None => received.map_or(first, |r| r + 1),
+        };
         if bad > count {
             break;
         }
@@ -273,7 +516,7 @@ fn read_text_layer(
             break;
         }
         per_page.push((bad, format!("pdf-extract worker {reason}")));
-        let alone = run_worker(path, opts, Mode::Lopdf, bad, Some(bad))?;
+        let alone = run_worker(path, opts, Mode::Lopdf, bad, Some(bad), None, None)?;
         match (alone.pages.into_iter().next(), alone.end) {
             (Some(page), _) => {
                 per_page.extend(page.notes.iter().map(|n| (bad, n.clone())));
@@ -335,6 +578,8 @@ fn run_worker(
     mode: Mode,
     first: u32,
     last: Option<u32>,
+    only: Option<&[u32]>,
+    feed: Option<process::Feed>,
 ) -> Result<WorkerRun, JobError> {
     let mut cmd = process::command(&opts.worker_exe, ["__pdf-worker"]);
     cmd.arg("--memory-limit")
@@ -348,9 +593,14 @@ fn run_worker(
     if let Some(last) = last {
         cmd.arg("--last").arg(last.to_string());
     }
+    if let Some(only) = only {
+        let list: Vec<String> = only.iter().map(u32::to_string).collect();
+        cmd.arg("--pages").arg(list.join(","));
+    }
     cmd.arg("--").arg(path);
-    let done = match process::run(
+    let done = match process::run_fed(
         cmd,
+        feed,
         opts.pdf_timeout,
         opts.max_output_bytes,
         opts.cancel.as_ref(),
@@ -474,24 +724,10 @@ fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
     }
 }
 
-/// Every page's text according to `pdftotext` (no `-layout`), split on its form feeds; with
-/// `range`, only pages `first..=last` (the first returned is page `first`).
-fn pdftotext(
-    path: &Path,
-    opts: &ExtractOptions,
-    range: Option<(u32, u32)>,
-) -> Result<Vec<String>, JobError> {
+/// Every page's text according to `pdftotext` (no `-layout`), split on its form feeds.
+fn pdftotext(program: &Path, path: &Path, opts: &ExtractOptions) -> Result<Vec<String>, JobError> {
     let failed = |m: String| JobError::new(ErrorKind::ExtractFailed, m);
-    let program = process::find_program("pdftotext").ok_or_else(|| {
-        failed("not installed (apt-get install poppler-utils), no second opinion".to_string())
-    })?;
-    let mut cmd = process::command(&program, ["-enc", "UTF-8"]);
-    if let Some((first, last)) = range {
-        cmd.arg("-f")
-            .arg(first.to_string())
-            .arg("-l")
-            .arg(last.to_string());
-    }
+    let mut cmd = process::command(program, ["-enc", "UTF-8"]);
     cmd.arg(path).arg("-");
     let done = process::run(
         cmd,
@@ -548,12 +784,18 @@ fn ocr(
     notes: &mut Notes,
 ) -> Result<OcrOutcome, JobError> {
     let mut outcome = OcrOutcome::default();
-    let wanted: Vec<(u32, Option<(f64, f64)>)> = pages
+    let wanted: Vec<(u32, PageShape)> = pages
         .iter()
         .filter(|(_, p)| {
             force || (usable_chars(&p.text) < opts.min_page_chars && p.has_images != Some(false))
         })
-        .map(|(&n, p)| (n, p.size_pt))
+        .map(|(&n, p)| {
+            let shape = PageShape {
+                size_pt: p.size_pt,
+                image: p.page_image.map(|i| (i.width, i.height)),
+            };
+            (n, shape)
+        })
         .collect();
     if wanted.is_empty() {
         return Ok(outcome);
@@ -591,9 +833,19 @@ fn ocr(
     let mut failures = Vec::new();
     for (n, result) in results {
         match result {
-            Ok(text) => {
+            Ok((text, made)) => {
                 let Some(page) = pages.get_mut(&n) else {
                     continue;
+                };
+                let ocr = format!(
+                    "OCR ({}) of {made} found {} characters",
+                    engine.name(),
+                    usable_chars(&text)
+                );
+                page.why = if page.why.is_empty() {
+                    ocr
+                } else {
+                    format!("{}; {ocr}", page.why)
                 };
                 if force || usable_chars(&text) > usable_chars(&page.text) {
                     page.text = text;
@@ -616,13 +868,16 @@ fn ocr(
     Ok(outcome)
 }
 
+/// A page's OCR text and how its picture was made.
+type PageOcr = (String, String);
+
 /// OCR `wanted` pages, `opts.ocr_parallelism` at a time, in page order.
 fn ocr_pages(
     engine: &dyn OcrEngine,
     path: &Path,
-    wanted: &[(u32, Option<(f64, f64)>)],
+    wanted: &[(u32, PageShape)],
     opts: &ExtractOptions,
-) -> Vec<(u32, Result<String, JobError>)> {
+) -> Vec<(u32, Result<PageOcr, JobError>)> {
     let settings = EngineSettings {
         timeout: opts.ocr_timeout,
         max_output_bytes: opts.max_output_bytes,
@@ -634,13 +889,13 @@ fn ocr_pages(
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                while let Some(&(page, size)) = wanted.get(next.fetch_add(1, Ordering::SeqCst)) {
+                while let Some(&(page, shape)) = wanted.get(next.fetch_add(1, Ordering::SeqCst)) {
                     let result = if opts.cancelled() {
                         Err(JobError::new(ErrorKind::Cancelled, "cancelled"))
                     } else {
                         engine
-                            .pdf_page(path, page, size, &settings)
-                            .map(|t| tidy(&t))
+                            .pdf_page(path, page, shape, &settings)
+                            .map(|(t, made)| (tidy(&t), made))
                     };
                     // A poisoned lock only means another OCR thread panicked; its data is fine.
                     results
@@ -691,7 +946,7 @@ mod tests {
     fn protocol_output_is_parsed_up_to_a_cut_line() {
         let opts = ExtractOptions::default();
         let done = finished(
-            r#"printf '%s\n' '{"doc":{"protocol":"zhi-pdf-worker/1","pages":3}}' \
+            r#"printf '%s\n' '{"doc":{"protocol":"zhi-pdf-worker/2","pages":3}}' \
                '{"page":{"number":1,"text":"one","method":"pdf_extract","has_images":false,"size_pt":null,"notes":[]}}'
                printf '{"page":{"numb'; kill -SEGV $$"#,
         );

@@ -14,6 +14,7 @@
 //! This process must never write a file or read anything but the one PDF it is given.
 
 use super::office::panic_message;
+use super::pdf_survey::{self, PageImage, inherited};
 use super::{tidy, usable_chars};
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use serde::{Deserialize, Serialize};
@@ -25,7 +26,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Identifies the protocol, so a wrong `worker_exe` is told apart from a broken PDF.
-pub(super) const PROTOCOL: &str = "zhi-pdf-worker/1";
+pub(super) const PROTOCOL: &str = "zhi-pdf-worker/2";
 
 /// Stack of the extraction thread: deep but legitimate nesting fits; endless recursion still
 /// ends, as an abort the parent reports as a stack overflow.
@@ -34,10 +35,15 @@ const STACK_BYTES: usize = 64 << 20;
 /// Which extractors the worker tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Mode {
-    /// pdf-extract, then lopdf for pages where it failed or found too little.
+    /// pdf-extract, then lopdf for pages where it failed or found less than the page shows.
     Full,
     /// lopdf only (after pdf-extract crashed the worker on a page).
     Lopdf,
+    /// Check another extractor's reading: survey every page (glyphs, images, no text), then
+    /// read one line from stdin, `counts N,N,…` (the usable characters the other extractor
+    /// found on each page of the document) or `all` (it found nothing: read every page), and
+    /// read with pdf-extract and lopdf the pages the counts fall short on.
+    Check,
 }
 
 impl Mode {
@@ -45,7 +51,20 @@ impl Mode {
         match self {
             Mode::Full => "full",
             Mode::Lopdf => "lopdf",
+            Mode::Check => "check",
         }
+    }
+}
+
+/// An extractor's page holding less than this share of the glyphs the page draws has lost
+/// text: the next extractor is asked.
+pub(super) const FAITHFUL: f64 = 0.9;
+
+/// Whether `chars` usable characters are a faithful reading of a page that draws `glyphs`.
+pub(super) fn faithful(chars: usize, glyphs: Option<u32>, min_chars: usize) -> bool {
+    match glyphs {
+        Some(g) => chars as f64 >= FAITHFUL * f64::from(g) || (g as usize) < min_chars,
+        None => chars >= min_chars,
     }
 }
 
@@ -79,6 +98,16 @@ pub(super) struct WorkerPage {
     pub size_pt: Option<(f64, f64)>,
     /// Errors and panics of the extractors on this page.
     pub notes: Vec<String>,
+    /// Glyphs the page's text operators draw (spaces left out), when its content could be
+    /// read: what a faithful extraction comes close to.
+    #[serde(default)]
+    pub glyphs: Option<u32>,
+    /// The one image the page consists of, when it is a scan that OCR can take as it is.
+    #[serde(default)]
+    pub page_image: Option<PageImage>,
+    /// False for a survey line of `--mode check` (no extractor was run on the page).
+    #[serde(default)]
+    pub extracted: bool,
 }
 
 #[derive(Debug)]
@@ -88,6 +117,8 @@ struct Args {
     mode: Mode,
     first: u32,
     last: Option<u32>,
+    /// Only these pages (`--pages 3,7,9`), in order.
+    pages: Option<Vec<u32>>,
     min_chars: usize,
 }
 
@@ -98,6 +129,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
         mode: Mode::Full,
         first: 1,
         last: None,
+        pages: None,
         min_chars: 16,
     };
     let mut path = None;
@@ -119,6 +151,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
                 parsed.mode = match value("--mode")?.as_str() {
                     "full" => Mode::Full,
                     "lopdf" => Mode::Lopdf,
+                    "check" => Mode::Check,
                     other => return Err(format!("unknown --mode {other}")),
                 };
             }
@@ -134,6 +167,11 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
                         .map_err(|e| format!("--last: {e}"))?,
                 );
             }
+            Some("--pages") => {
+                let list = value("--pages")?;
+                let pages: Result<Vec<u32>, _> = list.split(',').map(str::parse).collect();
+                parsed.pages = Some(pages.map_err(|e| format!("--pages: {e}"))?);
+            }
             Some("--min-chars") => {
                 parsed.min_chars = value("--min-chars")?
                     .parse()
@@ -148,8 +186,8 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
     Ok(parsed)
 }
 
-/// The entry point of `zhi __pdf-worker [--memory-limit BYTES] [--mode full|lopdf]
-/// [--first N] [--last N] [--min-chars N] PATH`.
+/// The entry point of `zhi __pdf-worker [--memory-limit BYTES] [--mode full|lopdf|survey]
+/// [--first N] [--last N] [--pages N,N,…] [--min-chars N] PATH`.
 pub fn pdf_worker_main(args: &[OsString]) -> ExitCode {
     let args = match parse_args(args) {
         Ok(args) => args,
@@ -269,11 +307,19 @@ fn work(args: &Args, emit: &mut dyn FnMut(&Line) -> bool) -> bool {
         return false;
     }
     let last = args.last.unwrap_or(count).min(count);
-    if args.first > last {
-        return emit(&Line::End {});
+    let wanted: Vec<u32> = match &args.pages {
+        Some(list) => list.clone(),
+        None if args.first > last => Vec::new(),
+        None => (args.first..=last).collect(),
+    };
+    if args.mode == Mode::Check {
+        return check(&doc, &pages, &wanted, args, emit);
     }
-    for (&number, &page_id) in pages.range(args.first..=last) {
-        let page = read_page(&doc, number, page_id, args);
+    for number in wanted {
+        let Some(&page_id) = pages.get(&number) else {
+            continue;
+        };
+        let page = read_page(&doc, number, page_id, args.mode, args.min_chars);
         if !emit(&Line::Page(page)) {
             return false;
         }
@@ -281,12 +327,78 @@ fn work(args: &Args, emit: &mut dyn FnMut(&Line) -> bool) -> bool {
     emit(&Line::End {})
 }
 
-fn read_page(doc: &Document, number: u32, page_id: ObjectId, args: &Args) -> WorkerPage {
+/// `--mode check`: survey, then read the pages the other extractor's counts fall short on.
+fn check(
+    doc: &Document,
+    pages: &std::collections::BTreeMap<u32, ObjectId>,
+    wanted: &[u32],
+    args: &Args,
+    emit: &mut dyn FnMut(&Line) -> bool,
+) -> bool {
+    let mut glyphs = std::collections::BTreeMap::new();
+    for &number in wanted {
+        let Some(&page_id) = pages.get(&number) else {
+            continue;
+        };
+        let page = read_page(doc, number, page_id, Mode::Check, args.min_chars);
+        glyphs.insert(number, page.glyphs);
+        if !emit(&Line::Page(page)) {
+            return false;
+        }
+    }
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_err() {
+        return emit(&Line::End {});
+    }
+    let line = line.trim();
+    let counts: Option<Vec<usize>> = match line.strip_prefix("counts ") {
+        Some(list) => list.split(',').map(|n| n.parse().ok()).collect(),
+        None if line == "all" => None,
+        None => return emit(&Line::End {}),
+    };
+    for (&number, &shown) in &glyphs {
+        let found = counts
+            .as_ref()
+            .map(|c| c.get(number as usize - 1).copied().unwrap_or(0));
+        if found.is_some_and(|n| faithful(n, shown, args.min_chars)) {
+            continue;
+        }
+        let page = read_page(doc, number, pages[&number], Mode::Full, args.min_chars);
+        if !emit(&Line::Page(page)) {
+            return false;
+        }
+    }
+    emit(&Line::End {})
+}
+
+fn read_page(
+    doc: &Document,
+    number: u32,
+    page_id: ObjectId,
+    mode: Mode,
+    min_chars: usize,
+) -> WorkerPage {
     let mut notes = Vec::new();
     let mut text = String::new();
     let mut method = PageMethod::None;
 
-    if args.mode == Mode::Full {
+    let shown = match catch_unwind(AssertUnwindSafe(|| pdf_survey::survey(doc, page_id))) {
+        Ok(Ok(shown)) => Some(shown),
+        Ok(Err(e)) => {
+            notes.push(format!("the page's content cannot be surveyed: {e}"));
+            None
+        }
+        Err(panic) => {
+            notes.push(format!(
+                "surveying the page panicked: {}",
+                panic_message(panic.as_ref())
+            ));
+            None
+        }
+    };
+    let glyphs = shown.as_ref().map(|s| s.glyphs);
+
+    if mode == Mode::Full {
         match catch_unwind(AssertUnwindSafe(|| pdf_extract_page(doc, number))) {
             Ok(Ok(t)) => {
                 text = tidy(&t);
@@ -299,7 +411,12 @@ fn read_page(doc: &Document, number: u32, page_id: ObjectId, args: &Args) -> Wor
             )),
         }
     }
-    if usable_chars(&text) < args.min_chars {
+    let lopdf_wanted = match mode {
+        Mode::Check => false,
+        Mode::Lopdf => true,
+        Mode::Full => !faithful(usable_chars(&text), glyphs, min_chars),
+    };
+    if lopdf_wanted {
         match catch_unwind(AssertUnwindSafe(|| doc.extract_text(&[number]))) {
             Ok(Ok(t)) => {
                 let t = tidy(&t);
@@ -316,11 +433,14 @@ fn read_page(doc: &Document, number: u32, page_id: ObjectId, args: &Args) -> Wor
         text.clear();
         method = PageMethod::None;
     }
-    let has_images =
-        catch_unwind(AssertUnwindSafe(|| page_has_images(doc, page_id))).unwrap_or(true);
-    let size_pt = catch_unwind(AssertUnwindSafe(|| media_box(doc, page_id)))
+    let has_images = match &shown {
+        Some(s) => s.images > 0,
+        None => catch_unwind(AssertUnwindSafe(|| page_has_images(doc, page_id))).unwrap_or(true),
+    };
+    let size_pt = catch_unwind(AssertUnwindSafe(|| pdf_survey::media_box(doc, page_id)))
         .ok()
-        .flatten();
+        .flatten()
+        .map(|(x0, y0, x1, y1)| (x1 - x0, y1 - y0));
     WorkerPage {
         number,
         text,
@@ -328,6 +448,9 @@ fn read_page(doc: &Document, number: u32, page_id: ObjectId, args: &Args) -> Wor
         has_images,
         size_pt,
         notes,
+        glyphs,
+        page_image: shown.and_then(|s| s.page_image),
+        extracted: mode != Mode::Check,
     }
 }
 
@@ -345,35 +468,6 @@ fn resolve<'a>(doc: &'a Document, obj: &'a Object) -> Option<&'a Object> {
     match obj {
         Object::Reference(id) => doc.get_object(*id).ok(),
         other => Some(other),
-    }
-}
-
-/// An inheritable page attribute (`Resources`, `MediaBox`), looked up the page tree.
-fn inherited<'a>(doc: &'a Document, page_id: ObjectId, key: &[u8]) -> Option<&'a Object> {
-    let mut dict = doc.get_dictionary(page_id).ok()?;
-    for _ in 0..32 {
-        if let Ok(value) = dict.get(key) {
-            return resolve(doc, value);
-        }
-        let parent = dict.get(b"Parent").ok()?.as_reference().ok()?;
-        dict = doc.get_dictionary(parent).ok()?;
-    }
-    None
-}
-
-fn media_box(doc: &Document, page_id: ObjectId) -> Option<(f64, f64)> {
-    let values = inherited(doc, page_id, b"MediaBox")?.as_array().ok()?;
-    let n: Vec<f64> = values
-        .iter()
-        .filter_map(|v| match resolve(doc, v)? {
-            Object::Integer(i) => Some(*i as f64),
-            Object::Real(r) => Some(f64::from(*r)),
-            _ => None,
-        })
-        .collect();
-    match n.as_slice() {
-        [x0, y0, x1, y1] => Some(((x1 - x0).abs(), (y1 - y0).abs())),
-        _ => None,
     }
 }
 
@@ -476,6 +570,9 @@ mod tests {
             has_images: false,
             size_pt: Some((595.0, 842.0)),
             notes: vec![],
+            glyphs: Some(2),
+            page_image: None,
+            extracted: true,
         });
         let json = serde_json::to_string(&line).unwrap();
         assert!(json.starts_with(r#"{"page":{"number":2"#), "{json}");

@@ -5,7 +5,7 @@
 //! Nothing here interprets what a program printed; callers decide what an exit means.
 
 use std::ffi::OsStr;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -56,10 +56,25 @@ impl Finished {
     }
 }
 
+/// Writes a helper's stdin, from a thread of its own, while the helper runs.
+pub(crate) type Feed = Box<dyn FnOnce(&mut dyn Write) + Send>;
+
 /// Run `cmd` to its end, or until `timeout`, more than `stdout_cap` bytes of output, or
 /// cancellation. Stdin is closed. Errors only when the program cannot be started.
 pub(crate) fn run(
+    cmd: Command,
+    timeout: Duration,
+    stdout_cap: usize,
+    cancel: Option<&CancellationToken>,
+) -> io::Result<Finished> {
+    run_fed(cmd, None, timeout, stdout_cap, cancel)
+}
+
+/// [`run`], with stdin written by `feed` (then closed) while the program runs. The feeding
+/// thread is not waited for: it ends when `feed` returns or its writes fail.
+pub(crate) fn run_fed(
     mut cmd: Command,
+    feed: Option<Feed>,
     timeout: Duration,
     stdout_cap: usize,
     cancel: Option<&CancellationToken>,
@@ -67,11 +82,18 @@ pub(crate) fn run(
     use std::os::unix::process::CommandExt;
     // A group of its own, so a kill reaches whatever the program started too (otherwise a
     // grandchild holding the pipes open would keep the readers waiting).
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    cmd.stdin(if feed.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
     let mut child = cmd.spawn()?;
+    if let (Some(feed), Some(mut stdin)) = (feed, child.stdin.take()) {
+        thread::spawn(move || feed(&mut stdin));
+    }
     let group = child.id() as libc::pid_t;
     let overflow = Arc::new(AtomicBool::new(false));
 
@@ -235,6 +257,22 @@ mod tests {
         token.cancel();
         let done = run(sh("sleep 30"), Duration::from_secs(30), 1024, Some(&token)).unwrap();
         assert_eq!(done.end, End::Cancelled);
+    }
+
+    #[test]
+    fn feeds_stdin() {
+        let feed: Feed = Box::new(|w| {
+            let _ = w.write_all(b"fed\n");
+        });
+        let done = run_fed(
+            sh("read x; echo \"got $x\""),
+            Some(feed),
+            Duration::from_secs(10),
+            1024,
+            None,
+        )
+        .unwrap();
+        assert_eq!(done.stdout, b"got fed\n");
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
         encoding: Some(encoding),
         ocr_engine: None,
         fallbacks: Vec::new(),
+        warnings: Vec::new(),
     })
 }
 

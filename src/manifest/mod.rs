@@ -112,6 +112,10 @@ pub struct JobRecord {
     /// The job's transcript, relative to the output folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<String>,
+    /// What a person should know about how the job read its input, e.g. PDF pages where
+    /// every extractor found far less text than the page draws.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl JobRecord {
@@ -142,6 +146,7 @@ impl JobRecord {
             chunks: None,
             served_model: None,
             transcript: None,
+            warnings: Vec::new(),
         }
     }
 }

@@ -171,24 +171,94 @@ pub trait OcrEngine: Send + Sync {
         None
     }
 
-    /// The text of page `page` (1-based) of a PDF: rasterised with `pdftoppm -r 300 -gray`
-    /// (less where the page is so large that 300 dpi exceeds [`Self::limits`]), then
-    /// [`Self::image`]. `size_pt` is the page's width and height in points, when known.
+    /// The text of page `page` (1-based) of a PDF. A scanned page that is one stored image
+    /// is read from that image at its own resolution (`pdfimages`), unless it is larger than
+    /// [`Self::limits`]; other pages are rasterised with `pdftoppm -r 300 -gray` (less where
+    /// 300 dpi would exceed the limits). Then [`Self::image`]. Returns the text and how the
+    /// page's picture was made.
     fn pdf_page(
         &self,
         pdf: &Path,
         page: u32,
-        size_pt: Option<(f64, f64)>,
+        shape: PageShape,
         settings: &EngineSettings,
-    ) -> Result<String, JobError> {
-        let png = rasterise(pdf, page, size_pt, self.limits(), settings)?;
-        self.image(&png.path)
+    ) -> Result<(String, String), JobError> {
+        let limits = self.limits();
+        let stored = match shape.image {
+            Some(image) if image.0.max(image.1) <= limits.max_side => {
+                stored_image(pdf, page, image, limits, settings)?
+            }
+            _ => None,
+        };
+        let png = match stored {
+            Some(stored) => stored,
+            None => rasterise(pdf, page, shape.size_pt, limits, settings)?,
+        };
+        Ok((self.image(&png.path)?, png.made))
     }
+}
+
+/// What OCR knows of a PDF page before reading it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PageShape {
+    /// Width and height in points, when known.
+    pub size_pt: Option<(f64, f64)>,
+    /// Width and height in pixels of the one image the page consists of, when it is a scan.
+    pub image: Option<(u32, u32)>,
+}
+
+/// The stored image of a scanned page, as `pdfimages -png` writes it: `None` (render the page
+/// instead) when pdfimages is missing or the image it wrote is not the expected one or is too
+/// large for the engine.
+fn stored_image(
+    pdf: &Path,
+    page: u32,
+    (width, height): (u32, u32),
+    limits: ImageLimits,
+    settings: &EngineSettings,
+) -> Result<Option<Raster>, JobError> {
+    let Some(pdfimages) = process::find_program("pdfimages") else {
+        return Ok(None);
+    };
+    let dir = ScratchDir::new("page-image").map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot create a scratch folder: {e}"),
+        )
+    })?;
+    let prefix = dir.path().join("img");
+    let n = page.to_string();
+    let mut cmd = process::command(&pdfimages, ["-png", "-f", n.as_str(), "-l", n.as_str()]);
+    cmd.arg(pdf).arg(&prefix);
+    let done = process::run(cmd, settings.timeout, 1 << 20, settings.cancel.as_ref())
+        .map_err(|e| JobError::new(ErrorKind::OcrFailed, format!("cannot run pdfimages: {e}")))?;
+    match done.end {
+        process::End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
+        process::End::Exited if done.status.success() => {}
+        _ => return Ok(None),
+    }
+    // The page's image comes first; a soft mask of the same size may follow it.
+    let mut written: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    written.sort();
+    let found = written.into_iter().find(|path| {
+        path.extension().is_some_and(|e| e == "png")
+            && image::image_dimensions(path).ok() == Some((width, height))
+            && std::fs::metadata(path).is_ok_and(|m| m.len() <= limits.max_bytes)
+    });
+    Ok(found.map(|path| Raster {
+        path,
+        made: format!("its stored {width}×{height} image"),
+        _dir: dir,
+    }))
 }
 
 /// A rasterised PDF page; the file lives as long as this value.
 pub struct Raster {
     pub path: std::path::PathBuf,
+    /// How the picture was made: `rendered at 300 dpi`, `its stored 2550×3300 image`.
+    pub made: String,
     _dir: ScratchDir,
 }
 
@@ -261,7 +331,11 @@ pub fn rasterise(
             format!("pdftoppm could not rasterise page {page}: {why}"),
         ));
     }
-    Ok(Raster { path, _dir: dir })
+    Ok(Raster {
+        path,
+        made: format!("rendered at {dpi} dpi"),
+        _dir: dir,
+    })
 }
 
 /// A page's size in points according to `pdfinfo`, for pages the PDF worker could not measure.

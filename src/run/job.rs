@@ -195,6 +195,7 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
     record.tool_calls = stats.tool_calls;
     record.tokens = stats.tokens;
     record.served_model = stats.served_model.clone();
+    record.warnings = std::mem::take(&mut stats.input_warnings);
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
         Ok(()) => {
@@ -271,7 +272,8 @@ async fn run_in_staging(
     // The document's text, extracted off the async threads, from the very file that was
     // planned and hashed.
     let before = unchanged_since_planning(job, cache)?;
-    let text = read_text(shared, &job.path).await?;
+    let (text, warnings) = read_document(shared, &job.path).await?;
+    stats.input_warnings.extend(warnings);
     if before.is_some() && before != FileStamp::of(&job.path) {
         return Err(changed(job, "it changed while it was being read"));
     }
@@ -387,11 +389,12 @@ fn changed(job: &Job, why: &str) -> JobError {
     )
 }
 
-/// A document's text, extracted off the async threads (a PDF worker or OCR may run).
-async fn read_text(shared: &Shared, path: &Path) -> Result<String, JobError> {
+/// A document's text and its reading's warnings, extracted off the async threads (a PDF
+/// worker or OCR may run).
+async fn read_document(shared: &Shared, path: &Path) -> Result<(String, Vec<String>), JobError> {
     let reader = shared.reader.clone();
     let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || reader.read_text(&path))
+    tokio::task::spawn_blocking(move || reader.read_document(&path))
         .await
         .map_err(|e| JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}")))?
 }
@@ -401,8 +404,8 @@ async fn read_text(shared: &Shared, path: &Path) -> Result<String, JobError> {
 async fn extra_texts(shared: &Shared, job: &Job) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (_, display, path) in &job.extra_inputs {
-        let text = match read_text(shared, path).await {
-            Ok(t) => t,
+        let text = match read_document(shared, path).await {
+            Ok((t, _)) => t,
             Err(e) => format!("(this file could not be read: {})", e.message),
         };
         out.push((display.clone(), text));

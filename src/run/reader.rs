@@ -45,6 +45,10 @@ impl DocumentReader for PipelineReader {
         extract::extract(path, &self.opts).map(|e| e.text)
     }
 
+    fn read_document(&self, path: &Path) -> Result<(String, Vec<String>), JobError> {
+        extract::extract(path, &self.opts).map(|e| (e.text, e.warnings))
+    }
+
     fn ocr(&self, path: &Path) -> Result<String, JobError> {
         extract::ocr_file(path, &self.opts).map(|e| e.text)
     }

@@ -136,33 +136,61 @@ fn pdftotext(path: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The options of the path that needs nothing installed: the worker alone.
+fn worker_only(ocr: OcrChoice) -> ExtractOptions {
+    ExtractOptions {
+        pdftotext: false,
+        ..options(ocr)
+    }
+}
+
+/// Both paths read the whole text layer: pdftotext leading (checked by the worker) and the
+/// worker alone (pdf-extract, lopdf where pdf-extract falls short of what a page draws).
 fn assert_text_layer_recall(relative: &str) {
     let Some(pdf) = fetched(relative) else { return };
     if !have_program("pdftotext") {
         return;
     }
     let reference = pdftotext(&pdf);
-    let got = extract::extract(&pdf, &options(OcrChoice::Off)).expect("extracts");
-    let r = recall(&reference, &got.text);
-    eprintln!(
-        "{relative}: {} pages, recall vs pdftotext {r:.4}, fallbacks {:?}",
-        got.pages.len(),
-        got.fallbacks
-    );
-    assert_eq!(got.kind, DocKind::Pdf);
     let reference_pages = reference.matches('\u{0C}').count();
-    assert_eq!(got.pages.len(), reference_pages, "one PageText per page");
-    assert!(
-        got.pages
-            .iter()
-            .filter(|p| p.method == Method::PdfExtract)
-            .count()
-            * 10
-            >= reference_pages * 9,
-        "most pages come from pdf-extract: {:?}",
-        got.pages.iter().map(|p| p.method).collect::<Vec<_>>()
-    );
-    assert!(r >= 0.95, "{relative}: recall {r:.4} < 0.95");
+    for (label, opts, leader) in [
+        (
+            "pdftotext leading",
+            options(OcrChoice::Off),
+            Method::Pdftotext,
+        ),
+        (
+            "worker alone",
+            worker_only(OcrChoice::Off),
+            Method::PdfExtract,
+        ),
+    ] {
+        let got = extract::extract(&pdf, &opts).expect("extracts");
+        let r = recall(&reference, &got.text);
+        eprintln!(
+            "{relative}, {label}: {} pages, recall vs pdftotext {r:.4}, fallbacks {:?}",
+            got.pages.len(),
+            got.fallbacks
+        );
+        assert_eq!(got.kind, DocKind::Pdf);
+        assert_eq!(got.pages.len(), reference_pages, "one PageText per page");
+        assert!(
+            got.pages.iter().filter(|p| p.method == leader).count() * 10 >= reference_pages * 9,
+            "{label}: most pages come from {leader:?}: {:?}",
+            got.pages.iter().map(|p| p.method).collect::<Vec<_>>()
+        );
+        // Every page with text says what it draws and why its text was chosen.
+        for page in got.pages.iter().filter(|p| p.chars > 0) {
+            assert!(
+                page.glyphs.is_some(),
+                "{label}: page {} unsurveyed",
+                page.number
+            );
+            assert!(page.why.contains(" found "), "{label}: {page:?}");
+        }
+        assert!(got.warnings.is_empty(), "{label}: {:?}", got.warnings);
+        assert!(r >= 0.98, "{relative}, {label}: recall {r:.4} < 0.98");
+    }
 }
 
 #[test]
@@ -202,6 +230,36 @@ fn scanned_pdf_is_ocred_with_tesseract() {
         got.fallbacks
     );
     assert!(r >= 0.95, "linn.pdf OCR recall {r:.4} < 0.95");
+}
+
+/// A page that is one stored image is read from that image at its own resolution, so the PDF
+/// reads exactly as the picture does (re-rendering it at 300 dpi lost some of it).
+#[test]
+fn an_image_only_pdf_reads_as_well_as_its_image() {
+    let (Some(pdf), Some(png), Some(truth)) = (
+        fetched("ocrmypdf/resources/linn.pdf"),
+        fetched("ocrmypdf/resources/linn.png"),
+        fetched("ocrmypdf/resources/linn.txt"),
+    ) else {
+        return;
+    };
+    if !tesseract_ready() || !have_program("pdfimages") {
+        return;
+    }
+    let truth = std::fs::read_to_string(truth).unwrap();
+    let from_pdf = extract::extract(&pdf, &options(OcrChoice::Tesseract)).expect("reads the scan");
+    let from_png = extract::extract(&png, &options(OcrChoice::Tesseract)).expect("reads the image");
+    let (r_pdf, r_png) = (
+        recall(&truth, &from_pdf.text),
+        recall(&truth, &from_png.text),
+    );
+    eprintln!("linn: OCR recall {r_pdf:.4} from the PDF, {r_png:.4} from the image");
+    assert!(
+        from_pdf.pages[0].why.contains("its stored 2550×3300 image"),
+        "{:?}",
+        from_pdf.pages[0]
+    );
+    assert!(r_pdf >= r_png - 0.002, "PDF {r_pdf:.4} < image {r_png:.4}");
 }
 
 #[test]
@@ -275,7 +333,10 @@ fn rendered_chinese_english_page_is_ocred() {
 
     // The PDF itself: its text layer, and OCR on demand (the agent's `ocr` tool).
     let layer = extract::extract(&pdf, &options(OcrChoice::Off)).expect("text layer");
-    assert_eq!(layer.pages[0].method, Method::PdfExtract);
+    assert!(matches!(
+        layer.pages[0].method,
+        Method::Pdftotext | Method::PdfExtract
+    ));
     let r = recall(&source, &layer.text);
     eprintln!("rendered zh/en PDF: text layer recall {r:.4}");
     assert!(r >= 0.99, "text layer recall {r:.4}");
@@ -569,10 +630,70 @@ fn a_generated_pdf_reads_through_the_worker() {
         "ok.pdf",
         &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
     );
-    let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
+    let got = extract::extract(&path, &worker_only(OcrChoice::Off)).unwrap();
     assert_eq!(got.text, HELLO);
     assert_eq!(got.pages[0].method, Method::PdfExtract);
+    assert_eq!(got.pages[0].glyphs, Some(57), "HELLO without its spaces");
+    assert_eq!(
+        got.pages[0].why,
+        "pdf-extract found 57 characters of 57 glyphs"
+    );
     assert!(got.fallbacks.is_empty(), "{:?}", got.fallbacks);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+}
+
+#[test]
+fn pdftotext_leads_and_the_worker_checks_its_pages() {
+    if !have_program("pdftotext") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "ok.pdf",
+        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
+    );
+    let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
+    assert_eq!(got.text, HELLO);
+    assert_eq!(got.pages[0].method, Method::Pdftotext);
+    assert_eq!(
+        got.pages[0].why,
+        "pdftotext found 57 characters of 57 glyphs"
+    );
+    assert!(got.fallbacks.is_empty(), "{:?}", got.fallbacks);
+}
+
+/// One readable line, then 1,200 glyphs drawn with codes no extractor can turn into text.
+fn mostly_unreadable_page() -> Vec<u8> {
+    let mut content = text_content(HELLO);
+    for i in 0..20 {
+        let codes: String = (0..60).map(|j| format!("\\{:03o}", 1 + j % 30)).collect();
+        content.extend(format!("\nBT /F1 10 Tf 72 {} Td ({codes}) Tj ET", 680 - 14 * i).bytes());
+    }
+    one_page_pdf(BOX, "", &content, &[])
+}
+
+#[test]
+fn a_page_that_draws_far_more_than_any_extractor_finds_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "lost.pdf", &mostly_unreadable_page());
+    let mut paths = vec![("worker alone", worker_only(OcrChoice::Off))];
+    if have_program("pdftotext") {
+        paths.push(("pdftotext leading", options(OcrChoice::Off)));
+    }
+    for (label, opts) in paths {
+        let got = extract::extract(&path, &opts).unwrap();
+        assert!(got.text.contains(HELLO), "{label}: {:?}", got.text);
+        assert_eq!(got.pages[0].glyphs, Some(57 + 1200), "{label}");
+        assert_eq!(
+            got.warnings,
+            [
+                "page 1: every extractor found less than half of the text the page draws \
+              (page 1: 57 characters of 1257 glyphs); the model is not given all of it"
+            ],
+            "{label}"
+        );
+    }
 }
 
 #[test]
@@ -584,7 +705,7 @@ fn a_page_that_makes_pdf_extract_panic_is_read_by_lopdf() {
         "nobox.pdf",
         &one_page_pdf("", "", &text_content(HELLO), &[]),
     );
-    let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
+    let got = extract::extract(&path, &worker_only(OcrChoice::Off)).unwrap();
     assert!(
         got.text.contains("Hostile corpus control page"),
         "{:?}",
@@ -667,7 +788,23 @@ fn a_page_that_kills_the_worker_costs_that_page_only() {
         "three.pdf",
         &three_pages_with_a_loop_in_the_middle(),
     );
-    let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
+    if have_program("pdftotext") {
+        // pdftotext leading: the worker's survey stops at its depth limit, finds nothing
+        // drawn on page 2, and never asks pdf-extract to read it.
+        let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
+        assert_eq!(
+            got.text,
+            "First page: the worker reads this one before it dies.\n\u{c}\n\
+             Third page: read by the restarted worker after the crash."
+        );
+        let methods: Vec<Method> = got.pages.iter().map(|p| p.method).collect();
+        assert_eq!(
+            methods,
+            [Method::Pdftotext, Method::Empty, Method::Pdftotext]
+        );
+        assert_eq!(got.pages[1].glyphs, Some(0));
+    }
+    let got = extract::extract(&path, &worker_only(OcrChoice::Off)).unwrap();
     eprintln!("{:?}", got.fallbacks);
     assert_eq!(
         got.text,
@@ -714,7 +851,7 @@ fn a_worker_past_its_time_limit_is_killed_and_named() {
             assert!(
                 got.fallbacks
                     .iter()
-                    .any(|f| f.contains("the PDF worker timed out after 2s while loading it")),
+                    .any(|f| f.contains("the PDF worker timed out after 2s checking the pages")),
                 "{:?}",
                 got.fallbacks
             );
@@ -808,7 +945,16 @@ fn hostile_pdfs_fail_as_jobs_not_as_the_process() {
         )],
     );
     let path = write(dir.path(), "selfref.pdf", &looping);
+    // pdftotext leading: the survey stops at its depth limit and the page is simply empty.
     let err = extract::extract(&path, &opts).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::ExtractFailed, "{err}");
+    assert!(err.message.contains("no text found in 1 page"), "{err}");
+    // The worker alone: pdf-extract recurses until the stack overflows.
+    let alone = ExtractOptions {
+        pdftotext: false,
+        ..opts.clone()
+    };
+    let err = extract::extract(&path, &alone).unwrap_err();
     eprintln!("self-referencing XObject: {err}");
     assert_eq!(
         err.kind,

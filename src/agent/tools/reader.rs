@@ -14,6 +14,11 @@ use crate::error::{ErrorKind, JobError};
 pub trait DocumentReader: Send + Sync {
     /// The document's text (extracted for PDFs, office files and images).
     fn read_text(&self, path: &Path) -> Result<String, JobError>;
+    /// The document's text and what a person should know about how it was read (pages whose
+    /// text was lost).
+    fn read_document(&self, path: &Path) -> Result<(String, Vec<String>), JobError> {
+        self.read_text(path).map(|t| (t, Vec::new()))
+    }
     /// The document's text by OCR, with the configured engine.
     fn ocr(&self, path: &Path) -> Result<String, JobError>;
 }
