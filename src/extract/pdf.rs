@@ -15,7 +15,7 @@ use super::{
 };
 use crate::error::{ErrorKind, JobError};
 use crate::ocr::{EngineSettings, OcrEngine, PageShape};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -295,7 +295,7 @@ fn read_led_by_pdftotext(
         if page.glyphs.is_none() {
             page.glyphs = other.glyphs;
         }
-        if usable_chars(&other.text) > usable_chars(&page.text) {
+        if more_faithful(&other.text, &page.text, page.glyphs) {
             page.why = format!("{}; {}", page.why, other.why);
             page.text = other.text;
             page.method = other.method;
@@ -306,11 +306,49 @@ fn read_led_by_pdftotext(
     }
     if !better.is_empty() {
         notes.doc(format!(
-            "{}: pdftotext found less than the page draws; text from pdf-extract or lopdf",
+            "{}: pdftotext found less than the page draws; pdf-extract or lopdf found more",
             pages_label(&better)
         ));
     }
     Ok((count, pages))
+}
+
+/// Whether `other` (pdf-extract's or lopdf's page) is a more faithful text than pdftotext's
+/// `leader`: it holds what pdftotext found and clearly more, or pdftotext lost most of the
+/// page and `other` has at least twice as much. A few characters more is no reason to trade
+/// pdftotext's reading for one that splits accents or runs words together.
+fn more_faithful(other: &str, leader: &str, glyphs: Option<u32>) -> bool {
+    let (have, offered) = (usable_chars(leader), usable_chars(other));
+    let clearly_more = offered >= have + 16 && offered * 20 >= have * 21;
+    if !clearly_more {
+        return false;
+    }
+    let lost_most = glyphs.is_some_and(|g| (have as f64) < LOST * f64::from(g));
+    (lost_most && offered >= 2 * have) || holds(other, leader) >= 0.97
+}
+
+/// The share of `inner`'s usable characters (as a multiset) that `outer` has too.
+fn holds(outer: &str, inner: &str) -> f64 {
+    let mut counts: HashMap<char, i64> = HashMap::new();
+    let usable = |c: &char| usable_chars(c.encode_utf8(&mut [0; 4])) == 1;
+    for c in outer.chars().filter(usable) {
+        *counts.entry(c).or_default() += 1;
+    }
+    let (mut total, mut held) = (0usize, 0usize);
+    for c in inner.chars().filter(usable) {
+        total += 1;
+        if let Some(n) = counts.get_mut(&c)
+            && *n > 0
+        {
+            *n -= 1;
+            held += 1;
+        }
+    }
+    if total == 0 {
+        1.0
+    } else {
+        held as f64 / total as f64
+    }
 }
 
 /// pdftotext's pages, handed from the thread that runs it to whoever waits for them.
@@ -966,6 +1004,25 @@ mod tests {
         assert!(
             matches!(run.end, WorkerEnd::Died { ref reason, retry: false } if reason.contains("not the worker protocol"))
         );
+    }
+
+    #[test]
+    fn another_reading_wins_only_when_it_holds_pdftotexts_and_clearly_more() {
+        let leader = "The quick brown fox jumps over the lazy dog.";
+        let superset = format!("{leader} And a table cell beyond the page's edge.");
+        assert!(more_faithful(&superset, leader, Some(80)));
+        // A few characters more: pdftotext stays.
+        assert!(!more_faithful(&format!("{leader} Yes."), leader, Some(80)));
+        // More, but not holding what pdftotext found (split accents, other letters).
+        let other =
+            "Tbe qoick brawn fax jomps aver tbe lazy dag. And a table cell beyond the page.";
+        assert!(!more_faithful(other, leader, Some(80)));
+        // pdftotext lost most of the page: twice as much wins even if it differs.
+        let header = "Chapter 3, page 41";
+        let body = "Every line of the page that pdftotext did not return at all, read by lopdf.";
+        assert!(more_faithful(body, header, Some(200)));
+        assert!((holds("aab", "ab") - 1.0).abs() < 1e-9);
+        assert!((holds("a", "aa") - 0.5).abs() < 1e-9);
     }
 
     #[test]
