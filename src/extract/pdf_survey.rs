@@ -11,7 +11,6 @@
 //!
 //! Runs inside the PDF worker (`pdf_worker.rs`), under its limits and `catch_unwind`.
 
-use lopdf::content::Content;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use serde::{Deserialize, Serialize};
 
@@ -162,6 +161,7 @@ pub(super) fn survey(doc: &Document, page_id: ObjectId) -> Result<Shown, String>
         operations: 0,
         shown: Shown::default(),
         candidate: None,
+        buffer: Vec::new(),
     };
     walk.content(&content, resources, Matrix::IDENTITY, 0)?;
     let mut shown = walk.shown;
@@ -212,6 +212,8 @@ struct Walk<'a> {
     shown: Shown,
     /// The last image XObject drawn that OCR could take as it is, and where it was placed.
     candidate: Option<((u32, u32), Matrix)>,
+    /// Decoded string bytes, reused.
+    buffer: Vec<u8>,
 }
 
 impl<'a> Walk<'a> {
@@ -222,62 +224,101 @@ impl<'a> Walk<'a> {
         base: Matrix,
         depth: usize,
     ) -> Result<(), String> {
-        let content =
-            Content::decode(bytes).map_err(|e| format!("cannot parse the content: {e}"))?;
         let mut ctm = base;
         let mut codes = Codes::One;
         let mut saved: Vec<(Matrix, Codes)> = Vec::new();
-        for op in &content.operations {
+        let mut operands: Vec<Token> = Vec::new();
+        let mut lexer = Lexer { bytes, pos: 0 };
+        while let Some(token) = lexer.next() {
+            let Token::Operator(start, end) = token else {
+                if operands.len() >= 64 {
+                    operands.remove(0);
+                }
+                operands.push(token);
+                continue;
+            };
             self.operations += 1;
             if self.operations > MAX_OPERATIONS {
                 return Ok(());
             }
-            let operands = &op.operands;
-            match op.operator.as_str() {
-                "q" => saved.push((ctm, codes)),
-                "Q" => {
+            match &bytes[start..end] {
+                b"q" => saved.push((ctm, codes)),
+                b"Q" => {
                     if let Some((m, c)) = saved.pop() {
                         ctm = m;
                         codes = c;
                     }
                 }
-                "cm" => {
-                    if let Some(m) = Matrix::from_operands(operands) {
-                        ctm = m.then(ctm);
+                b"cm" => {
+                    let numbers: Vec<f64> = operands
+                        .iter()
+                        .filter_map(|t| match t {
+                            Token::Number(n) => Some(*n),
+                            _ => None,
+                        })
+                        .collect();
+                    if let Some(six) = numbers.len().checked_sub(6).map(|i| &numbers[i..])
+                        && let Ok(m) = <[f64; 6]>::try_from(six)
+                    {
+                        ctm = Matrix(m).then(ctm);
                     }
                 }
-                "Tf" => {
-                    codes = operands
-                        .first()
-                        .and_then(|o| o.as_name().ok())
+                b"Tf" => {
+                    codes = last_name(&operands, bytes)
                         .and_then(|name| self.font(resources, name))
                         .map_or(Codes::One, |font| font_codes(self.doc, font));
                 }
-                "Tj" | "'" => self.text(operands.first(), codes),
-                "\"" => self.text(operands.get(2), codes),
-                "TJ" => {
-                    if let Some(Object::Array(items)) = operands.first() {
-                        for item in items {
-                            self.text(Some(item), codes);
+                b"Tj" | b"'" | b"\"" => {
+                    if let Some(Token::String(s, e, hex)) = operands
+                        .iter()
+                        .rev()
+                        .find(|t| matches!(t, Token::String(..)))
+                    {
+                        self.text(&bytes[*s..*e], *hex, codes);
+                    }
+                }
+                b"TJ" => {
+                    if let Some(Token::Array(s, e)) = operands
+                        .iter()
+                        .rev()
+                        .find(|t| matches!(t, Token::Array(..)))
+                    {
+                        let mut inner = Lexer {
+                            bytes: &bytes[..*e],
+                            pos: *s,
+                        };
+                        while let Some(t) = inner.next() {
+                            if let Token::String(s, e, hex) = t {
+                                self.text(&bytes[s..e], hex, codes);
+                            }
                         }
                     }
                 }
-                "BI" => self.shown.images += 1,
-                "Do" => {
-                    if let Some(name) = operands.first().and_then(|o| o.as_name().ok()) {
+                b"BI" => {
+                    self.shown.images += 1;
+                    lexer.skip_inline_image();
+                }
+                b"Do" => {
+                    if let Some(name) = last_name(&operands, bytes) {
                         self.draw(resources, name, ctm, depth)?;
                     }
                 }
                 _ => {}
             }
+            operands.clear();
         }
         Ok(())
     }
 
-    fn text(&mut self, operand: Option<&Object>, codes: Codes) {
-        let Some(Object::String(bytes, _)) = operand else {
-            return;
-        };
+    /// Count the glyphs of a string operand (`raw`: between its delimiters, undecoded).
+    fn text(&mut self, raw: &[u8], hex: bool, codes: Codes) {
+        let mut bytes = std::mem::take(&mut self.buffer);
+        bytes.clear();
+        if hex {
+            decode_hex(raw, &mut bytes);
+        } else {
+            decode_literal(raw, &mut bytes);
+        }
         let glyphs = match codes {
             Codes::One => bytes.iter().filter(|&&b| b != b' ').count(),
             Codes::Two => bytes.len() / 2,
@@ -297,6 +338,7 @@ impl<'a> Walk<'a> {
                 n
             }
         };
+        self.buffer = bytes;
         self.shown.glyphs = self
             .shown
             .glyphs
@@ -355,6 +397,264 @@ impl<'a> Walk<'a> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// One token of a content stream; positions are byte offsets into it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Token {
+    Number(f64),
+    /// A name without its slash.
+    Name(usize, usize),
+    /// A string's bytes between its delimiters, undecoded; true for a hex string.
+    String(usize, usize, bool),
+    /// An array, brackets excluded.
+    Array(usize, usize),
+    /// A dictionary, `true`, `false`, `null` or something unreadable: skipped.
+    Other,
+    Operator(usize, usize),
+}
+
+fn last_name<'b>(operands: &[Token], bytes: &'b [u8]) -> Option<&'b [u8]> {
+    operands.iter().rev().find_map(|t| match t {
+        Token::Name(s, e) => Some(&bytes[*s..*e]),
+        _ => None,
+    })
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\0' | b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+fn is_delimiter(b: u8) -> bool {
+    matches!(
+        b,
+        b'(' | b')' | b'<' | b'>' | b'[' | b']' | b'{' | b'}' | b'/' | b'%'
+    )
+}
+
+/// A content-stream tokenizer that allocates nothing: the survey reads every page of a
+/// document beside pdftotext, so it has to be cheaper than pdftotext is.
+struct Lexer<'b> {
+    bytes: &'b [u8],
+    pos: usize,
+}
+
+impl Lexer<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_space(&mut self) {
+        while let Some(b) = self.peek() {
+            if is_space(b) {
+                self.pos += 1;
+            } else if b == b'%' {
+                while self.peek().is_some_and(|b| b != b'\n' && b != b'\r') {
+                    self.pos += 1;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn regular(&mut self) -> (usize, usize) {
+        let start = self.pos;
+        while self
+            .peek()
+            .is_some_and(|b| !is_space(b) && !is_delimiter(b))
+        {
+            self.pos += 1;
+        }
+        (start, self.pos)
+    }
+
+    fn next(&mut self) -> Option<Token> {
+        self.skip_space();
+        let b = self.peek()?;
+        let start = self.pos;
+        Some(match b {
+            b'/' => {
+                self.pos += 1;
+                let (s, e) = self.regular();
+                Token::Name(s, e)
+            }
+            b'(' => {
+                self.pos += 1;
+                let mut depth = 1;
+                while let Some(c) = self.peek() {
+                    self.pos += 1;
+                    match c {
+                        b'\\' => self.pos += 1,
+                        b'(' => depth += 1,
+                        b')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let end = self.pos.min(self.bytes.len());
+                Token::String(start + 1, end.saturating_sub(1).max(start + 1), false)
+            }
+            b'<' if self.bytes.get(self.pos + 1) == Some(&b'<') => {
+                self.pos += 2;
+                self.until(b'>');
+                Token::Other
+            }
+            b'<' => {
+                self.pos += 1;
+                while self.peek().is_some_and(|c| c != b'>') {
+                    self.pos += 1;
+                }
+                let end = self.pos;
+                self.pos = (self.pos + 1).min(self.bytes.len());
+                Token::String(start + 1, end, true)
+            }
+            b'[' => {
+                self.pos += 1;
+                let end = self.until(b']');
+                Token::Array(start + 1, end)
+            }
+            b'{' => {
+                self.pos += 1;
+                self.until(b'}');
+                Token::Other
+            }
+            b']' | b'>' | b'}' | b')' => {
+                self.pos += 1;
+                Token::Other
+            }
+            b'+' | b'-' | b'.' | b'0'..=b'9' => {
+                let (s, e) = self.regular();
+                std::str::from_utf8(&self.bytes[s..e])
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .map_or(Token::Other, Token::Number)
+            }
+            _ => {
+                let (s, e) = self.regular();
+                if e == s {
+                    self.pos += 1;
+                    return Some(Token::Other);
+                }
+                match &self.bytes[s..e] {
+                    b"true" | b"false" | b"null" => Token::Other,
+                    _ => Token::Operator(s, e),
+                }
+            }
+        })
+    }
+
+    /// Skip tokens up to the closing `close` (`]`, `>` of `>>`, `}`) of a structure already
+    /// opened; returns where the closing delimiter starts.
+    fn until(&mut self, close: u8) -> usize {
+        loop {
+            self.skip_space();
+            match self.peek() {
+                None => return self.pos,
+                Some(b) if b == close => {
+                    let end = self.pos;
+                    self.pos += 1;
+                    if close == b'>' && self.peek() == Some(b'>') {
+                        self.pos += 1;
+                    }
+                    return end;
+                }
+                Some(_) => {
+                    if self.next().is_none() {
+                        return self.pos;
+                    }
+                }
+            }
+        }
+    }
+
+    /// After `BI`: skip the image's dictionary, `ID`, and its data up to `EI`.
+    fn skip_inline_image(&mut self) {
+        while let Some(token) = self.next() {
+            if let Token::Operator(s, e) = token
+                && &self.bytes[s..e] == b"ID"
+            {
+                break;
+            }
+        }
+        // The data: binary, ended by whitespace, `EI`, and whitespace or the end.
+        let data = self.pos + 1;
+        let found = self.bytes.get(data..).and_then(|rest| {
+            rest.windows(4)
+                .position(|w| is_space(w[0]) && w[1] == b'E' && w[2] == b'I' && is_space(w[3]))
+                .map(|i| data + i + 3)
+                .or_else(|| rest.ends_with(b"EI").then_some(self.bytes.len()))
+        });
+        self.pos = found.unwrap_or(self.bytes.len());
+    }
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn decode_hex(raw: &[u8], out: &mut Vec<u8>) {
+    let mut high = None;
+    for v in raw.iter().filter_map(|&b| hex_value(b)) {
+        match high.take() {
+            None => high = Some(v),
+            Some(h) => out.push(h << 4 | v),
+        }
+    }
+    if let Some(h) = high {
+        out.push(h << 4);
+    }
+}
+
+fn decode_literal(raw: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        i += 1;
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        let Some(&c) = raw.get(i) else { break };
+        i += 1;
+        match c {
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'0'..=b'7' => {
+                let mut v = u32::from(c - b'0');
+                for _ in 0..2 {
+                    match raw.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push((v & 0xFF) as u8);
+            }
+            // A backslash at the end of a line continues the string on the next.
+            b'\r' => {
+                if raw.get(i) == Some(&b'\n') {
+                    i += 1;
+                }
+            }
+            b'\n' => {}
+            other => out.push(other),
+        }
     }
 }
 
@@ -491,6 +791,20 @@ mod tests {
         let (d, page) = doc("q 612 0 0 792 0 0 cm /Im1 Do Q q 10 0 0 10 0 0 cm /Im1 Do Q");
         let shown = survey(&d, page).unwrap();
         assert_eq!((shown.images, shown.page_image), (2, None));
+    }
+
+    #[test]
+    fn strings_are_decoded_before_counting() {
+        let (d, page) = doc(
+            "BT /F1 12 Tf (a\\(b\\)c\\101\\\n d) Tj (nested (parens) here) Tj <414 2> Tj ET \
+             BI /W 4 /H 4 /BPC 8 /CS /G ID \x00EI\x01\x02(Tj)Tj EI \
+             BT /F2 12 Tf [<4E2D> -200 <6587> (x)] TJ ET",
+        );
+        let shown = survey(&d, page).unwrap();
+        // a(b)cAd = 7; nested(parens)here = 18; AB = 2; then 2 + 2 + 0 (one byte, two-byte
+        // font); the inline image's data is not text.
+        assert_eq!(shown.glyphs, 7 + 18 + 2 + 2);
+        assert_eq!(shown.images, 1);
     }
 
     #[test]

@@ -92,7 +92,10 @@ pub(crate) fn run_fed(
     .process_group(0);
     let mut child = cmd.spawn()?;
     if let (Some(feed), Some(mut stdin)) = (feed, child.stdin.take()) {
-        thread::spawn(move || feed(&mut stdin));
+        thread::spawn(move || {
+            block_sigpipe();
+            feed(&mut stdin);
+        });
     }
     let group = child.id() as libc::pid_t;
     let overflow = Arc::new(AtomicBool::new(false));
@@ -190,6 +193,20 @@ pub(crate) fn run_fed(
     })
 }
 
+/// A write to a program that has already exited must fail with EPIPE in this thread, not end
+/// the whole process (zhi restores SIGPIPE's default so that `zhi … | head` ends quietly). A
+/// SIGPIPE raised by this thread's writes stays pending on it and is dropped when it ends.
+fn block_sigpipe() {
+    // SAFETY: sigemptyset/sigaddset fill a set on this stack; pthread_sigmask changes only the
+    // calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// The full path of `program` found on `PATH`, if it is there and executable.
 pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -273,6 +290,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(done.stdout, b"got fed\n");
+    }
+
+    #[test]
+    fn feeding_a_program_that_has_exited_does_not_end_this_process() {
+        // SIGPIPE at its default disposition, as in the zhi binary.
+        // SAFETY: changing a signal's disposition; no handler is installed.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let feed: Feed = Box::new(move |w| {
+            std::thread::sleep(Duration::from_millis(200));
+            let result = w.write_all(&[b'x'; 1 << 16]).and_then(|()| w.flush());
+            let _ = tx.send(result.map_err(|e| e.kind()));
+        });
+        let done = run_fed(
+            sh("exit 0"),
+            Some(feed),
+            Duration::from_secs(10),
+            1024,
+            None,
+        )
+        .unwrap();
+        assert_eq!(done.end, End::Exited);
+        let written = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(written, Err(io::ErrorKind::BrokenPipe));
     }
 
     #[test]

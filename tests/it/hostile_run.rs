@@ -105,7 +105,13 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
         (
             "corpus/selfref.pdf",
             "extract_failed",
-            &["no text found in 1 page", "overflowed its stack"],
+            // With pdftotext leading, the worker's survey stops at its depth limit and finds
+            // the page empty; alone, pdf-extract recurses until its stack overflows.
+            if crate::extract_docs::have_program("pdftotext") {
+                &["no text found in 1 page"]
+            } else {
+                &["no text found in 1 page", "overflowed its stack"]
+            },
         ),
         (
             "corpus/bomb.pdf",
