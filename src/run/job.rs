@@ -196,6 +196,13 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
     record.tokens = stats.tokens;
     record.served_model = stats.served_model.clone();
     record.warnings = std::mem::take(&mut stats.input_warnings);
+    for warning in &record.warnings {
+        tracing::warn!(
+            job = %crate::sanitize::one_line(&job.input),
+            "{}",
+            crate::sanitize::one_line(warning)
+        );
+    }
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
         Ok(()) => {

@@ -1270,3 +1270,41 @@ fn every_pdf_of_the_producers_corpus_reads_whole() {
     );
     assert!(low.is_empty(), "recall below 0.98: {low:?}");
 }
+
+/// A run over a PDF whose page lost most of its text still succeeds with what there is, and
+/// its record says so.
+#[test]
+fn text_lost_in_extraction_is_a_warning_in_the_jobs_record() {
+    use crate::support::{FakeApi, Recorded, Reply};
+    use crate::testenv::{TestEnv, record, run_skill, show};
+    let env = TestEnv::new();
+    env.write("docs/lost.pdf", mostly_unreadable_page());
+    env.write(
+        "docs/fine.pdf",
+        one_page_pdf(BOX, "", &text_content(HELLO), &[]),
+    );
+    let api = FakeApi::start(|_: &Recorded| {
+        Reply::text("A summary of the control page and its ordinary text, in a few words.")
+    });
+    let out = run_skill(&env, &api, "summarize", &["docs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let lost = record(&env, "docs/lost.pdf");
+    assert_eq!(lost["status"], "succeeded", "{lost}");
+    let warnings = lost["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{lost}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("page 1: every extractor found less than half of the text the page draws"),
+        "{lost}"
+    );
+    let fine = record(&env, "docs/fine.pdf");
+    assert!(fine.get("warnings").is_none(), "{fine}");
+    // And the person watching the run is told.
+    let err = crate::testenv::stderr(&out);
+    assert!(
+        err.contains("docs/lost.pdf") && err.contains("every extractor found less than half"),
+        "{err}"
+    );
+}
