@@ -772,10 +772,9 @@ fn pdftotext(program: &Path, path: &Path, opts: &ExtractOptions) -> Result<Vec<S
         && large
         && let Some(count) = page_count(path, opts)
         && count >= 2 * parts as u32
+        && let Some(pages) = pdftotext_in_parts(program, path, opts, count, parts)?
     {
-        if let Some(pages) = pdftotext_in_parts(program, path, opts, count, parts)? {
-            return Ok(pages);
-        }
+        return Ok(pages);
     }
     pdftotext_range(program, path, opts, None)
 }
