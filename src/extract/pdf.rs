@@ -1,11 +1,16 @@
-//! PDF text, the parent side: run the worker (`pdf_worker.rs`) under a wall clock, survive its
-//! deaths, ask `pdftotext` for a second opinion where the worker found little or nothing, and
-//! send pages without usable text that draw images to OCR.
+//! PDF text, the parent side: every page's text is checked against what the page draws.
 //!
-//! The order of extractors for each page: pdf-extract → lopdf (both in the worker) →
-//! `pdftotext` → OCR. A worker that dies on page k is restarted after page k (with lopdf alone
-//! for page k), a bounded number of times, so one hostile page costs that page, not the
-//! document. Every detour is written into [`Extracted::fallbacks`].
+//! Where `pdftotext` is installed it leads: it reads the document (a large one in several
+//! processes, a range of pages each) while the worker (`pdf_worker.rs`, in a process of its own
+//! under a wall clock and a memory limit) surveys every page: the glyphs its text operators
+//! draw, its images (`pdf_survey.rs`). The worker is then handed pdftotext's count for each
+//! page and reads with pdf-extract and lopdf the pages pdftotext fell short on; another reading
+//! wins a page only when it holds pdftotext's text and clearly more. Without pdftotext the
+//! worker reads every page itself, lopdf after pdf-extract where pdf-extract falls short. Pages
+//! still without usable text that draw images go to OCR; a page whose best text holds less
+//! than half of what it draws is a warning. A worker that dies on page k is restarted after
+//! page k, a bounded number of times, so one hostile page costs that page, not the document.
+//! Every detour is written into [`Extracted::fallbacks`], every page's reason into its `why`.
 
 use super::pdf_survey::PageImage;
 use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage, faithful};
