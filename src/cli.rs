@@ -246,4 +246,31 @@ pub struct RunArgs {
     /// Give skills that list web_fetch that tool (private and local addresses are refused)
     #[arg(long)]
     pub allow_web: bool,
+
+    /// When requests go: now (one request at a time, as they are made), or batch (the
+    /// provider's Batch API at half the price, answered within 24 h; run the same command
+    /// again to collect)
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = SubmitWhen::Now)]
+    pub submit: SubmitWhen,
+
+    /// With --submit batch, what to do with jobs whose skill runs the agent loop (a batch
+    /// cannot carry it): refuse them (they fail with not_batchable), or run them now directly
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = AgentJobs::Refuse)]
+    pub agent_jobs: AgentJobs,
+}
+
+/// `--submit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SubmitWhen {
+    #[default]
+    Now,
+    Batch,
+}
+
+/// `--agent-jobs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AgentJobs {
+    Run,
+    #[default]
+    Refuse,
 }
