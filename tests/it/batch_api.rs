@@ -1,0 +1,286 @@
+//! Batch mode (issue 15, SPEC §6 "Batch mode"): `zhi run … --submit batch` against a fake
+//! Batch API — submit, collect, rerun; partial failures, expiry and junk answers resubmitted;
+//! a long document's reduce step in a follow-up batch; kills while submitting and collecting;
+//! two overlapping cron runs; `zhi batch status|cancel`. Every test drives the real binary.
+
+use crate::support::{FakeApi, FakeBatch, Pace, Recorded, Reply};
+use crate::testenv::{TestEnv, show, stderr};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use zhi::manifest::{self, JobRecord, Status};
+
+/// Fast retries and a short grace period.
+const ZHI_YAML: &str =
+    "retry: {max_attempts: 3, base_delay_ms: 10, max_delay_ms: 50}\ngrace_period: 2\n";
+
+fn env_with_docs(n: usize) -> TestEnv {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", ZHI_YAML);
+    write_docs(&env, n);
+    env
+}
+
+fn write_docs(env: &TestEnv, n: usize) {
+    for i in 0..n {
+        env.write(
+            &format!("docs/d{i:05}.txt"),
+            format!("document number {i}\n"),
+        );
+    }
+}
+
+/// The document a request is about, from the `Input document:` line zhi sends.
+fn doc_of(req: &Recorded) -> String {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(crate::support::fake_api::message_text)
+        .find_map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// A chat answer per document: its summary, usage 60 + 40.
+fn summary(req: &Recorded) -> Reply {
+    Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
+}
+
+/// `zhi --no-progress run summarize docs -o out --base-url <fake> ARGS…`.
+fn zhi_run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
+    env.zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .arg("--base-url")
+        .arg(api.zhipu_base_url())
+        .env("ZHI_API_KEY", "test-key")
+        .args(args)
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap()
+}
+
+fn submit(env: &TestEnv, api: &FakeApi) -> std::process::Output {
+    zhi_run(env, api, &["--submit", "batch"])
+}
+
+/// The same, as a child process we can kill.
+fn spawn_submit(env: &TestEnv, api: &FakeApi) -> Child {
+    env.zhi_process()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .arg("--base-url")
+        .arg(api.zhipu_base_url())
+        .env("ZHI_API_KEY", "test-key")
+        .args(["--submit", "batch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait(child: &mut Child, limit: Duration) -> std::process::Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("zhi did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child_output(child)
+}
+
+fn child_output(child: &mut Child) -> std::process::Output {
+    use std::io::Read;
+    let mut out = std::process::Output {
+        status: child.wait().unwrap(),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    if let Some(mut s) = child.stdout.take() {
+        s.read_to_end(&mut out.stdout).unwrap();
+    }
+    if let Some(mut s) = child.stderr.take() {
+        s.read_to_end(&mut out.stderr).unwrap();
+    }
+    out
+}
+
+fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn code(o: &std::process::Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn out_dir(env: &TestEnv) -> PathBuf {
+    env.path("out")
+}
+
+/// Every run's records, oldest run first.
+fn runs(env: &TestEnv) -> Vec<Vec<JobRecord>> {
+    manifest::list_runs(&out_dir(env))
+        .iter()
+        .map(|r| manifest::read_records(&r.path).unwrap().0)
+        .collect()
+}
+
+fn latest(env: &TestEnv) -> Vec<JobRecord> {
+    runs(env).pop().unwrap_or_default()
+}
+
+fn count(records: &[JobRecord], s: Status) -> usize {
+    records.iter().filter(|r| r.status == s).count()
+}
+
+fn kinds(records: &[JobRecord]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for r in records {
+        let k = r
+            .error
+            .as_ref()
+            .map_or("-".to_string(), |e| e.kind.to_string());
+        *m.entry(format!("{}/{k}", r.status.as_str())).or_default() += 1;
+    }
+    m
+}
+
+/// Requests the fake saw outside the Batch API's endpoints.
+fn outside_batch_api(api: &FakeApi) -> Vec<String> {
+    api.requests()
+        .iter()
+        .filter(|r| !(r.path.contains("/files") || r.path.contains("/batches")))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+/// Every job succeeded exactly once over all runs; its summary is there and its own.
+fn assert_each_succeeded_once(env: &TestEnv, n: usize) {
+    let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
+    for run in runs(env) {
+        for r in run {
+            if r.status == Status::Succeeded {
+                *succeeded.entry(r.input.clone()).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(succeeded.len(), n, "every job succeeded");
+    let twice: Vec<_> = succeeded.iter().filter(|(_, c)| **c != 1).collect();
+    assert!(twice.is_empty(), "jobs that succeeded more than once: {twice:?}");
+    for i in 0..n {
+        let doc = format!("docs/d{i:05}.txt");
+        let text = std::fs::read_to_string(env.path(&format!("out/summarize/{doc}/summary.md")))
+            .unwrap_or_else(|e| panic!("{doc}: {e}"));
+        assert_eq!(text.trim_end(), format!("summary of {doc}"));
+    }
+}
+
+fn batch_folders(env: &TestEnv) -> Vec<PathBuf> {
+    std::fs::read_dir(env.path("out/.zhi/batches"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// What a user sees of a record, as a direct run would write it.
+fn essence(r: &JobRecord) -> Value {
+    serde_json::json!({
+        "input": r.input, "status": r.status, "outputs": r.outputs, "model": r.model,
+        "turns": r.turns, "attempts": r.attempts, "requests": r.requests, "tokens": r.tokens,
+        "error": r.error, "output_dir": r.output_dir, "cache_key": r.cache_key,
+        "input_sha256": r.input_sha256, "served_model": r.served_model,
+    })
+}
+
+#[test]
+fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing() {
+    let env = env_with_docs(6);
+    let batch = FakeBatch::new(summary);
+    let api = FakeApi::start(batch.handler());
+
+    // Submit: every job waits for the batch; nothing is sent to the chat endpoint.
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = stderr(&out);
+    assert!(err.contains("submitted 6 request(s) in 1 batch(es)"), "{err}");
+    assert!(err.contains("run the same command again"), "{err}");
+    let records = latest(&env);
+    assert_eq!(kinds(&records), BTreeMap::from([("skipped/batch_pending".into(), 6)]));
+    assert!(api.chat_requests().is_empty());
+    let batches = batch.batches();
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].lines.len(), 6);
+    assert_eq!(batches[0].endpoint, "/v4/chat/completions");
+    assert_eq!(batches[0].lines[0]["url"], "/v4/chat/completions");
+    let ids: BTreeSet<String> = batch.custom_ids().into_iter().collect();
+    let job_ids: BTreeSet<String> = records.iter().map(|r| r.job_id.clone()).collect();
+    assert_eq!(ids, job_ids, "custom_id is the job id");
+    // The upload is deleted only once the batch is collected.
+    assert_eq!(batch.files().len(), 1);
+    assert_eq!(batch.files()[0].purpose, "batch");
+    assert!(!env.path("out/summarize").exists(), "no output before the answers");
+
+    // A cron run before the batch ends: nothing more is submitted.
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("still running: 1 batch(es), 6 request(s)"), "{}", stderr(&out));
+    assert_eq!(batch.batches().len(), 1, "no second submission");
+    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("skipped/batch_pending".into(), 6)]));
+
+    // The batch ends; the next cron run collects and commits.
+    batch.finish_all();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("6 answer(s) used"), "{}", stderr(&out));
+    let collected = latest(&env);
+    assert_eq!(kinds(&collected), BTreeMap::from([("succeeded/-".into(), 6)]));
+    assert_each_succeeded_once(&env, 6);
+    assert!(batch.files().is_empty(), "every file deleted: {:?}", batch.files());
+    assert_eq!(batch.deleted().len(), 2, "the upload and the results");
+    assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
+    assert!(outside_batch_api(&api).is_empty(), "{:?}", outside_batch_api(&api));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(env.path("out/manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["batches"]["answers_used"], 6);
+
+    // A rerun: all cached, no request at all.
+    let before = api.count();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(api.count(), before, "a rerun after collection makes no request");
+    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("cached/-".into(), 6)]));
+
+    // The same documents run directly: the same outputs and records.
+    let direct = env_with_docs(6);
+    let chat = FakeApi::start(summary);
+    let out = direct
+        .zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out", "--base-url"])
+        .arg(chat.zhipu_base_url())
+        .env("ZHI_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let by_input = |rs: Vec<JobRecord>| -> BTreeMap<String, Value> {
+        rs.iter().map(|r| (r.input.clone(), essence(r))).collect()
+    };
+    assert_eq!(by_input(collected), by_input(latest(&direct)));
+    // And the batch lines carried exactly the direct requests' bodies.
+    let mut direct_bodies: Vec<Value> = chat.chat_requests().iter().map(|r| r.body.clone()).collect();
+    let mut batch_bodies: Vec<Value> = batch.batches()[0]
+        .lines
+        .iter()
+        .map(|l| l["body"].clone())
+        .collect();
+    let key = |v: &Value| v.to_string();
+    direct_bodies.sort_by_key(key);
+    batch_bodies.sort_by_key(key);
+    assert_eq!(direct_bodies, batch_bodies);
+}
