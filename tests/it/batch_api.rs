@@ -284,3 +284,178 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     batch_bodies.sort_by_key(key);
     assert_eq!(direct_bodies, batch_bodies);
 }
+
+/// 10,000 documents, at most 4,000 requests a batch: three batches, every job succeeded
+/// exactly once, outputs and records as a direct run's, and no request outside the Batch
+/// API's endpoints. A rerun makes no request.
+#[test]
+fn ten_thousand_documents_through_batches() {
+    const N: usize = 10_000;
+    let env = TestEnv::new();
+    env.write("zhi.yaml", format!("{ZHI_YAML}batch: {{max_requests: 4000}}\n"));
+    write_docs(&env, N);
+    let batch = FakeBatch::new(summary);
+    let api = FakeApi::start(batch.handler());
+
+    let started = Instant::now();
+    let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let submitted = started.elapsed();
+    let batches = batch.batches();
+    assert_eq!(
+        batches.iter().map(|b| b.lines.len()).collect::<Vec<_>>(),
+        [4000, 4000, 2000]
+    );
+    assert_eq!(count(&latest(&env), Status::Skipped), N);
+
+    batch.finish_all();
+    let started = Instant::now();
+    let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let collected = started.elapsed();
+    let records = latest(&env);
+    assert_eq!(count(&records, Status::Succeeded), N, "{:?}", kinds(&records));
+    assert_each_succeeded_once(&env, N);
+    let r = records.iter().find(|r| r.input == "docs/d00042.txt").unwrap();
+    assert_eq!((r.turns, r.attempts, r.requests), (1, 1, 1));
+    assert_eq!((r.tokens.prompt, r.tokens.completion), (60, 40));
+    assert_eq!(r.outputs.len(), 1);
+    assert_eq!(r.outputs[0].path, "summarize/docs/d00042.txt/summary.md");
+    assert!(outside_batch_api(&api).is_empty(), "{:?}", outside_batch_api(&api));
+    assert!(batch.files().is_empty(), "every file deleted");
+    assert_eq!(batch.batches().len(), 3, "no batch submitted twice");
+
+    let before = api.count();
+    let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(api.count(), before, "a rerun after collection makes no request");
+    assert_eq!(count(&latest(&env), Status::Cached), N);
+    eprintln!("10,000 documents: submitted in {submitted:?}, collected in {collected:?}");
+}
+
+/// The latest record of each input.
+fn by_input(records: &[JobRecord]) -> BTreeMap<String, JobRecord> {
+    records
+        .iter()
+        .map(|r| (r.input.clone(), r.clone()))
+        .collect()
+}
+
+fn state(r: &JobRecord) -> String {
+    format!(
+        "{}/{}",
+        r.status.as_str(),
+        r.error.as_ref().map_or("-".into(), |e| e.kind.to_string())
+    )
+}
+
+/// A batch that expires half done, answers that fail (retryable or not) and a junk answer:
+/// what can be mended goes in the next batch — an expired or failed request again, a junk
+/// answer's fresh round as the direct path would ask it — within the retry budget; what
+/// cannot is recorded as a direct run would record it.
+#[test]
+fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
+    let env = env_with_docs(8);
+    let calls: std::sync::Arc<std::sync::Mutex<BTreeMap<String, usize>>> = Default::default();
+    let seen = calls.clone();
+    let batch = FakeBatch::new(move |req| {
+        let doc = doc_of(req);
+        let n = {
+            let mut m = seen.lock().unwrap();
+            let n = m.entry(doc.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        match doc.as_str() {
+            "docs/d00001.txt" => Reply::zhipu_error(400, "1301", "unsafe content"),
+            "docs/d00002.txt" if n == 1 => Reply::zhipu_error(500, "500", "internal error"),
+            "docs/d00003.txt" if n == 1 => Reply::text("document number 3"),
+            "docs/d00004.txt" => Reply::zhipu_error(503, "500", "overloaded"),
+            _ => summary(req),
+        }
+    });
+    let api = FakeApi::start(batch.handler());
+    let ids = |b: usize| -> BTreeSet<String> {
+        batch.batches()[b]
+            .lines
+            .iter()
+            .map(|l| l["custom_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let job_of: BTreeMap<String, String> = latest(&env)
+        .iter()
+        .map(|r| (r.input.clone(), r.job_id.clone()))
+        .collect();
+    let id = |i: usize| job_of[&format!("docs/d{i:05}.txt")].clone();
+    // The batch expires with its first five requests answered.
+    batch.expire_all(5);
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let r = by_input(&latest(&env));
+    assert_eq!(state(&r["docs/d00000.txt"]), "succeeded/-");
+    assert_eq!(state(&r["docs/d00001.txt"]), "failed/content_filter");
+    for i in 2..8 {
+        assert_eq!(state(&r[&format!("docs/d{i:05}.txt")]), "skipped/batch_pending", "{i}");
+    }
+    let second: BTreeSet<String> = [
+        id(2),
+        format!("{}-t2", id(3)),
+        id(4),
+        id(5),
+        id(6),
+        id(7),
+    ]
+    .into();
+    assert_eq!(ids(1), second, "retryable failures, expired requests and the junk answer's fresh round");
+    let fresh = batch.batches()[1]
+        .lines
+        .iter()
+        .find(|l| l["custom_id"] == format!("{}-t2", id(3)).as_str())
+        .unwrap()["body"]
+        .clone();
+    let last = fresh["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(last.contains("Do not copy the document out"), "{last}");
+    batch.finish_all();
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let r = by_input(&latest(&env));
+    for i in [2, 3, 5, 6, 7] {
+        assert_eq!(state(&r[&format!("docs/d{i:05}.txt")]), "succeeded/-", "{i}");
+    }
+    assert_eq!(r["docs/d00002.txt"].attempts, 2, "answered by its second submission");
+    assert_eq!(r["docs/d00003.txt"].turns, 2, "the fresh round is the job's second turn");
+    // A failed job is tried again by the next run, as a direct run does.
+    assert_eq!(state(&r["docs/d00001.txt"]), "skipped/batch_pending");
+    assert_eq!(state(&r["docs/d00004.txt"]), "skipped/batch_pending");
+    assert_eq!(ids(2), BTreeSet::from([id(1), id(4)]));
+    batch.finish_all();
+
+    // The third submission of d4 fails too: retry.max_attempts (3) is spent.
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let r = by_input(&latest(&env));
+    assert_eq!(state(&r["docs/d00001.txt"]), "failed/content_filter");
+    let d4 = &r["docs/d00004.txt"];
+    assert_eq!(state(d4), "failed/api_error");
+    assert!(d4.error.as_ref().unwrap().message.contains("after 3 batch submissions"), "{d4:?}");
+    assert_eq!(batch.batches().len(), 3, "nothing left to submit");
+    assert!(batch.files().is_empty(), "{:?}", batch.files());
+    assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
+    assert!(outside_batch_api(&api).is_empty());
+    let summaries: Vec<String> = [0, 2, 3, 5, 6, 7]
+        .iter()
+        .map(|i| {
+            std::fs::read_to_string(env.path(&format!("out/summarize/docs/d{i:05}.txt/summary.md")))
+                .unwrap()
+        })
+        .collect();
+    assert!(summaries.iter().all(|s| s.starts_with("summary of docs/")), "{summaries:?}");
+}
