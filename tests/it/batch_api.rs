@@ -459,3 +459,78 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
         .collect();
     assert!(summaries.iter().all(|s| s.starts_with("summary of docs/")), "{summaries:?}");
 }
+
+/// A long document's pieces go in one batch and its reduce step in the next; the summary is
+/// committed by the run that collects the reduce answer, with every piece's result in it.
+#[test]
+fn a_long_documents_reduce_step_is_a_follow_up_batch() {
+    let env = TestEnv::new();
+    env.write(
+        "zhi.yaml",
+        format!("{ZHI_YAML}models:\n  glm-4-flash: {{context_window: 4000, max_output: 100}}\n"),
+    );
+    let pages: String = (1..=120)
+        .map(|i| format!("\u{c}MARK-{i:03} {}\n", "lorem ".repeat(44)))
+        .collect();
+    env.write("docs/long.txt", pages);
+    let marks = |text: &str| -> Vec<String> {
+        text.split_whitespace()
+            .filter(|w| w.starts_with("MARK-") || w.starts_with("RESULT-"))
+            .map(str::to_string)
+            .collect()
+    };
+    let batch = FakeBatch::new(move |req| {
+        let user = req.last_user_text().unwrap_or_default();
+        let found = marks(&user);
+        if user.contains("results of") {
+            Reply::text(format!("FINAL {}", found.join(" ")))
+        } else {
+            Reply::text(format!("RESULT-{}", found.first().cloned().unwrap_or_default()))
+        }
+    });
+    let api = FakeApi::start(batch.handler());
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let job = latest(&env).remove(0);
+    let pieces = batch.custom_ids();
+    assert!(pieces.len() >= 3, "{pieces:?}");
+    assert!(
+        pieces
+            .iter()
+            .enumerate()
+            .all(|(i, id)| *id == format!("{}-piece-{i:05}", job.job_id)),
+        "{pieces:?}"
+    );
+    batch.finish_all();
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let r = latest(&env).remove(0);
+    assert_eq!(state(&r), "skipped/batch_pending");
+    let chunks = r.chunks.unwrap();
+    assert_eq!((chunks.done, chunks.total), (pieces.len() as u32, pieces.len() as u32));
+    assert_eq!(batch.batches().len(), 2);
+    assert_eq!(
+        batch.batches()[1].lines[0]["custom_id"],
+        format!("{}-reduce", job.job_id).as_str()
+    );
+    assert!(!env.path("out/summarize/docs/long.txt").exists());
+    batch.finish_all();
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let r = latest(&env).remove(0);
+    assert_eq!(state(&r), "succeeded/-");
+    let summary =
+        std::fs::read_to_string(env.path("out/summarize/docs/long.txt/summary.md")).unwrap();
+    assert!(summary.starts_with("FINAL RESULT-MARK-001"), "{summary}");
+    assert_eq!(
+        marks(&summary).len(),
+        pieces.len(),
+        "every piece's result reached the reduce step: {summary}"
+    );
+    assert!(!env.path("out/.zhi/checkpoints").join(&job.job_id).exists());
+    assert!(batch.files().is_empty());
+    assert!(outside_batch_api(&api).is_empty());
+}
