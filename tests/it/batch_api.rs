@@ -383,7 +383,8 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
             .collect()
     };
 
-    let out = submit(&env, &api);
+    // One job at a time: the batch's lines are in the documents' order.
+    let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "1"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
     let job_of: BTreeMap<String, String> = latest(&env)
         .iter()
@@ -533,4 +534,206 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
     assert!(!env.path("out/.zhi/checkpoints").join(&job.job_id).exists());
     assert!(batch.files().is_empty());
     assert!(outside_batch_api(&api).is_empty());
+}
+
+/// Slows one kind of Batch API call down (its effect happens at once, its answer comes
+/// later), so a test can kill zhi while it waits.
+#[derive(Clone, Default)]
+struct Slow(std::sync::Arc<std::sync::Mutex<Option<(&'static str, &'static str, Duration)>>>);
+
+impl Slow {
+    fn set(&self, method: &'static str, path_end: &'static str, by: Duration) {
+        *self.0.lock().unwrap() = Some((method, path_end, by));
+    }
+    fn clear(&self) {
+        *self.0.lock().unwrap() = None;
+    }
+    /// A fake API serving `batch`, slowed as set.
+    fn api(&self, batch: &FakeBatch) -> FakeApi {
+        let slow = self.clone();
+        let handler = batch.handler();
+        FakeApi::start(move |req| {
+            let reply = handler(req);
+            match *slow.0.lock().unwrap() {
+                Some((m, end, by)) if req.method == m && req.path.ends_with(end) => {
+                    Reply::delay(by, reply)
+                }
+                _ => reply,
+            }
+        })
+    }
+}
+
+fn seen(api: &FakeApi, method: &str, path_end: &str) -> usize {
+    api.requests()
+        .iter()
+        .filter(|r| r.method == method && r.path.ends_with(path_end))
+        .count()
+}
+
+fn kill(child: &mut Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Lines in the results of the latest run (a killed run's last line may be torn).
+fn latest_lines(env: &TestEnv) -> usize {
+    manifest::list_runs(&out_dir(env))
+        .last()
+        .and_then(|r| std::fs::read_to_string(r.path.join("results.jsonl")).ok())
+        .map_or(0, |t| t.lines().count())
+}
+
+/// Killed while downloading the answers, between deleting the batch's files, and in the
+/// middle of committing: the next run loses nothing, commits nothing twice, submits nothing
+/// again, and leaves no file at the provider.
+#[test]
+fn a_kill_during_collection_loses_nothing() {
+    const N: usize = 300;
+    let env = env_with_docs(N);
+    let batch = FakeBatch::new(summary);
+    let slow = Slow::default();
+    let api = slow.api(&batch);
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    batch.finish_all();
+
+    // 1. While the answers download.
+    slow.set("GET", "/content", Duration::from_secs(5));
+    let mut child = spawn_submit(&env, &api);
+    until("the download", Duration::from_secs(60), || seen(&api, "GET", "/content") >= 1);
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&mut child);
+    slow.clear();
+
+    // 2. Between the deletions of the batch's files at the provider.
+    slow.set("DELETE", "", Duration::from_secs(5));
+    let mut child = spawn_submit(&env, &api);
+    until("a deletion", Duration::from_secs(60), || seen(&api, "DELETE", "") >= 1);
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&mut child);
+    slow.clear();
+
+    // 3. While the answers are committed.
+    let runs_before = manifest::list_runs(&out_dir(&env)).len();
+    let mut child = spawn_submit(&env, &api);
+    until("commits", Duration::from_secs(120), || {
+        manifest::list_runs(&out_dir(&env)).len() > runs_before && latest_lines(&env) >= N / 3
+    });
+    kill(&mut child);
+    let committed_before = runs(&env)
+        .iter()
+        .flatten()
+        .filter(|r| r.status == Status::Succeeded)
+        .count();
+    assert!(committed_before > 0 && committed_before < N, "{committed_before}");
+
+    // The next cron run finishes the work.
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_each_succeeded_once(&env, N);
+    let last = latest(&env);
+    assert_eq!(
+        count(&last, Status::Succeeded) + count(&last, Status::Cached),
+        N,
+        "{:?}",
+        kinds(&last)
+    );
+    assert_eq!(batch.batches().len(), 1, "nothing submitted again");
+    assert!(batch.files().is_empty(), "{:?}", batch.files());
+    assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
+    assert!(!env.path("out/.zhi/staging").exists());
+    assert!(outside_batch_api(&api).is_empty());
+    let before = api.count();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(api.count(), before);
+    assert_eq!(count(&latest(&env), Status::Cached), N);
+}
+
+/// Killed while uploading, and while creating the batch (the provider did it, zhi never
+/// heard): the next run deletes the orphaned upload, adopts the batch it created, and never
+/// submits a request twice.
+#[test]
+fn a_kill_while_submitting_never_submits_twice() {
+    let env = env_with_docs(20);
+    let batch = FakeBatch::new(summary);
+    let slow = Slow::default();
+    let api = slow.api(&batch);
+
+    // Killed after the upload reached the provider, before zhi heard its id.
+    slow.set("POST", "/files", Duration::from_secs(5));
+    let mut child = spawn_submit(&env, &api);
+    until("the upload", Duration::from_secs(60), || seen(&api, "POST", "/files") >= 1);
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&mut child);
+    slow.clear();
+    assert_eq!(batch.files().len(), 1, "an upload zhi never heard of");
+    let orphan = batch.files()[0].id.clone();
+
+    // Killed after the provider created the batch, before zhi heard its id.
+    slow.set("POST", "/batches", Duration::from_secs(5));
+    let mut child = spawn_submit(&env, &api);
+    until("the batch", Duration::from_secs(60), || seen(&api, "POST", "/batches") >= 1);
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&mut child);
+    slow.clear();
+    assert!(batch.deleted().contains(&orphan), "the orphaned upload is deleted");
+    assert_eq!(batch.batches().len(), 1);
+
+    // The next run adopts that batch: nothing is submitted again.
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("still running: 1 batch(es), 20 request(s)"), "{}", stderr(&out));
+    assert_eq!(batch.batches().len(), 1, "{:?}", batch.batches());
+    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("skipped/batch_pending".into(), 20)]));
+
+    batch.finish_all();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_each_succeeded_once(&env, 20);
+    assert_eq!(batch.batches().len(), 1);
+    assert!(batch.files().is_empty(), "{:?}", batch.files());
+    assert_eq!(batch.custom_ids().len(), 20);
+}
+
+/// Two cron runs overlap: the second finds the output folder locked, says so and exits 75
+/// without a request; the batch is submitted once.
+#[test]
+fn two_overlapping_cron_runs_submit_once() {
+    let env = env_with_docs(10);
+    let batch = FakeBatch::new(summary);
+    let slow = Slow::default();
+    let api = slow.api(&batch);
+    slow.set("POST", "/batches", Duration::from_millis(1500));
+    let mut first = spawn_submit(&env, &api);
+    until("the upload", Duration::from_secs(60), || seen(&api, "POST", "/files") >= 1);
+    let before = api.count();
+    let second = submit(&env, &api);
+    assert_eq!(code(&second), 75, "{}", show(&second));
+    assert!(
+        stderr(&second).contains("is in use by another zhi run"),
+        "{}",
+        stderr(&second)
+    );
+    // Only the first run's creation of its batch came meanwhile.
+    let meanwhile: Vec<String> = api.requests()[before..]
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        meanwhile.len() <= 1 && meanwhile.iter().all(|r| r.ends_with("/batches")),
+        "the second run made no request: {meanwhile:?}"
+    );
+    let first = wait(&mut first, Duration::from_secs(60));
+    assert_eq!(code(&first), 0, "{}", show(&first));
+    assert_eq!(batch.batches().len(), 1);
+    slow.clear();
+
+    // The next night's two runs: one collects, the other waits its turn.
+    batch.finish_all();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_each_succeeded_once(&env, 10);
+    assert_eq!(batch.batches().len(), 1);
 }
