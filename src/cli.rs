@@ -85,6 +85,39 @@ pub enum Command {
     /// Summarize a run, or merge the manifests of several runs and shards into one
     #[command(subcommand)]
     Manifest(ManifestCommand),
+
+    /// The output folder's batches (`run --submit batch`): how they are, or cancel them
+    #[command(subcommand)]
+    Batch(BatchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Each batch: its status at the provider (asked now when an API key is set), requests
+    /// answered and failed, and whether its answers are collected
+    Status {
+        /// Output folder whose batches to show [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+
+        /// API base the batches were submitted to [env ZHI_BASE_URL]
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
+    /// Cancel running batches (every one, or the one named); the next `zhi run` collects
+    /// what they answered and does the rest again
+    Cancel {
+        /// A batch id (the provider's, or zhi's local one) [default: every running batch]
+        batch: Option<String>,
+
+        /// Output folder whose batches to cancel [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+
+        /// API base the batches were submitted to [env ZHI_BASE_URL]
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -129,10 +129,21 @@ pub fn save(batches: &Path, record: &BatchRecord) -> io::Result<()> {
     crate::manifest::write_atomic(&folder(batches, &record.local_id).join("batch.json"), &body)
 }
 
-/// Every batch recorded under `batches`, oldest first. A folder without a readable
-/// `batch.json` was left by a kill before the batch had a record (nothing was uploaded yet)
-/// and is removed; one that cannot be read for another reason is reported and kept.
+/// Every batch recorded under `batches`, oldest first, for a run (which holds the lock). A
+/// folder without a `batch.json` was left by a kill before the batch had a record (nothing
+/// was uploaded yet) and is removed; one that cannot be read for another reason is reported
+/// and kept.
 pub fn load_all(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
+    load(batches, true, warn)
+}
+
+/// The same without the lock (`zhi batch status`): nothing is removed, since a folder
+/// without its record may be one a run is making right now.
+pub fn load_all_readonly(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
+    load(batches, false, warn)
+}
+
+fn load(batches: &Path, tidy: bool, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
     let Ok(entries) = std::fs::read_dir(batches) else {
         return Vec::new();
     };
@@ -154,7 +165,9 @@ pub fn load_all(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord
                 )),
             },
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let _ = std::fs::remove_dir_all(&dir);
+                if tidy {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
             }
             Err(e) => warn(format!(
                 "cannot read {}: {e}",

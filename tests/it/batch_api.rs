@@ -737,3 +737,110 @@ fn two_overlapping_cron_runs_submit_once() {
     assert_each_succeeded_once(&env, 10);
     assert_eq!(batch.batches().len(), 1);
 }
+
+fn zhi_batch(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
+    env.zhi()
+        .arg("batch")
+        .args(args)
+        .args(["-o", "out", "--base-url"])
+        .arg(api.zhipu_base_url())
+        .env("ZHI_API_KEY", "test-key")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+/// `zhi batch status` shows each batch as the provider says it is now; `zhi batch cancel`
+/// cancels it, and the next run collects it and submits what it left undone again.
+#[test]
+fn batch_status_and_cancel() {
+    let env = env_with_docs(6);
+    let batch = FakeBatch::new(summary);
+    let api = FakeApi::start(batch.handler());
+    let out = zhi_batch(&env, &api, &["status"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("has no batches"), "{}", show(&out));
+
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = zhi_batch(&env, &api, &["status"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let table = crate::testenv::stdout(&out);
+    assert!(table.starts_with("BATCH"), "{table}");
+    let row = table.lines().nth(1).unwrap().to_string();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..5], ["batch_2", "glm-4-flash", "submitted", "in_progress", "6"], "{row}");
+    let out = env
+        .zhi()
+        .args(["--json", "batch", "status", "-o", "out", "--base-url"])
+        .arg(api.zhipu_base_url())
+        .env("ZHI_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["batch_id"], "batch_2");
+    assert_eq!(json[0]["requests"].as_array().unwrap().len(), 6);
+
+    let out = zhi_batch(&env, &api, &["cancel", "batch_9"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    let out = zhi_batch(&env, &api, &["cancel"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("batch batch_2: cancelling (6 request(s))"), "{}", show(&out));
+    assert_eq!(batch.batches()[0].status, "cancelling");
+
+    // The next run finds it cancelled with nothing answered: collected, its files deleted,
+    // its requests submitted again.
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = batch.batches();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].status, "cancelled");
+    assert_eq!(all[1].lines.len(), 6);
+    assert_eq!(batch.files().len(), 1, "only the new upload: {:?}", batch.files());
+    batch.finish_all();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_each_succeeded_once(&env, 6);
+    assert!(batch.files().is_empty());
+}
+
+/// Jobs that run the agent loop cannot go in a batch: refused with a reason by default, run
+/// now at the standard price with `--agent-jobs run`.
+#[test]
+fn agent_loop_jobs_are_refused_or_run_now() {
+    let env = env_with_docs(2);
+    env.write(
+        ".zhi/skills/agent.yaml",
+        "name: agent\ndescription: An agent-loop skill\nsystem_prompt: Do what the document needs.\ntools: [file_read, file_write, file_list]\nmax_turns: 3\n",
+    );
+    let batch = FakeBatch::new(summary);
+    let handler = batch.handler();
+    let api = FakeApi::start(move |req| {
+        if req.is_chat() {
+            Reply::text("done with the document")
+        } else {
+            handler(req)
+        }
+    });
+    let run = |extra: &[&str]| {
+        env.zhi()
+            .args(["--no-progress", "run", "agent", "docs", "-o", "out", "--submit", "batch"])
+            .args(extra)
+            .arg("--base-url")
+            .arg(api.zhipu_base_url())
+            .env("ZHI_API_KEY", "test-key")
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("failed/not_batchable".into(), 2)]));
+    assert!(stderr(&out).contains("--agent-jobs run"), "{}", show(&out));
+    assert_eq!(api.count(), 0);
+
+    let out = run(&["--agent-jobs", "run"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("succeeded/-".into(), 2)]));
+    assert_eq!(api.chat_requests().len(), 2);
+    assert!(batch.batches().is_empty());
+}
