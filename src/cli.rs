@@ -186,6 +186,7 @@ const RUN_EXAMPLES: &str = "Examples:
   zhi run translate -a to=english 'docs/**/*.md'
   zhi run compare -a file2={dir}/{stem}.old{ext} contracts/
   zhi run --jobs jobs.yaml --shard 2/4
+  zhi run summarize archive/ --submit batch   # half price; the same command later collects
   zhi run summarize docs/ --base-url http://127.0.0.1:8080/v1   # a local server, no key";
 
 /// Flags of `run` and `plan`.
