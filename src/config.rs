@@ -666,10 +666,9 @@ impl Config {
                     };
                     for (bk, bv) in b {
                         let name = bk.as_str().unwrap_or("?");
-                        let n = bv
-                            .as_u64()
-                            .filter(|n| *n >= 1)
-                            .ok_or_else(|| bad(format!("batch.{name} must be a whole number of at least 1")))?;
+                        let n = bv.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
+                            bad(format!("batch.{name} must be a whole number of at least 1"))
+                        })?;
                         match name {
                             // The providers take no more than this in one file.
                             "max_requests" if n <= crate::batch::MAX_REQUESTS as u64 => {

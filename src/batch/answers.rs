@@ -12,7 +12,11 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {
     /// A line of a downloaded file.
-    Line { file: usize, offset: u64, len: usize },
+    Line {
+        file: usize,
+        offset: u64,
+        len: usize,
+    },
     /// The batch ended without a line for it (expired, cancelled, failed as a whole).
     Missing { status: String },
 }

@@ -295,11 +295,10 @@ impl Book {
         for r in ours.iter().filter(|r| r.stage == Stage::Submitted) {
             let status = r.status.clone().unwrap_or_else(|| "submitted".into());
             for q in &r.requests {
-                self.in_flight.entry(q.custom_id.clone()).or_default().push((
-                    q.sha256.clone(),
-                    r.label().to_string(),
-                    status.clone(),
-                ));
+                self.in_flight
+                    .entry(q.custom_id.clone())
+                    .or_default()
+                    .push((q.sha256.clone(), r.label().to_string(), status.clone()));
             }
             let counts = r.request_counts.unwrap_or_default();
             waiting.push(Waiting {
@@ -433,12 +432,10 @@ impl Book {
                     e.message = format!("batch {}: {}", found.batch, e.message);
                     if e.retryable && found.attempt < self.settings.max_attempts {
                         attempt = found.attempt + 1;
-                    } else if !(e.retryable && !self.settings.submit) {
+                    } else if !e.retryable || self.settings.submit {
                         if e.retryable {
-                            e.message.push_str(&format!(
-                                " (after {} batch submissions)",
-                                found.attempt
-                            ));
+                            e.message
+                                .push_str(&format!(" (after {} batch submissions)", found.attempt));
                         }
                         return Answer::Failed(e);
                     }
@@ -520,10 +517,7 @@ impl Book {
     /// next run) and the error is returned.
     pub async fn submit(&self, api: &BatchApi, cancel: &CancellationToken) -> Result<(), ApiError> {
         let queued = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|e| e.into_inner()));
-        self.report
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .queued = queued.len() as u64;
+        self.report.lock().unwrap_or_else(|e| e.into_inner()).queued = queued.len() as u64;
         let mut by_model: BTreeMap<String, Vec<Queued>> = BTreeMap::new();
         for q in queued {
             by_model.entry(q.model.clone()).or_default().push(q);
@@ -650,7 +644,12 @@ impl Book {
     pub fn settle(&self, records: &[JobRecord]) {
         let settled: HashSet<&str> = records
             .iter()
-            .filter(|r| matches!(r.status, Status::Succeeded | Status::Failed | Status::Cached))
+            .filter(|r| {
+                matches!(
+                    r.status,
+                    Status::Succeeded | Status::Failed | Status::Cached
+                )
+            })
             .map(|r| r.job_id.as_str())
             .collect();
         let mut all = self.lock_records();

@@ -98,11 +98,15 @@ pub struct BatchRecord {
 impl BatchRecord {
     /// The files zhi created or was given at the provider, still to delete.
     pub fn provider_files(&self) -> Vec<String> {
-        [&self.input_file_id, &self.output_file_id, &self.error_file_id]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect()
+        [
+            &self.input_file_id,
+            &self.output_file_id,
+            &self.error_file_id,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
     }
 
     /// The provider's name for it, else the local one.

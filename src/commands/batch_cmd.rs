@@ -33,11 +33,7 @@ struct Book {
     records: Vec<BatchRecord>,
 }
 
-fn open(
-    ctx: &Ctx,
-    output: Option<PathBuf>,
-    base_url: Option<String>,
-) -> Result<Book, ExitError> {
+fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Book, ExitError> {
     let config = ctx.config(Overrides {
         output_dir: output,
         base_url,
@@ -86,11 +82,7 @@ fn recorded_base(config: &Config) -> String {
     }
 }
 
-fn status(
-    ctx: &Ctx,
-    output: Option<PathBuf>,
-    base_url: Option<String>,
-) -> Result<Exit, ExitError> {
+fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Exit, ExitError> {
     let mut book = open(ctx, output, base_url)?;
     let ours = recorded_base(&book.config);
     let can_ask = book.config.api_key.is_some() || book.config.base_url_is_local();
@@ -210,8 +202,10 @@ fn cancel(
             book.out.display()
         )));
     }
-    let _lock =
-        crate::run::lock::RunLock::acquire(&zhi_dir, &format!("batch-cancel-{}", std::process::id()))?;
+    let _lock = crate::run::lock::RunLock::acquire(
+        &zhi_dir,
+        &format!("batch-cancel-{}", std::process::id()),
+    )?;
     // Read again under the lock: a run may have just changed the book.
     let records = record::load_all_readonly(&book.dir, &mut |w| ctx.warn(&w));
     let ours = recorded_base(&book.config);
@@ -266,7 +260,11 @@ fn cancel(
             }
         }
     }
-    Ok(if failed { Exit::TempFail } else { Exit::Success })
+    Ok(if failed {
+        Exit::TempFail
+    } else {
+        Exit::Success
+    })
 }
 
 fn save(dir: &Path, r: &BatchRecord) -> Result<(), ExitError> {

@@ -266,12 +266,10 @@ impl BatchApi {
                 |http| {
                     let part = reqwest::multipart::Part::bytes(bytes.to_vec())
                         .file_name(file_name.to_string());
-                    let part = part
-                        .mime_str("application/jsonl")
-                        .unwrap_or_else(|_| {
-                            reqwest::multipart::Part::bytes(bytes.to_vec())
-                                .file_name(file_name.to_string())
-                        });
+                    let part = part.mime_str("application/jsonl").unwrap_or_else(|_| {
+                        reqwest::multipart::Part::bytes(bytes.to_vec())
+                            .file_name(file_name.to_string())
+                    });
                     let form = reqwest::multipart::Form::new()
                         .text("purpose", "batch")
                         .part("file", part);
@@ -313,7 +311,9 @@ impl BatchApi {
             {
                 return Ok(Some(f.id.clone()));
             }
-            after = page.last_id.or_else(|| page.data.last().map(|f| f.id.clone()));
+            after = page
+                .last_id
+                .or_else(|| page.data.last().map(|f| f.id.clone()));
             if !page.has_more || after.is_none() {
                 break;
             }
@@ -368,7 +368,9 @@ impl BatchApi {
             {
                 return Ok(Some(b.clone()));
             }
-            after = page.last_id.or_else(|| page.data.last().map(|b| b.id.clone()));
+            after = page
+                .last_id
+                .or_else(|| page.data.last().map(|b| b.id.clone()));
             if !page.has_more || after.is_none() {
                 break;
             }
@@ -495,7 +497,10 @@ mod tests {
         let ok = br#"{"custom_id":"a","response":{"status_code":200,"body":{"choices":[]}},"error":null}"#;
         let a = parse_answer_line(ok).unwrap();
         assert_eq!(a.custom_id, "a");
-        assert!(matches!(a.outcome, LineOutcome::Response { status: 200, .. }));
+        assert!(matches!(
+            a.outcome,
+            LineOutcome::Response { status: 200, .. }
+        ));
         assert_eq!(line_custom_id(ok).as_deref(), Some("a"));
 
         let expired = br#"{"custom_id":"b","response":null,"error":{"code":"batch_expired","message":"not done in time"}}"#;
@@ -515,7 +520,11 @@ mod tests {
         let LineOutcome::Error(e) = parse_answer_line(quota).unwrap().outcome else {
             panic!("an error line");
         };
-        assert_eq!(e.kind, ErrorKind::ApiError, "a batch line never aborts a run");
+        assert_eq!(
+            e.kind,
+            ErrorKind::ApiError,
+            "a batch line never aborts a run"
+        );
         assert!(parse_answer_line(b"not json").is_none());
     }
 }

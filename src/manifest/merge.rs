@@ -334,6 +334,7 @@ mod tests {
             served_model: None,
             server: None,
             requests: 0,
+            batches: None,
         };
         LoadedRun {
             run_id: id.into(),

@@ -341,7 +341,17 @@ async fn run_in_staging(
     if direct {
         message.push_str(&task_line(job, skill, "the document above"));
     }
-    match ask(&ctx, staging, "", message, Some(source.clone()), true, stats).await {
+    match ask(
+        &ctx,
+        staging,
+        "",
+        message,
+        Some(source.clone()),
+        true,
+        stats,
+    )
+    .await
+    {
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
         Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {

@@ -7,7 +7,7 @@ use crate::support::{FakeApi, FakeBatch, Pace, Recorded, Reply};
 use crate::testenv::{TestEnv, show, stderr};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use zhi::manifest::{self, JobRecord, Status};
@@ -174,7 +174,10 @@ fn assert_each_succeeded_once(env: &TestEnv, n: usize) {
     }
     assert_eq!(succeeded.len(), n, "every job succeeded");
     let twice: Vec<_> = succeeded.iter().filter(|(_, c)| **c != 1).collect();
-    assert!(twice.is_empty(), "jobs that succeeded more than once: {twice:?}");
+    assert!(
+        twice.is_empty(),
+        "jobs that succeeded more than once: {twice:?}"
+    );
     for i in 0..n {
         let doc = format!("docs/d{i:05}.txt");
         let text = std::fs::read_to_string(env.path(&format!("out/summarize/{doc}/summary.md")))
@@ -209,10 +212,16 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
     let err = stderr(&out);
-    assert!(err.contains("submitted 6 request(s) in 1 batch(es)"), "{err}");
+    assert!(
+        err.contains("submitted 6 request(s) in 1 batch(es)"),
+        "{err}"
+    );
     assert!(err.contains("run the same command again"), "{err}");
     let records = latest(&env);
-    assert_eq!(kinds(&records), BTreeMap::from([("skipped/batch_pending".into(), 6)]));
+    assert_eq!(
+        kinds(&records),
+        BTreeMap::from([("skipped/batch_pending".into(), 6)])
+    );
     assert!(api.chat_requests().is_empty());
     let batches = batch.batches();
     assert_eq!(batches.len(), 1);
@@ -225,27 +234,52 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     // The upload is deleted only once the batch is collected.
     assert_eq!(batch.files().len(), 1);
     assert_eq!(batch.files()[0].purpose, "batch");
-    assert!(!env.path("out/summarize").exists(), "no output before the answers");
+    assert!(
+        !env.path("out/summarize").exists(),
+        "no output before the answers"
+    );
 
     // A cron run before the batch ends: nothing more is submitted.
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stderr(&out).contains("still running: 1 batch(es), 6 request(s)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("still running: 1 batch(es), 6 request(s)"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(batch.batches().len(), 1, "no second submission");
-    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("skipped/batch_pending".into(), 6)]));
+    assert_eq!(
+        kinds(&latest(&env)),
+        BTreeMap::from([("skipped/batch_pending".into(), 6)])
+    );
 
     // The batch ends; the next cron run collects and commits.
     batch.finish_all();
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stderr(&out).contains("6 answer(s) used"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("6 answer(s) used"),
+        "{}",
+        stderr(&out)
+    );
     let collected = latest(&env);
-    assert_eq!(kinds(&collected), BTreeMap::from([("succeeded/-".into(), 6)]));
+    assert_eq!(
+        kinds(&collected),
+        BTreeMap::from([("succeeded/-".into(), 6)])
+    );
     assert_each_succeeded_once(&env, 6);
-    assert!(batch.files().is_empty(), "every file deleted: {:?}", batch.files());
+    assert!(
+        batch.files().is_empty(),
+        "every file deleted: {:?}",
+        batch.files()
+    );
     assert_eq!(batch.deleted().len(), 2, "the upload and the results");
     assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
-    assert!(outside_batch_api(&api).is_empty(), "{:?}", outside_batch_api(&api));
+    assert!(
+        outside_batch_api(&api).is_empty(),
+        "{:?}",
+        outside_batch_api(&api)
+    );
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(env.path("out/manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["batches"]["answers_used"], 6);
@@ -254,15 +288,30 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     let before = api.count();
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert_eq!(api.count(), before, "a rerun after collection makes no request");
-    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("cached/-".into(), 6)]));
+    assert_eq!(
+        api.count(),
+        before,
+        "a rerun after collection makes no request"
+    );
+    assert_eq!(
+        kinds(&latest(&env)),
+        BTreeMap::from([("cached/-".into(), 6)])
+    );
 
     // The same documents run directly: the same outputs and records.
     let direct = env_with_docs(6);
     let chat = FakeApi::start(summary);
     let out = direct
         .zhi()
-        .args(["--no-progress", "run", "summarize", "docs", "-o", "out", "--base-url"])
+        .args([
+            "--no-progress",
+            "run",
+            "summarize",
+            "docs",
+            "-o",
+            "out",
+            "--base-url",
+        ])
         .arg(chat.zhipu_base_url())
         .env("ZHI_API_KEY", "test-key")
         .output()
@@ -273,7 +322,11 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     };
     assert_eq!(by_input(collected), by_input(latest(&direct)));
     // And the batch lines carried exactly the direct requests' bodies.
-    let mut direct_bodies: Vec<Value> = chat.chat_requests().iter().map(|r| r.body.clone()).collect();
+    let mut direct_bodies: Vec<Value> = chat
+        .chat_requests()
+        .iter()
+        .map(|r| r.body.clone())
+        .collect();
     let mut batch_bodies: Vec<Value> = batch.batches()[0]
         .lines
         .iter()
@@ -292,7 +345,10 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
 fn ten_thousand_documents_through_batches() {
     const N: usize = 10_000;
     let env = TestEnv::new();
-    env.write("zhi.yaml", format!("{ZHI_YAML}batch: {{max_requests: 4000}}\n"));
+    env.write(
+        "zhi.yaml",
+        format!("{ZHI_YAML}batch: {{max_requests: 4000}}\n"),
+    );
     write_docs(&env, N);
     let batch = FakeBatch::new(summary);
     let api = FakeApi::start(batch.handler());
@@ -314,21 +370,37 @@ fn ten_thousand_documents_through_batches() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     let collected = started.elapsed();
     let records = latest(&env);
-    assert_eq!(count(&records, Status::Succeeded), N, "{:?}", kinds(&records));
+    assert_eq!(
+        count(&records, Status::Succeeded),
+        N,
+        "{:?}",
+        kinds(&records)
+    );
     assert_each_succeeded_once(&env, N);
-    let r = records.iter().find(|r| r.input == "docs/d00042.txt").unwrap();
+    let r = records
+        .iter()
+        .find(|r| r.input == "docs/d00042.txt")
+        .unwrap();
     assert_eq!((r.turns, r.attempts, r.requests), (1, 1, 1));
     assert_eq!((r.tokens.prompt, r.tokens.completion), (60, 40));
     assert_eq!(r.outputs.len(), 1);
     assert_eq!(r.outputs[0].path, "summarize/docs/d00042.txt/summary.md");
-    assert!(outside_batch_api(&api).is_empty(), "{:?}", outside_batch_api(&api));
+    assert!(
+        outside_batch_api(&api).is_empty(),
+        "{:?}",
+        outside_batch_api(&api)
+    );
     assert!(batch.files().is_empty(), "every file deleted");
     assert_eq!(batch.batches().len(), 3, "no batch submitted twice");
 
     let before = api.count();
     let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert_eq!(api.count(), before, "a rerun after collection makes no request");
+    assert_eq!(
+        api.count(),
+        before,
+        "a rerun after collection makes no request"
+    );
     assert_eq!(count(&latest(&env), Status::Cached), N);
     eprintln!("10,000 documents: submitted in {submitted:?}, collected in {collected:?}");
 }
@@ -400,18 +472,19 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     assert_eq!(state(&r["docs/d00000.txt"]), "succeeded/-");
     assert_eq!(state(&r["docs/d00001.txt"]), "failed/content_filter");
     for i in 2..8 {
-        assert_eq!(state(&r[&format!("docs/d{i:05}.txt")]), "skipped/batch_pending", "{i}");
+        assert_eq!(
+            state(&r[&format!("docs/d{i:05}.txt")]),
+            "skipped/batch_pending",
+            "{i}"
+        );
     }
-    let second: BTreeSet<String> = [
-        id(2),
-        format!("{}-t2", id(3)),
-        id(4),
-        id(5),
-        id(6),
-        id(7),
-    ]
-    .into();
-    assert_eq!(ids(1), second, "retryable failures, expired requests and the junk answer's fresh round");
+    let second: BTreeSet<String> =
+        [id(2), format!("{}-t2", id(3)), id(4), id(5), id(6), id(7)].into();
+    assert_eq!(
+        ids(1),
+        second,
+        "retryable failures, expired requests and the junk answer's fresh round"
+    );
     let fresh = batch.batches()[1]
         .lines
         .iter()
@@ -429,10 +502,20 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     let r = by_input(&latest(&env));
     for i in [2, 3, 5, 6, 7] {
-        assert_eq!(state(&r[&format!("docs/d{i:05}.txt")]), "succeeded/-", "{i}");
+        assert_eq!(
+            state(&r[&format!("docs/d{i:05}.txt")]),
+            "succeeded/-",
+            "{i}"
+        );
     }
-    assert_eq!(r["docs/d00002.txt"].attempts, 2, "answered by its second submission");
-    assert_eq!(r["docs/d00003.txt"].turns, 2, "the fresh round is the job's second turn");
+    assert_eq!(
+        r["docs/d00002.txt"].attempts, 2,
+        "answered by its second submission"
+    );
+    assert_eq!(
+        r["docs/d00003.txt"].turns, 2,
+        "the fresh round is the job's second turn"
+    );
     // A failed job is tried again by the next run, as a direct run does.
     assert_eq!(state(&r["docs/d00001.txt"]), "skipped/batch_pending");
     assert_eq!(state(&r["docs/d00004.txt"]), "skipped/batch_pending");
@@ -446,7 +529,14 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     assert_eq!(state(&r["docs/d00001.txt"]), "failed/content_filter");
     let d4 = &r["docs/d00004.txt"];
     assert_eq!(state(d4), "failed/api_error");
-    assert!(d4.error.as_ref().unwrap().message.contains("after 3 batch submissions"), "{d4:?}");
+    assert!(
+        d4.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("after 3 batch submissions"),
+        "{d4:?}"
+    );
     assert_eq!(batch.batches().len(), 3, "nothing left to submit");
     assert!(batch.files().is_empty(), "{:?}", batch.files());
     assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
@@ -458,7 +548,10 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
                 .unwrap()
         })
         .collect();
-    assert!(summaries.iter().all(|s| s.starts_with("summary of docs/")), "{summaries:?}");
+    assert!(
+        summaries.iter().all(|s| s.starts_with("summary of docs/")),
+        "{summaries:?}"
+    );
 }
 
 /// A long document's pieces go in one batch and its reduce step in the next; the summary is
@@ -486,7 +579,10 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
         if user.contains("results of") {
             Reply::text(format!("FINAL {}", found.join(" ")))
         } else {
-            Reply::text(format!("RESULT-{}", found.first().cloned().unwrap_or_default()))
+            Reply::text(format!(
+                "RESULT-{}",
+                found.first().cloned().unwrap_or_default()
+            ))
         }
     });
     let api = FakeApi::start(batch.handler());
@@ -510,7 +606,10 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
     let r = latest(&env).remove(0);
     assert_eq!(state(&r), "skipped/batch_pending");
     let chunks = r.chunks.unwrap();
-    assert_eq!((chunks.done, chunks.total), (pieces.len() as u32, pieces.len() as u32));
+    assert_eq!(
+        (chunks.done, chunks.total),
+        (pieces.len() as u32, pieces.len() as u32)
+    );
     assert_eq!(batch.batches().len(), 2);
     assert_eq!(
         batch.batches()[1].lines[0]["custom_id"],
@@ -539,7 +638,10 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
 /// Slows one kind of Batch API call down (its effect happens at once, its answer comes
 /// later), so a test can kill zhi while it waits.
 #[derive(Clone, Default)]
-struct Slow(std::sync::Arc<std::sync::Mutex<Option<(&'static str, &'static str, Duration)>>>);
+struct Slow(std::sync::Arc<std::sync::Mutex<Option<Slowed>>>);
+
+/// Method, end of the path, delay.
+type Slowed = (&'static str, &'static str, Duration);
 
 impl Slow {
     fn set(&self, method: &'static str, path_end: &'static str, by: Duration) {
@@ -601,7 +703,9 @@ fn a_kill_during_collection_loses_nothing() {
     // 1. While the answers download.
     slow.set("GET", "/content", Duration::from_secs(5));
     let mut child = spawn_submit(&env, &api);
-    until("the download", Duration::from_secs(60), || seen(&api, "GET", "/content") >= 1);
+    until("the download", Duration::from_secs(60), || {
+        seen(&api, "GET", "/content") >= 1
+    });
     std::thread::sleep(Duration::from_millis(100));
     kill(&mut child);
     slow.clear();
@@ -609,7 +713,9 @@ fn a_kill_during_collection_loses_nothing() {
     // 2. Between the deletions of the batch's files at the provider.
     slow.set("DELETE", "", Duration::from_secs(5));
     let mut child = spawn_submit(&env, &api);
-    until("a deletion", Duration::from_secs(60), || seen(&api, "DELETE", "") >= 1);
+    until("a deletion", Duration::from_secs(60), || {
+        seen(&api, "DELETE", "") >= 1
+    });
     std::thread::sleep(Duration::from_millis(100));
     kill(&mut child);
     slow.clear();
@@ -626,7 +732,10 @@ fn a_kill_during_collection_loses_nothing() {
         .flatten()
         .filter(|r| r.status == Status::Succeeded)
         .count();
-    assert!(committed_before > 0 && committed_before < N, "{committed_before}");
+    assert!(
+        committed_before > 0 && committed_before < N,
+        "{committed_before}"
+    );
 
     // The next cron run finishes the work.
     let out = submit(&env, &api);
@@ -664,7 +773,9 @@ fn a_kill_while_submitting_never_submits_twice() {
     // Killed after the upload reached the provider, before zhi heard its id.
     slow.set("POST", "/files", Duration::from_secs(5));
     let mut child = spawn_submit(&env, &api);
-    until("the upload", Duration::from_secs(60), || seen(&api, "POST", "/files") >= 1);
+    until("the upload", Duration::from_secs(60), || {
+        seen(&api, "POST", "/files") >= 1
+    });
     std::thread::sleep(Duration::from_millis(100));
     kill(&mut child);
     slow.clear();
@@ -674,19 +785,31 @@ fn a_kill_while_submitting_never_submits_twice() {
     // Killed after the provider created the batch, before zhi heard its id.
     slow.set("POST", "/batches", Duration::from_secs(5));
     let mut child = spawn_submit(&env, &api);
-    until("the batch", Duration::from_secs(60), || seen(&api, "POST", "/batches") >= 1);
+    until("the batch", Duration::from_secs(60), || {
+        seen(&api, "POST", "/batches") >= 1
+    });
     std::thread::sleep(Duration::from_millis(100));
     kill(&mut child);
     slow.clear();
-    assert!(batch.deleted().contains(&orphan), "the orphaned upload is deleted");
+    assert!(
+        batch.deleted().contains(&orphan),
+        "the orphaned upload is deleted"
+    );
     assert_eq!(batch.batches().len(), 1);
 
     // The next run adopts that batch: nothing is submitted again.
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stderr(&out).contains("still running: 1 batch(es), 20 request(s)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("still running: 1 batch(es), 20 request(s)"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(batch.batches().len(), 1, "{:?}", batch.batches());
-    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("skipped/batch_pending".into(), 20)]));
+    assert_eq!(
+        kinds(&latest(&env)),
+        BTreeMap::from([("skipped/batch_pending".into(), 20)])
+    );
 
     batch.finish_all();
     let out = submit(&env, &api);
@@ -707,7 +830,9 @@ fn two_overlapping_cron_runs_submit_once() {
     let api = slow.api(&batch);
     slow.set("POST", "/batches", Duration::from_millis(1500));
     let mut first = spawn_submit(&env, &api);
-    until("the upload", Duration::from_secs(60), || seen(&api, "POST", "/files") >= 1);
+    until("the upload", Duration::from_secs(60), || {
+        seen(&api, "POST", "/files") >= 1
+    });
     let before = api.count();
     let second = submit(&env, &api);
     assert_eq!(code(&second), 75, "{}", show(&second));
@@ -769,7 +894,11 @@ fn batch_status_and_cancel() {
     assert!(table.starts_with("BATCH"), "{table}");
     let row = table.lines().nth(1).unwrap().to_string();
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(&cells[..5], ["batch_2", "glm-4-flash", "submitted", "in_progress", "6"], "{row}");
+    assert_eq!(
+        &cells[..5],
+        ["batch_2", "glm-4-flash", "submitted", "in_progress", "6"],
+        "{row}"
+    );
     let out = env
         .zhi()
         .args(["--json", "batch", "status", "-o", "out", "--base-url"])
@@ -785,7 +914,11 @@ fn batch_status_and_cancel() {
     assert_eq!(code(&out), 2, "{}", show(&out));
     let out = zhi_batch(&env, &api, &["cancel"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stderr(&out).contains("batch batch_2: cancelling (6 request(s))"), "{}", show(&out));
+    assert!(
+        stderr(&out).contains("batch batch_2: cancelling (6 request(s))"),
+        "{}",
+        show(&out)
+    );
     assert_eq!(batch.batches()[0].status, "cancelling");
 
     // The next run finds it cancelled with nothing answered: collected, its files deleted,
@@ -796,7 +929,12 @@ fn batch_status_and_cancel() {
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].status, "cancelled");
     assert_eq!(all[1].lines.len(), 6);
-    assert_eq!(batch.files().len(), 1, "only the new upload: {:?}", batch.files());
+    assert_eq!(
+        batch.files().len(),
+        1,
+        "only the new upload: {:?}",
+        batch.files()
+    );
     batch.finish_all();
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
@@ -824,7 +962,16 @@ fn agent_loop_jobs_are_refused_or_run_now() {
     });
     let run = |extra: &[&str]| {
         env.zhi()
-            .args(["--no-progress", "run", "agent", "docs", "-o", "out", "--submit", "batch"])
+            .args([
+                "--no-progress",
+                "run",
+                "agent",
+                "docs",
+                "-o",
+                "out",
+                "--submit",
+                "batch",
+            ])
             .args(extra)
             .arg("--base-url")
             .arg(api.zhipu_base_url())
@@ -834,13 +981,56 @@ fn agent_loop_jobs_are_refused_or_run_now() {
     };
     let out = run(&[]);
     assert_eq!(code(&out), 1, "{}", show(&out));
-    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("failed/not_batchable".into(), 2)]));
+    assert_eq!(
+        kinds(&latest(&env)),
+        BTreeMap::from([("failed/not_batchable".into(), 2)])
+    );
     assert!(stderr(&out).contains("--agent-jobs run"), "{}", show(&out));
     assert_eq!(api.count(), 0);
 
     let out = run(&["--agent-jobs", "run"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert_eq!(kinds(&latest(&env)), BTreeMap::from([("succeeded/-".into(), 2)]));
+    assert_eq!(
+        kinds(&latest(&env)),
+        BTreeMap::from([("succeeded/-".into(), 2)])
+    );
     assert_eq!(api.chat_requests().len(), 2);
     assert!(batch.batches().is_empty());
+}
+
+/// A plain run (no `--submit batch`) in a folder with batches collects what they answered and
+/// uses it, and sends what no batch holds now.
+#[test]
+fn a_plain_run_uses_batch_answers_and_sends_the_rest_now() {
+    let env = env_with_docs(4);
+    let batch = FakeBatch::new(summary);
+    let handler = batch.handler();
+    let api = FakeApi::start(move |req| {
+        if req.is_chat() {
+            summary(req)
+        } else {
+            handler(req)
+        }
+    });
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    // The batch ends at the next look; two more documents arrive meanwhile.
+    batch.set_pace(Pace::Immediate);
+    write_docs(&env, 6);
+    let out = zhi_run(&env, &api, &[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        kinds(&latest(&env)),
+        BTreeMap::from([("succeeded/-".into(), 6)])
+    );
+    let sent: BTreeSet<String> = api.chat_requests().iter().map(doc_of).collect();
+    assert_eq!(
+        sent,
+        BTreeSet::from(["docs/d00004.txt".into(), "docs/d00005.txt".into()]),
+        "only what no batch answered is sent now"
+    );
+    assert_each_succeeded_once(&env, 6);
+    assert_eq!(batch.batches().len(), 1);
+    assert!(batch.files().is_empty());
+    assert!(batch_folders(&env).is_empty());
 }

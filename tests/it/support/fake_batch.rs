@@ -235,7 +235,10 @@ impl FakeBatch {
             },
             ("POST", "batches", []) => {
                 let input = req.body["input_file_id"].as_str().unwrap_or_default();
-                let endpoint = req.body["endpoint"].as_str().unwrap_or_default().to_string();
+                let endpoint = req.body["endpoint"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 let Some(file) = s.files.get(input).cloned() else {
                     return Some(error(400, "1214", "input_file_id not found"));
                 };
@@ -250,12 +253,14 @@ impl FakeBatch {
                         Ok(v) => {
                             let id = v["custom_id"].as_str().unwrap_or_default().to_string();
                             if id.is_empty() || !seen.insert(id.clone()) {
-                                problems.push(format!("line {}: custom_id missing or repeated", i + 1));
+                                problems
+                                    .push(format!("line {}: custom_id missing or repeated", i + 1));
                             }
                             if v["method"] != "POST" || v["url"] != endpoint.as_str() {
                                 problems.push(format!("line {}: method/url", i + 1));
                             }
-                            if !v["body"]["messages"].is_array() || !v["body"]["model"].is_string() {
+                            if !v["body"]["messages"].is_array() || !v["body"]["model"].is_string()
+                            {
                                 problems.push(format!("line {}: body", i + 1));
                             }
                             lines.push(v);
@@ -377,7 +382,12 @@ impl FakeBatch {
                     Reply::Delay(_, inner) => reply = *inner,
                     Reply::Json { status, body, .. } => break (status, body),
                     Reply::Raw { status, body, .. } => break (status, Value::String(body)),
-                    _ => break (500, json!({"error": {"code": "500", "message": "server error"}})),
+                    _ => {
+                        break (
+                            500,
+                            json!({"error": {"code": "500", "message": "server error"}}),
+                        );
+                    }
                 }
             };
             let out = json!({"id": format!("req_{i}"), "custom_id": custom_id,
