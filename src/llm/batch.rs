@@ -488,7 +488,8 @@ mod tests {
         assert_eq!(v["custom_id"], "abc-piece-00001");
         assert_eq!(v["method"], "POST");
         assert_eq!(v["url"], "/v4/chat/completions");
-        assert_eq!(serde_json::to_vec(&v["body"]).unwrap(), body.to_vec());
+        assert_eq!(v["body"]["model"], "m");
+        assert!(line.windows(body.len()).any(|w| w == body), "the very bytes");
         assert!(line.ends_with(b"}\n"));
     }
 
