@@ -292,8 +292,16 @@ impl Book {
             Answers::default()
         });
         let mut waiting = Vec::new();
-        for r in ours.iter().filter(|r| r.stage == Stage::Submitted) {
-            let status = r.status.clone().unwrap_or_else(|| "submitted".into());
+        // A batch whose creation could not be confirmed (the provider did not answer) may
+        // exist: its requests count as running, so they are never submitted twice.
+        for r in ours
+            .iter()
+            .filter(|r| matches!(r.stage, Stage::Submitted | Stage::Uploaded))
+        {
+            let status = match r.stage {
+                Stage::Uploaded => "creation not confirmed".to_string(),
+                _ => r.status.clone().unwrap_or_else(|| "submitted".into()),
+            };
             for q in &r.requests {
                 self.in_flight
                     .entry(q.custom_id.clone())

@@ -638,7 +638,10 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
 /// Slows one kind of Batch API call down (its effect happens at once, its answer comes
 /// later), so a test can kill zhi while it waits.
 #[derive(Clone, Default)]
-struct Slow(std::sync::Arc<std::sync::Mutex<Option<Slowed>>>);
+struct Slow(
+    std::sync::Arc<std::sync::Mutex<Option<Slowed>>>,
+    std::sync::Arc<std::sync::Mutex<Option<(&'static str, &'static str)>>>,
+);
 
 /// Method, end of the path, delay.
 type Slowed = (&'static str, &'static str, Duration);
@@ -649,12 +652,23 @@ impl Slow {
     }
     fn clear(&self) {
         *self.0.lock().unwrap() = None;
+        *self.1.lock().unwrap() = None;
+    }
+    /// The provider is down for these calls: 503 without effect.
+    fn fail(&self, method: &'static str, path_end: &'static str) {
+        *self.1.lock().unwrap() = Some((method, path_end));
     }
     /// A fake API serving `batch`, slowed as set.
     fn api(&self, batch: &FakeBatch) -> FakeApi {
         let slow = self.clone();
         let handler = batch.handler();
         FakeApi::start(move |req| {
+            if let Some((m, end)) = *slow.1.lock().unwrap()
+                && req.method == m
+                && req.path.ends_with(end)
+            {
+                return Reply::zhipu_error(503, "500", "service unavailable");
+            }
             let reply = handler(req);
             match *slow.0.lock().unwrap() {
                 Some((m, end, by)) if req.method == m && req.path.ends_with(end) => {
@@ -796,6 +810,17 @@ fn a_kill_while_submitting_never_submits_twice() {
         "the orphaned upload is deleted"
     );
     assert_eq!(batch.batches().len(), 1);
+
+    // The provider cannot list its batches: zhi cannot tell whether the batch exists, so it
+    // submits nothing (its requests count as running) and says so.
+    slow.fail("GET", "/batches");
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("could not be brought up to date"), "{}", show(&out));
+    assert!(stderr(&out).contains("creation not confirmed"), "{}", show(&out));
+    assert_eq!(seen(&api, "POST", "/files"), 2, "no upload");
+    assert_eq!(batch.batches().len(), 1);
+    slow.clear();
 
     // The next run adopts that batch: nothing is submitted again.
     let out = submit(&env, &api);
