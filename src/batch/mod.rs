@@ -502,9 +502,18 @@ impl Book {
             )
         })?;
         match parse_answer_line(&line).map(|l| l.outcome) {
-            Some(LineOutcome::Response { status, body }) => {
-                self.client.batch_answer(status, &body, found.attempt)
-            }
+            Some(LineOutcome::Response { status, body }) => self
+                .client
+                .batch_answer(status, &body, found.attempt)
+                .map_err(|mut e| {
+                    // One answer in a finished batch says nothing of this run's key or quota:
+                    // the job fails, the run goes on.
+                    if e.aborts_run() {
+                        e.kind = ErrorKind::ApiError;
+                        e.retryable = false;
+                    }
+                    e
+                }),
             Some(LineOutcome::Error(e)) => Err(e),
             None => Err(ApiError::new(
                 ErrorKind::ApiError,
