@@ -489,7 +489,10 @@ mod tests {
         assert_eq!(v["method"], "POST");
         assert_eq!(v["url"], "/v4/chat/completions");
         assert_eq!(v["body"]["model"], "m");
-        assert!(line.windows(body.len()).any(|w| w == body), "the very bytes");
+        assert!(
+            line.windows(body.len()).any(|w| w == body),
+            "the very bytes"
+        );
         assert!(line.ends_with(b"}\n"));
     }
 

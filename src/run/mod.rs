@@ -424,6 +424,28 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     }
     unscheduled.extend(queue);
     while tasks.join_next().await.is_some() {}
+    // Batch mode: what the jobs queued goes to the Batch API now, unless the run was stopped
+    // (a signal, an abort, a budget): then the next run queues it again. Signals are still
+    // watched: an interrupted upload ends with the grace period, and the next run cleans up.
+    let mut submit_error = None;
+    if opts.submit_batch.is_some() && book.queued() > 0 {
+        if state.stopped().is_none() {
+            progress.println(&format!(
+                "submitting {} request(s) to the Batch API…",
+                book.queued()
+            ));
+            if let Err(e) = book.submit(&batch_api, &state.hard).await {
+                book.submit_failed(&e);
+                submit_error = Some(e);
+            }
+        } else {
+            book.submit_failed(&crate::llm::ApiError::new(
+                ErrorKind::Cancelled,
+                false,
+                "the run stopped before submitting",
+            ));
+        }
+    }
     signals.abort();
     rate_watch.abort();
     ticker.abort();
@@ -470,27 +492,6 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         };
         let record = job::not_run(&job, &cache, &shared, status, kind, message);
         finish_record(record, &writer, &records, &progress, &state, &opts, &slots);
-    }
-    // Batch mode: what the jobs queued goes to the Batch API now, unless the run was stopped
-    // (a signal, an abort, a budget): then the next run queues it again.
-    let mut submit_error = None;
-    if opts.submit_batch.is_some() && book.queued() > 0 {
-        if state.stopped().is_none() {
-            progress.println(&format!(
-                "submitting {} request(s) to the Batch API…",
-                book.queued()
-            ));
-            if let Err(e) = book.submit(&batch_api, &state.hard).await {
-                book.submit_failed(&e);
-                submit_error = Some(e);
-            }
-        } else {
-            book.submit_failed(&crate::llm::ApiError::new(
-                ErrorKind::Cancelled,
-                false,
-                "the run stopped before submitting",
-            ));
-        }
     }
     progress.finish();
     let _ = std::fs::remove_dir(zhi_dir.join("staging").join(&run_id));

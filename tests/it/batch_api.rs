@@ -816,8 +816,16 @@ fn a_kill_while_submitting_never_submits_twice() {
     slow.fail("GET", "/batches");
     let out = submit(&env, &api);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stderr(&out).contains("could not be brought up to date"), "{}", show(&out));
-    assert!(stderr(&out).contains("creation not confirmed"), "{}", show(&out));
+    assert!(
+        stderr(&out).contains("could not be brought up to date"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        stderr(&out).contains("creation not confirmed"),
+        "{}",
+        show(&out)
+    );
     assert_eq!(seen(&api, "POST", "/files"), 2, "no upload");
     assert_eq!(batch.batches().len(), 1);
     slow.clear();
