@@ -143,11 +143,18 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     std::fs::create_dir_all(&out)
         .and_then(|()| {
             outdir::create_dir_within(&out, &zhi_dir.join("runs"))?;
-            ["staging", "failed", "commits", "checkpoints", "trash"]
-                .iter()
-                .map(|sub| zhi_dir.join(sub))
-                .filter(|p| std::fs::symlink_metadata(p).is_ok())
-                .try_for_each(|p| outdir::create_dir_within(&out, &p))
+            [
+                "staging",
+                "failed",
+                "commits",
+                "checkpoints",
+                "trash",
+                "batches",
+            ]
+            .iter()
+            .map(|sub| zhi_dir.join(sub))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .try_for_each(|p| outdir::create_dir_within(&out, &p))
         })
         .map_err(|e| {
             ExitError::usage(format!("cannot use output folder {}: {e}", out.display()))

@@ -1067,3 +1067,36 @@ fn a_plain_run_uses_batch_answers_and_sends_the_rest_now() {
     assert!(batch.files().is_empty());
     assert!(batch_folders(&env).is_empty());
 }
+
+/// The book is zhi's own: a link planted as `.zhi/batches` stops the run before anything is
+/// written through it; a FIFO planted as a batch's record is reported, never read.
+#[test]
+fn a_planted_link_or_fifo_in_the_book_cannot_hang_or_lead_out() {
+    let env = env_with_docs(2);
+    let batch = FakeBatch::new(summary);
+    let api = FakeApi::start(batch.handler());
+    let elsewhere = env.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(env.path("out/.zhi")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, env.path("out/.zhi/batches")).unwrap();
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("link"), "{}", show(&out));
+    assert_eq!(api.count(), 0);
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
+
+    std::fs::remove_file(env.path("out/.zhi/batches")).unwrap();
+    std::fs::create_dir_all(env.path("out/.zhi/batches/x-1")).unwrap();
+    let fifo = std::ffi::CString::new(
+        env.path("out/.zhi/batches/x-1/batch.json")
+            .to_str()
+            .unwrap(),
+    )
+    .unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let out = zhi_run(&env, &api, &["--submit", "batch"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("FIFO"), "{}", show(&out));
+    assert_eq!(batch.batches().len(), 1);
+}
