@@ -1100,3 +1100,41 @@ fn a_planted_link_or_fifo_in_the_book_cannot_hang_or_lead_out() {
     assert!(stderr(&out).contains("FIFO"), "{}", show(&out));
     assert_eq!(batch.batches().len(), 1);
 }
+
+/// Batch files are split at `batch.max_bytes` (and `max_requests`); a limit above the
+/// providers' is refused before anything runs.
+#[test]
+fn batch_files_are_split_at_the_configured_limits() {
+    let env = TestEnv::new();
+    env.write(
+        "zhi.yaml",
+        format!("{ZHI_YAML}batch: {{max_bytes: 5000, max_requests: 3}}\n"),
+    );
+    write_docs(&env, 8);
+    let batch = FakeBatch::new(summary);
+    let api = FakeApi::start(batch.handler());
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let uploads: Vec<usize> = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/files"))
+        .map(|r| r.body_bytes.len())
+        .collect();
+    let sizes: Vec<usize> = batch.batches().iter().map(|b| b.lines.len()).collect();
+    assert!(sizes.len() >= 3, "{sizes:?}");
+    assert!(sizes.iter().all(|n| (1..=3).contains(n)), "{sizes:?}");
+    assert_eq!(sizes.iter().sum::<usize>(), 8);
+    assert_eq!(uploads.len(), sizes.len());
+    let ids = batch.custom_ids();
+    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 8, "each request once");
+    for b in batch.batches() {
+        let bytes: usize = b.lines.iter().map(|l| l.to_string().len() + 1).sum();
+        assert!(bytes <= 5000, "{bytes}");
+    }
+
+    env.write("zhi.yaml", "batch: {max_requests: 60000}\n");
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("batch.max_requests 60000"), "{}", show(&out));
+}
