@@ -136,6 +136,12 @@ pub struct Book {
     report: Mutex<BatchReport>,
 }
 
+/// The provider answered, and said no (a 4xx other than a rate limit): what was asked was
+/// surely not done.
+fn refused(e: &ApiError) -> bool {
+    e.status.is_some_and(|s| (400..500).contains(&s)) && e.kind != ErrorKind::RateLimited
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -336,8 +342,16 @@ impl Book {
         if r.stage == Stage::Prepared {
             // A kill during the upload: a file the provider may hold is found by its name and
             // deleted. The requests were never in a batch; this run queues them again.
-            if let Some(id) = api.find_file(&r.file_name, cancel).await? {
-                api.delete_file(&id, cancel).await?;
+            match api.find_file(&r.file_name, cancel).await {
+                Ok(Some(id)) => api.delete_file(&id, cancel).await?,
+                Ok(None) => {}
+                // The provider cannot list its files: nothing to do but say so (no batch was
+                // made from it, so nothing is submitted twice).
+                Err(e) if refused(&e) => self.problem(format!(
+                    "cannot look for the file {} that an interrupted run may have uploaded ({e}); delete it in the provider's console if it is there",
+                    r.file_name
+                )),
+                Err(e) => return Err(e),
             }
             let _ = std::fs::remove_dir_all(&folder);
             return Ok(false);
@@ -615,20 +629,39 @@ impl Book {
         };
         self.save(&r)?;
         self.lock_records().push(r.clone());
-        let file_id = api.upload(&r.file_name, &bytes, cancel).await?;
+        let file_id = match api.upload(&r.file_name, &bytes, cancel).await {
+            Ok(id) => id,
+            Err(e) => {
+                // Refused outright: no file was made, nothing is left to look for.
+                if refused(&e) {
+                    self.forget(&r.local_id);
+                }
+                return Err(e);
+            }
+        };
         drop(bytes);
         r.input_file_id = Some(file_id.clone());
         r.stage = Stage::Uploaded;
         self.save(&r)?;
         self.replace(&r);
-        let info = api
+        let info = match api
             .create(
                 &file_id,
                 &self.settings.endpoint,
                 serde_json::json!({"zhi_batch": local_id}),
                 cancel,
             )
-            .await?;
+            .await
+        {
+            Ok(info) => info,
+            Err(e) => {
+                // Refused outright: no batch was made; the upload goes.
+                if refused(&e) && api.delete_file(&file_id, cancel).await.is_ok() {
+                    self.forget(&r.local_id);
+                }
+                return Err(e);
+            }
+        };
         r.batch_id = Some(info.id.clone());
         r.stage = Stage::Submitted;
         self.update(&mut r, &info);
@@ -647,6 +680,12 @@ impl Book {
                 requests: count,
             });
         Ok(())
+    }
+
+    /// A batch that surely never existed at the provider: its folder and record go.
+    fn forget(&self, local_id: &str) {
+        let _ = std::fs::remove_dir_all(record::folder(&self.dir, local_id));
+        self.lock_records().retain(|r| r.local_id != local_id);
     }
 
     fn replace(&self, r: &BatchRecord) {

@@ -549,16 +549,25 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         }
         None => (RunStatus::Completed, Exit::Success, None),
     };
-    // Submitting failed: the run is to be retried (75), or cannot go on (3).
+    // Submitting failed: the run is to be retried later (75: the provider was out of reach
+    // or busy), or trying again cannot help (3: the key, the quota, or a server without a
+    // Batch API).
     let (status, exit, reason) = match (&submit_error, exit) {
         (Some(e), Exit::Success | Exit::JobsFailed) => (
             RunStatus::Aborted,
-            if e.aborts_run() {
-                Exit::Aborted
-            } else {
+            if e.retryable || e.kind == ErrorKind::Cancelled {
                 Exit::TempFail
+            } else {
+                Exit::Aborted
             },
-            Some(format!("submitting the batch failed: {e}")),
+            Some(if e.status == Some(404) {
+                format!(
+                    "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
+                    without_credentials(&opts.config.base_url)
+                )
+            } else {
+                format!("submitting the batch failed: {e}")
+            }),
         ),
         _ => (status, exit, reason),
     };

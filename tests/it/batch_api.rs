@@ -1127,7 +1127,11 @@ fn batch_files_are_split_at_the_configured_limits() {
     assert_eq!(sizes.iter().sum::<usize>(), 8);
     assert_eq!(uploads.len(), sizes.len());
     let ids = batch.custom_ids();
-    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 8, "each request once");
+    assert_eq!(
+        ids.iter().collect::<BTreeSet<_>>().len(),
+        8,
+        "each request once"
+    );
     for b in batch.batches() {
         let bytes: usize = b.lines.iter().map(|l| l.to_string().len() + 1).sum();
         assert!(bytes <= 5000, "{bytes}");
@@ -1136,5 +1140,31 @@ fn batch_files_are_split_at_the_configured_limits() {
     env.write("zhi.yaml", "batch: {max_requests: 60000}\n");
     let out = submit(&env, &api);
     assert_eq!(code(&out), 2, "{}", show(&out));
-    assert!(stderr(&out).contains("batch.max_requests 60000"), "{}", show(&out));
+    assert!(
+        stderr(&out).contains("batch.max_requests 60000"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// A server with no Batch API (a local llama.cpp) cannot take a batch: the run says so and
+/// exits 3 (trying again cannot help); the jobs are queued again by a run that can.
+#[test]
+fn a_server_without_a_batch_api_is_said_plainly() {
+    let env = env_with_docs(2);
+    let api = FakeApi::start(|_| Reply::status(404, serde_json::json!({"error": "not found"})));
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 3, "{}", show(&out));
+    assert!(stderr(&out).contains("has no Batch API"), "{}", show(&out));
+    assert!(api.chat_requests().is_empty());
+    // The upload was refused: nothing is left to look for, the next run says the same.
+    assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
+    let out = submit(&env, &api);
+    assert_eq!(code(&out), 3, "{}", show(&out));
+    assert!(
+        !stderr(&out).contains("could not be brought up to date"),
+        "{}",
+        show(&out)
+    );
+    assert!(batch_folders(&env).is_empty());
 }
