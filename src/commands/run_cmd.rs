@@ -458,7 +458,8 @@ fn print_batches(b: &crate::batch::BatchReport, lang: crate::config::Language) {
             );
         } else {
             eprintln!(
-                "  submitted {requests} request(s) in {} batch(es) ({ids}) at the Batch API's half price;                  answers come within 24 h: run the same command again then to collect them                  (`zhi batch status` shows progress)",
+                "  submitted {requests} request(s) in {} batch(es) ({ids}) at the Batch API's half price\n  \
+                 answers come within 24 h: run the same command again then to collect them (`zhi batch status` shows progress)",
                 b.submitted.len()
             );
         }

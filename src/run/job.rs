@@ -138,7 +138,7 @@ pub fn not_batchable(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord 
         error: Some(JobError::new(
             ErrorKind::NotBatchable,
             format!(
-                "skill `{}` runs the agent loop (tools between turns), which the Batch API cannot carry;                  add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch",
+                "skill `{}` runs the agent loop (tools between turns), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch",
                 job.skill
             ),
         )),
