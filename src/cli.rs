@@ -85,6 +85,39 @@ pub enum Command {
     /// Summarize a run, or merge the manifests of several runs and shards into one
     #[command(subcommand)]
     Manifest(ManifestCommand),
+
+    /// The output folder's batches (`run --submit batch`): how they are, or cancel them
+    #[command(subcommand)]
+    Batch(BatchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Each batch: its status at the provider (asked now when an API key is set), requests
+    /// answered and failed, and whether its answers are collected
+    Status {
+        /// Output folder whose batches to show [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+
+        /// API base the batches were submitted to [env ZHI_BASE_URL]
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
+    /// Cancel running batches (every one, or the one named); the next `zhi run` collects
+    /// what they answered and does the rest again
+    Cancel {
+        /// A batch id (the provider's, or zhi's local one) [default: every running batch]
+        batch: Option<String>,
+
+        /// Output folder whose batches to cancel [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+
+        /// API base the batches were submitted to [env ZHI_BASE_URL]
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,6 +186,7 @@ const RUN_EXAMPLES: &str = "Examples:
   zhi run translate -a to=english 'docs/**/*.md'
   zhi run compare -a file2={dir}/{stem}.old{ext} contracts/
   zhi run --jobs jobs.yaml --shard 2/4
+  zhi run summarize archive/ --submit batch   # half price; the same command later collects
   zhi run summarize docs/ --base-url http://127.0.0.1:8080/v1   # a local server, no key";
 
 /// Flags of `run` and `plan`.
@@ -246,4 +280,31 @@ pub struct RunArgs {
     /// Give skills that list web_fetch that tool (private and local addresses are refused)
     #[arg(long)]
     pub allow_web: bool,
+
+    /// When requests go: now (one request at a time, as they are made), or batch (the
+    /// provider's Batch API at half the price, answered within 24 h; run the same command
+    /// again to collect)
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = SubmitWhen::Now)]
+    pub submit: SubmitWhen,
+
+    /// With --submit batch, what to do with jobs whose skill runs the agent loop (a batch
+    /// cannot carry it): refuse them (they fail with not_batchable), or run them now directly
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = AgentJobs::Refuse)]
+    pub agent_jobs: AgentJobs,
+}
+
+/// `--submit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SubmitWhen {
+    #[default]
+    Now,
+    Batch,
+}
+
+/// `--agent-jobs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AgentJobs {
+    Run,
+    #[default]
+    Refuse,
 }

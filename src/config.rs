@@ -245,6 +245,10 @@ pub struct Config {
     pub temperature: Option<f32>,
     /// Token budgets per model.
     pub models: BTreeMap<String, ModelBudget>,
+    /// Batch mode: requests per batch file at most (`batch.max_requests`).
+    pub batch_max_requests: usize,
+    /// Batch mode: bytes per batch file at most (`batch.max_bytes`).
+    pub batch_max_bytes: u64,
     /// Models whose budget a config file set: what the server says never replaces these.
     pub configured_models: std::collections::BTreeSet<String>,
     /// `~/.config/zhi` (user skills live below it).
@@ -311,6 +315,8 @@ impl Config {
             grace_period: Duration::from_secs(30),
             temperature: None,
             models: default_model_budgets(),
+            batch_max_requests: crate::batch::MAX_REQUESTS,
+            batch_max_bytes: crate::batch::MAX_BYTES,
             configured_models: Default::default(),
             config_dir,
             origins: BTreeMap::new(),
@@ -654,6 +660,34 @@ impl Config {
                         )));
                     }
                 }
+                "batch" => {
+                    let Value::Mapping(b) = v else {
+                        return Err(bad("`batch` must be a mapping".into()));
+                    };
+                    for (bk, bv) in b {
+                        let name = bk.as_str().unwrap_or("?");
+                        let n = bv.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
+                            bad(format!("batch.{name} must be a whole number of at least 1"))
+                        })?;
+                        match name {
+                            // The providers take no more than this in one file.
+                            "max_requests" if n <= crate::batch::MAX_REQUESTS as u64 => {
+                                self.batch_max_requests = n as usize;
+                            }
+                            "max_bytes" if n <= crate::batch::MAX_BYTES => self.batch_max_bytes = n,
+                            "max_requests" | "max_bytes" => {
+                                return Err(bad(format!(
+                                    "batch.{name} {n} is above the provider's limit ({} requests, {} bytes a file)",
+                                    crate::batch::MAX_REQUESTS,
+                                    crate::batch::MAX_BYTES
+                                )));
+                            }
+                            other => self.warnings.push(format!(
+                                "config file {label}: unknown field `batch.{other}` ignored"
+                            )),
+                        }
+                    }
+                }
                 "models" => {
                     let Value::Mapping(m) = v else {
                         return Err(bad("`models` must map model names to budgets".into()));
@@ -788,6 +822,7 @@ const KEYS: &[&str] = &[
     "temperature",
     "retry",
     "models",
+    "batch",
 ];
 
 /// The largest settings file read; real ones are a few hundred bytes.

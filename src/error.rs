@@ -46,6 +46,12 @@ pub enum ErrorKind {
     Cancelled,
     /// The job was not run because a run-wide limit was reached (budget, max failures).
     Skipped,
+    /// Batch mode: the job's request waits for the provider's Batch API (queued by this run
+    /// or in a batch still running); a later run collects the answer. Recorded as `skipped`.
+    BatchPending,
+    /// Batch mode: the job runs the agent loop, which a batch of single requests cannot do,
+    /// and `--agent-jobs refuse` (the default) said not to run it now.
+    NotBatchable,
     /// Writing outputs or records failed.
     Io,
     /// A bug in zhi ended the job (it is recorded, and the run goes on).
@@ -74,6 +80,8 @@ impl ErrorKind {
             ErrorKind::InputError => "input_error",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Skipped => "skipped",
+            ErrorKind::BatchPending => "batch_pending",
+            ErrorKind::NotBatchable => "not_batchable",
             ErrorKind::Io => "io",
             ErrorKind::Internal => "internal",
         }

@@ -5,6 +5,7 @@
 //! staging, commit) → `manifest` (one record per job).
 
 pub mod agent;
+pub mod batch;
 pub mod chunk;
 pub mod cli;
 pub mod commands;

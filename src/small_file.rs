@@ -72,6 +72,15 @@ pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// Open a regular file for reading, of any size (zhi's own large files, read in a stream):
+/// the same checks as [`read`], without the cap.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
+    check_type(&std::fs::metadata(path).map_err(not_found)?)?;
+    let file = open_nonblocking(path).map_err(not_found)?;
+    check_type(&file.metadata()?)?;
+    Ok(file)
+}
+
 fn not_found(e: std::io::Error) -> ReadError {
     if e.kind() == std::io::ErrorKind::NotFound {
         ReadError::NotFound

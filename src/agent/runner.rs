@@ -51,6 +51,9 @@ pub struct AgentEnv {
     pub label: String,
     /// Every request and answer of the job.
     pub transcript: Arc<Transcript>,
+    /// Batch mode, or a run with collected batch answers: the book asked before a direct
+    /// request is sent (its answer is replayed, or the request waits for a batch).
+    pub batch: Option<crate::batch::Ticket>,
 }
 
 /// The accounting of a job, summed over every request, nested skills included.
@@ -367,7 +370,23 @@ async fn request(
     stats: &mut AgentStats,
 ) -> Result<crate::llm::ChatReply, JobError> {
     let started = std::time::Instant::now();
-    let result = env.client.chat(req, &env.cancel).await;
+    let result = match env.batch.as_ref().map(|b| b.answer(turn, req)) {
+        Some(crate::batch::Answer::Reply(reply)) => {
+            env.transcript
+                .note("the answer below comes from a batch (the provider's Batch API)");
+            Ok(reply)
+        }
+        Some(crate::batch::Answer::Failed(e)) => {
+            env.transcript
+                .note("the failure below comes from a batch (the provider's Batch API)");
+            Err(e)
+        }
+        Some(crate::batch::Answer::Waiting(why)) => {
+            env.transcript.note(&why);
+            return Err(JobError::new(ErrorKind::BatchPending, why));
+        }
+        Some(crate::batch::Answer::Send) | None => env.client.chat(req, &env.cancel).await,
+    };
     env.transcript
         .request(&skill.name, turn, req, result.as_ref(), started.elapsed());
     match result {

@@ -1,6 +1,7 @@
 //! One handler per subcommand: turn resolved settings into what the user sees. Handlers print;
 //! the pipeline rooms never do.
 
+mod batch_cmd;
 mod config_cmd;
 mod extract_cmd;
 mod manifest_cmd;
@@ -68,6 +69,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Skills(cmd) => skills_cmd::run(&ctx, cmd),
         Command::Config(cmd) => config_cmd::run(&ctx, cmd),
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
+        Command::Batch(cmd) => batch_cmd::run(&ctx, cmd),
     }
 }
 

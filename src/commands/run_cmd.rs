@@ -214,6 +214,11 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         summary: true,
         reader,
         cancel,
+        submit_batch: (a.submit == crate::cli::SubmitWhen::Batch).then_some(
+            crate::run::BatchOptions {
+                run_agent_jobs: a.agent_jobs == crate::cli::AgentJobs::Run,
+            },
+        ),
     };
     let summary = opts.summary;
     let language = opts.config.language;
@@ -392,6 +397,9 @@ fn print_summary(
             eprintln!("    … {} {}", failed.len() - 20, w.more);
         }
     }
+    if let Some(b) = &m.batches {
+        print_batches(b, lang);
+    }
     let refused: Vec<_> = result
         .records
         .iter()
@@ -411,6 +419,75 @@ fn print_summary(
                 ))
             );
         }
+    }
+}
+
+/// What the run did with the provider's Batch API, and when to come back.
+fn print_batches(b: &crate::batch::BatchReport, lang: crate::config::Language) {
+    let zh = lang == crate::config::Language::Zh;
+    let list = |ids: Vec<&str>| {
+        let mut shown: Vec<&str> = ids.iter().take(5).copied().collect();
+        if ids.len() > 5 {
+            shown.push("…");
+        }
+        shown.join(", ")
+    };
+    if !b.collected.is_empty() || b.answers_used > 0 {
+        let ids = list(b.collected.iter().map(String::as_str).collect());
+        if zh {
+            eprintln!(
+                "  批处理：收取 {} 个批次（{ids}），使用 {} 个回答",
+                b.collected.len(),
+                b.answers_used
+            );
+        } else {
+            eprintln!(
+                "  batches: collected {} ({ids}); {} answer(s) used",
+                b.collected.len(),
+                b.answers_used
+            );
+        }
+    }
+    if !b.submitted.is_empty() {
+        let requests: u64 = b.submitted.iter().map(|s| s.requests).sum();
+        let ids = list(b.submitted.iter().map(|s| s.batch_id.as_str()).collect());
+        if zh {
+            eprintln!(
+                "  已提交 {requests} 个请求，{} 个批次（{ids}）：24 小时内完成；之后用相同的命令再运行一次即可收取结果（`zhi batch status` 查看进度）",
+                b.submitted.len()
+            );
+        } else {
+            eprintln!(
+                "  submitted {requests} request(s) in {} batch(es) ({ids}) at the Batch API's half price\n  \
+                 answers come within 24 h: run the same command again then to collect them (`zhi batch status` shows progress)",
+                b.submitted.len()
+            );
+        }
+    }
+    if !b.waiting.is_empty() {
+        let requests: u64 = b.waiting.iter().map(|w| w.requests).sum();
+        let states = list(
+            b.waiting
+                .iter()
+                .map(|w| w.status.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        );
+        if zh {
+            eprintln!(
+                "  仍在处理：{} 个批次，{requests} 个请求（{states}）",
+                b.waiting.len()
+            );
+        } else {
+            eprintln!(
+                "  still running: {} batch(es), {requests} request(s) ({states}); run again later to collect them",
+                b.waiting.len()
+            );
+        }
+    }
+    for p in &b.problems {
+        eprintln!("  batch: {}", one_line(p));
     }
 }
 

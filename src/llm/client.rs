@@ -132,6 +132,20 @@ impl ApiResponse {
     }
 }
 
+/// The exact body [`ChatClient::chat`] sends for `req` (never streamed). A batch line carries
+/// these very bytes, so a request is the same whether it is sent now or in a batch.
+pub fn chat_body(req: &ChatRequest) -> Result<Vec<u8>, ApiError> {
+    let mut req = req.clone();
+    req.stream = false;
+    serde_json::to_vec(&req).map_err(|e| {
+        ApiError::new(
+            ErrorKind::ApiError,
+            false,
+            format!("cannot encode request: {e}"),
+        )
+    })
+}
+
 /// The shared model API client. Clone it freely: clones share one connection pool, one set of
 /// rate limits and one set of counters.
 #[derive(Clone)]
@@ -245,16 +259,8 @@ impl ChatClient {
         req: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatReply, ApiError> {
-        let mut req = req.clone();
-        req.stream = false;
-        let body = serde_json::to_vec(&req).map_err(|e| {
-            ApiError::new(
-                ErrorKind::ApiError,
-                false,
-                format!("cannot encode request: {e}"),
-            )
-        })?;
-        let estimate = estimate_tokens(&req);
+        let body = chat_body(req)?;
+        let estimate = estimate_tokens(req);
         let estimate = self
             .inner
             .limits
@@ -279,9 +285,41 @@ impl ChatClient {
         let Some(response) = response else {
             return Err(ApiError::new(ErrorKind::ApiError, true, "no completion"));
         };
+        self.inner
+            .limits
+            .settle(estimate, response.usage.unwrap_or_default().total());
+        self.reply(response, attempts)
+    }
+
+    /// The answer to one request of a batch (SPEC §6 "Batch mode"), as [`ChatClient::chat`]
+    /// would have returned it had the request been sent now: the same classification of the
+    /// status and body, the same completion checks, the same tool-call ids. `attempts` is the
+    /// batch attempt that answered.
+    pub fn batch_answer(
+        &self,
+        status: u16,
+        body: &[u8],
+        attempts: u32,
+    ) -> Result<ChatReply, ApiError> {
+        let received = Received {
+            status,
+            headers: HeaderMap::new(),
+            body: self.redact_bytes(body.to_vec()),
+        };
+        let response = self.inspect(&received, true).map_err(|mut e| {
+            e.attempts = attempts;
+            e
+        })?;
+        let Some(response) = response else {
+            return Err(ApiError::new(ErrorKind::ApiError, true, "no completion"));
+        };
+        self.reply(response, attempts)
+    }
+
+    /// A completion turned into the reply the agent sees.
+    fn reply(&self, response: ChatResponse, attempts: u32) -> Result<ChatReply, ApiError> {
         let usage = response.usage.unwrap_or_default();
         let served = response.model.filter(|m| !m.trim().is_empty());
-        self.inner.limits.settle(estimate, usage.total());
         let Some(choice) = response.choices.into_iter().next() else {
             return Err(ApiError::new(ErrorKind::ApiError, true, "no choices"));
         };
@@ -320,6 +358,39 @@ impl ChatClient {
                 make,
                 |received| {
                     self.inspect(&received, false)?;
+                    Ok((received.status, received.headers, received.body))
+                },
+                cancel,
+            )
+            .await?;
+        Ok(ApiResponse {
+            status,
+            headers,
+            body,
+            attempts,
+        })
+    }
+
+    /// Like [`ChatClient::send`], for a body that is not JSON (a batch's JSONL result file)
+    /// and may be larger: any 2xx body of at most `limit` bytes is accepted as it is; errors
+    /// are classified and retried the same way.
+    pub async fn send_raw<F>(
+        &self,
+        limit: usize,
+        make: F,
+        cancel: &CancellationToken,
+    ) -> Result<ApiResponse, ApiError>
+    where
+        F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    {
+        let ((status, headers, body), attempts) = self
+            .with_retries(
+                limit,
+                make,
+                |received| {
+                    if !(200..300).contains(&received.status) {
+                        self.inspect(&received, false)?;
+                    }
                     Ok((received.status, received.headers, received.body))
                 },
                 cancel,

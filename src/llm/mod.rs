@@ -6,6 +6,7 @@
 //! This module knows nothing of skills, jobs or files: it speaks HTTP and the OpenAI-shaped
 //! wire format, and never lets the API key out of the `Authorization` header.
 
+pub mod batch;
 mod client;
 mod error;
 pub(crate) mod limit;
@@ -13,7 +14,7 @@ mod retry;
 mod server;
 mod wire;
 
-pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings};
+pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings, chat_body};
 pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
 pub use limit::{estimate_tokens, text_tokens};
 pub use server::{ServerInfo, is_known_provider, probe};

@@ -251,6 +251,7 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
         served_model: None,
         server: None,
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
+        batches: None,
     };
     Merged {
         manifest,
@@ -333,6 +334,7 @@ mod tests {
             served_model: None,
             server: None,
             requests: 0,
+            batches: None,
         };
         LoadedRun {
             run_id: id.into(),

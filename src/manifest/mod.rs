@@ -242,4 +242,8 @@ pub struct RunManifest {
     /// HTTP requests the run sent, retries included.
     #[serde(default)]
     pub requests: u64,
+    /// Batch mode, or a run that found batches in the output folder: what was collected,
+    /// used, submitted and is still running (SPEC §6 "Batch mode").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<crate::batch::BatchReport>,
 }

@@ -99,8 +99,21 @@ pub(super) async fn run(
         done: done as u32,
     });
     let mut finished = Vec::with_capacity(total);
+    // A piece that failed outweighs pieces waiting for a batch: the job fails now.
+    let (mut failure, mut waiting) = (None, None);
     for r in results {
-        finished.push(r?);
+        match r {
+            Ok(done) => finished.push(done),
+            Err(e) if e.kind == ErrorKind::BatchPending => {
+                waiting.get_or_insert(e);
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = failure.or(waiting) {
+        return Err(e);
     }
 
     match skill.chunking {
@@ -176,9 +189,11 @@ async fn run_pieces(
                 let _ = std::fs::remove_dir_all(&out);
                 let mut s = AgentStats::default();
                 let source: Arc<str> = Arc::from(pieces[i].text.as_str());
+                let part = format!("{prefix}-{i:05}");
                 let r = job::ask(
                     ctx,
                     &out,
+                    &part,
                     message(&pieces[i]),
                     Some(source),
                     require,
@@ -208,6 +223,9 @@ async fn run_pieces(
                         shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
                         tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
                     }
+                    // A piece waiting for a batch stops no other: every piece still to do
+                    // is queued in this run.
+                    Err(e) if e.kind == ErrorKind::BatchPending => {}
                     Err(e) => {
                         tracing::info!(job = %job.input, piece = i + 1, of = n, "piece failed: {e}");
                         failed.cancel();
@@ -421,7 +439,7 @@ fn reduce<'a>(
         let total = parts.len();
         if chunk::tokens(&all) <= budget || total <= 1 || level >= 8 {
             let message = reduce_message(job, ctx.skill, &all, total, direct);
-            return job::ask(ctx, staging, message, None, true, stats)
+            return job::ask(ctx, staging, "reduce", message, None, true, stats)
                 .await
                 .map(|_| ());
         }

@@ -34,6 +34,9 @@ pub struct Shared {
     pub progress: Arc<super::progress::Counters>,
     /// What the server said of itself, when it was asked.
     pub server: Option<crate::llm::ServerInfo>,
+    /// The output folder's batches (SPEC §6 "Batch mode"), when a direct request may be
+    /// answered by one or must wait for one.
+    pub batch: Option<Arc<crate::batch::Book>>,
 }
 
 impl Shared {
@@ -126,6 +129,23 @@ pub fn crashed(job: &Job, cache: &JobCache, shared: &Shared, reason: &str) -> Jo
     }
 }
 
+/// Batch mode, and a job that runs the agent loop: refused (`--agent-jobs refuse`).
+pub fn not_batchable(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord {
+    let now = super::now_rfc3339();
+    JobRecord {
+        started_at: Some(now.clone()),
+        finished_at: Some(now),
+        error: Some(JobError::new(
+            ErrorKind::NotBatchable,
+            format!(
+                "skill `{}` runs the agent loop (tools between turns), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch",
+                job.skill
+            ),
+        )),
+        ..base_record(job, cache, shared.model(job))
+    }
+}
+
 /// A job the run did not get to.
 pub fn not_run(
     job: &Job,
@@ -184,7 +204,9 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
         &transcript,
     )
     .await;
-    if let Err(e) = &result {
+    if let Err(e) = &result
+        && e.kind != ErrorKind::BatchPending
+    {
         transcript.note(&format!("the job failed: {e}"));
     }
     record.chunks = chunks.counts;
@@ -226,6 +248,12 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
             if let Some(dir) = &chunks.checkpoint {
                 let _ = std::fs::remove_dir_all(dir);
             }
+        }
+        // Batch mode: the job waits for a batch's answer; nothing failed, nothing is kept.
+        Err(e) if e.kind == ErrorKind::BatchPending => {
+            record.status = Status::Skipped;
+            let _ = std::fs::remove_dir_all(&staging);
+            record.error = Some(e);
         }
         Err(e) => {
             record.status = if e.kind == ErrorKind::Cancelled {
@@ -273,7 +301,7 @@ async fn run_in_staging(
 
     if job.is_dir {
         let message = folder_message(job, &shared.output_dir);
-        ask(&ctx, staging, message, None, true, stats).await?;
+        ask(&ctx, staging, "", message, None, true, stats).await?;
         return verify(&ctx, staging, None);
     }
     // The document's text, extracted off the async threads, from the very file that was
@@ -322,7 +350,17 @@ async fn run_in_staging(
     if direct {
         message.push_str(&task_line(job, skill, "the document above"));
     }
-    match ask(&ctx, staging, message, Some(source.clone()), true, stats).await {
+    match ask(
+        &ctx,
+        staging,
+        "",
+        message,
+        Some(source.clone()),
+        true,
+        stats,
+    )
+    .await
+    {
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
         Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
@@ -440,9 +478,14 @@ fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result
 /// With `require`, the skill's declared outputs must be there at the end (`missing_output`
 /// otherwise); a skill that declares none and writes none has its answer saved as
 /// `response.md`. Returns the answer and the files written (relative to `dir`).
+///
+/// `part` names what of the document this is (`piece-00003`, `reduce`; empty for the whole):
+/// with the job's id it names the request in a batch.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn ask(
     ctx: &JobCtx<'_>,
     dir: &Path,
+    part: &str,
     message: String,
     source: Option<Arc<str>>,
     require: bool,
@@ -502,6 +545,13 @@ pub(super) async fn ask(
         cancel: shared.cancel.clone(),
         label: job.input.clone(),
         transcript: ctx.transcript.clone(),
+        // Only a direct request can go in a batch: the agent loop needs its tools' results
+        // between turns.
+        batch: shared
+            .batch
+            .as_ref()
+            .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
+            .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
     };
     if let Some(file) = skill.direct_output(&job.args) {
         let language = skill.output_language(&job.args);

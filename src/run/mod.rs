@@ -58,6 +58,16 @@ pub struct RunOptions {
     pub reader: Arc<dyn DocumentReader>,
     /// Cancelled to stop in-flight work at once (the reader's helper programs share it).
     pub cancel: CancellationToken,
+    /// `--submit batch`: direct requests go to the provider's Batch API (SPEC §6).
+    pub submit_batch: Option<BatchOptions>,
+}
+
+/// Batch mode's choices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchOptions {
+    /// `--agent-jobs run`: jobs that run the agent loop (which a batch cannot carry) run now,
+    /// directly; otherwise they fail with `not_batchable`.
+    pub run_agent_jobs: bool,
 }
 
 /// How a run ended.
@@ -133,11 +143,18 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     std::fs::create_dir_all(&out)
         .and_then(|()| {
             outdir::create_dir_within(&out, &zhi_dir.join("runs"))?;
-            ["staging", "failed", "commits", "checkpoints", "trash"]
-                .iter()
-                .map(|sub| zhi_dir.join(sub))
-                .filter(|p| std::fs::symlink_metadata(p).is_ok())
-                .try_for_each(|p| outdir::create_dir_within(&out, &p))
+            [
+                "staging",
+                "failed",
+                "commits",
+                "checkpoints",
+                "trash",
+                "batches",
+            ]
+            .iter()
+            .map(|sub| zhi_dir.join(sub))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .try_for_each(|p| outdir::create_dir_within(&out, &p))
         })
         .map_err(|e| {
             ExitError::usage(format!("cannot use output folder {}: {e}", out.display()))
@@ -156,10 +173,46 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     settings.tpm = opts.config.tpm;
     let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
 
+    // The output folder's batches: finished ones are collected before any job runs, so their
+    // answers are there for the jobs (SPEC §6 "Batch mode").
+    let batch_api = crate::llm::batch::BatchApi::new(client.clone());
+    let mut book = crate::batch::Book::open(
+        &out,
+        client.clone(),
+        crate::batch::Settings {
+            submit: opts.submit_batch.is_some(),
+            max_attempts: opts.config.retry.max_attempts,
+            max_requests: opts.config.batch_max_requests,
+            max_bytes: opts.config.batch_max_bytes,
+            base_url: without_credentials(&opts.config.base_url),
+            endpoint: crate::llm::batch::chat_endpoint(
+                &opts.config.base_url,
+                match opts.config.provider {
+                    crate::config::Provider::Zhipu => "v4",
+                    crate::config::Provider::Openai => "v1",
+                },
+            ),
+            run_id: run_id.clone(),
+        },
+    );
+    if book.has_batches() {
+        book.collect(&batch_api, &opts.cancel).await.map_err(|e| {
+            ExitError::new(
+                Exit::Aborted,
+                format!("the Batch API refused to say how the batches are: {e}"),
+            )
+        })?;
+    }
+    let book = Arc::new(book);
+
     // A server that is not a known provider is asked what it is: its context window drives
     // splitting, its slots the concurrency (unless -j says otherwise).
     let mut run_config = opts.config.clone();
-    let server = if crate::llm::is_known_provider(&run_config.base_url) || opts.jobs.is_empty() {
+    // A batch goes to a provider's Batch API: the chat server is not asked anything.
+    let server = if crate::llm::is_known_provider(&run_config.base_url)
+        || opts.jobs.is_empty()
+        || opts.submit_batch.is_some()
+    {
         None
     } else {
         let models: std::collections::BTreeSet<String> = opts
@@ -279,6 +332,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         slots: slots.clone(),
         progress: progress.counters.clone(),
         server: server.clone(),
+        batch: book.is_active().then(|| book.clone()),
     });
 
     let mut tasks = tokio::task::JoinSet::new();
@@ -288,6 +342,17 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         if state.stopped().is_some() {
             unscheduled.push((job, cache));
             break;
+        }
+        // Batch mode carries direct requests only; an agent-loop job runs now only when
+        // the user said so.
+        if opts
+            .submit_batch
+            .is_some_and(|b| !b.run_agent_jobs && !cache.cached && job.problem.is_none())
+            && !batchable(&job, &opts.skills)
+        {
+            let record = job::not_batchable(&job, &cache, &shared);
+            finish_record(record, &writer, &records, &progress, &state, &opts, &slots);
+            continue;
         }
         // Cached jobs and jobs that fail at planning take no slot and make no request.
         if cache.cached || job.problem.is_some() {
@@ -366,6 +431,28 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     }
     unscheduled.extend(queue);
     while tasks.join_next().await.is_some() {}
+    // Batch mode: what the jobs queued goes to the Batch API now, unless the run was stopped
+    // (a signal, an abort, a budget): then the next run queues it again. Signals are still
+    // watched: an interrupted upload ends with the grace period, and the next run cleans up.
+    let mut submit_error = None;
+    if opts.submit_batch.is_some() && book.queued() > 0 {
+        if state.stopped().is_none() {
+            progress.println(&format!(
+                "submitting {} request(s) to the Batch API…",
+                book.queued()
+            ));
+            if let Err(e) = book.submit(&batch_api, &state.hard).await {
+                book.submit_failed(&e);
+                submit_error = Some(e);
+            }
+        } else {
+            book.submit_failed(&crate::llm::ApiError::new(
+                ErrorKind::Cancelled,
+                false,
+                "the run stopped before submitting",
+            ));
+        }
+    }
     signals.abort();
     rate_watch.abort();
     ticker.abort();
@@ -462,6 +549,30 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         }
         None => (RunStatus::Completed, Exit::Success, None),
     };
+    // Submitting failed: the run is to be retried later (75: the provider was out of reach
+    // or busy), or trying again cannot help (3: the key, the quota, or a server without a
+    // Batch API).
+    let (status, exit, reason) = match (&submit_error, exit) {
+        (Some(e), Exit::Success | Exit::JobsFailed) => (
+            RunStatus::Aborted,
+            if e.retryable || e.kind == ErrorKind::Cancelled {
+                Exit::TempFail
+            } else {
+                Exit::Aborted
+            },
+            Some(if e.status == Some(404) {
+                format!(
+                    "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
+                    without_credentials(&opts.config.base_url)
+                )
+            } else {
+                format!("submitting the batch failed: {e}")
+            }),
+        ),
+        _ => (status, exit, reason),
+    };
+    book.settle(&records);
+    let batches = (book.has_batches() || opts.submit_batch.is_some()).then(|| book.report());
     let (last, peak) = slots.limits();
     let mut skills_used: BTreeMap<String, String> = BTreeMap::new();
     for j in &opts.jobs {
@@ -500,6 +611,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         served_model: served_model(&records),
         server: server.clone(),
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
+        batches,
     };
     let w = writer.lock().unwrap_or_else(|e| e.into_inner());
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
@@ -519,6 +631,14 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         exit,
         records,
     })
+}
+
+/// Whether a job's requests can go in a batch: one direct request per document or piece.
+fn batchable(job: &Job, skills: &SkillSet) -> bool {
+    !job.is_dir
+        && skills
+            .get(&job.skill)
+            .is_some_and(|s| s.direct_output(&job.args).is_some())
 }
 
 /// Every job has a transcript, also one that sent no request (cached, failed while planning,

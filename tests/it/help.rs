@@ -38,3 +38,10 @@ fn run_plan_extract_manifest_help() {
     insta::assert_snapshot!("manifest_show", help(&["manifest", "show"]));
     insta::assert_snapshot!("manifest_merge", help(&["manifest", "merge"]));
 }
+
+#[test]
+fn batch_help() {
+    insta::assert_snapshot!("batch", help(&["batch"]));
+    insta::assert_snapshot!("batch_status", help(&["batch", "status"]));
+    insta::assert_snapshot!("batch_cancel", help(&["batch", "cancel"]));
+}

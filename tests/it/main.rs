@@ -3,6 +3,7 @@
 
 mod agent_skills;
 mod batch;
+mod batch_api;
 mod chunking;
 mod config_cli;
 mod corpus;

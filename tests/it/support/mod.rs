@@ -3,5 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fake_api;
+pub mod fake_batch;
 
 pub use fake_api::{FakeApi, Recorded, Reply, ToolResult};
+pub use fake_batch::{FakeBatch, Pace};

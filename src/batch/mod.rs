@@ -1,0 +1,755 @@
+//! Batch mode (SPEC §6, `zhi run … --submit batch`): the requests of direct jobs go through
+//! the provider's Batch API — half the price, outside the per-minute limits, answered within a
+//! day — and a later run with the same arguments collects the answers.
+//!
+//! The pipeline is not forked. Every job runs as it would directly; only the one place where a
+//! request meets the model asks this book first ([`Book::answer`]): an answer collected from a
+//! batch for that very request (same `custom_id`, same body, by SHA-256) is replayed, and goes
+//! through the same output checks, corrective rounds, commit and record as a direct answer; a
+//! request with no answer yet is queued (batch mode) or sent now (a plain run). A run in batch
+//! mode ends by writing the queued requests as JSONL, uploading them and creating the batches
+//! ([`Book::submit`]). A long document's pieces go in one batch and its reduce step in the next;
+//! a corrective round is the next batch's request. So "succeeded" means the same in both modes.
+//!
+//! The book lives in `<OUT>/.zhi/batches/<local-id>/` and is only touched under the run lock.
+//! Each provider call is bracketed by an atomic rewrite of `batch.json`, so a kill at any point
+//! leaves a state the next run can finish ([`Book::collect`]): a request file that may have been
+//! uploaded is looked for by name and deleted, a batch that may have been created is looked for
+//! by its input file and adopted (never created twice), results downloaded are kept until
+//! every job they answer is settled, and every file zhi uploaded or was given is deleted from
+//! the provider once the batch is collected.
+
+mod answers;
+pub mod record;
+
+use crate::error::ErrorKind;
+use crate::llm::batch::{BatchApi, BatchInfo, LineOutcome, parse_answer_line, request_line};
+use crate::llm::{ApiError, ChatClient, ChatReply, ChatRequest};
+use crate::manifest::{JobRecord, Status};
+use answers::{Answers, Place};
+use record::{BatchRecord, Request, Stage};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// The providers' limits on one batch file (Zhipu: 50,000 requests, 100 MB).
+pub const MAX_REQUESTS: usize = 50_000;
+pub const MAX_BYTES: u64 = 100_000_000;
+
+/// What a run does with its requests.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Batch mode: queue requests for the Batch API instead of sending them.
+    pub submit: bool,
+    /// Submissions of one request at most (`retry.max_attempts`).
+    pub max_attempts: u32,
+    /// Requests per batch file at most.
+    pub max_requests: usize,
+    /// Bytes per batch file at most.
+    pub max_bytes: u64,
+    /// The API base without credentials, as recorded in each batch.
+    pub base_url: String,
+    /// The `url` of each request line (`/v4/chat/completions`).
+    pub endpoint: String,
+    /// The run's id: batches it submits are named after it.
+    pub run_id: String,
+}
+
+/// What the book says of one request.
+#[derive(Debug)]
+pub enum Answer {
+    /// A batch answered it: the reply as the chat call would have returned it.
+    Reply(ChatReply),
+    /// A batch answered with a failure that another submission cannot mend (or the request
+    /// has had every submission it may have).
+    Failed(ApiError),
+    /// Batch mode: it waits for the Batch API (queued now, or in a batch still running).
+    Waiting(String),
+    /// Not batch mode and no answer: send it now.
+    Send,
+}
+
+/// One request queued for the next batch.
+#[derive(Debug, Clone)]
+struct Queued {
+    custom_id: String,
+    job_id: String,
+    model: String,
+    body: Vec<u8>,
+    sha256: String,
+    attempt: u32,
+}
+
+/// A batch submitted by this run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submitted {
+    pub batch_id: String,
+    pub local_id: String,
+    pub model: String,
+    pub requests: u64,
+}
+
+/// A batch still running at the provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiting {
+    pub batch_id: String,
+    pub status: String,
+    pub requests: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+/// The run's batch work, for the manifest (`batches`) and the summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchReport {
+    /// Batches whose answers this run downloaded.
+    pub collected: Vec<String>,
+    /// Answers from batches that this run's jobs used.
+    pub answers_used: u64,
+    /// Batches this run created.
+    pub submitted: Vec<Submitted>,
+    /// Requests this run queued (all in `submitted` unless submitting failed).
+    pub queued: u64,
+    /// Batches still running.
+    pub waiting: Vec<Waiting>,
+    /// What went wrong talking to the Batch API, when something did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// The batches of one output folder, for one run.
+pub struct Book {
+    dir: PathBuf,
+    out: PathBuf,
+    settings: Settings,
+    client: ChatClient,
+    records: Mutex<Vec<BatchRecord>>,
+    answers: Answers,
+    /// Requests in batches still running: `custom_id` → (body SHA-256, batch, status).
+    in_flight: HashMap<String, Vec<(String, String, String)>>,
+    outbox: Mutex<Vec<Queued>>,
+    used: AtomicU64,
+    report: Mutex<BatchReport>,
+}
+
+/// The provider answered, and said no (a 4xx other than a rate limit): what was asked was
+/// surely not done.
+fn refused(e: &ApiError) -> bool {
+    e.status.is_some_and(|s| (400..500).contains(&s)) && e.kind != ErrorKind::RateLimited
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `custom_id` of a request: the job, the piece of its document, the round of its conversation.
+pub fn custom_id(job_id: &str, part: &str, round: u32) -> String {
+    let mut id = job_id.to_string();
+    if !part.is_empty() {
+        id.push('-');
+        id.push_str(part);
+    }
+    if round > 1 {
+        id.push_str(&format!("-t{round}"));
+    }
+    id
+}
+
+/// A job's (or a piece's) handle on the book: what the agent asks before a request.
+#[derive(Clone)]
+pub struct Ticket {
+    book: Arc<Book>,
+    job_id: String,
+    part: String,
+}
+
+impl Ticket {
+    /// `part` names the piece of the document (`piece-00003`, `reduce`); empty for the whole.
+    pub fn new(book: Arc<Book>, job_id: &str, part: &str) -> Ticket {
+        Ticket {
+            book,
+            job_id: job_id.to_string(),
+            part: part.to_string(),
+        }
+    }
+
+    /// The book's answer to round `round` of this conversation, `req`.
+    pub fn answer(&self, round: u32, req: &ChatRequest) -> Answer {
+        self.book.answer(
+            &custom_id(&self.job_id, &self.part, round),
+            &self.job_id,
+            req,
+        )
+    }
+}
+
+impl Book {
+    /// The book of the output folder `out` (no network): the batches recorded so far.
+    pub fn open(out: &Path, client: ChatClient, settings: Settings) -> Book {
+        let dir = out.join(".zhi").join("batches");
+        let mut report = BatchReport::default();
+        let records = record::load_all(&dir, &mut |w| report.problems.push(w));
+        Book {
+            dir,
+            out: out.to_path_buf(),
+            settings,
+            client,
+            records: Mutex::new(records),
+            answers: Answers::default(),
+            in_flight: HashMap::new(),
+            outbox: Mutex::new(Vec::new()),
+            used: AtomicU64::new(0),
+            report: Mutex::new(report),
+        }
+    }
+
+    /// Whether any batch is recorded.
+    pub fn has_batches(&self) -> bool {
+        !self.lock_records().is_empty()
+    }
+
+    /// Whether jobs must ask the book before sending a request.
+    pub fn is_active(&self) -> bool {
+        self.settings.submit || !self.answers.is_empty() || !self.in_flight.is_empty()
+    }
+
+    pub fn submits(&self) -> bool {
+        self.settings.submit
+    }
+
+    fn lock_records(&self) -> std::sync::MutexGuard<'_, Vec<BatchRecord>> {
+        self.records.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn problem(&self, text: String) {
+        tracing::warn!("{text}");
+        self.report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .problems
+            .push(text);
+    }
+
+    fn save(&self, r: &BatchRecord) -> Result<(), ApiError> {
+        record::save(&self.dir, r).map_err(|e| {
+            ApiError::new(
+                ErrorKind::Io,
+                false,
+                format!("cannot write the batch record of {}: {e}", r.local_id),
+            )
+        })
+    }
+
+    /// Bring every recorded batch up to date with the provider: finish what a killed run left
+    /// half done, ask running batches how they are, download the answers of finished ones and
+    /// delete their files from the provider. Then index the answers for the run's jobs.
+    ///
+    /// Only an authentication or quota failure is returned (the run cannot go on); anything
+    /// else is reported and left for the next run.
+    pub async fn collect(
+        &mut self,
+        api: &BatchApi,
+        cancel: &CancellationToken,
+    ) -> Result<(), ApiError> {
+        let records = std::mem::take(&mut *self.lock_records());
+        let mut kept = Vec::with_capacity(records.len());
+        let mut rest = records.into_iter();
+        while let Some(mut r) = rest.next() {
+            if r.base_url != self.settings.base_url {
+                if r.stage != Stage::Collected {
+                    self.problem(format!(
+                        "batch {} belongs to {}; run with --base-url {} to collect it",
+                        r.label(),
+                        r.base_url,
+                        r.base_url
+                    ));
+                }
+                kept.push(r);
+                continue;
+            }
+            match self.step(api, &mut r, cancel).await {
+                Ok(true) => kept.push(r),
+                Ok(false) => {}
+                Err(e) if e.aborts_run() || e.kind == ErrorKind::Cancelled => {
+                    kept.push(r);
+                    kept.extend(rest);
+                    *self.lock_records() = kept;
+                    return Err(e);
+                }
+                Err(e) => {
+                    self.problem(format!(
+                        "batch {} could not be brought up to date (the next run tries again): {e}",
+                        r.label()
+                    ));
+                    kept.push(r);
+                }
+            }
+        }
+        let ours: Vec<&BatchRecord> = kept
+            .iter()
+            .filter(|r| r.base_url == self.settings.base_url)
+            .collect();
+        self.answers = Answers::build(&self.dir, &ours).unwrap_or_else(|e| {
+            self.problem(format!("cannot read the collected batch answers: {e}"));
+            Answers::default()
+        });
+        let mut waiting = Vec::new();
+        // A batch whose creation could not be confirmed (the provider did not answer) may
+        // exist: its requests count as running, so they are never submitted twice.
+        for r in ours
+            .iter()
+            .filter(|r| matches!(r.stage, Stage::Submitted | Stage::Uploaded))
+        {
+            let status = match r.stage {
+                Stage::Uploaded => "creation not confirmed".to_string(),
+                _ => r.status.clone().unwrap_or_else(|| "submitted".into()),
+            };
+            for q in &r.requests {
+                self.in_flight
+                    .entry(q.custom_id.clone())
+                    .or_default()
+                    .push((q.sha256.clone(), r.label().to_string(), status.clone()));
+            }
+            let counts = r.request_counts.unwrap_or_default();
+            waiting.push(Waiting {
+                batch_id: r.label().to_string(),
+                status,
+                requests: r.requests.len() as u64,
+                completed: counts.completed,
+                failed: counts.failed,
+            });
+        }
+        self.report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiting = waiting;
+        *self.lock_records() = kept;
+        Ok(())
+    }
+
+    /// One batch as far as it can go now. `Ok(false)`: nothing of it is left to keep.
+    async fn step(
+        &self,
+        api: &BatchApi,
+        r: &mut BatchRecord,
+        cancel: &CancellationToken,
+    ) -> Result<bool, ApiError> {
+        let folder = record::folder(&self.dir, &r.local_id);
+        if r.stage == Stage::Prepared {
+            // A kill during the upload: a file the provider may hold is found by its name and
+            // deleted. The requests were never in a batch; this run queues them again.
+            match api.find_file(&r.file_name, cancel).await {
+                Ok(Some(id)) => api.delete_file(&id, cancel).await?,
+                Ok(None) => {}
+                // The provider cannot list its files: nothing to do but say so (no batch was
+                // made from it, so nothing is submitted twice).
+                Err(e) if refused(&e) => self.problem(format!(
+                    "cannot look for the file {} that an interrupted run may have uploaded ({e}); delete it in the provider's console if it is there",
+                    r.file_name
+                )),
+                Err(e) => return Err(e),
+            }
+            let _ = std::fs::remove_dir_all(&folder);
+            return Ok(false);
+        }
+        if r.stage == Stage::Uploaded {
+            let input = r.input_file_id.clone().unwrap_or_default();
+            // A kill while the batch was created: adopt the batch if it exists, so its
+            // requests are never submitted twice.
+            match api.find_batch(&input, cancel).await? {
+                Some(info) => {
+                    r.batch_id = Some(info.id.clone());
+                    r.stage = Stage::Submitted;
+                    self.update(r, &info);
+                    self.save(r)?;
+                    let _ = std::fs::remove_file(folder.join("input.jsonl"));
+                }
+                None => {
+                    api.delete_file(&input, cancel).await?;
+                    let _ = std::fs::remove_dir_all(&folder);
+                    return Ok(false);
+                }
+            }
+        }
+        if r.stage == Stage::Submitted {
+            let id = r.batch_id.clone().unwrap_or_default();
+            let info = api.get(&id, cancel).await?;
+            self.update(r, &info);
+            if !info.is_finished() {
+                self.save(r)?;
+                return Ok(true);
+            }
+            for (file, name) in [
+                (&r.output_file_id, "output.jsonl"),
+                (&r.error_file_id, "errors.jsonl"),
+            ] {
+                if let Some(file) = file {
+                    let bytes = api.content(file, cancel).await?;
+                    crate::manifest::write_atomic(&folder.join(name), &bytes).map_err(|e| {
+                        ApiError::new(
+                            ErrorKind::Io,
+                            false,
+                            format!("cannot keep the answers of batch {id}: {e}"),
+                        )
+                    })?;
+                }
+            }
+            r.stage = Stage::Collected;
+            r.collected_at = Some(crate::run::now_rfc3339());
+            self.save(r)?;
+            self.report
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .collected
+                .push(id);
+        }
+        if r.stage == Stage::Collected && !r.files_deleted {
+            for file in r.provider_files() {
+                api.delete_file(&file, cancel).await?;
+            }
+            r.files_deleted = true;
+            self.save(r)?;
+        }
+        Ok(true)
+    }
+
+    fn update(&self, r: &mut BatchRecord, info: &BatchInfo) {
+        r.status = Some(info.status.clone());
+        r.request_counts = info.request_counts;
+        r.output_file_id = info.output_file_id.clone().or(r.output_file_id.take());
+        r.error_file_id = info.error_file_id.clone().or(r.error_file_id.take());
+        r.checked_at = Some(crate::run::now_rfc3339());
+        if info.status == "failed"
+            && let Some(errors) = &info.errors
+        {
+            self.problem(format!(
+                "batch {} failed at the provider: {}",
+                info.id,
+                crate::sanitize::one_line(&errors.to_string())
+            ));
+        }
+    }
+
+    /// The book's answer to a request about to be sent.
+    pub fn answer(&self, custom_id: &str, job_id: &str, req: &ChatRequest) -> Answer {
+        let body = match crate::llm::chat_body(req) {
+            Ok(b) => b,
+            Err(e) => return Answer::Failed(e),
+        };
+        let sha = sha256_hex(&body);
+        let mut attempt = 1;
+        if let Some(found) = self.answers.latest(custom_id, &sha) {
+            match self.read(found) {
+                Ok(mut reply) => {
+                    reply.attempts = found.attempt;
+                    self.used.fetch_add(1, Ordering::Relaxed);
+                    return Answer::Reply(reply);
+                }
+                Err(mut e) => {
+                    e.attempts = found.attempt;
+                    e.message = format!("batch {}: {}", found.batch, e.message);
+                    if e.retryable && found.attempt < self.settings.max_attempts {
+                        attempt = found.attempt + 1;
+                    } else if !e.retryable || self.settings.submit {
+                        if e.retryable {
+                            e.message
+                                .push_str(&format!(" (after {} batch submissions)", found.attempt));
+                        }
+                        return Answer::Failed(e);
+                    }
+                }
+            }
+        }
+        if !self.settings.submit {
+            return Answer::Send;
+        }
+        if let Some((_, batch, status)) = self
+            .in_flight
+            .get(custom_id)
+            .and_then(|v| v.iter().find(|(s, _, _)| *s == sha))
+        {
+            return Answer::Waiting(format!(
+                "waiting in batch {batch} ({status}); a later `zhi run` with the same arguments collects the answer"
+            ));
+        }
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        if !outbox.iter().any(|q| q.custom_id == custom_id) {
+            outbox.push(Queued {
+                custom_id: custom_id.to_string(),
+                job_id: job_id.to_string(),
+                model: req.model.clone(),
+                body,
+                sha256: sha,
+                attempt,
+            });
+        }
+        Answer::Waiting(format!(
+            "queued for the Batch API as request {custom_id}{}; a later `zhi run` with the same arguments collects the answer",
+            if attempt > 1 {
+                format!(" (submission {attempt})")
+            } else {
+                String::new()
+            }
+        ))
+    }
+
+    fn read(&self, found: &answers::Found) -> Result<ChatReply, ApiError> {
+        let (file, offset, len) = match &found.place {
+            Place::Line { file, offset, len } => (*file, *offset, *len),
+            Place::Missing { status } => {
+                return Err(ApiError::new(
+                    ErrorKind::ApiError,
+                    true,
+                    format!("the batch ended ({status}) without answering this request"),
+                ));
+            }
+        };
+        let line = self.answers.read(file, offset, len).map_err(|e| {
+            ApiError::new(
+                ErrorKind::Io,
+                false,
+                format!("cannot read the batch answer: {e}"),
+            )
+        })?;
+        match parse_answer_line(&line).map(|l| l.outcome) {
+            Some(LineOutcome::Response { status, body }) => self
+                .client
+                .batch_answer(status, &body, found.attempt)
+                .map_err(|mut e| {
+                    // One answer in a finished batch says nothing of this run's key or quota:
+                    // the job fails, the run goes on.
+                    if e.aborts_run() {
+                        e.kind = ErrorKind::ApiError;
+                        e.retryable = false;
+                    }
+                    e
+                }),
+            Some(LineOutcome::Error(e)) => Err(e),
+            None => Err(ApiError::new(
+                ErrorKind::ApiError,
+                true,
+                "the batch answer is not a JSON line",
+            )),
+        }
+    }
+
+    /// Requests queued by this run so far.
+    pub fn queued(&self) -> usize {
+        self.outbox.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Write the queued requests as batch files (one model per batch, within the provider's
+    /// limits), upload them and create the batches, recording each step. On a failure the
+    /// rest stay unsubmitted (their jobs are recorded as waiting and are queued again by the
+    /// next run) and the error is returned.
+    pub async fn submit(&self, api: &BatchApi, cancel: &CancellationToken) -> Result<(), ApiError> {
+        let queued = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|e| e.into_inner()));
+        self.report.lock().unwrap_or_else(|e| e.into_inner()).queued = queued.len() as u64;
+        let mut by_model: BTreeMap<String, Vec<Queued>> = BTreeMap::new();
+        for q in queued {
+            by_model.entry(q.model.clone()).or_default().push(q);
+        }
+        let mut n = 0;
+        for (model, requests) in by_model {
+            let mut files: Vec<(Vec<u8>, Vec<Request>)> = Vec::new();
+            let mut current: (Vec<u8>, Vec<Request>) = (Vec::new(), Vec::new());
+            for q in requests {
+                let line = request_line(&q.custom_id, &self.settings.endpoint, &q.body);
+                let full = current.1.len() >= self.settings.max_requests
+                    || (current.0.len() + line.len()) as u64 > self.settings.max_bytes;
+                if full && !current.1.is_empty() {
+                    files.push(std::mem::take(&mut current));
+                }
+                current.0.extend_from_slice(&line);
+                current.1.push(Request {
+                    custom_id: q.custom_id,
+                    job_id: q.job_id,
+                    sha256: q.sha256,
+                    attempt: q.attempt,
+                });
+            }
+            if !current.1.is_empty() {
+                files.push(current);
+            }
+            for (bytes, requests) in files {
+                n += 1;
+                self.submit_one(api, &model, n, bytes, requests, cancel)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn submit_one(
+        &self,
+        api: &BatchApi,
+        model: &str,
+        n: usize,
+        bytes: Vec<u8>,
+        requests: Vec<Request>,
+        cancel: &CancellationToken,
+    ) -> Result<(), ApiError> {
+        let local_id = format!("{}-{n}", self.settings.run_id);
+        let folder = record::folder(&self.dir, &local_id);
+        let io = |what: &str, e: std::io::Error| {
+            ApiError::new(
+                ErrorKind::Io,
+                false,
+                format!("cannot write {what} of batch {local_id}: {e}"),
+            )
+        };
+        crate::run::outdir::create_dir_within(&self.out, &folder)
+            .map_err(|e| io("the folder", e))?;
+        crate::manifest::write_atomic(&folder.join("input.jsonl"), &bytes)
+            .map_err(|e| io("the request file", e))?;
+        let count = requests.len() as u64;
+        let mut r = BatchRecord {
+            local_id: local_id.clone(),
+            created_at: crate::run::now_rfc3339(),
+            base_url: self.settings.base_url.clone(),
+            endpoint: self.settings.endpoint.clone(),
+            model: model.to_string(),
+            stage: Stage::Prepared,
+            file_name: format!("zhi-{local_id}.jsonl"),
+            input_file_id: None,
+            batch_id: None,
+            status: None,
+            request_counts: None,
+            output_file_id: None,
+            error_file_id: None,
+            checked_at: None,
+            collected_at: None,
+            files_deleted: false,
+            requests,
+            settled_jobs: Default::default(),
+        };
+        self.save(&r)?;
+        self.lock_records().push(r.clone());
+        let file_id = match api.upload(&r.file_name, &bytes, cancel).await {
+            Ok(id) => id,
+            Err(e) => {
+                // Refused outright: no file was made, nothing is left to look for.
+                if refused(&e) {
+                    self.forget(&r.local_id);
+                }
+                return Err(e);
+            }
+        };
+        drop(bytes);
+        r.input_file_id = Some(file_id.clone());
+        r.stage = Stage::Uploaded;
+        self.save(&r)?;
+        self.replace(&r);
+        let info = match api
+            .create(
+                &file_id,
+                &self.settings.endpoint,
+                serde_json::json!({"zhi_batch": local_id}),
+                cancel,
+            )
+            .await
+        {
+            Ok(info) => info,
+            Err(e) => {
+                // Refused outright: no batch was made; the upload goes.
+                if refused(&e) && api.delete_file(&file_id, cancel).await.is_ok() {
+                    self.forget(&r.local_id);
+                }
+                return Err(e);
+            }
+        };
+        r.batch_id = Some(info.id.clone());
+        r.stage = Stage::Submitted;
+        self.update(&mut r, &info);
+        self.save(&r)?;
+        self.replace(&r);
+        let _ = std::fs::remove_file(folder.join("input.jsonl"));
+        tracing::info!(batch = %info.id, requests = count, "batch submitted");
+        self.report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .submitted
+            .push(Submitted {
+                batch_id: info.id,
+                local_id,
+                model: model.to_string(),
+                requests: count,
+            });
+        Ok(())
+    }
+
+    /// A batch that surely never existed at the provider: its folder and record go.
+    fn forget(&self, local_id: &str) {
+        let _ = std::fs::remove_dir_all(record::folder(&self.dir, local_id));
+        self.lock_records().retain(|r| r.local_id != local_id);
+    }
+
+    fn replace(&self, r: &BatchRecord) {
+        let mut records = self.lock_records();
+        if let Some(slot) = records.iter_mut().find(|x| x.local_id == r.local_id) {
+            *slot = r.clone();
+        }
+    }
+
+    /// The run is over: answers whose jobs ended (succeeded, failed, cached) are no longer
+    /// needed, and a collected batch none of whose answers is needed goes.
+    pub fn settle(&self, records: &[JobRecord]) {
+        let settled: HashSet<&str> = records
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.status,
+                    Status::Succeeded | Status::Failed | Status::Cached
+                )
+            })
+            .map(|r| r.job_id.as_str())
+            .collect();
+        let mut all = self.lock_records();
+        all.retain_mut(|r| {
+            if r.stage != Stage::Collected || r.base_url != self.settings.base_url {
+                return true;
+            }
+            let before = r.settled_jobs.len();
+            for q in &r.requests {
+                if settled.contains(q.job_id.as_str()) {
+                    r.settled_jobs.insert(q.job_id.clone());
+                }
+            }
+            if r.all_settled() && r.files_deleted {
+                let _ = std::fs::remove_dir_all(record::folder(&self.dir, &r.local_id));
+                return false;
+            }
+            if r.settled_jobs.len() != before
+                && let Err(e) = record::save(&self.dir, r)
+            {
+                tracing::warn!("cannot write the batch record of {}: {e}", r.local_id);
+            }
+            true
+        });
+        if all.is_empty() {
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+    }
+
+    /// What the run did with batches.
+    pub fn report(&self) -> BatchReport {
+        let mut r = self
+            .report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        r.answers_used = self.used.load(Ordering::Relaxed);
+        r
+    }
+
+    /// Note a failure to submit.
+    pub fn submit_failed(&self, e: &ApiError) {
+        self.problem(format!(
+            "the queued requests could not all be submitted (the next run queues them again): {e}"
+        ));
+    }
+}

@@ -1,0 +1,277 @@
+//! `zhi batch status` and `zhi batch cancel`: the output folder's batches for a person.
+//!
+//! `status` only reads the book (a run may be collecting at the same moment; it owns the
+//! book); it asks the provider how running batches are when it can. `cancel` takes the run
+//! lock, so it never races a cron run, and records what the provider said.
+
+use super::{Ctx, print_json, print_table};
+use crate::batch::record::{self, BatchRecord, Stage};
+use crate::cli::BatchCommand;
+use crate::config::{Config, Overrides};
+use crate::exit::{Exit, ExitError};
+use crate::llm::batch::{BatchApi, BatchInfo};
+use crate::llm::{ChatClient, ClientSettings};
+use crate::sanitize::one_line;
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
+
+pub fn run(ctx: &Ctx, cmd: BatchCommand) -> Result<Exit, ExitError> {
+    match cmd {
+        BatchCommand::Status { output, base_url } => status(ctx, output, base_url),
+        BatchCommand::Cancel {
+            batch,
+            output,
+            base_url,
+        } => cancel(ctx, batch.as_deref(), output, base_url),
+    }
+}
+
+struct Book {
+    config: Config,
+    out: PathBuf,
+    dir: PathBuf,
+    records: Vec<BatchRecord>,
+}
+
+fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Book, ExitError> {
+    let config = ctx.config(Overrides {
+        output_dir: output,
+        base_url,
+        ..Overrides::default()
+    })?;
+    let out = if config.output_dir.is_absolute() {
+        config.output_dir.clone()
+    } else {
+        ctx.cwd.join(&config.output_dir)
+    };
+    let dir = out.join(".zhi").join("batches");
+    let records = record::load_all_readonly(&dir, &mut |w| ctx.warn(&w));
+    Ok(Book {
+        config,
+        out,
+        dir,
+        records,
+    })
+}
+
+fn api(config: &Config) -> Result<BatchApi, ExitError> {
+    let mut settings = ClientSettings::new(config.base_url.clone(), config.api_key.clone());
+    settings.timeout = config.timeout;
+    settings.retry = config.retry;
+    let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
+    Ok(BatchApi::new(client))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExitError::usage(format!("cannot start the runtime: {e}")))
+}
+
+/// `base_url` of the settings as batches record it (no credentials).
+fn recorded_base(config: &Config) -> String {
+    match reqwest::Url::parse(&config.base_url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string().trim_end_matches('/').to_string()
+        }
+        Err(_) => config.base_url.clone(),
+    }
+}
+
+fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Exit, ExitError> {
+    let mut book = open(ctx, output, base_url)?;
+    let ours = recorded_base(&book.config);
+    let can_ask = book.config.api_key.is_some() || book.config.base_url_is_local();
+    let running: Vec<usize> = (0..book.records.len())
+        .filter(|i| {
+            let r = &book.records[*i];
+            r.stage == Stage::Submitted && r.base_url == ours
+        })
+        .collect();
+    if can_ask && !running.is_empty() {
+        let api = api(&book.config)?;
+        let cancel = CancellationToken::new();
+        let rt = runtime()?;
+        for i in running {
+            let r = &mut book.records[i];
+            let id = r.batch_id.clone().unwrap_or_default();
+            match rt.block_on(api.get(&id, &cancel)) {
+                Ok(info) => live(r, &info),
+                Err(e) => ctx.warn(&format!("cannot ask the provider about batch {id}: {e}")),
+            }
+        }
+    }
+    if ctx.global.json {
+        print_json(&serde_json::to_value(&book.records).unwrap_or_default());
+        return Ok(Exit::Success);
+    }
+    if book.records.is_empty() {
+        eprintln!(
+            "{} has no batches (`zhi run … --submit batch` submits them)",
+            book.out.display()
+        );
+        return Ok(Exit::Success);
+    }
+    let rows: Vec<Vec<String>> = book
+        .records
+        .iter()
+        .map(|r| {
+            let counts = r.request_counts.unwrap_or_default();
+            let waiting = r
+                .requests
+                .iter()
+                .filter(|q| !r.settled_jobs.contains(&q.job_id))
+                .count();
+            vec![
+                r.label().to_string(),
+                r.model.clone(),
+                r.stage.as_str().to_string(),
+                r.status.clone().unwrap_or_else(|| "-".into()),
+                r.requests.len().to_string(),
+                counts.completed.to_string(),
+                counts.failed.to_string(),
+                if r.stage == Stage::Collected {
+                    waiting.to_string()
+                } else {
+                    "-".into()
+                },
+                r.created_at.clone(),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "BATCH",
+            "MODEL",
+            "STAGE",
+            "STATUS",
+            "REQUESTS",
+            "COMPLETED",
+            "FAILED",
+            "UNUSED",
+            "CREATED",
+        ],
+        &rows,
+    );
+    let running = book
+        .records
+        .iter()
+        .filter(|r| r.stage == Stage::Submitted)
+        .count();
+    if running > 0 {
+        eprintln!(
+            "{running} batch(es) running; `zhi run` with the same arguments collects them once they end (within 24 h)"
+        );
+    }
+    if book.records.iter().any(|r| r.base_url != ours) {
+        eprintln!(
+            "batches submitted to another API base are shown as last seen; give --base-url to ask about them"
+        );
+    }
+    if !can_ask {
+        eprintln!(
+            "no API key: statuses are as the last run saw them (set {} to ask the provider)",
+            book.config.api_key_env
+        );
+    }
+    Ok(Exit::Success)
+}
+
+/// What the provider says now, shown (not written: the runs own the book).
+fn live(r: &mut BatchRecord, info: &BatchInfo) {
+    r.status = Some(info.status.clone());
+    r.request_counts = info.request_counts;
+}
+
+fn cancel(
+    ctx: &Ctx,
+    batch: Option<&str>,
+    output: Option<PathBuf>,
+    base_url: Option<String>,
+) -> Result<Exit, ExitError> {
+    let book = open(ctx, output, base_url)?;
+    book.config.require_key()?;
+    let zhi_dir = book.out.join(".zhi");
+    if !zhi_dir.is_dir() {
+        return Err(ExitError::usage(format!(
+            "{} has no batches",
+            book.out.display()
+        )));
+    }
+    let _lock = crate::run::lock::RunLock::acquire(
+        &zhi_dir,
+        &format!("batch-cancel-{}", std::process::id()),
+    )?;
+    // Read again under the lock: a run may have just changed the book.
+    let records = record::load_all_readonly(&book.dir, &mut |w| ctx.warn(&w));
+    let ours = recorded_base(&book.config);
+    let targets: Vec<BatchRecord> = records
+        .into_iter()
+        .filter(|r| r.stage == Stage::Submitted)
+        .filter(|r| match batch {
+            Some(b) => r.batch_id.as_deref() == Some(b) || r.local_id == b,
+            None => true,
+        })
+        .collect();
+    if targets.is_empty() {
+        return match batch {
+            Some(b) => Err(ExitError::usage(format!(
+                "no running batch `{}` in {} (`zhi batch status` lists them)",
+                one_line(b),
+                book.out.display()
+            ))),
+            None => {
+                eprintln!("no running batch in {}", book.out.display());
+                Ok(Exit::Success)
+            }
+        };
+    }
+    let api = api(&book.config)?;
+    let rt = runtime()?;
+    let token = CancellationToken::new();
+    let mut failed = false;
+    for mut r in targets {
+        let id = r.batch_id.clone().unwrap_or_default();
+        if r.base_url != ours {
+            ctx.warn(&format!(
+                "batch {id} belongs to {}; give --base-url {} to cancel it",
+                r.base_url, r.base_url
+            ));
+            failed = true;
+            continue;
+        }
+        match rt.block_on(api.cancel(&id, &token)) {
+            Ok(info) => {
+                live(&mut r, &info);
+                save(&book.dir, &r)?;
+                eprintln!(
+                    "batch {id}: {} ({} request(s)); the next `zhi run` collects what it answered and does the rest again",
+                    info.status,
+                    r.requests.len()
+                );
+            }
+            Err(e) => {
+                eprintln!("error: cannot cancel batch {id}: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        Exit::TempFail
+    } else {
+        Exit::Success
+    })
+}
+
+fn save(dir: &Path, r: &BatchRecord) -> Result<(), ExitError> {
+    record::save(dir, r).map_err(|e| {
+        ExitError::new(
+            Exit::TempFail,
+            format!("cannot write the record of batch {}: {e}", r.local_id),
+        )
+    })
+}
