@@ -487,14 +487,28 @@ fn check_input(path: &Path) -> Result<u64, JobError> {
 /// Characters that carry text: not whitespace, not control characters, not the replacement
 /// character, not private-use code points (glyph ids of fonts without a Unicode map).
 pub(crate) fn usable_chars(s: &str) -> usize {
-    s.chars()
-        .filter(|&c| {
+    // Byte by byte for ASCII (most of most documents), char by char for the rest.
+    let bytes = s.as_bytes();
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii() {
+            n += usize::from(b > b' ' && b != 0x7F);
+            i += 1;
+            continue;
+        }
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        i += c.len_utf8();
+        n += usize::from(
             !c.is_whitespace()
                 && !c.is_control()
                 && c != '\u{FFFD}'
-                && !('\u{E000}'..='\u{F8FF}').contains(&c)
-        })
-        .count()
+                && !('\u{E000}'..='\u{F8FF}').contains(&c),
+        );
+    }
+    n
 }
 
 /// Tidy text from any extractor: ligatures spelled out, control characters (other than
@@ -620,6 +634,7 @@ mod tests {
     #[test]
     fn usable_chars_ignore_noise() {
         assert_eq!(usable_chars(" a\u{FFFD}\u{E001}中\n"), 2);
+        assert_eq!(usable_chars("ab c\t\u{7f}\u{1}d 中文 e"), 7);
     }
 
     #[test]
