@@ -103,7 +103,7 @@ fn number(o: &Object) -> Option<f64> {
 }
 
 /// A dictionary entry, following references (a few).
-fn resolve<'a>(doc: &'a Document, mut obj: &'a Object) -> Option<&'a Object> {
+pub(super) fn resolve<'a>(doc: &'a Document, mut obj: &'a Object) -> Option<&'a Object> {
     for _ in 0..8 {
         match obj {
             Object::Reference(id) => obj = doc.get_object(*id).ok()?,

@@ -14,7 +14,7 @@
 //! This process must never write a file or read anything but the one PDF it is given.
 
 use super::office::panic_message;
-use super::pdf_survey::{self, PageImage, inherited};
+use super::pdf_survey::{self, PageImage, inherited, resolve};
 use super::{tidy, usable_chars};
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use serde::{Deserialize, Serialize};
@@ -461,14 +461,6 @@ fn pdf_extract_page(doc: &Document, number: u32) -> Result<String, String> {
         pdf_extract::output_doc_page(doc, &mut output, number).map_err(|e| e.to_string())?;
     }
     Ok(text)
-}
-
-/// A dictionary entry, following one reference.
-fn resolve<'a>(doc: &'a Document, obj: &'a Object) -> Option<&'a Object> {
-    match obj {
-        Object::Reference(id) => doc.get_object(*id).ok(),
-        other => Some(other),
-    }
 }
 
 /// Whether the page draws an image: an image XObject in its resources (or in those of a form

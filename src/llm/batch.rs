@@ -240,16 +240,9 @@ impl BatchApi {
         self.client.base_url()
     }
 
-    /// `<base>/<segments…>`, each segment (an id from the server) encoded as one.
+    /// `<base>/<segments…>` ([`ChatClient::url`]).
     fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
-        let mut url = reqwest::Url::parse(self.client.base_url()).map_err(|e| {
-            ApiError::new(ErrorKind::ApiError, false, format!("invalid base URL: {e}"))
-        })?;
-        url.path_segments_mut()
-            .map_err(|()| ApiError::new(ErrorKind::ApiError, false, "invalid base URL"))?
-            .pop_if_empty()
-            .extend(segments);
-        Ok(url)
+        self.client.url(segments)
     }
 
     /// Upload a request file (`purpose=batch`); returns its id.

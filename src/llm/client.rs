@@ -225,6 +225,19 @@ impl ChatClient {
         &self.inner.base_url
     }
 
+    /// `<base>/<segments…>`, each segment (an id from the server, say) encoded as one path
+    /// segment, so an id cannot add `..`, `?` or `/` to the URL.
+    pub fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
+        let mut url = reqwest::Url::parse(self.base_url()).map_err(|e| {
+            ApiError::new(ErrorKind::ApiError, false, format!("invalid base URL: {e}"))
+        })?;
+        url.path_segments_mut()
+            .map_err(|()| ApiError::new(ErrorKind::ApiError, false, "invalid base URL"))?
+            .pop_if_empty()
+            .extend(segments);
+        Ok(url)
+    }
+
     /// The shared HTTP client, for building requests handed to [`ChatClient::send`].
     pub fn http(&self) -> &reqwest::Client {
         &self.inner.http
@@ -352,23 +365,7 @@ impl ChatClient {
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
-        let ((status, headers, body), attempts) = self
-            .with_retries(
-                MAX_BODY_BYTES,
-                make,
-                |received| {
-                    self.inspect(&received, false)?;
-                    Ok((received.status, received.headers, received.body))
-                },
-                cancel,
-            )
-            .await?;
-        Ok(ApiResponse {
-            status,
-            headers,
-            body,
-            attempts,
-        })
+        self.send_checked(MAX_BODY_BYTES, true, make, cancel).await
     }
 
     /// Like [`ChatClient::send`], for a body that is not JSON (a batch's JSONL result file)
@@ -383,12 +380,27 @@ impl ChatClient {
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
+        self.send_checked(limit, false, make, cancel).await
+    }
+
+    /// [`ChatClient::send`] and [`ChatClient::send_raw`]: a body of at most `limit` bytes;
+    /// with `json`, a 2xx body is inspected too (it must be JSON), else only errors are.
+    async fn send_checked<F>(
+        &self,
+        limit: usize,
+        json: bool,
+        make: F,
+        cancel: &CancellationToken,
+    ) -> Result<ApiResponse, ApiError>
+    where
+        F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    {
         let ((status, headers, body), attempts) = self
             .with_retries(
                 limit,
                 make,
                 |received| {
-                    if !(200..300).contains(&received.status) {
+                    if json || !(200..300).contains(&received.status) {
                         self.inspect(&received, false)?;
                     }
                     Ok((received.status, received.headers, received.body))

@@ -163,15 +163,7 @@ impl ZhipuOcr {
 
     /// `<base>/files/<id>`, the id encoded as one path segment (it comes from the server).
     fn file_url(&self, id: &str) -> Result<reqwest::Url, ApiError> {
-        let mut url = reqwest::Url::parse(self.client.base_url()).map_err(|e| {
-            ApiError::new(ErrorKind::ApiError, false, format!("invalid base URL: {e}"))
-        })?;
-        url.path_segments_mut()
-            .map_err(|()| ApiError::new(ErrorKind::ApiError, false, "invalid base URL"))?
-            .pop_if_empty()
-            .push("files")
-            .push(id);
-        Ok(url)
+        self.client.url(&["files", id])
     }
 
     async fn file_content(

@@ -625,11 +625,7 @@ pub(crate) fn text_content(text: &str) -> Vec<u8> {
 #[test]
 fn a_generated_pdf_reads_through_the_worker() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "ok.pdf",
-        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
-    );
+    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
     let got = extract::extract(&path, &worker_only(OcrChoice::Off)).unwrap();
     assert_eq!(got.text, HELLO);
     assert_eq!(got.pages[0].method, Method::PdfExtract);
@@ -648,11 +644,7 @@ fn pdftotext_leads_and_the_worker_checks_its_pages() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "ok.pdf",
-        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
-    );
+    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
     let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
     assert_eq!(got.text, HELLO);
     assert_eq!(got.pages[0].method, Method::Pdftotext);
@@ -727,11 +719,7 @@ fn without_a_working_worker_pdftotext_still_reads() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "ok.pdf",
-        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
-    );
+    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
     let opts = ExtractOptions {
         worker_exe: PathBuf::from("/nonexistent/zhi"),
         ..options(OcrChoice::Off)
@@ -828,11 +816,7 @@ fn a_page_that_kills_the_worker_costs_that_page_only() {
 #[test]
 fn a_worker_past_its_time_limit_is_killed_and_named() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "ok.pdf",
-        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
-    );
+    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
     // A stand-in worker that never answers.
     let hanging = write(dir.path(), "hanging-worker", b"#!/bin/sh\nexec sleep 60\n");
     std::fs::set_permissions(
@@ -912,7 +896,7 @@ fn hostile_pdfs_fail_as_jobs_not_as_the_process() {
         pdf_timeout: Duration::from_secs(60),
         ..options(OcrChoice::Off)
     };
-    let good = one_page_pdf(BOX, "", &text_content(HELLO), &[]);
+    let good = crate::corpus::hello_pdf();
 
     // Cut before the page's content: nothing can be salvaged.
     let truncated = write(dir.path(), "truncated.pdf", &good[..good.len() * 2 / 5]);
@@ -1155,11 +1139,7 @@ fn scanned_pages_are_ocred_in_parallel_and_kept_in_order() {
 #[test]
 fn workers_run_side_by_side_and_stop_when_cancelled() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "ok.pdf",
-        &one_page_pdf(BOX, "", &text_content(HELLO), &[]),
-    );
+    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
     let opts = options(OcrChoice::Off);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
@@ -1279,10 +1259,7 @@ fn text_lost_in_extraction_is_a_warning_in_the_jobs_record() {
     use crate::testenv::{TestEnv, record, run_skill, show};
     let env = TestEnv::new();
     env.write("docs/lost.pdf", mostly_unreadable_page());
-    env.write(
-        "docs/fine.pdf",
-        one_page_pdf(BOX, "", &text_content(HELLO), &[]),
-    );
+    env.write("docs/fine.pdf", crate::corpus::hello_pdf());
     let api = FakeApi::start(|_: &Recorded| {
         Reply::text("A summary of the control page and its ordinary text, in a few words.")
     });
