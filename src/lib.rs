@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod exit;
 pub mod extract;
+pub mod i18n;
 pub mod llm;
 pub mod manifest;
 pub mod ocr;
