@@ -14,6 +14,7 @@ pub mod error;
 pub mod exit;
 pub mod extract;
 pub mod i18n;
+pub mod layout;
 pub mod llm;
 pub mod manifest;
 pub mod ocr;

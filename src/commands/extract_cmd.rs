@@ -24,7 +24,8 @@ pub fn run(ctx: &Ctx, file: &Path, ocr: Option<OcrChoice>) -> Result<Exit, ExitE
             file.display()
         )));
     }
-    let reader = PipelineReader::new(&config, 1, None);
+    let client = crate::run::context::client(&config).ok();
+    let reader = PipelineReader::new(&config, client, 1, None);
     match crate::extract::extract(&path, reader.options()) {
         Ok(e) => {
             if ctx.global.json {

@@ -188,15 +188,6 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         .collect::<Vec<_>>()
         .join(" ");
     let cancel = tokio_util::sync::CancellationToken::new();
-    let concurrency = match prepared.config.concurrency {
-        Concurrency::Fixed(n) => n,
-        Concurrency::Auto => crate::run::slots::AUTO_START,
-    };
-    let reader = std::sync::Arc::new(crate::run::reader::PipelineReader::new(
-        &prepared.config,
-        concurrency,
-        Some(cancel.clone()),
-    ));
     let opts = crate::run::RunOptions {
         jobs: prepared.jobs,
         skills: prepared.skills,
@@ -212,7 +203,6 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         progress: !ctx.global.no_progress && !ctx.global.quiet,
         // `-q` keeps errors and the final summary (see `--help`).
         summary: true,
-        reader,
         cancel,
         submit_batch: (a.submit == crate::cli::SubmitWhen::Batch).then_some(
             crate::run::BatchOptions {

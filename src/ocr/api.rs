@@ -16,7 +16,7 @@ use super::{ApiEngine, ApiOcr};
 use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
 use crate::extract::process;
-use crate::llm::{ApiError, ChatClient, ChatRequest, ClientSettings, ContentPart, Message};
+use crate::llm::{ApiError, ChatClient, ChatRequest, ContentPart, Message};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::future::Future;
@@ -300,25 +300,18 @@ impl Drop for OwnRuntime {
     }
 }
 
-/// The API engines for a run: `Some` when an API key is configured or the base URL is on this
+/// The API engines for a run, on the run's client: `Some` when an API key is configured or the base URL is on this
 /// machine (a local server needs no key); `None` otherwise, and then `--ocr glm-ocr`, `vision`
 /// and `file-extract` fail with a message that says to set a key.
-pub fn api_engine(config: &Config, cancel: Option<CancellationToken>) -> Option<Arc<dyn ApiOcr>> {
+pub fn api_engine(
+    config: &Config,
+    client: ChatClient,
+    cancel: Option<CancellationToken>,
+) -> Option<Arc<dyn ApiOcr>> {
     if config.api_key.is_none() && !config.base_url_is_local() {
         return None;
     }
-    let mut settings = ClientSettings::new(config.base_url.clone(), config.api_key.clone());
-    settings.timeout = config.timeout;
-    settings.retry = config.retry;
-    settings.rpm = config.rpm;
-    settings.tpm = config.tpm;
-    match ChatClient::new(settings) {
-        Ok(client) => Some(Arc::new(ZhipuOcr::new(client, cancel))),
-        Err(e) => {
-            tracing::warn!(error = %e, "the API OCR engines are unavailable");
-            None
-        }
-    }
+    Some(Arc::new(ZhipuOcr::new(client, cancel)))
 }
 
 /// An API failure as the job's: `auth` and `quota` keep their kind (the run aborts) and so
@@ -608,6 +601,7 @@ fn size(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::config::ApiKey;
+    use crate::llm::ClientSettings;
 
     #[test]
     fn markdown_is_found_in_every_documented_shape() {
@@ -776,15 +770,13 @@ mod tests {
 
     #[test]
     fn engines_exist_with_a_key_or_a_local_server() {
-        assert!(api_engine(&config("https://open.bigmodel.cn/api/paas/v4", None), None).is_none());
-        assert!(
-            api_engine(
-                &config("https://open.bigmodel.cn/api/paas/v4", Some("k")),
-                None
-            )
-            .is_some()
-        );
-        assert!(api_engine(&config("http://127.0.0.1:8080/v1", None), None).is_some());
+        let engine = |c: Config| {
+            let client = crate::run::context::client(&c).unwrap();
+            api_engine(&c, client, None).is_some()
+        };
+        assert!(!engine(config("https://open.bigmodel.cn/api/paas/v4", None)));
+        assert!(engine(config("https://open.bigmodel.cn/api/paas/v4", Some("k"))));
+        assert!(engine(config("http://127.0.0.1:8080/v1", None)));
     }
 
     #[test]

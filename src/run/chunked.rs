@@ -63,7 +63,7 @@ pub(super) async fn run(
     stats: &mut AgentStats,
     state: &mut ChunkState,
 ) -> Result<(), JobError> {
-    let (shared, job, skill) = (ctx.shared, ctx.job, ctx.skill);
+    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
     let pieces = chunk::split(text, budget, skill.chunking == Chunking::MapReduce);
     let total = pieces.len();
     let key = {
@@ -72,18 +72,13 @@ pub(super) async fn run(
         h.update(format!("\0{budget}\0{total}\0{}", skill.chunking.as_str()).as_bytes());
         hex::encode(&h.finalize()[..8])
     };
-    let ckpt = shared
-        .output_dir
-        .join(".zhi")
-        .join("checkpoints")
-        .join(job.id.as_str())
-        .join(&key);
+    let ckpt = run.layout.checkpoints(job.id.as_str()).join(&key);
     state.checkpoint = Some(ckpt.parent().map(Path::to_path_buf).unwrap_or(ckpt.clone()));
     tracing::info!(job = %job.input, pieces = total, budget, "document split into pieces");
     ctx.transcript.note(&format!(
         "the document is split into {total} pieces of at most about {budget} tokens"
     ));
-    shared
+    run
         .progress
         .chunks_total
         .fetch_add(total as u64, Ordering::Relaxed);
@@ -139,7 +134,7 @@ async fn run_pieces(
     stats: &mut AgentStats,
     message: impl Fn(&Piece) -> String + Sync,
 ) -> Vec<PieceResult> {
-    let (shared, job) = (ctx.shared, ctx.job);
+    let (run, job) = (ctx.run, ctx.job);
     // A piece of a direct skill must give its output; an agent skill's piece may have
     // nothing to write (no table in this part), and the whole job is checked at the end.
     let require = ctx.skill.direct_output(&job.args).is_some();
@@ -150,7 +145,7 @@ async fn run_pieces(
         let dir = ckpt.join(format!("{prefix}-{i:05}"));
         match load_done(&dir) {
             Some(d) => {
-                shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                run.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(Ok((dir, d)));
             }
             None => queue.push_back(i),
@@ -171,12 +166,12 @@ async fn run_pieces(
         async move {
             if extra {
                 tokio::select! {
-                    _ = shared.slots.acquire() => {}
+                    _ = run.slots.acquire() => {}
                     _ = drained.cancelled() => return,
                 }
             }
             loop {
-                if failed.is_cancelled() || shared.cancel.is_cancelled() {
+                if failed.is_cancelled() || run.cancel.is_cancelled() {
                     break;
                 }
                 let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
@@ -220,7 +215,7 @@ async fn run_pieces(
                 });
                 match &r {
                     Ok(_) => {
-                        shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                        run.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
                         tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
                     }
                     // A piece waiting for a batch stops no other: every piece still to do
@@ -234,7 +229,7 @@ async fn run_pieces(
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
             }
             if extra {
-                shared.slots.release();
+                run.slots.release();
             } else {
                 // The job's own worker is done: nobody waits for a slot any longer.
                 drained.cancel();
@@ -256,7 +251,7 @@ async fn run_pieces(
         .enumerate()
         .map(|(i, r)| {
             r.unwrap_or_else(|| {
-                Err(if shared.cancel.is_cancelled() {
+                Err(if run.cancel.is_cancelled() {
                     JobError::new(ErrorKind::Cancelled, "cancelled")
                 } else {
                     JobError::new(

@@ -1,65 +1,20 @@
 //! One job, start to end: read the document, stage, run the agent, commit or keep the staging
 //! for inspection, and say so in one record.
 
+use super::context::RunContext;
 use crate::agent::outputs;
 use crate::agent::runner::{self, AgentEnv, AgentStats, Expected};
 use crate::agent::sandbox::Sandbox;
-use crate::agent::tools::{DocumentReader, ToolEnv, Toolbox};
+use crate::agent::tools::ToolEnv;
 use crate::agent::transcript::Transcript;
-use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
-use crate::llm::ChatClient;
 use crate::manifest::{JobRecord, OutputFile, Status};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
-use crate::skills::{Skill, SkillSet};
+use crate::skills::Skill;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio_util::sync::CancellationToken;
-
-/// What every job of a run shares.
-pub struct Shared {
-    pub client: ChatClient,
-    pub skills: Arc<SkillSet>,
-    pub config: Config,
-    pub output_dir: PathBuf,
-    pub run_id: String,
-    pub allow_web: bool,
-    pub reader: Arc<dyn DocumentReader>,
-    pub toolbox: Toolbox,
-    pub cancel: CancellationToken,
-    /// The run's document slots: pieces of a long document run in free slots.
-    pub slots: Arc<super::slots::Slots>,
-    pub progress: Arc<super::progress::Counters>,
-    /// What the server said of itself, when it was asked.
-    pub server: Option<crate::llm::ServerInfo>,
-    /// The output folder's batches (SPEC §6 "Batch mode"), when a direct request may be
-    /// answered by one or must wait for one.
-    pub batch: Option<Arc<crate::batch::Book>>,
-}
-
-impl Shared {
-    /// Where a job's transcript goes.
-    pub fn transcript_path(&self, job_id: &str) -> PathBuf {
-        transcript_path(&self.output_dir, &self.run_id, job_id)
-    }
-
-    fn model(&self, job: &Job) -> String {
-        self.config
-            .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
-    }
-}
-
-/// `<OUT>/.zhi/runs/<run-id>/transcripts/<job-id>.jsonl`.
-pub fn transcript_path(output_dir: &Path, run_id: &str, job_id: &str) -> PathBuf {
-    output_dir
-        .join(".zhi")
-        .join("runs")
-        .join(run_id)
-        .join("transcripts")
-        .join(format!("{job_id}.jsonl"))
-}
 
 /// The repetition penalty sent to llama.cpp servers (its own default is 1.0, off).
 const LLAMA_CPP_REPEAT_PENALTY: f32 = 1.15;
@@ -69,7 +24,7 @@ const RETRY_FREQUENCY_PENALTY: f32 = 0.5;
 
 /// One job's model work: what every request of it needs besides the run's shared parts.
 pub(super) struct JobCtx<'a> {
-    pub shared: &'a Shared,
+    pub run: &'a RunContext,
     pub job: &'a Job,
     pub skill: &'a Skill,
     pub transcript: Arc<Transcript>,
@@ -105,18 +60,18 @@ pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
 }
 
 /// A job that failed while planning (broken link, missing paired file).
-pub fn planned_failure(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord {
+pub fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
     let now = super::now_rfc3339();
     JobRecord {
         started_at: Some(now.clone()),
         finished_at: Some(now),
         error: job.problem.clone(),
-        ..base_record(job, cache, shared.model(job))
+        ..base_record(job, cache, run.model(job))
     }
 }
 
 /// A job whose task panicked: a bug in zhi, recorded as the job's failure.
-pub fn crashed(job: &Job, cache: &JobCache, shared: &Shared, reason: &str) -> JobRecord {
+pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> JobRecord {
     let now = super::now_rfc3339();
     JobRecord {
         started_at: Some(now.clone()),
@@ -125,12 +80,12 @@ pub fn crashed(job: &Job, cache: &JobCache, shared: &Shared, reason: &str) -> Jo
             ErrorKind::Internal,
             format!("internal error while processing {}: {reason}", job.input),
         )),
-        ..base_record(job, cache, shared.model(job))
+        ..base_record(job, cache, run.model(job))
     }
 }
 
 /// Batch mode, and a job that runs the agent loop: refused (`--agent-jobs refuse`).
-pub fn not_batchable(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord {
+pub fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
     let now = super::now_rfc3339();
     JobRecord {
         started_at: Some(now.clone()),
@@ -142,7 +97,7 @@ pub fn not_batchable(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord 
                 job.skill
             ),
         )),
-        ..base_record(job, cache, shared.model(job))
+        ..base_record(job, cache, run.model(job))
     }
 }
 
@@ -150,7 +105,7 @@ pub fn not_batchable(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord 
 pub fn not_run(
     job: &Job,
     cache: &JobCache,
-    shared: &Shared,
+    run: &RunContext,
     status: Status,
     kind: ErrorKind,
     message: String,
@@ -162,23 +117,18 @@ pub fn not_run(
         error: Some(JobError::new(kind, message)),
         started_at: Some(now.clone()),
         finished_at: Some(now),
-        ..base_record(job, cache, shared.model(job))
+        ..base_record(job, cache, run.model(job))
     }
 }
 
 /// Run one job to its record.
-pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRecord {
+pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobRecord {
     let started = Instant::now();
-    let mut record = base_record(job, cache, shared.model(job));
+    let mut record = base_record(job, cache, run.model(job));
     record.started_at = Some(super::now_rfc3339());
-    let staging = shared
-        .output_dir
-        .join(".zhi")
-        .join("staging")
-        .join(&shared.run_id)
-        .join(job.id.as_str());
+    let staging = run.layout.job_staging(&run.run_id, job.id.as_str());
     // A folder a person edited fails the job before any token is spent on it.
-    if let Some(conflict) = conflict(shared, job, cache) {
+    if let Some(conflict) = conflict(run, job, cache) {
         record.error = Some(conflict);
         record.finished_at = Some(super::now_rfc3339());
         record.duration_ms = started.elapsed().as_millis() as u64;
@@ -187,15 +137,15 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
     let mut stats = AgentStats::default();
     let mut chunks = super::chunked::ChunkState::default();
     let transcript = Arc::new(Transcript::create(
-        &shared.transcript_path(job.id.as_str()),
-        shared
+        &run.transcript_path(job.id.as_str()),
+        run
             .config
             .api_key
             .as_ref()
             .map(|k| k.expose().to_string()),
     ));
     let result = run_in_staging(
-        shared,
+        run,
         job,
         cache,
         &staging,
@@ -228,7 +178,7 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
         Ok(()) => {
-            let (s, j, c, st) = (shared.clone(), job.clone(), cache.clone(), staging.clone());
+            let (s, j, c, st) = (run.clone(), job.clone(), cache.clone(), staging.clone());
             tokio::task::spawn_blocking(move || commit(&s, &j, &c, &st))
                 .await
                 .unwrap_or_else(|e| {
@@ -261,7 +211,7 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
             } else {
                 Status::Failed
             };
-            keep_failed(shared, job, &staging);
+            keep_failed(run, job, &staging);
             record.error = Some(e);
         }
     }
@@ -277,7 +227,7 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
 }
 
 async fn run_in_staging(
-    shared: &Shared,
+    run: &RunContext,
     job: &Job,
     cache: &JobCache,
     staging: &Path,
@@ -285,14 +235,14 @@ async fn run_in_staging(
     chunks: &mut super::chunked::ChunkState,
     transcript: &Arc<Transcript>,
 ) -> Result<(), JobError> {
-    let skill = shared.skills.get(&job.skill).ok_or_else(|| {
+    let skill = run.skills.get(&job.skill).ok_or_else(|| {
         JobError::new(
             ErrorKind::InputError,
             format!("unknown skill `{}`", job.skill),
         )
     })?;
     let ctx = JobCtx {
-        shared,
+        run,
         job,
         skill,
         transcript: transcript.clone(),
@@ -300,14 +250,14 @@ async fn run_in_staging(
     let direct = skill.direct_output(&job.args).is_some();
 
     if job.is_dir {
-        let message = folder_message(job, &shared.output_dir);
+        let message = folder_message(job, run.layout.output_dir());
         ask(&ctx, staging, "", message, None, true, stats).await?;
         return verify(&ctx, staging, None);
     }
     // The document's text, extracted off the async threads, from the very file that was
     // planned and hashed.
     let before = unchanged_since_planning(job, cache)?;
-    let (text, warnings) = read_document(shared, &job.path).await?;
+    let (text, warnings) = read_document(run, &job.path).await?;
     stats.input_warnings.extend(warnings);
     if before.is_some() && before != FileStamp::of(&job.path) {
         return Err(changed(job, "it changed while it was being read"));
@@ -322,15 +272,15 @@ async fn run_in_staging(
         ));
     }
     let source: Arc<str> = Arc::from(text.as_str());
-    let model = shared.model(job);
+    let model = run.model(job);
     let mode = skill.chunking;
-    let request = shared.config.request_budget(&model);
+    let request = run.config.request_budget(&model);
     let budget = crate::chunk::piece_budget(request, mode, direct);
     let estimate = crate::chunk::tokens(&text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {
-            let limited = if request.context_window < shared.config.budget(&model).context_window {
-                format!(" within {} a minute", shared.config.tpm_label())
+            let limited = if request.context_window < run.config.budget(&model).context_window {
+                format!(" within {} a minute", run.config.tpm_label())
             } else {
                 String::new()
             };
@@ -345,7 +295,7 @@ async fn run_in_staging(
         split(&ctx, cache, &text, budget, staging, stats, chunks).await?;
         return verify(&ctx, staging, Some(&source));
     }
-    let extras = extra_texts(shared, job).await;
+    let extras = extra_texts(run, job).await;
     let mut message = document_message(job, &text, &extras, direct);
     if direct {
         message.push_str(&task_line(job, skill, "the document above"));
@@ -436,8 +386,8 @@ fn changed(job: &Job, why: &str) -> JobError {
 
 /// A document's text and its reading's warnings, extracted off the async threads (a PDF
 /// worker or OCR may run).
-async fn read_document(shared: &Shared, path: &Path) -> Result<(String, Vec<String>), JobError> {
-    let reader = shared.reader.clone();
+async fn read_document(run: &RunContext, path: &Path) -> Result<(String, Vec<String>), JobError> {
+    let reader = run.reader.clone();
     let path = path.to_path_buf();
     tokio::task::spawn_blocking(move || reader.read_document(&path))
         .await
@@ -446,10 +396,10 @@ async fn read_document(shared: &Shared, path: &Path) -> Result<(String, Vec<Stri
 
 /// The texts of the job's other input files (a `file2` to compare with), given in the first
 /// message so that a direct request needs no tool to read them.
-async fn extra_texts(shared: &Shared, job: &Job) -> Vec<(String, String)> {
+async fn extra_texts(run: &RunContext, job: &Job) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (_, display, path) in &job.extra_inputs {
-        let text = match read_document(shared, path).await {
+        let text = match read_document(run, path).await {
             Ok((t, _)) => t,
             Err(e) => format!("(this file could not be read: {})", e.message),
         };
@@ -491,14 +441,14 @@ pub(super) async fn ask(
     require: bool,
     stats: &mut AgentStats,
 ) -> Result<(String, Vec<PathBuf>), JobError> {
-    let (shared, job, skill) = (ctx.shared, ctx.job, ctx.skill);
-    super::outdir::create_dir_within(&shared.output_dir, dir).map_err(|e| {
+    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
+    run.layout.create_dir(dir).map_err(|e| {
         JobError::new(
             ErrorKind::Io,
             format!("cannot create {}: {e}", dir.display()),
         )
     })?;
-    let mut builder = Sandbox::builder(dir).exclude(&shared.output_dir);
+    let mut builder = Sandbox::builder(dir).exclude(run.layout.output_dir());
     if job.is_dir {
         builder = builder.input_dir(job.input.clone(), job.path.clone());
     } else {
@@ -518,36 +468,36 @@ pub(super) async fn ask(
             .build()
             .map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?,
     );
-    let model = shared.model(job);
-    let budget = shared.config.budget(&model);
+    let model = run.model(job);
+    let budget = run.config.budget(&model);
     let env = AgentEnv {
-        client: shared.client.clone(),
-        skills: shared.skills.clone(),
-        toolbox: shared.toolbox.clone(),
+        client: run.client.clone(),
+        skills: run.skills.clone(),
+        toolbox: run.toolbox.clone(),
         tools: ToolEnv {
             sandbox: sandbox.clone(),
-            reader: shared.reader.clone(),
-            allow_web: shared.allow_web,
+            reader: run.reader.clone(),
+            allow_web: run.allow_web,
         },
         model,
         max_tokens: Some(budget.max_output),
-        temperature: shared.config.temperature,
+        temperature: run.config.temperature,
         // A small local model at temperature 0 loops on one line until the length limit;
         // llama.cpp's repetition penalty stops that. Other servers get what they expect.
-        repeat_penalty: shared
+        repeat_penalty: run
             .server
             .as_ref()
             .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
             .map(|_| LLAMA_CPP_REPEAT_PENALTY),
         // Servers that described themselves (llama.cpp, vLLM, Ollama) take OpenAI's
         // frequency penalty; known providers get requests as their documentation shows.
-        retry_penalty: shared.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
-        cancel: shared.cancel.clone(),
+        retry_penalty: run.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
+        cancel: run.cancel.clone(),
         label: job.input.clone(),
         transcript: ctx.transcript.clone(),
         // Only a direct request can go in a batch: the agent loop needs its tools' results
         // between turns.
-        batch: shared
+        batch: run
             .batch
             .as_ref()
             .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
@@ -685,16 +635,16 @@ pub(super) fn push_args(m: &mut String, job: &Job) {
 /// when every file in it is what zhi wrote last time; otherwise the job fails with
 /// `output_conflict` and the person's edit stays.
 fn commit(
-    shared: &Shared,
+    run: &RunContext,
     job: &Job,
     cache: &JobCache,
     staging: &Path,
 ) -> Result<Vec<OutputFile>, JobError> {
     let io = |what: String, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
-    let out = &shared.output_dir;
+    let out = run.layout.output_dir();
     let target = out.join(&job.output_rel);
     if let Some(parent) = target.parent() {
-        super::outdir::create_dir_within(out, parent)
+        run.layout.create_dir(parent)
             .map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
     }
     // The outputs, hashed before they move, are journaled first: a kill between the rename
@@ -711,17 +661,13 @@ fn commit(
         });
     }
     if std::fs::symlink_metadata(&target).is_ok() {
-        if let Some(conflict) = conflict(shared, job, cache) {
+        if let Some(conflict) = conflict(run, job, cache) {
             return Err(conflict);
         }
-        write_journal(shared, job, cache, &outputs)?;
-        let trash = out
-            .join(".zhi")
-            .join("trash")
-            .join(&shared.run_id)
-            .join(job.id.as_str());
+        write_journal(run, job, cache, &outputs)?;
+        let trash = run.layout.job_trash(&run.run_id, job.id.as_str());
         if let Some(p) = trash.parent() {
-            super::outdir::create_dir_within(out, p)
+            run.layout.create_dir(p)
                 .map_err(|e| io(format!("cannot create {}", p.display()), e))?;
         }
         std::fs::rename(&target, &trash)
@@ -730,7 +676,7 @@ fn commit(
             .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
         let _ = std::fs::remove_dir_all(&trash);
     } else {
-        write_journal(shared, job, cache, &outputs)?;
+        write_journal(run, job, cache, &outputs)?;
         std::fs::rename(staging, &target)
             .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
     }
@@ -739,15 +685,15 @@ fn commit(
 
 /// The job's folder exists and is not what zhi last wrote there: a person's edit (or someone
 /// else's folder), which zhi never replaces.
-fn conflict(shared: &Shared, job: &Job, cache: &JobCache) -> Option<JobError> {
-    let out = &shared.output_dir;
+fn conflict(run: &RunContext, job: &Job, cache: &JobCache) -> Option<JobError> {
+    let out = run.layout.output_dir();
     if std::fs::symlink_metadata(out.join(&job.output_rel)).is_err() {
         return None;
     }
     let ours = cache
         .previous
         .iter()
-        .chain(read_journal(shared, job).as_ref())
+        .chain(read_journal(run, job).as_ref())
         .any(|prev| cache::outputs_intact(out, prev));
     (!ours).then(|| {
         JobError::new(
@@ -763,16 +709,12 @@ fn conflict(shared: &Shared, job: &Job, cache: &JobCache) -> Option<JobError> {
 /// `<OUT>/.zhi/commits/<job-id>.json`: what a commit is about to put in place, written before
 /// the rename and removed once the job's record is on disk. A kill in between leaves it, and
 /// the next run knows the folder as zhi's own.
-fn journal_path(shared: &Shared, job: &Job) -> PathBuf {
-    shared
-        .output_dir
-        .join(".zhi")
-        .join("commits")
-        .join(format!("{}.json", job.id.as_str()))
+fn journal_path(run: &RunContext, job: &Job) -> PathBuf {
+    run.layout.commit_journal(job.id.as_str())
 }
 
 fn write_journal(
-    shared: &Shared,
+    run: &RunContext,
     job: &Job,
     cache: &JobCache,
     outputs: &[OutputFile],
@@ -780,12 +722,12 @@ fn write_journal(
     let pending = JobRecord {
         status: Status::Succeeded,
         outputs: outputs.to_vec(),
-        ..base_record(job, cache, shared.model(job))
+        ..base_record(job, cache, run.model(job))
     };
-    let path = journal_path(shared, job);
+    let path = journal_path(run, job);
     let write = || -> std::io::Result<()> {
         if let Some(p) = path.parent() {
-            super::outdir::create_dir_within(&shared.output_dir, p)?;
+            run.layout.create_dir(p)?;
         }
         let body = serde_json::to_vec(&pending).map_err(std::io::Error::other)?;
         crate::manifest::write_atomic(&path, &body)
@@ -798,32 +740,27 @@ fn write_journal(
     })
 }
 
-fn read_journal(shared: &Shared, job: &Job) -> Option<JobRecord> {
-    let bytes = crate::small_file::read_io(&journal_path(shared, job), 16 << 20).ok()?;
+fn read_journal(run: &RunContext, job: &Job) -> Option<JobRecord> {
+    let bytes = crate::small_file::read_io(&journal_path(run, job), 16 << 20).ok()?;
     serde_json::from_slice::<JobRecord>(&bytes)
         .ok()
         .filter(|r| r.job_id == job.id.as_str())
 }
 
 /// The job's record is on disk: its commit journal is no longer needed.
-pub fn forget_commit(shared: &Shared, job: &Job) {
-    let _ = std::fs::remove_file(journal_path(shared, job));
+pub fn forget_commit(run: &RunContext, job: &Job) {
+    let _ = std::fs::remove_file(journal_path(run, job));
 }
 
 /// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.
-fn keep_failed(shared: &Shared, job: &Job, staging: &Path) {
+fn keep_failed(run: &RunContext, job: &Job, staging: &Path) {
     // Kept even when empty: the folder says the job ran and wrote nothing (SPEC §8).
-    if !staging.exists() && super::outdir::create_dir_within(&shared.output_dir, staging).is_err() {
+    if !staging.exists() && run.layout.create_dir(staging).is_err() {
         return;
     }
-    let dest = shared
-        .output_dir
-        .join(".zhi")
-        .join("failed")
-        .join(&shared.run_id)
-        .join(job.id.as_str());
+    let dest = run.layout.failed_staging(&run.run_id, job.id.as_str());
     if let Some(p) = dest.parent() {
-        let _ = super::outdir::create_dir_within(&shared.output_dir, p);
+        let _ = run.layout.create_dir(p);
     }
     if let Err(e) = std::fs::rename(staging, &dest) {
         tracing::warn!("cannot keep the failed staging of {}: {e}", job.input);

@@ -6,6 +6,7 @@ use crate::agent::tools::DocumentReader;
 use crate::config::Config;
 use crate::error::JobError;
 use crate::extract::{self, ExtractOptions};
+use crate::llm::ChatClient;
 use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
@@ -15,10 +16,12 @@ pub struct PipelineReader {
 }
 
 impl PipelineReader {
-    /// Options for a run: the configured OCR engine, OCR workers shared out among the
+    /// Options for a run: the configured OCR engine (its API engines on the run's `client`,
+    /// so OCR requests share the run's rate budget), OCR workers shared out among the
     /// documents in flight, and the run's cancellation.
     pub fn new(
         config: &Config,
+        client: Option<ChatClient>,
         concurrency: usize,
         cancel: Option<CancellationToken>,
     ) -> PipelineReader {
@@ -27,7 +30,7 @@ impl PipelineReader {
             .unwrap_or(2);
         let opts = ExtractOptions {
             ocr: config.ocr,
-            api_ocr: crate::ocr::api::api_engine(config, cancel.clone()),
+            api_ocr: client.and_then(|c| crate::ocr::api::api_engine(config, c, cancel.clone())),
             ocr_parallelism: (cores / concurrency.max(1)).max(1),
             cancel,
             ..ExtractOptions::default()

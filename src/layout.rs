@@ -1,0 +1,203 @@
+//! The output folder's own layout: every path under `<OUT>/.zhi/` is named here and nowhere
+//! else, so the executor, the cache, the batch book and the manifest readers agree on it.
+//!
+//! Folders under the output folder are created the way the sandbox creates the agent's: one
+//! part at a time, never through a link. A link planted inside the output folder
+//! (`zhi-output/summarize -> ../elsewhere`, `zhi-output/.zhi -> /tmp/x`) would otherwise carry
+//! job outputs, records or manifests outside it.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// `<OUT>/.zhi/…`: zhi's records, journals and scratch space inside an output folder.
+#[derive(Debug, Clone)]
+pub struct OutputLayout {
+    out: PathBuf,
+    zhi: PathBuf,
+}
+
+/// The folders a run may create under `.zhi/` when they are missing (`runs/` always).
+const RUN_FOLDERS: [&str; 6] = ["staging", "failed", "commits", "checkpoints", "trash", "batches"];
+
+impl OutputLayout {
+    pub fn new(output_dir: impl Into<PathBuf>) -> OutputLayout {
+        let out = output_dir.into();
+        let zhi = out.join(".zhi");
+        OutputLayout { out, zhi }
+    }
+
+    /// The output folder itself.
+    pub fn output_dir(&self) -> &Path {
+        &self.out
+    }
+
+    /// `.zhi/`.
+    pub fn zhi_dir(&self) -> &Path {
+        &self.zhi
+    }
+
+    /// `.zhi/lock`: held by the run writing in this folder.
+    pub fn lock(&self) -> PathBuf {
+        self.zhi.join("lock")
+    }
+
+    /// `.zhi/runs/`: one folder per run, named by its id.
+    pub fn runs(&self) -> PathBuf {
+        self.zhi.join("runs")
+    }
+
+    /// `.zhi/runs/<run-id>/`: the run's records and manifest.
+    pub fn run(&self, run_id: &str) -> PathBuf {
+        self.runs().join(run_id)
+    }
+
+    /// `.zhi/runs/<run-id>/transcripts/<job-id>.jsonl`.
+    pub fn transcript(&self, run_id: &str, job_id: &str) -> PathBuf {
+        self.run(run_id)
+            .join("transcripts")
+            .join(format!("{job_id}.jsonl"))
+    }
+
+    /// The transcript's path as records give it: relative to the output folder.
+    pub fn transcript_rel(run_id: &str, job_id: &str) -> String {
+        format!(".zhi/runs/{run_id}/transcripts/{job_id}.jsonl")
+    }
+
+    /// `.zhi/staging/`: jobs write here first; a run removes what a crashed one left.
+    pub fn staging(&self) -> PathBuf {
+        self.zhi.join("staging")
+    }
+
+    /// `.zhi/staging/<run-id>/<job-id>/`.
+    pub fn job_staging(&self, run_id: &str, job_id: &str) -> PathBuf {
+        self.staging().join(run_id).join(job_id)
+    }
+
+    /// `.zhi/failed/<run-id>/<job-id>/`: a failed job's staging, kept for inspection.
+    pub fn failed_staging(&self, run_id: &str, job_id: &str) -> PathBuf {
+        self.zhi.join("failed").join(run_id).join(job_id)
+    }
+
+    /// `.zhi/trash/`: a job folder being replaced sits here between two renames.
+    pub fn trash(&self) -> PathBuf {
+        self.zhi.join("trash")
+    }
+
+    /// `.zhi/trash/<run-id>/<job-id>`.
+    pub fn job_trash(&self, run_id: &str, job_id: &str) -> PathBuf {
+        self.trash().join(run_id).join(job_id)
+    }
+
+    /// `.zhi/commits/<job-id>.json`: a commit's journal, from before its rename until the
+    /// job's record is on disk.
+    pub fn commit_journal(&self, job_id: &str) -> PathBuf {
+        self.zhi.join("commits").join(format!("{job_id}.json"))
+    }
+
+    /// `.zhi/checkpoints/<job-id>/`: finished pieces of a long document.
+    pub fn checkpoints(&self, job_id: &str) -> PathBuf {
+        self.zhi.join("checkpoints").join(job_id)
+    }
+
+    /// `.zhi/batches/`: the batch book (batch mode).
+    pub fn batches(&self) -> PathBuf {
+        self.zhi.join("batches")
+    }
+
+    /// Creates the output folder (anything the user names, a link included) and, inside it,
+    /// `.zhi/runs/` and any of zhi's folders that exist, refusing links among them.
+    pub fn create(&self) -> io::Result<()> {
+        std::fs::create_dir_all(&self.out)?;
+        create_dir_within(&self.out, &self.runs())?;
+        RUN_FOLDERS
+            .iter()
+            .map(|sub| self.zhi.join(sub))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .try_for_each(|p| create_dir_within(&self.out, &p))
+    }
+
+    /// Creates `dir` (inside the output folder) the safe way: see [`create_dir_within`].
+    pub fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        create_dir_within(&self.out, dir)
+    }
+}
+
+
+
+/// Create `dir` and any missing parents below `root` (which must exist), refusing a link or
+/// a non-folder at any part between them. `dir` must be under `root`.
+pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
+    let rel = dir.strip_prefix(root).map_err(|_| {
+        io::Error::other(format!(
+            "{} is not inside the output folder {}",
+            dir.display(),
+            root.display()
+        ))
+    })?;
+    let mut current = root.to_path_buf();
+    for part in rel.components() {
+        let Component::Normal(name) = part else {
+            return Err(io::Error::other(format!(
+                "{} is not a plain path inside the output folder",
+                dir.display()
+            )));
+        };
+        current.push(name);
+        check_or_create(&current)?;
+    }
+    Ok(())
+}
+
+fn check_or_create(path: &Path) -> io::Result<()> {
+    for _ in 0..2 {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(io::Error::other(format!(
+                    "{} is a link; zhi never follows links inside its output folder",
+                    path.display()
+                )));
+            }
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(io::Error::other(format!(
+                    "{} is in the way: it is not a folder",
+                    path.display()
+                )));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::create_dir(path) {
+                Ok(()) => return Ok(()),
+                // Created by another job meanwhile: look again.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{} keeps changing while zhi creates it",
+        path.display()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::create_dir_within;
+
+    #[test]
+    fn creates_folders_but_never_through_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        create_dir_within(&root, &root.join("a/b/c")).unwrap();
+        assert!(root.join("a/b/c").is_dir());
+        std::os::unix::fs::symlink(&outside, root.join("summarize")).unwrap();
+        let e = create_dir_within(&root, &root.join("summarize/docs")).unwrap_err();
+        assert!(e.to_string().contains("is a link"), "{e}");
+        assert!(!outside.join("docs").exists());
+        std::fs::write(root.join("file"), "x").unwrap();
+        assert!(create_dir_within(&root, &root.join("file/x")).is_err());
+        assert!(create_dir_within(&root, &tmp.path().join("elsewhere")).is_err());
+    }
+}

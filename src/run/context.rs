@@ -1,0 +1,61 @@
+//! What every job of a run shares, built once per run: the one API client (chat, OCR and the
+//! Batch API all draw on its rate budget), the skills, the run's settings, the output folder's
+//! layout and the cancellation.
+
+use crate::agent::tools::{DocumentReader, Toolbox};
+use crate::config::Config;
+use crate::layout::OutputLayout;
+use crate::llm::{ChatClient, ClientSettings, ServerInfo};
+use crate::plan::Job;
+use crate::skills::SkillSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The run's shared parts, one value behind an `Arc` for every job.
+pub struct RunContext {
+    /// The process's one client: every request of the run goes through its retries and budget.
+    pub client: ChatClient,
+    pub skills: Arc<SkillSet>,
+    /// The settings as this run uses them (the server's context window applied).
+    pub config: Config,
+    pub layout: OutputLayout,
+    pub run_id: String,
+    pub allow_web: bool,
+    /// Extraction and OCR; its API engines hold a clone of `client`.
+    pub reader: Arc<dyn DocumentReader>,
+    pub toolbox: Toolbox,
+    /// Cancels in-flight work: an abort, the grace period over, a second signal.
+    pub cancel: CancellationToken,
+    /// The run's document slots: pieces of a long document run in free slots.
+    pub slots: Arc<super::slots::Slots>,
+    pub progress: Arc<super::progress::Counters>,
+    /// What the server said of itself, when it was asked.
+    pub server: Option<ServerInfo>,
+    /// The output folder's batches (batch mode), when a direct request may be answered by
+    /// one or must wait for one.
+    pub batch: Option<Arc<crate::batch::Book>>,
+}
+
+impl RunContext {
+    /// Where a job's transcript goes.
+    pub fn transcript_path(&self, job_id: &str) -> PathBuf {
+        self.layout.transcript(&self.run_id, job_id)
+    }
+
+    /// The model a job's skill runs on.
+    pub fn model(&self, job: &Job) -> String {
+        self.config
+            .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
+    }
+}
+
+/// The run's one client, from the settings.
+pub fn client(config: &Config) -> Result<ChatClient, String> {
+    let mut settings = ClientSettings::new(config.base_url.clone(), config.api_key.clone());
+    settings.timeout = config.timeout;
+    settings.retry = config.retry;
+    settings.rpm = config.rpm;
+    settings.tpm = config.tpm;
+    ChatClient::new(settings).map_err(|e| e.to_string())
+}

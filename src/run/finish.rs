@@ -1,0 +1,194 @@
+//! After the last job: the batch requests submitted, the run's manifest built from its records
+//! and written, and the exit code decided.
+
+use super::ledger::Ledger;
+use super::stop::Stop;
+use super::{RunOptions, RunResult};
+use crate::error::ErrorKind;
+use crate::exit::Exit;
+use crate::llm::ApiError;
+use crate::manifest::{
+    ConcurrencyMode, ConcurrencyStats, Counts, JobRecord, RunManifest, RunStatus, Tokens,
+};
+use std::collections::BTreeMap;
+
+/// What the run knows at its end besides its records.
+pub(super) struct Ending<'a> {
+    pub opts: &'a RunOptions,
+    pub ctx: &'a super::context::RunContext,
+    pub started_at: String,
+    pub auto: bool,
+    pub initial: usize,
+    pub submit_error: Option<ApiError>,
+    pub book: &'a crate::batch::Book,
+    pub progress: &'a super::progress::Progress,
+}
+
+/// Batch mode: what the jobs queued goes to the Batch API now, unless the run was stopped (a
+/// signal, an abort, a budget): then the next run queues it again.
+pub(super) async fn submit_batches(
+    book: &crate::batch::Book,
+    ledger: &Ledger,
+    progress: &super::progress::Progress,
+    cancel: &tokio_util::sync::CancellationToken,
+    client: &crate::llm::ChatClient,
+) -> Option<ApiError> {
+    if book.queued() == 0 {
+        return None;
+    }
+    if ledger.stopped().is_some() {
+        book.submit_failed(&ApiError::new(
+            ErrorKind::Cancelled,
+            false,
+            "the run stopped before submitting",
+        ));
+        return None;
+    }
+    progress.println(&format!(
+        "submitting {} request(s) to the Batch API…",
+        book.queued()
+    ));
+    let batch_api = crate::llm::batch::BatchApi::new(client.clone());
+    let e = book.submit(&batch_api, cancel).await.err()?;
+    book.submit_failed(&e);
+    Some(e)
+}
+
+/// The manifest, written; the exit code.
+pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
+    let records = ledger.take_records();
+    let mut counts = Counts {
+        planned: end.opts.jobs.len() as u64,
+        ..Counts::default()
+    };
+    let mut tokens = Tokens::default();
+    for r in &records {
+        counts.add(r.status);
+        tokens.add(r.tokens);
+    }
+    let (status, exit, reason) = Stop::outcome(ledger.stopped().as_ref(), &counts);
+    let (status, exit, reason) = match &end.submit_error {
+        Some(e) if matches!(exit, Exit::Success | Exit::JobsFailed) => submit_failure(e, end.opts),
+        _ => (status, exit, reason),
+    };
+    end.book.settle(&records);
+    let batches = (end.book.has_batches() || end.opts.submit_batch.is_some())
+        .then(|| end.book.report());
+    let manifest = manifest(&end, &records, counts, tokens, status, reason, batches);
+    // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
+    // never "nothing ran"; the records appended so far stay in results.jsonl.
+    let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir(), &records) {
+        Ok(()) => exit,
+        Err(e) => {
+            end.progress.println(&format!(
+                "error: cannot write the manifest in {}: {e}; the records written so far are in results.jsonl",
+                end.ctx.layout.run(&end.ctx.run_id).display()
+            ));
+            Exit::TempFail
+        }
+    };
+    RunResult {
+        manifest,
+        exit,
+        records,
+    }
+}
+
+/// Submitting failed: the run is to be retried later (75: the provider was out of reach or
+/// busy), or trying again cannot help (3: the key, the quota, or a server without a Batch
+/// API).
+fn submit_failure(e: &ApiError, opts: &RunOptions) -> (RunStatus, Exit, Option<String>) {
+    let exit = if e.retryable || e.kind == ErrorKind::Cancelled {
+        Exit::TempFail
+    } else {
+        Exit::Aborted
+    };
+    let reason = if e.status == Some(404) {
+        format!(
+            "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
+            without_credentials(&opts.config.base_url)
+        )
+    } else {
+        format!("submitting the batch failed: {e}")
+    };
+    (RunStatus::Aborted, exit, Some(reason))
+}
+
+fn manifest(
+    end: &Ending<'_>,
+    records: &[JobRecord],
+    counts: Counts,
+    tokens: Tokens,
+    status: RunStatus,
+    reason: Option<String>,
+    batches: Option<crate::batch::BatchReport>,
+) -> RunManifest {
+    let (opts, ctx) = (end.opts, end.ctx);
+    let (last, peak) = ctx.slots.limits();
+    let mut skills_used: BTreeMap<String, String> = BTreeMap::new();
+    for j in &opts.jobs {
+        for s in opts.skills.closure(&j.skill) {
+            skills_used.insert(s.name.clone(), s.content_hash.clone());
+        }
+    }
+    let run_dir = ctx.layout.run(&ctx.run_id);
+    RunManifest {
+        run_id: ctx.run_id.clone(),
+        zhi_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: opts.command.clone(),
+        started_at: end.started_at.clone(),
+        finished_at: Some(super::now_rfc3339()),
+        status,
+        skills: skills_used,
+        counts,
+        tokens,
+        output_dir: ctx.layout.output_dir().display().to_string(),
+        // Absolute, like output_dir: usable from wherever the manifest is read.
+        results: run_dir.join("results.jsonl").display().to_string(),
+        results_csv: run_dir.join("results.csv").display().to_string(),
+        shard: opts.shard.map(|s| s.label()),
+        reason,
+        concurrency: ConcurrencyStats {
+            mode: if end.auto {
+                ConcurrencyMode::Auto
+            } else {
+                ConcurrencyMode::Fixed
+            },
+            initial: end.initial as u32,
+            peak: peak as u32,
+            last: last as u32,
+        },
+        planned_job_ids: opts.plan_ids.clone(),
+        base_url: Some(without_credentials(&ctx.config.base_url)),
+        served_model: served_model(records),
+        server: ctx.server.clone(),
+        requests: records.iter().map(|r| u64::from(r.requests)).sum(),
+        batches,
+    }
+}
+
+/// The base URL as a manifest may show it: no user, password or query.
+pub(super) fn without_credentials(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string().trim_end_matches('/').to_string()
+        }
+        Err(_) => url.split('?').next().unwrap_or("").to_string(),
+    }
+}
+
+/// The model the server said answered most of the run's requests.
+fn served_model(records: &[JobRecord]) -> Option<String> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        if let Some(m) = &r.served_model {
+            *seen.entry(m.as_str()).or_default() += 1;
+        }
+    }
+    seen.into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(m, _)| m.to_string())
+}

@@ -1,0 +1,405 @@
+//! The run's books: every job's record goes through [`Ledger::record`] exactly once, which
+//! appends it to `results.jsonl`, counts it, and decides whether the run must stop (an abort,
+//! `--max-failures`, `--budget-tokens`, a folder that can no longer be written).
+//!
+//! A record is never lost: a failed append stops the run with exit 75 and the record is still
+//! kept for the manifest; a panic while writing it is caught and treated the same way.
+
+use super::progress::Progress;
+use super::slots::Slots;
+use super::stop::Stop;
+use crate::error::ErrorKind;
+use crate::layout::OutputLayout;
+use crate::manifest::{JobRecord, ManifestWriter, RunManifest, Status};
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio_util::sync::CancellationToken;
+
+/// Where records go: `results.jsonl` in a run's folder.
+pub trait RecordSink: Send {
+    fn append(&mut self, record: &JobRecord) -> io::Result<()>;
+    /// The run's folder (`.zhi/runs/<run-id>`).
+    fn dir(&self) -> &Path;
+    /// After the last record: `results.csv` and `manifest.json`.
+    fn finish(
+        &mut self,
+        manifest: &RunManifest,
+        output_dir: &Path,
+        records: &[JobRecord],
+    ) -> io::Result<()>;
+}
+
+impl RecordSink for ManifestWriter {
+    fn append(&mut self, record: &JobRecord) -> io::Result<()> {
+        ManifestWriter::append(self, record)
+    }
+    fn dir(&self) -> &Path {
+        ManifestWriter::dir(self)
+    }
+    fn finish(
+        &mut self,
+        manifest: &RunManifest,
+        output_dir: &Path,
+        records: &[JobRecord],
+    ) -> io::Result<()> {
+        ManifestWriter::finish(self, manifest, output_dir, records)
+    }
+}
+
+/// The limits a run stops at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopRules {
+    pub max_failures: Option<u64>,
+    pub budget_tokens: Option<u64>,
+}
+
+/// The records, the counters and the stop rules of one run.
+pub struct Ledger {
+    sink: Mutex<Box<dyn RecordSink>>,
+    run_dir: PathBuf,
+    records: Mutex<Vec<JobRecord>>,
+    rules: StopRules,
+    progress: Arc<Progress>,
+    slots: Arc<Slots>,
+    stop: Mutex<Option<Stop>>,
+    /// Wakes the scheduler when scheduling should stop.
+    soft: CancellationToken,
+    /// Cancels in-flight requests (abort, grace period over, second signal).
+    hard: CancellationToken,
+    /// Tokens of the recorded jobs (the budget's measure).
+    tokens: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Ledger {
+    pub fn new(
+        sink: Box<dyn RecordSink>,
+        rules: StopRules,
+        progress: Arc<Progress>,
+        slots: Arc<Slots>,
+        hard: CancellationToken,
+    ) -> Ledger {
+        Ledger {
+            run_dir: sink.dir().to_path_buf(),
+            sink: Mutex::new(sink),
+            records: Mutex::new(Vec::new()),
+            rules,
+            progress,
+            slots,
+            stop: Mutex::new(None),
+            soft: CancellationToken::new(),
+            hard,
+            tokens: AtomicU64::new(0),
+        }
+    }
+
+    /// Account for one finished job: its transcript note, its line in `results.jsonl`, the
+    /// counters. Returns the reason to stop this record gave, if it gave one.
+    pub fn record(&self, mut record: JobRecord) -> Option<Stop> {
+        let before = self.stopped();
+        let written = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            record.transcript = Some(ensure_transcript(&self.run_dir, &record));
+            lock(&self.sink).append(&record)
+        }))
+        .unwrap_or_else(|panic| {
+            Err(io::Error::other(format!(
+                "writing the record of {} failed: {}",
+                record.input,
+                panic_text(&panic)
+            )))
+        });
+        if let Err(e) = written {
+            // Said once: after the first failure every append fails alike.
+            if !matches!(self.stopped(), Some(Stop::OutputUnwritable(_))) {
+                self.progress
+                    .println(&format!("error: cannot append to results.jsonl: {e}"));
+            }
+            self.stop(Stop::OutputUnwritable(format!(
+                "the output folder cannot be written ({e})"
+            )));
+        }
+        self.count(&record);
+        lock(&self.records).push(record);
+        self.progress.tick();
+        let after = self.stopped();
+        (after != before).then_some(after).flatten()
+    }
+
+    fn count(&self, record: &JobRecord) {
+        let c = &self.progress.counters;
+        c.done.fetch_add(1, Ordering::Relaxed);
+        let spent = self
+            .tokens
+            .fetch_add(record.tokens.total(), Ordering::Relaxed)
+            + record.tokens.total();
+        c.tokens.store(spent, Ordering::Relaxed);
+        match record.status {
+            Status::Succeeded => self.slots.on_success(),
+            Status::Failed => {
+                let failed = c.failed.fetch_add(1, Ordering::Relaxed) + 1;
+                self.on_failure(record);
+                if self.rules.max_failures.is_some_and(|m| failed >= m) {
+                    self.stop(Stop::MaxFailures(failed));
+                }
+            }
+            _ => {}
+        }
+        if let Some(b) = self.rules.budget_tokens
+            && spent >= b
+        {
+            self.stop(Stop::Budget(b));
+        }
+    }
+
+    fn on_failure(&self, record: &JobRecord) {
+        let Some(e) = &record.error else { return };
+        self.progress.println(&format!(
+            "failed: {} ({}): {}",
+            crate::sanitize::one_line(&record.input),
+            e.kind,
+            crate::sanitize::one_line(&e.message)
+        ));
+        if e.kind.aborts_run() {
+            self.stop(Stop::Abort(e.kind, e.message.clone()));
+            self.hard.cancel();
+        } else if !matches!(self.stopped(), Some(Stop::OutputUnwritable(_)))
+            && let Some(why) = unwritable(&self.run_dir)
+        {
+            self.stop(Stop::OutputUnwritable(why));
+        } else if e.kind == ErrorKind::RateLimited {
+            self.stop(Stop::RateLimited(format!(
+                "rate limits outlasted every retry ({})",
+                e.message
+            )));
+        }
+    }
+
+    /// Stop scheduling. The first reason wins: a signal does not hide an abort that already
+    /// happened.
+    pub fn stop(&self, s: Stop) {
+        let mut cur = lock(&self.stop);
+        if cur.is_none() {
+            *cur = Some(s);
+        }
+        drop(cur);
+        self.soft.cancel();
+    }
+
+    pub fn stopped(&self) -> Option<Stop> {
+        lock(&self.stop).clone()
+    }
+
+    /// Fires when scheduling should stop.
+    pub fn stopping(&self) -> &CancellationToken {
+        &self.soft
+    }
+
+    /// Cancels the jobs in flight.
+    pub fn cancel_in_flight(&self) {
+        self.hard.cancel();
+    }
+
+    /// The records so far, taken out of the ledger (at the end of the run).
+    pub fn take_records(&self) -> Vec<JobRecord> {
+        std::mem::take(&mut *lock(&self.records))
+    }
+
+    /// Writes the run's manifest (and `results.csv`) once every record is in.
+    pub fn finish(
+        &self,
+        manifest: &RunManifest,
+        output_dir: &Path,
+        records: &[JobRecord],
+    ) -> io::Result<()> {
+        lock(&self.sink).finish(manifest, output_dir, records)
+    }
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
+}
+
+/// Every job has a transcript, also one that sent no request (cached, failed while planning,
+/// not run): then it holds one note saying why. Returns its path relative to the output
+/// folder.
+fn ensure_transcript(run_dir: &Path, record: &JobRecord) -> String {
+    let run_id = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let path = run_dir
+        .join("transcripts")
+        .join(format!("{}.jsonl", record.job_id));
+    if !path.exists() {
+        let t = crate::agent::transcript::Transcript::create(&path, None);
+        let why = record
+            .error
+            .as_ref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        t.note(&format!("{}, no request sent{why}", record.status.as_str()));
+    }
+    OutputLayout::transcript_rel(&run_id, &record.job_id)
+}
+
+/// After a job failed (a write of its own, its transcript or its staging may have met a full
+/// disk): whether the output folder itself can no longer be written (a full disk, a quota, a
+/// read-only remount), by writing a small probe file next to the run's records. A job that
+/// failed for its own reasons (a link in its way) leaves the folder writable, and the run
+/// goes on.
+fn unwritable(run_dir: &Path) -> Option<String> {
+    let probe = run_dir.join(format!(".write-probe-{}", std::process::id()));
+    let result = std::fs::File::create(&probe).and_then(|mut f| {
+        use std::io::Write;
+        f.write_all(&[0u8; 64 * 1024])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    result
+        .err()
+        .map(|e| format!("the output folder cannot be written ({e}); run again when there is room"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::JobError;
+    use crate::manifest::Tokens;
+
+    /// Keeps lines in memory; panics or fails on the job named so.
+    struct Memory {
+        dir: PathBuf,
+        lines: Arc<Mutex<Vec<String>>>,
+        panic_on: Option<&'static str>,
+        fail_on: Option<&'static str>,
+    }
+
+    impl RecordSink for Memory {
+        fn append(&mut self, record: &JobRecord) -> io::Result<()> {
+            if self.panic_on == Some(record.job_id.as_str()) {
+                panic!("the writer broke");
+            }
+            if self.fail_on == Some(record.job_id.as_str()) {
+                return Err(io::Error::other("No space left on device"));
+            }
+            lock(&self.lines).push(record.job_id.clone());
+            Ok(())
+        }
+        fn dir(&self) -> &Path {
+            &self.dir
+        }
+        fn finish(&mut self, _: &RunManifest, _: &Path, _: &[JobRecord]) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn ledger(
+        dir: &Path,
+        rules: StopRules,
+        panic_on: Option<&'static str>,
+        fail_on: Option<&'static str>,
+    ) -> (Ledger, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Memory {
+            dir: dir.to_path_buf(),
+            lines: lines.clone(),
+            panic_on,
+            fail_on,
+        };
+        let ledger = Ledger::new(
+            Box::new(sink),
+            rules,
+            Arc::new(Progress::new(10, false)),
+            Arc::new(Slots::new(2, false)),
+            CancellationToken::new(),
+        );
+        (ledger, lines)
+    }
+
+    fn rec(id: &str, status: Status, tokens: u64) -> JobRecord {
+        JobRecord {
+            tokens: Tokens {
+                prompt: tokens,
+                completion: 0,
+            },
+            error: (status == Status::Failed)
+                .then(|| JobError::new(ErrorKind::MissingOutput, "no file written")),
+            ..JobRecord::new(id, "summarize", &format!("{id}.txt"), status)
+        }
+    }
+
+    #[test]
+    fn a_panicking_writer_keeps_the_record_and_stops_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ledger, lines) = ledger(tmp.path(), StopRules::default(), Some("b"), None);
+        assert_eq!(ledger.record(rec("a", Status::Succeeded, 1)), None);
+        let stop = ledger.record(rec("b", Status::Succeeded, 1));
+        match stop {
+            Some(Stop::OutputUnwritable(why)) => {
+                assert!(why.contains("the writer broke"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let ids: Vec<String> = ledger.take_records().into_iter().map(|r| r.job_id).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(*lock(&lines), ["a"]);
+        assert!(ledger.stopping().is_cancelled());
+    }
+
+    #[test]
+    fn a_failed_append_stops_once_and_keeps_counting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ledger, _) = ledger(tmp.path(), StopRules::default(), None, Some("a"));
+        assert!(matches!(
+            ledger.record(rec("a", Status::Succeeded, 1)),
+            Some(Stop::OutputUnwritable(_))
+        ));
+        // The stop was already there: this record gives no new one.
+        assert_eq!(ledger.record(rec("b", Status::Succeeded, 1)), None);
+        assert_eq!(ledger.take_records().len(), 2);
+    }
+
+    #[test]
+    fn max_failures_and_token_budget_stop_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rules = StopRules {
+            max_failures: Some(2),
+            budget_tokens: None,
+        };
+        let (l, _) = ledger(tmp.path(), rules, None, None);
+        assert_eq!(l.record(rec("a", Status::Failed, 0)), None);
+        assert_eq!(l.record(rec("b", Status::Failed, 0)), Some(Stop::MaxFailures(2)));
+
+        let rules = StopRules {
+            max_failures: None,
+            budget_tokens: Some(100),
+        };
+        let (l, _) = ledger(tmp.path(), rules, None, None);
+        assert_eq!(l.record(rec("a", Status::Succeeded, 60)), None);
+        assert_eq!(l.record(rec("b", Status::Succeeded, 60)), Some(Stop::Budget(100)));
+        // The first reason wins.
+        l.stop(Stop::Signal(libc::SIGINT));
+        assert_eq!(l.stopped(), Some(Stop::Budget(100)));
+    }
+
+    #[test]
+    fn every_record_gets_a_transcript() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("runs").join("R1");
+        let (l, _) = ledger(&dir, StopRules::default(), None, None);
+        l.record(rec("a", Status::Cached, 0));
+        let r = l.take_records().remove(0);
+        assert_eq!(r.transcript.as_deref(), Some(".zhi/runs/R1/transcripts/a.jsonl"));
+        assert!(dir.join("transcripts/a.jsonl").is_file());
+    }
+}

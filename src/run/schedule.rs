@@ -1,0 +1,140 @@
+//! Scheduling: jobs start as slots free, in plan order, until the ledger says stop; each runs
+//! as its own task, and its record goes to the ledger before its slot frees, so no job starts
+//! past a limit the one before reached.
+
+use super::BatchOptions;
+use super::context::RunContext;
+use super::job;
+use super::ledger::Ledger;
+use super::stop::Stop;
+use crate::plan::Job;
+use crate::plan::cache::JobCache;
+use crate::skills::SkillSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::task::JoinSet;
+
+/// Runs the jobs; returns those it never started (the run stopped first).
+pub(super) async fn run_jobs(
+    ctx: &Arc<RunContext>,
+    ledger: &Arc<Ledger>,
+    jobs: Vec<(Job, JobCache)>,
+    batch: Option<BatchOptions>,
+) -> Vec<(Job, JobCache)> {
+    let mut tasks = JoinSet::new();
+    let mut unscheduled = Vec::new();
+    let mut queue = jobs.into_iter();
+    for (job, cache) in queue.by_ref() {
+        if ledger.stopped().is_some() {
+            unscheduled.push((job, cache));
+            break;
+        }
+        // Batch mode carries direct requests only; an agent-loop job runs now only when the
+        // user said so.
+        if batch.is_some_and(|b| !b.run_agent_jobs && !cache.cached && job.problem.is_none())
+            && !batchable(&job, &ctx.skills)
+        {
+            ledger.record(job::not_batchable(&job, &cache, ctx));
+            continue;
+        }
+        // Cached jobs and jobs that fail at planning take no slot and make no request.
+        if cache.cached || job.problem.is_some() {
+            record_at_once(ctx, ledger, &job, &cache);
+            continue;
+        }
+        tokio::select! {
+            biased;
+            _ = ledger.stopping().cancelled() => {
+                unscheduled.push((job, cache));
+                break;
+            }
+            _ = ctx.slots.acquire() => {}
+        }
+        // The slot may have been freed by the very job that reached a limit.
+        if ledger.stopped().is_some() {
+            ctx.slots.release();
+            unscheduled.push((job, cache));
+            break;
+        }
+        spawn(&mut tasks, ctx.clone(), ledger.clone(), job, cache);
+    }
+    unscheduled.extend(queue);
+    while let Some(joined) = tasks.join_next().await {
+        if let Err(e) = joined {
+            // A job's own panic is caught inside its task; this one is the scheduler's.
+            tracing::error!("a job's task ended without its record: {e}");
+        }
+    }
+    unscheduled
+}
+
+fn record_at_once(ctx: &Arc<RunContext>, ledger: &Ledger, job: &Job, cache: &JobCache) {
+    let record = if cache.cached {
+        job::cached_record(job, cache)
+    } else {
+        job::planned_failure(job, cache, ctx)
+    };
+    ledger.record(record);
+    // A kill between a job's record and the removal of its commit journal left the journal
+    // behind; a cached job is recorded (again) now, so it goes.
+    if cache.cached {
+        job::forget_commit(ctx, job);
+    }
+}
+
+fn spawn(
+    tasks: &mut JoinSet<()>,
+    ctx: Arc<RunContext>,
+    ledger: Arc<Ledger>,
+    job: Job,
+    cache: JobCache,
+) {
+    ctx.progress.in_flight.fetch_add(1, Ordering::Relaxed);
+    tasks.spawn(async move {
+        // The job runs as its own task so that a panic in it (a bug, a decoder gone wrong)
+        // fails that job with a record, and its slot still frees.
+        let inner = {
+            let (ctx, job, cache) = (ctx.clone(), job.clone(), cache.clone());
+            tokio::spawn(async move { job::process(&ctx, &job, &cache).await })
+        };
+        let record = match inner.await {
+            Ok(record) => record,
+            Err(e) => job::crashed(&job, &cache, &ctx, &e.to_string()),
+        };
+        ctx.progress.in_flight.fetch_sub(1, Ordering::Relaxed);
+        // Account for the job (budget, failures) before its slot frees, so the scheduler never
+        // starts another job past a limit this one reached. The record's flush to disk runs
+        // off the async threads; the ledger catches a panic in it and keeps the record.
+        let slots = ctx.slots.clone();
+        let recorded = tokio::task::spawn_blocking(move || {
+            ledger.record(record);
+            job::forget_commit(&ctx, &job);
+        })
+        .await;
+        if let Err(e) = recorded {
+            tracing::error!("recording a job failed: {e}");
+        }
+        slots.release();
+    });
+}
+
+/// Every job not run gets its record: skipped for limits, cancelled for aborts and signals.
+pub(super) fn record_not_run(
+    ctx: &RunContext,
+    ledger: &Ledger,
+    unscheduled: Vec<(Job, JobCache)>,
+) {
+    let stop = ledger.stopped();
+    for (job, cache) in unscheduled {
+        let (status, kind, message) = Stop::not_run(stop.as_ref());
+        ledger.record(job::not_run(&job, &cache, ctx, status, kind, message));
+    }
+}
+
+/// Whether a job's requests can go in a batch: one direct request per document or piece.
+fn batchable(job: &Job, skills: &SkillSet) -> bool {
+    !job.is_dir
+        && skills
+            .get(&job.skill)
+            .is_some_and(|s| s.direct_output(&job.args).is_some())
+}

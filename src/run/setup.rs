@@ -1,0 +1,132 @@
+//! Before the first job: the output folder and its lock, the batches a earlier run left to
+//! collect, and what a server that is not a known provider says of itself.
+
+use super::BatchOptions;
+use crate::config::{Concurrency, Config, Origin, Provider};
+use crate::exit::{Exit, ExitError};
+use crate::layout::OutputLayout;
+use crate::llm::{ChatClient, ServerInfo};
+use crate::plan::{Job, Shard};
+use crate::skills::SkillSet;
+use std::collections::BTreeSet;
+use tokio_util::sync::CancellationToken;
+
+/// The output folder, ready for a run: its folders made, its lock held, stale staging gone.
+pub(super) fn open_output(
+    layout: &OutputLayout,
+    shard: Option<Shard>,
+) -> Result<(String, super::lock::RunLock), ExitError> {
+    layout.create().map_err(|e| {
+        ExitError::usage(format!(
+            "cannot use output folder {}: {e}",
+            layout.output_dir().display()
+        ))
+    })?;
+    let run_id = super::new_run_id(shard);
+    let lock = super::lock::RunLock::acquire(layout.zhi_dir(), &run_id)?;
+    clean_stale(layout);
+    Ok((run_id, lock))
+}
+
+/// Staging and trash left by a crashed run are removed (we hold the lock, so no run is using
+/// them).
+fn clean_stale(layout: &OutputLayout) {
+    for p in [layout.staging(), layout.trash()] {
+        if p.exists() {
+            if let Err(e) = std::fs::remove_dir_all(&p) {
+                tracing::warn!("cannot clean {}: {e}", p.display());
+            } else {
+                tracing::info!("cleaned stale {}", p.display());
+            }
+        }
+    }
+}
+
+/// The output folder's batches: finished ones are collected before any job runs, so their
+/// answers are there for the jobs (batch mode).
+pub(super) async fn open_batches(
+    layout: &OutputLayout,
+    client: &ChatClient,
+    config: &Config,
+    submit: Option<BatchOptions>,
+    run_id: &str,
+    cancel: &CancellationToken,
+) -> Result<crate::batch::Book, ExitError> {
+    let batch_api = crate::llm::batch::BatchApi::new(client.clone());
+    let mut book = crate::batch::Book::open(
+        layout.output_dir(),
+        client.clone(),
+        crate::batch::Settings {
+            submit: submit.is_some(),
+            max_attempts: config.retry.max_attempts,
+            max_requests: config.batch_max_requests,
+            max_bytes: config.batch_max_bytes,
+            base_url: super::finish::without_credentials(&config.base_url),
+            endpoint: crate::llm::batch::chat_endpoint(
+                &config.base_url,
+                match config.provider {
+                    Provider::Zhipu => "v4",
+                    Provider::Openai => "v1",
+                },
+            ),
+            run_id: run_id.to_string(),
+        },
+    );
+    if book.has_batches() {
+        book.collect(&batch_api, cancel).await.map_err(|e| {
+            ExitError::new(
+                Exit::Aborted,
+                format!("the Batch API refused to say how the batches are: {e}"),
+            )
+        })?;
+    }
+    Ok(book)
+}
+
+/// A server that is not a known provider is asked what it is: its context window drives
+/// splitting, its slots the concurrency (unless `-j` says otherwise). A batch goes to a
+/// provider's Batch API: the chat server is not asked anything.
+pub(super) async fn ask_server(
+    client: &ChatClient,
+    config: &mut Config,
+    jobs: &[Job],
+    skills: &SkillSet,
+    batch: bool,
+) -> Option<ServerInfo> {
+    if crate::llm::is_known_provider(&config.base_url) || jobs.is_empty() || batch {
+        return None;
+    }
+    let models: BTreeSet<String> = jobs
+        .iter()
+        .map(|j| config.model_for(skills.get(&j.skill).and_then(|s| s.model.as_deref())))
+        .collect();
+    let first = models.iter().next().cloned().unwrap_or_default();
+    let info = crate::llm::probe(client, &first).await;
+    if let Some(window) = info.context_window {
+        for m in &models {
+            config.apply_server_window(m, window);
+        }
+    }
+    if let Some(slots) = info.slots.filter(|n| *n > 0) {
+        let explicit = config
+            .origins
+            .get("concurrency")
+            .is_some_and(|o| !matches!(o, Origin::Default));
+        match config.concurrency {
+            // More documents in flight than the server has slots only queue there, and
+            // queued requests run into timeouts and retries.
+            Concurrency::Fixed(n) if !explicit => {
+                config.concurrency = Concurrency::Fixed(n.min(slots as usize).max(1));
+            }
+            Concurrency::Auto => config.concurrency = Concurrency::Fixed(slots as usize),
+            Concurrency::Fixed(_) => {}
+        }
+    }
+    tracing::info!(
+        kind = info.kind.as_deref().unwrap_or("unknown"),
+        context_window = info.context_window,
+        slots = info.slots,
+        "asked the server what it is"
+    );
+    Some(info)
+}
