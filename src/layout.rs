@@ -17,7 +17,14 @@ pub struct OutputLayout {
 }
 
 /// The folders a run may create under `.zhi/` when they are missing (`runs/` always).
-const RUN_FOLDERS: [&str; 6] = ["staging", "failed", "commits", "checkpoints", "trash", "batches"];
+const RUN_FOLDERS: [&str; 6] = [
+    "staging",
+    "failed",
+    "commits",
+    "checkpoints",
+    "trash",
+    "batches",
+];
 
 impl OutputLayout {
     pub fn new(output_dir: impl Into<PathBuf>) -> OutputLayout {
@@ -121,8 +128,6 @@ impl OutputLayout {
         create_dir_within(&self.out, dir)
     }
 }
-
-
 
 /// Create `dir` and any missing parents below `root` (which must exist), refusing a link or
 /// a non-folder at any part between them. `dir` must be under `root`.

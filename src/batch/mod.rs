@@ -602,8 +602,7 @@ impl Book {
                 format!("cannot write {what} of batch {local_id}: {e}"),
             )
         };
-        crate::layout::create_dir_within(&self.out, &folder)
-            .map_err(|e| io("the folder", e))?;
+        crate::layout::create_dir_within(&self.out, &folder).map_err(|e| io("the folder", e))?;
         crate::manifest::write_atomic(&folder.join("input.jsonl"), &bytes)
             .map_err(|e| io("the request file", e))?;
         let count = requests.len() as u64;

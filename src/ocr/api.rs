@@ -774,8 +774,14 @@ mod tests {
             let client = crate::run::context::client(&c).unwrap();
             api_engine(&c, client, None).is_some()
         };
-        assert!(!engine(config("https://open.bigmodel.cn/api/paas/v4", None)));
-        assert!(engine(config("https://open.bigmodel.cn/api/paas/v4", Some("k"))));
+        assert!(!engine(config(
+            "https://open.bigmodel.cn/api/paas/v4",
+            None
+        )));
+        assert!(engine(config(
+            "https://open.bigmodel.cn/api/paas/v4",
+            Some("k")
+        )));
         assert!(engine(config("http://127.0.0.1:8080/v1", None)));
     }
 

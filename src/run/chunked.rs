@@ -48,11 +48,9 @@ struct PieceDone {
 /// A finished piece: its folder and what it produced.
 type PieceResult = Result<(PathBuf, PieceDone), JobError>;
 
-/// File extensions whose piece outputs are joined as text.
-const TEXT_EXTS: &[&str] = &[
-    "md", "markdown", "txt", "text", "html", "htm", "xml", "yaml", "yml", "tsv", "log", "rst",
-    "srt", "vtt",
-];
+/// File extensions whose piece outputs are joined as text: the ones `file_write` writes as
+/// text.
+use crate::agent::tools::write::TEXT_EXTENSIONS as TEXT_EXTS;
 
 pub(super) async fn run(
     ctx: &JobCtx<'_>,
@@ -78,8 +76,7 @@ pub(super) async fn run(
     ctx.transcript.note(&format!(
         "the document is split into {total} pieces of at most about {budget} tokens"
     ));
-    run
-        .progress
+    run.progress
         .chunks_total
         .fetch_add(total as u64, Ordering::Relaxed);
 
@@ -134,134 +131,196 @@ async fn run_pieces(
     stats: &mut AgentStats,
     message: impl Fn(&Piece) -> String + Sync,
 ) -> Vec<PieceResult> {
-    let (run, job) = (ctx.run, ctx.job);
     // A piece of a direct skill must give its output; an agent skill's piece may have
     // nothing to write (no table in this part), and the whole job is checked at the end.
-    let require = ctx.skill.direct_output(&job.args).is_some();
-    let n = pieces.len();
-    let results: Mutex<Vec<Option<PieceResult>>> = Mutex::new((0..n).map(|_| None).collect());
-    let mut queue: VecDeque<usize> = VecDeque::new();
-    for (i, _) in pieces.iter().enumerate() {
-        let dir = ckpt.join(format!("{prefix}-{i:05}"));
-        match load_done(&dir) {
-            Some(d) => {
-                run.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(Ok((dir, d)));
-            }
-            None => queue.push_back(i),
-        }
-    }
-    let queue = Mutex::new(queue);
-    let drained = CancellationToken::new();
-    let failed = CancellationToken::new();
-    let all_stats = Mutex::new(AgentStats::default());
-
-    let worker = |extra: bool| {
-        let queue = &queue;
-        let results = &results;
-        let drained = &drained;
-        let failed = &failed;
-        let all_stats = &all_stats;
-        let message = &message;
-        async move {
-            if extra {
-                tokio::select! {
-                    _ = run.slots.acquire() => {}
-                    _ = drained.cancelled() => return,
-                }
-            }
-            loop {
-                if failed.is_cancelled() || run.cancel.is_cancelled() {
-                    break;
-                }
-                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                let Some(i) = next else {
-                    drained.cancel();
-                    break;
-                };
-                let dir = ckpt.join(format!("{prefix}-{i:05}"));
-                let out = dir.join("out");
-                let _ = std::fs::remove_dir_all(&out);
-                let mut s = AgentStats::default();
-                let source: Arc<str> = Arc::from(pieces[i].text.as_str());
-                let part = format!("{prefix}-{i:05}");
-                let r = job::ask(
-                    ctx,
-                    &out,
-                    &part,
-                    message(&pieces[i]),
-                    Some(source),
-                    require,
-                    &mut s,
-                )
-                .await;
-                all_stats.lock().unwrap_or_else(|e| e.into_inner()).add(&s);
-                let r = r.and_then(|(answer, files)| {
-                    let d = PieceDone {
-                        answer,
-                        files: files
-                            .iter()
-                            .map(|f| f.to_string_lossy().into_owned())
-                            .collect(),
-                        turns: s.turns,
-                        attempts: s.attempts,
-                        refused_tool_calls: s.refused_tool_calls,
-                        tool_calls: s.tool_calls,
-                        prompt_tokens: s.tokens.prompt,
-                        completion_tokens: s.tokens.completion,
-                    };
-                    save_done(&dir, &d)?;
-                    Ok((dir.clone(), d))
-                });
-                match &r {
-                    Ok(_) => {
-                        run.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
-                        tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
-                    }
-                    // A piece waiting for a batch stops no other: every piece still to do
-                    // is queued in this run.
-                    Err(e) if e.kind == ErrorKind::BatchPending => {}
-                    Err(e) => {
-                        tracing::info!(job = %job.input, piece = i + 1, of = n, "piece failed: {e}");
-                        failed.cancel();
-                    }
-                }
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-            }
-            if extra {
-                run.slots.release();
-            } else {
-                // The job's own worker is done: nobody waits for a slot any longer.
-                drained.cancel();
-            }
-        }
-    };
-    let pending = queue.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let require = ctx.skill.direct_output(&ctx.job.args).is_some();
+    let work = PieceWork::new(ctx, pieces, ckpt, prefix, require, message);
+    let pending = work.queue.lock().unwrap_or_else(|e| e.into_inner()).len();
     let extras = pending.saturating_sub(1).min(63);
-    let mut futs = vec![Box::pin(worker(false))];
+    let mut futs = vec![Box::pin(work.worker(false))];
     for _ in 0..extras {
-        futs.push(Box::pin(worker(true)));
+        futs.push(Box::pin(work.worker(true)));
     }
     futures_join_all(futs).await;
-    stats.add(&all_stats.into_inner().unwrap_or_else(|e| e.into_inner()));
-    results
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.unwrap_or_else(|| {
-                Err(if run.cancel.is_cancelled() {
-                    JobError::new(ErrorKind::Cancelled, "cancelled")
-                } else {
-                    JobError::new(
-                        ErrorKind::Cancelled,
-                        format!("piece {} of {n} not run: another piece failed", i + 1),
-                    )
+    work.finish(stats)
+}
+
+/// The pieces of one document (or one reduce level) being worked through by the job's own
+/// worker and any extra workers that got a free slot.
+struct PieceWork<'a, 'c, M> {
+    ctx: &'a JobCtx<'c>,
+    pieces: &'a [Piece],
+    ckpt: &'a Path,
+    prefix: &'a str,
+    require: bool,
+    message: M,
+    queue: Mutex<VecDeque<usize>>,
+    results: Mutex<Vec<Option<PieceResult>>>,
+    /// Every piece is taken: workers waiting for a slot give up.
+    drained: CancellationToken,
+    /// A piece failed: no further piece starts.
+    failed: CancellationToken,
+    all_stats: Mutex<AgentStats>,
+}
+
+impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
+    /// Pieces checkpointed by an earlier run are done already; the rest are queued.
+    fn new(
+        ctx: &'a JobCtx<'c>,
+        pieces: &'a [Piece],
+        ckpt: &'a Path,
+        prefix: &'a str,
+        require: bool,
+        message: M,
+    ) -> Self {
+        let mut results: Vec<Option<PieceResult>> = (0..pieces.len()).map(|_| None).collect();
+        let mut queue = VecDeque::new();
+        for (i, slot) in results.iter_mut().enumerate() {
+            let dir = ckpt.join(format!("{prefix}-{i:05}"));
+            match load_done(&dir) {
+                Some(d) => {
+                    ctx.run.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                    *slot = Some(Ok((dir, d)));
+                }
+                None => queue.push_back(i),
+            }
+        }
+        PieceWork {
+            ctx,
+            pieces,
+            ckpt,
+            prefix,
+            require,
+            message,
+            queue: Mutex::new(queue),
+            results: Mutex::new(results),
+            drained: CancellationToken::new(),
+            failed: CancellationToken::new(),
+            all_stats: Mutex::new(AgentStats::default()),
+        }
+    }
+
+    /// Takes pieces until none is left or one failed. An extra worker first waits for a free
+    /// slot of the run.
+    async fn worker(&self, extra: bool) {
+        let run = self.ctx.run;
+        if extra {
+            tokio::select! {
+                _ = run.slots.acquire() => {}
+                _ = self.drained.cancelled() => return,
+            }
+        }
+        while !self.failed.is_cancelled() && !run.cancel.is_cancelled() {
+            let next = self
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
+            let Some(i) = next else {
+                self.drained.cancel();
+                break;
+            };
+            let r = self.one(i).await;
+            self.results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+        }
+        if extra {
+            run.slots.release();
+        } else {
+            // The job's own worker is done: nobody waits for a slot any longer.
+            self.drained.cancel();
+        }
+    }
+
+    /// One piece: asked, checkpointed, counted.
+    async fn one(&self, i: usize) -> PieceResult {
+        let (job, n) = (self.ctx.job, self.pieces.len());
+        let part = format!("{}-{i:05}", self.prefix);
+        let dir = self.ckpt.join(&part);
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let mut s = AgentStats::default();
+        let source: Arc<str> = Arc::from(self.pieces[i].text.as_str());
+        let message = (self.message)(&self.pieces[i]);
+        let r = job::ask(
+            self.ctx,
+            &out,
+            &part,
+            message,
+            Some(source),
+            self.require,
+            &mut s,
+        )
+        .await;
+        self.all_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(&s);
+        let r = r.and_then(|(answer, files)| {
+            let d = PieceDone {
+                answer,
+                files: files
+                    .iter()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .collect(),
+                turns: s.turns,
+                attempts: s.attempts,
+                refused_tool_calls: s.refused_tool_calls,
+                tool_calls: s.tool_calls,
+                prompt_tokens: s.tokens.prompt,
+                completion_tokens: s.tokens.completion,
+            };
+            save_done(&dir, &d)?;
+            Ok((dir.clone(), d))
+        });
+        match &r {
+            Ok(_) => {
+                self.ctx
+                    .run
+                    .progress
+                    .chunks_done
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
+            }
+            // A piece waiting for a batch stops no other: every piece still to do is queued
+            // in this run.
+            Err(e) if e.kind == ErrorKind::BatchPending => {}
+            Err(e) => {
+                tracing::info!(job = %job.input, piece = i + 1, of = n, "piece failed: {e}");
+                self.failed.cancel();
+            }
+        }
+        r
+    }
+
+    /// Every piece's result; a piece never started says why.
+    fn finish(self, stats: &mut AgentStats) -> Vec<PieceResult> {
+        let n = self.pieces.len();
+        let cancelled = self.ctx.run.cancel.is_cancelled();
+        stats.add(
+            &self
+                .all_stats
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        self.results
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.unwrap_or_else(|| {
+                    Err(if cancelled {
+                        JobError::new(ErrorKind::Cancelled, "cancelled")
+                    } else {
+                        JobError::new(
+                            ErrorKind::Cancelled,
+                            format!("piece {} of {n} not run: another piece failed", i + 1),
+                        )
+                    })
                 })
             })
-        })
-        .collect()
+            .collect()
+    }
 }
 
 /// Await every future (they borrow from this frame, so no spawning).

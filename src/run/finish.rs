@@ -72,8 +72,8 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         _ => (status, exit, reason),
     };
     end.book.settle(&records);
-    let batches = (end.book.has_batches() || end.opts.submit_batch.is_some())
-        .then(|| end.book.report());
+    let batches =
+        (end.book.has_batches() || end.opts.submit_batch.is_some()).then(|| end.book.report());
     let manifest = manifest(&end, &records, counts, tokens, status, reason, batches);
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
     // never "nothing ran"; the records appended so far stay in results.jsonl.

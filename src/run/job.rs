@@ -138,11 +138,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
     let mut chunks = super::chunked::ChunkState::default();
     let transcript = Arc::new(Transcript::create(
         &run.transcript_path(job.id.as_str()),
-        run
-            .config
-            .api_key
-            .as_ref()
-            .map(|k| k.expose().to_string()),
+        run.config.api_key.as_ref().map(|k| k.expose().to_string()),
     ));
     let result = run_in_staging(
         run,
@@ -160,21 +156,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
         transcript.note(&format!("the job failed: {e}"));
     }
     record.chunks = chunks.counts;
-    record.turns = stats.turns;
-    record.attempts = stats.max_attempts;
-    record.requests = stats.requests;
-    record.refused_tool_calls = stats.refused_tool_calls;
-    record.tool_calls = stats.tool_calls;
-    record.tokens = stats.tokens;
-    record.served_model = stats.served_model.clone();
-    record.warnings = std::mem::take(&mut stats.input_warnings);
-    for warning in &record.warnings {
-        tracing::warn!(
-            job = %crate::sanitize::one_line(&job.input),
-            "{}",
-            crate::sanitize::one_line(warning)
-        );
-    }
+    take_stats(&mut record, &mut stats, job);
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
         Ok(()) => {
@@ -224,6 +206,25 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
         "job ended"
     );
     record
+}
+
+/// What the job's requests came to, into its record; input warnings said on stderr too.
+fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
+    record.turns = stats.turns;
+    record.attempts = stats.max_attempts;
+    record.requests = stats.requests;
+    record.refused_tool_calls = stats.refused_tool_calls;
+    record.tool_calls = stats.tool_calls;
+    record.tokens = stats.tokens;
+    record.served_model = stats.served_model.clone();
+    record.warnings = std::mem::take(&mut stats.input_warnings);
+    for warning in &record.warnings {
+        tracing::warn!(
+            job = %crate::sanitize::one_line(&job.input),
+            "{}",
+            crate::sanitize::one_line(warning)
+        );
+    }
 }
 
 async fn run_in_staging(
@@ -441,68 +442,9 @@ pub(super) async fn ask(
     require: bool,
     stats: &mut AgentStats,
 ) -> Result<(String, Vec<PathBuf>), JobError> {
-    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
-    run.layout.create_dir(dir).map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot create {}: {e}", dir.display()),
-        )
-    })?;
-    let mut builder = Sandbox::builder(dir).exclude(run.layout.output_dir());
-    if job.is_dir {
-        builder = builder.input_dir(job.input.clone(), job.path.clone());
-    } else {
-        builder = builder.input(job.input.clone(), job.path.clone());
-    }
-    for (_, display, path) in &job.extra_inputs {
-        builder = builder.input(display.clone(), path.clone());
-    }
-    // An Agent Skill's references and assets are read like inputs (never written).
-    if let Some(folder) = &skill.folder {
-        for (display, path) in &folder.resources {
-            builder = builder.input(display.clone(), path.clone());
-        }
-    }
-    let sandbox = Arc::new(
-        builder
-            .build()
-            .map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?,
-    );
-    let model = run.model(job);
-    let budget = run.config.budget(&model);
-    let env = AgentEnv {
-        client: run.client.clone(),
-        skills: run.skills.clone(),
-        toolbox: run.toolbox.clone(),
-        tools: ToolEnv {
-            sandbox: sandbox.clone(),
-            reader: run.reader.clone(),
-            allow_web: run.allow_web,
-        },
-        model,
-        max_tokens: Some(budget.max_output),
-        temperature: run.config.temperature,
-        // A small local model at temperature 0 loops on one line until the length limit;
-        // llama.cpp's repetition penalty stops that. Other servers get what they expect.
-        repeat_penalty: run
-            .server
-            .as_ref()
-            .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
-            .map(|_| LLAMA_CPP_REPEAT_PENALTY),
-        // Servers that described themselves (llama.cpp, vLLM, Ollama) take OpenAI's
-        // frequency penalty; known providers get requests as their documentation shows.
-        retry_penalty: run.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
-        cancel: run.cancel.clone(),
-        label: job.input.clone(),
-        transcript: ctx.transcript.clone(),
-        // Only a direct request can go in a batch: the agent loop needs its tools' results
-        // between turns.
-        batch: run
-            .batch
-            .as_ref()
-            .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
-            .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
-    };
+    let (job, skill) = (ctx.job, ctx.skill);
+    let sandbox = job_sandbox(ctx, dir)?;
+    let env = agent_env(ctx, &sandbox, part);
     if let Some(file) = skill.direct_output(&job.args) {
         let language = skill.output_language(&job.args);
         runner::run_direct(
@@ -545,6 +487,77 @@ pub(super) async fn ask(
         }
     }
     Ok((answer, sandbox.written()))
+}
+
+/// The sandbox of one request of the job: writes go to `dir` (created), the job's inputs and
+/// the skill's resources are readable.
+fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
+    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
+    run.layout.create_dir(dir).map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    let mut builder = Sandbox::builder(dir).exclude(run.layout.output_dir());
+    if job.is_dir {
+        builder = builder.input_dir(job.input.clone(), job.path.clone());
+    } else {
+        builder = builder.input(job.input.clone(), job.path.clone());
+    }
+    for (_, display, path) in &job.extra_inputs {
+        builder = builder.input(display.clone(), path.clone());
+    }
+    // An Agent Skill's references and assets are read like inputs (never written).
+    if let Some(folder) = &skill.folder {
+        for (display, path) in &folder.resources {
+            builder = builder.input(display.clone(), path.clone());
+        }
+    }
+    builder
+        .build()
+        .map(Arc::new)
+        .map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))
+}
+
+/// What the agent needs for one request of the job.
+fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
+    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
+    let model = run.model(job);
+    let budget = run.config.budget(&model);
+    AgentEnv {
+        client: run.client.clone(),
+        skills: run.skills.clone(),
+        toolbox: run.toolbox.clone(),
+        tools: ToolEnv {
+            sandbox: sandbox.clone(),
+            reader: run.reader.clone(),
+            allow_web: run.allow_web,
+        },
+        model,
+        max_tokens: Some(budget.max_output),
+        temperature: run.config.temperature,
+        // A small local model at temperature 0 loops on one line until the length limit;
+        // llama.cpp's repetition penalty stops that. Other servers get what they expect.
+        repeat_penalty: run
+            .server
+            .as_ref()
+            .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
+            .map(|_| LLAMA_CPP_REPEAT_PENALTY),
+        // Servers that described themselves (llama.cpp, vLLM, Ollama) take OpenAI's
+        // frequency penalty; known providers get requests as their documentation shows.
+        retry_penalty: run.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
+        cancel: run.cancel.clone(),
+        label: job.input.clone(),
+        transcript: ctx.transcript.clone(),
+        // Only a direct request can go in a batch: the agent loop needs its tools' results
+        // between turns.
+        batch: run
+            .batch
+            .as_ref()
+            .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
+            .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
+    }
 }
 
 /// The first user message: where the document is, the arguments, and its text (and the
@@ -644,7 +657,8 @@ fn commit(
     let out = run.layout.output_dir();
     let target = out.join(&job.output_rel);
     if let Some(parent) = target.parent() {
-        run.layout.create_dir(parent)
+        run.layout
+            .create_dir(parent)
             .map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
     }
     // The outputs, hashed before they move, are journaled first: a kill between the rename
@@ -667,7 +681,8 @@ fn commit(
         write_journal(run, job, cache, &outputs)?;
         let trash = run.layout.job_trash(&run.run_id, job.id.as_str());
         if let Some(p) = trash.parent() {
-            run.layout.create_dir(p)
+            run.layout
+                .create_dir(p)
                 .map_err(|e| io(format!("cannot create {}", p.display()), e))?;
         }
         std::fs::rename(&target, &trash)

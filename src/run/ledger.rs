@@ -350,7 +350,11 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let ids: Vec<String> = ledger.take_records().into_iter().map(|r| r.job_id).collect();
+        let ids: Vec<String> = ledger
+            .take_records()
+            .into_iter()
+            .map(|r| r.job_id)
+            .collect();
         assert_eq!(ids, ["a", "b"]);
         assert_eq!(*lock(&lines), ["a"]);
         assert!(ledger.stopping().is_cancelled());
@@ -378,7 +382,10 @@ mod tests {
         };
         let (l, _) = ledger(tmp.path(), rules, None, None);
         assert_eq!(l.record(rec("a", Status::Failed, 0)), None);
-        assert_eq!(l.record(rec("b", Status::Failed, 0)), Some(Stop::MaxFailures(2)));
+        assert_eq!(
+            l.record(rec("b", Status::Failed, 0)),
+            Some(Stop::MaxFailures(2))
+        );
 
         let rules = StopRules {
             max_failures: None,
@@ -386,7 +393,10 @@ mod tests {
         };
         let (l, _) = ledger(tmp.path(), rules, None, None);
         assert_eq!(l.record(rec("a", Status::Succeeded, 60)), None);
-        assert_eq!(l.record(rec("b", Status::Succeeded, 60)), Some(Stop::Budget(100)));
+        assert_eq!(
+            l.record(rec("b", Status::Succeeded, 60)),
+            Some(Stop::Budget(100))
+        );
         // The first reason wins.
         l.stop(Stop::Signal(libc::SIGINT));
         assert_eq!(l.stopped(), Some(Stop::Budget(100)));
@@ -399,7 +409,10 @@ mod tests {
         let (l, _) = ledger(&dir, StopRules::default(), None, None);
         l.record(rec("a", Status::Cached, 0));
         let r = l.take_records().remove(0);
-        assert_eq!(r.transcript.as_deref(), Some(".zhi/runs/R1/transcripts/a.jsonl"));
+        assert_eq!(
+            r.transcript.as_deref(),
+            Some(".zhi/runs/R1/transcripts/a.jsonl")
+        );
         assert!(dir.join("transcripts/a.jsonl").is_file());
     }
 }

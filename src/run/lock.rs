@@ -73,88 +73,10 @@ impl RunLock {
                     return Ok(RunLock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let bytes = match crate::small_file::read(&path, MAX_LOCK_BYTES) {
-                        Ok(b) => Some(b),
-                        // Released between our create and our read: try again.
-                        Err(ReadError::NotFound) if std::fs::symlink_metadata(&path).is_err() => {
-                            continue;
-                        }
-                        // A FIFO would block the read forever, a folder cannot be replaced, a
-                        // link to nothing cannot be written: none is a lock zhi can judge.
-                        Err(
-                            e
-                            @ (ReadError::NotFound | ReadError::Folder | ReadError::NotRegular(_)),
-                        ) => {
-                            let what = match e {
-                                ReadError::NotFound => "is a symbolic link to nothing".to_string(),
-                                e => e.to_string(),
-                            };
-                            return Err(ExitError::usage(format!(
-                                "lock file {} {what}; zhi cannot tell whether another run holds it: remove it and run again",
-                                path.display()
-                            )));
-                        }
-                        // Too large or unreadable: garbled, judged by its age below.
-                        Err(_) => None,
-                    };
-                    let holder: Option<Holder> = bytes.and_then(|b| {
-                        serde_json::from_slice(&b).ok().or_else(|| {
-                            // A lock holding just a pid (written by hand or by a script).
-                            let text = String::from_utf8_lossy(&b);
-                            let pid = text.split_whitespace().next()?.parse().ok()?;
-                            Some(Holder {
-                                pid,
-                                started_at: "unknown".into(),
-                                run_id: "unknown".into(),
-                                host: None,
-                            })
-                        })
-                    });
-                    match holder {
-                        Some(h) if h.host.is_some() && h.host != me.host || alive(h.pid, &path) => {
-                            let host = match &h.host {
-                                Some(host) if h.host != me.host => format!(" on {host}"),
-                                _ => String::new(),
-                            };
-                            return Err(ExitError::new(
-                                Exit::TempFail,
-                                format!(
-                                    "output folder {} is in use by another zhi run (pid {}{host}, started {}, run {}); try again when it ends{}",
-                                    zhi_dir.parent().unwrap_or(zhi_dir).display(),
-                                    h.pid,
-                                    h.started_at,
-                                    h.run_id,
-                                    if host.is_empty() {
-                                        ""
-                                    } else {
-                                        " (a lock of another machine is never taken over: remove it by hand if that run is gone)"
-                                    }
-                                ),
-                            ));
-                        }
-                        Some(h) => {
-                            tracing::warn!(
-                                "taking over a stale lock of pid {} (run {})",
-                                h.pid,
-                                h.run_id
-                            );
-                            let _ = std::fs::remove_file(&path);
-                        }
-                        None => {
-                            // A lock being written right now is a few bytes from complete; an
-                            // empty or garbled one older than a few seconds is stale.
-                            let age = std::fs::metadata(&path)
-                                .and_then(|m| m.modified())
-                                .ok()
-                                .and_then(|t| t.elapsed().ok())
-                                .unwrap_or_default();
-                            let grace = std::time::Duration::from_secs(2);
-                            if age < grace {
-                                std::thread::sleep(grace - age);
-                            } else {
-                                let _ = std::fs::remove_file(&path);
-                            }
-                        }
+                    match read_holder(&path)? {
+                        Existing::Gone => continue,
+                        Existing::Holder(h) => take_over_or_refuse(&path, zhi_dir, &me, h)?,
+                        Existing::Garbled => wait_or_clear(&path),
                     }
                 }
                 Err(e) => {
@@ -169,6 +91,104 @@ impl RunLock {
             Exit::TempFail,
             format!("could not take the lock {}", path.display()),
         ))
+    }
+}
+
+/// What an existing lock file says.
+enum Existing {
+    /// Released between our create and our read.
+    Gone,
+    Holder(Holder),
+    /// Empty, too large or unreadable.
+    Garbled,
+}
+
+fn read_holder(path: &Path) -> Result<Existing, ExitError> {
+    let bytes = match crate::small_file::read(path, MAX_LOCK_BYTES) {
+        Ok(b) => b,
+        Err(ReadError::NotFound) if std::fs::symlink_metadata(path).is_err() => {
+            return Ok(Existing::Gone);
+        }
+        // A FIFO would block the read forever, a folder cannot be replaced, a link to nothing
+        // cannot be written: none is a lock zhi can judge.
+        Err(e @ (ReadError::NotFound | ReadError::Folder | ReadError::NotRegular(_))) => {
+            let what = match e {
+                ReadError::NotFound => "is a symbolic link to nothing".to_string(),
+                e => e.to_string(),
+            };
+            return Err(ExitError::usage(format!(
+                "lock file {} {what}; zhi cannot tell whether another run holds it: remove it and run again",
+                path.display()
+            )));
+        }
+        // Too large or unreadable: garbled, judged by its age.
+        Err(_) => return Ok(Existing::Garbled),
+    };
+    let holder = serde_json::from_slice(&bytes).ok().or_else(|| {
+        // A lock holding just a pid (written by hand or by a script).
+        let text = String::from_utf8_lossy(&bytes);
+        let pid = text.split_whitespace().next()?.parse().ok()?;
+        Some(Holder {
+            pid,
+            started_at: "unknown".into(),
+            run_id: "unknown".into(),
+            host: None,
+        })
+    });
+    Ok(holder.map_or(Existing::Garbled, Existing::Holder))
+}
+
+/// A live holder (or one on another machine) keeps the lock: exit 75 naming it. A dead one's
+/// lock is removed, to be taken on the next try.
+fn take_over_or_refuse(
+    path: &Path,
+    zhi_dir: &Path,
+    me: &Holder,
+    h: Holder,
+) -> Result<(), ExitError> {
+    if h.host.is_some() && h.host != me.host || alive(h.pid, path) {
+        let host = match &h.host {
+            Some(host) if h.host != me.host => format!(" on {host}"),
+            _ => String::new(),
+        };
+        return Err(ExitError::new(
+            Exit::TempFail,
+            format!(
+                "output folder {} is in use by another zhi run (pid {}{host}, started {}, run {}); try again when it ends{}",
+                zhi_dir.parent().unwrap_or(zhi_dir).display(),
+                h.pid,
+                h.started_at,
+                h.run_id,
+                if host.is_empty() {
+                    ""
+                } else {
+                    " (a lock of another machine is never taken over: remove it by hand if that run is gone)"
+                }
+            ),
+        ));
+    }
+    tracing::warn!(
+        "taking over a stale lock of pid {} (run {})",
+        h.pid,
+        h.run_id
+    );
+    let _ = std::fs::remove_file(path);
+    Ok(())
+}
+
+/// A lock being written right now is a few bytes from complete; an empty or garbled one older
+/// than a few seconds is stale.
+fn wait_or_clear(path: &Path) {
+    let age = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .unwrap_or_default();
+    let grace = std::time::Duration::from_secs(2);
+    if age < grace {
+        std::thread::sleep(grace - age);
+    } else {
+        let _ = std::fs::remove_file(path);
     }
 }
 

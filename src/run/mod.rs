@@ -117,27 +117,13 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;
-    let run_dir = layout.run(&run_id);
-    let writer = ManifestWriter::create(&run_dir)
-        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
-
     let (auto, initial) = match config.concurrency {
         Concurrency::Fixed(n) => (false, n),
         Concurrency::Auto => (true, slots::AUTO_START),
     };
     let slots = Arc::new(Slots::new(initial, auto));
     let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.progress));
-    let rules = StopRules {
-        max_failures: opts.max_failures,
-        budget_tokens: opts.budget_tokens,
-    };
-    let ledger = Arc::new(Ledger::new(
-        Box::new(writer),
-        rules,
-        progress.clone(),
-        slots.clone(),
-        opts.cancel.clone(),
-    ));
+    let ledger = open_ledger(&layout.run(&run_id), &opts, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
         reader: Arc::new(reader::PipelineReader::new(
@@ -177,14 +163,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     watchers.stop();
     schedule::record_not_run(&ctx, &ledger, unscheduled);
     progress.finish();
-    for dir in [
-        ctx.layout.staging().join(&ctx.run_id),
-        ctx.layout.staging(),
-        ctx.layout.trash().join(&ctx.run_id),
-        ctx.layout.trash(),
-    ] {
-        let _ = std::fs::remove_dir(dir);
-    }
+    remove_scratch(&ctx);
     let end = finish::Ending {
         opts: &opts,
         ctx: &ctx,
@@ -196,6 +175,40 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         progress: &progress,
     };
     Ok(finish::conclude(end, &ledger))
+}
+
+/// The run's records start here: `results.jsonl` in the run's own folder.
+fn open_ledger(
+    run_dir: &std::path::Path,
+    opts: &RunOptions,
+    progress: &Arc<Progress>,
+    slots: &Arc<Slots>,
+) -> Result<Arc<Ledger>, ExitError> {
+    let writer = ManifestWriter::create(run_dir)
+        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
+    let rules = StopRules {
+        max_failures: opts.max_failures,
+        budget_tokens: opts.budget_tokens,
+    };
+    Ok(Arc::new(Ledger::new(
+        Box::new(writer),
+        rules,
+        progress.clone(),
+        slots.clone(),
+        opts.cancel.clone(),
+    )))
+}
+
+/// The run's empty staging and trash folders go; a failed job's staging was moved away.
+fn remove_scratch(ctx: &RunContext) {
+    for dir in [
+        ctx.layout.staging().join(&ctx.run_id),
+        ctx.layout.staging(),
+        ctx.layout.trash().join(&ctx.run_id),
+        ctx.layout.trash(),
+    ] {
+        let _ = std::fs::remove_dir(dir);
+    }
 }
 
 /// Each job's cache status, inputs hashed in parallel, before anything reaches the model.

@@ -119,11 +119,7 @@ fn spawn(
 }
 
 /// Every job not run gets its record: skipped for limits, cancelled for aborts and signals.
-pub(super) fn record_not_run(
-    ctx: &RunContext,
-    ledger: &Ledger,
-    unscheduled: Vec<(Job, JobCache)>,
-) {
+pub(super) fn record_not_run(ctx: &RunContext, ledger: &Ledger, unscheduled: Vec<(Job, JobCache)>) {
     let stop = ledger.stopped();
     for (job, cache) in unscheduled {
         let (status, kind, message) = Stop::not_run(stop.as_ref());

@@ -107,7 +107,10 @@ mod tests {
     #[test]
     fn a_budget_reached_by_the_last_job_completes_the_run() {
         let (status, exit, reason) = Stop::outcome(Some(&Stop::Budget(100)), &counts(0, 0));
-        assert_eq!((status, exit, reason), (RunStatus::Completed, Exit::Success, None));
+        assert_eq!(
+            (status, exit, reason),
+            (RunStatus::Completed, Exit::Success, None)
+        );
         let (status, exit, _) = Stop::outcome(Some(&Stop::Budget(100)), &counts(0, 2));
         assert_eq!((status, exit), (RunStatus::Aborted, Exit::Aborted));
     }
@@ -116,7 +119,10 @@ mod tests {
     fn each_stop_has_its_exit_code() {
         let c = counts(1, 0);
         let exit = |s: Stop| Stop::outcome(Some(&s), &c).1;
-        assert_eq!(exit(Stop::Abort(ErrorKind::Auth, "k".into())), Exit::Aborted);
+        assert_eq!(
+            exit(Stop::Abort(ErrorKind::Auth, "k".into())),
+            Exit::Aborted
+        );
         assert_eq!(exit(Stop::RateLimited("r".into())), Exit::TempFail);
         assert_eq!(exit(Stop::OutputUnwritable("full".into())), Exit::TempFail);
         assert_eq!(exit(Stop::Signal(libc::SIGTERM)), Exit::Terminated);
@@ -129,8 +135,14 @@ mod tests {
     #[test]
     fn jobs_not_run_are_skipped_for_limits_and_cancelled_for_aborts() {
         assert_eq!(Stop::not_run(Some(&Stop::Budget(5))).0, Status::Skipped);
-        assert_eq!(Stop::not_run(Some(&Stop::MaxFailures(2))).0, Status::Skipped);
-        assert_eq!(Stop::not_run(Some(&Stop::Signal(libc::SIGINT))).0, Status::Cancelled);
+        assert_eq!(
+            Stop::not_run(Some(&Stop::MaxFailures(2))).0,
+            Status::Skipped
+        );
+        assert_eq!(
+            Stop::not_run(Some(&Stop::Signal(libc::SIGINT))).0,
+            Status::Cancelled
+        );
         let (_, kind, message) = Stop::not_run(Some(&Stop::OutputUnwritable("disk full".into())));
         assert_eq!(kind, ErrorKind::Cancelled);
         assert_eq!(message, "not run: disk full");

@@ -11,7 +11,11 @@ use std::sync::Arc;
 pub(super) struct Watchers(Vec<tokio::task::JoinHandle<()>>);
 
 impl Watchers {
-    pub(super) fn start(ctx: &Arc<RunContext>, ledger: &Arc<Ledger>, progress: &Arc<Progress>) -> Watchers {
+    pub(super) fn start(
+        ctx: &Arc<RunContext>,
+        ledger: &Arc<Ledger>,
+        progress: &Arc<Progress>,
+    ) -> Watchers {
         // Plain progress lines keep coming while long jobs run (CI and cron logs).
         let ticker = {
             let progress = progress.clone();

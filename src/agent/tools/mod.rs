@@ -13,7 +13,7 @@ mod list;
 mod read;
 mod reader;
 mod web;
-mod write;
+pub(crate) mod write;
 mod xlsx;
 
 use std::path::PathBuf;

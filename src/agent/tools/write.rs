@@ -13,8 +13,9 @@ use serde_json::{Map, Value};
 use super::{Args, PATH_NAMES, ToolEnv, ToolOutcome, docx, xlsx};
 use crate::agent::sandbox::{Sandbox, WriteError, WriteTarget};
 
-/// Extensions written as text, as given.
-const TEXT_EXTENSIONS: &[&str] = &[
+/// Extensions written as text, as given (and joined as text when a long document's pieces
+/// each wrote one).
+pub(crate) const TEXT_EXTENSIONS: &[&str] = &[
     "md", "markdown", "txt", "text", "html", "htm", "xml", "yaml", "yml", "tsv", "log", "rst",
     "srt", "vtt", "tex",
 ];
