@@ -40,7 +40,7 @@ fn find_run(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Run
             output_dir: output.clone(),
             ..Overrides::default()
         })?;
-        Ok(absolute(&ctx.cwd, &config.output_dir))
+        Ok(absolute(&ctx.cwd, &config.run.output_dir))
     };
     let latest = |out: &Path, runs: Vec<RunDir>| {
         runs.into_iter().next_back().ok_or_else(|| {

@@ -8,7 +8,6 @@ use crate::plan::{self, ExpandOptions, Job, PlanRequest, Shard};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
 use std::collections::BTreeMap;
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,8 +23,9 @@ pub struct Prepared {
 }
 
 fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
-    // A limit of zero would stop the run before its first job (or, for `--rpm`, mean no
-    // requests at all); a user who wants no limit leaves the flag out.
+    // A limit of zero would stop the run before its first job; a user who wants no limit
+    // leaves the flag out. (`--rpm 0` and `--tpm 0` are refused with the settings, as
+    // `rpm: 0` in a file is.)
     if a.budget_tokens == Some(0) {
         return Err(ExitError::usage(
             "--budget-tokens must be at least 1 (leave it out for no budget)",
@@ -46,20 +46,9 @@ fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
         output_dir: a.output.clone(),
         base_url: a.base_url.clone(),
         model: a.model.clone(),
-        concurrency: a
-            .concurrency
-            .as_deref()
-            .map(Concurrency::parse)
-            .transpose()
-            .map_err(|e| ExitError::usage(format!("--concurrency: {e}")))?,
-        rpm: a
-            .rpm
-            .map(|n| NonZeroU32::new(n).ok_or_else(|| ExitError::usage("--rpm must be at least 1")))
-            .transpose()?,
-        tpm: a
-            .tpm
-            .map(|n| NonZeroU32::new(n).ok_or_else(|| ExitError::usage("--tpm must be at least 1")))
-            .transpose()?,
+        concurrency: a.concurrency.clone(),
+        rpm: a.rpm,
+        tpm: a.tpm,
         timeout_secs: a.timeout,
         ocr: a.ocr,
     })
@@ -146,7 +135,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         ctx.warn(w);
     }
 
-    let output_dir = absolute(&ctx.cwd, &config.output_dir);
+    let output_dir = absolute(&ctx.cwd, &config.run.output_dir);
     let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
     let shard = match &a.shard {
         Some(s) => Some(Shard::parse(s)?),
@@ -178,7 +167,7 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 /// `zhi run`.
 pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
-    prepared.config.require_key()?;
+    prepared.config.api.require_key()?;
     if prepared.jobs.is_empty() {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
         ctx.warn("this shard has no jobs");
@@ -188,7 +177,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         .collect::<Vec<_>>()
         .join(" ");
     let cancel = tokio_util::sync::CancellationToken::new();
-    let concurrency = match prepared.config.concurrency {
+    let concurrency = match prepared.config.run.concurrency {
         Concurrency::Fixed(n) => n,
         Concurrency::Auto => crate::run::slots::AUTO_START,
     };
@@ -221,7 +210,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         ),
     };
     let summary = opts.summary;
-    let language = opts.config.language;
+    let language = opts.config.ui.language;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -509,8 +498,11 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     );
     let config = prepared.config.clone();
     let skills = prepared.skills.clone();
-    let model_of =
-        |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+    let model_of = |skill: &str| {
+        config
+            .models
+            .model_for(skills.get(skill).and_then(|s| s.model.as_deref()))
+    };
     let caches = crate::plan::cache::statuses(
         &prepared.jobs,
         &index,
@@ -536,7 +528,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         }
         // How many pieces a long document is split into (SPEC §5); 0 = too large to run.
         let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
-            let model = prepared.config.model_for(s.model.as_deref());
+            let model = prepared.config.models.model_for(s.model.as_deref());
             let budget = u64::from(crate::chunk::piece_budget(
                 prepared.config.request_budget(&model),
                 s.chunking,

@@ -304,14 +304,14 @@ impl Drop for OwnRuntime {
 /// machine (a local server needs no key); `None` otherwise, and then `--ocr glm-ocr`, `vision`
 /// and `file-extract` fail with a message that says to set a key.
 pub fn api_engine(config: &Config, cancel: Option<CancellationToken>) -> Option<Arc<dyn ApiOcr>> {
-    if config.api_key.is_none() && !config.base_url_is_local() {
+    if config.api.key.is_none() && !config.api.base_url_is_local() {
         return None;
     }
-    let mut settings = ClientSettings::new(config.base_url.clone(), config.api_key.clone());
-    settings.timeout = config.timeout;
-    settings.retry = config.retry;
-    settings.rpm = config.rpm;
-    settings.tpm = config.tpm;
+    let mut settings = ClientSettings::new(config.api.base_url.clone(), config.api.key.clone());
+    settings.timeout = config.api.timeout;
+    settings.retry = config.api.retry;
+    settings.rpm = config.run.rpm;
+    settings.tpm = config.run.tpm;
     match ChatClient::new(settings) {
         Ok(client) => Some(Arc::new(ZhipuOcr::new(client, cancel))),
         Err(e) => {
@@ -769,8 +769,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config =
             Config::resolve(&crate::config::Overrides::default(), &|_| None, dir.path()).unwrap();
-        config.base_url = base_url.to_owned();
-        config.api_key = key.map(ApiKey::new);
+        config.api.base_url = base_url.to_owned();
+        config.api.key = key.map(ApiKey::new);
         config
     }
 

@@ -191,7 +191,7 @@ pub fn check_tpm(
     jobs: &[Job],
     skills: &crate::skills::SkillSet,
 ) -> Result<(), crate::exit::ExitError> {
-    let Some(tpm) = config.tpm else {
+    let Some(tpm) = config.run.tpm else {
         return Ok(());
     };
     // The job whose requests cost the most, and what that is.
@@ -200,8 +200,8 @@ pub fn check_tpm(
         let Some(skill) = skills.get(&job.skill) else {
             continue;
         };
-        let model = config.model_for(skill.model.as_deref());
-        let budget = config.budget(&model);
+        let model = config.models.model_for(skill.model.as_deref());
+        let budget = config.models.budget(&model);
         let direct = skill.direct_output(&job.args).is_some();
         let floor = crate::chunk::request_floor(budget, direct);
         if worst.as_ref().is_none_or(|w| floor > w.0) {

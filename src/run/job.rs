@@ -47,6 +47,7 @@ impl Shared {
 
     fn model(&self, job: &Job) -> String {
         self.config
+            .models
             .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
     }
 }
@@ -190,7 +191,8 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
         &shared.transcript_path(job.id.as_str()),
         shared
             .config
-            .api_key
+            .api
+            .key
             .as_ref()
             .map(|k| k.expose().to_string()),
     ));
@@ -329,11 +331,12 @@ async fn run_in_staging(
     let estimate = crate::chunk::tokens(&text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {
-            let limited = if request.context_window < shared.config.budget(&model).context_window {
-                format!(" within {} a minute", shared.config.tpm_label())
-            } else {
-                String::new()
-            };
+            let limited =
+                if request.context_window < shared.config.models.budget(&model).context_window {
+                    format!(" within {} a minute", shared.config.tpm_label())
+                } else {
+                    String::new()
+                };
             return Err(JobError::new(
                 ErrorKind::TooLarge,
                 format!(
@@ -519,7 +522,7 @@ pub(super) async fn ask(
             .map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?,
     );
     let model = shared.model(job);
-    let budget = shared.config.budget(&model);
+    let budget = shared.config.models.budget(&model);
     let env = AgentEnv {
         client: shared.client.clone(),
         skills: shared.skills.clone(),
@@ -531,7 +534,7 @@ pub(super) async fn ask(
         },
         model,
         max_tokens: Some(budget.max_output),
-        temperature: shared.config.temperature,
+        temperature: shared.config.models.temperature,
         // A small local model at temperature 0 loops on one line until the length limit;
         // llama.cpp's repetition penalty stops that. Other servers get what they expect.
         repeat_penalty: shared

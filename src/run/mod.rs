@@ -165,12 +165,14 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
 
     let started_at = now_rfc3339();
 
-    let mut settings =
-        ClientSettings::new(opts.config.base_url.clone(), opts.config.api_key.clone());
-    settings.timeout = opts.config.timeout;
-    settings.retry = opts.config.retry;
-    settings.rpm = opts.config.rpm;
-    settings.tpm = opts.config.tpm;
+    let mut settings = ClientSettings::new(
+        opts.config.api.base_url.clone(),
+        opts.config.api.key.clone(),
+    );
+    settings.timeout = opts.config.api.timeout;
+    settings.retry = opts.config.api.retry;
+    settings.rpm = opts.config.run.rpm;
+    settings.tpm = opts.config.run.tpm;
     let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
 
     // The output folder's batches: finished ones are collected before any job runs, so their
@@ -181,13 +183,13 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         client.clone(),
         crate::batch::Settings {
             submit: opts.submit_batch.is_some(),
-            max_attempts: opts.config.retry.max_attempts,
-            max_requests: opts.config.batch_max_requests,
-            max_bytes: opts.config.batch_max_bytes,
-            base_url: without_credentials(&opts.config.base_url),
+            max_attempts: opts.config.api.retry.max_attempts,
+            max_requests: opts.config.run.batch.max_requests,
+            max_bytes: opts.config.run.batch.max_bytes,
+            base_url: without_credentials(&opts.config.api.base_url),
             endpoint: crate::llm::batch::chat_endpoint(
-                &opts.config.base_url,
-                match opts.config.provider {
+                &opts.config.api.base_url,
+                match opts.config.api.provider {
                     crate::config::Provider::Zhipu => "v4",
                     crate::config::Provider::Openai => "v1",
                 },
@@ -209,7 +211,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     // splitting, its slots the concurrency (unless -j says otherwise).
     let mut run_config = opts.config.clone();
     // A batch goes to a provider's Batch API: the chat server is not asked anything.
-    let server = if crate::llm::is_known_provider(&run_config.base_url)
+    let server = if crate::llm::is_known_provider(&run_config.api.base_url)
         || opts.jobs.is_empty()
         || opts.submit_batch.is_some()
     {
@@ -219,14 +221,16 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             .jobs
             .iter()
             .map(|j| {
-                run_config.model_for(opts.skills.get(&j.skill).and_then(|s| s.model.as_deref()))
+                run_config
+                    .models
+                    .model_for(opts.skills.get(&j.skill).and_then(|s| s.model.as_deref()))
             })
             .collect();
         let first = models.iter().next().cloned().unwrap_or_default();
         let info = crate::llm::probe(&client, &first).await;
         if let Some(window) = info.context_window {
             for m in &models {
-                run_config.apply_server_window(m, window);
+                run_config.models.apply_server_window(m, window);
             }
         }
         if let Some(slots) = info.slots.filter(|n| *n > 0) {
@@ -234,13 +238,15 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
                 .origins
                 .get("concurrency")
                 .is_some_and(|o| !matches!(o, crate::config::Origin::Default));
-            match run_config.concurrency {
+            match run_config.run.concurrency {
                 // More documents in flight than the server has slots only queue there, and
                 // queued requests run into timeouts and retries.
                 Concurrency::Fixed(n) if !explicit => {
-                    run_config.concurrency = Concurrency::Fixed(n.min(slots as usize).max(1));
+                    run_config.run.concurrency = Concurrency::Fixed(n.min(slots as usize).max(1));
                 }
-                Concurrency::Auto => run_config.concurrency = Concurrency::Fixed(slots as usize),
+                Concurrency::Auto => {
+                    run_config.run.concurrency = Concurrency::Fixed(slots as usize)
+                }
                 Concurrency::Fixed(_) => {}
             }
         }
@@ -266,7 +272,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let jobs = opts.jobs.clone();
     let out2 = out.clone();
     let force = opts.force;
-    let (auto, initial) = match run_config.concurrency {
+    let (auto, initial) = match run_config.run.concurrency {
         Concurrency::Fixed(n) => (false, n),
         Concurrency::Auto => (true, slots::AUTO_START),
     };
@@ -295,15 +301,18 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     };
     let signals = tokio::spawn(watch_signals(
         state.clone(),
-        opts.config.grace_period,
+        opts.config.run.grace_period,
         progress.clone(),
     ));
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a
     // large tree still ends with a manifest and 130.
     let caches: Vec<JobCache> = tokio::task::spawn_blocking(move || {
         let index = CacheIndex::load(&out2, jobs.iter().map(|j| j.id.as_str()));
-        let model_of =
-            |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+        let model_of = |skill: &str| {
+            config
+                .models
+                .model_for(skills.get(skill).and_then(|s| s.model.as_deref()))
+        };
         cache::statuses(&jobs, &index, &skills, &model_of, &out2, force)
     })
     .await
@@ -563,7 +572,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             Some(if e.status == Some(404) {
                 format!(
                     "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
-                    without_credentials(&opts.config.base_url)
+                    without_credentials(&opts.config.api.base_url)
                 )
             } else {
                 format!("submitting the batch failed: {e}")
@@ -607,7 +616,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             last: last as u32,
         },
         planned_job_ids: opts.plan_ids.clone(),
-        base_url: Some(without_credentials(&run_config.base_url)),
+        base_url: Some(without_credentials(&run_config.api.base_url)),
         served_model: served_model(&records),
         server: server.clone(),
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),

@@ -26,7 +26,7 @@ impl PipelineReader {
             .map(|n| n.get())
             .unwrap_or(2);
         let opts = ExtractOptions {
-            ocr: config.ocr,
+            ocr: config.run.ocr,
             api_ocr: crate::ocr::api::api_engine(config, cancel.clone()),
             ocr_parallelism: (cores / concurrency.max(1)).max(1),
             cancel,
