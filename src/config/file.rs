@@ -7,8 +7,9 @@
 
 use super::Config;
 use super::error::ConfigError;
-use super::setting::{self, Problem, present};
+use super::setting::{self, Problem};
 use super::value::Origin;
+use crate::small_file::present;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use std::path::{Path, PathBuf};
@@ -190,19 +191,20 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), 
         path: path_buf(),
         source,
     })?;
-    if !matches!(value, Value::Mapping(_)) {
+    let Value::Mapping(map) = value else {
         return Err(ConfigError::NotAMapping { path: path_buf() });
-    }
-    let file = SettingsFile::deserialize(value).map_err(|source| ConfigError::Syntax {
-        path: path_buf(),
-        source,
-    })?;
+    };
+    let (file, odd): (SettingsFile, _) =
+        crate::small_file::fields(map).map_err(|source| ConfigError::Syntax {
+            path: path_buf(),
+            source,
+        })?;
     let mut layer = Layer { path, config };
-    for key in file.unknown.keys() {
-        match key {
-            Value::String(k) => layer.warn(format!("unknown setting `{k}` ignored")),
-            _ => layer.warn("non-string key ignored".into()),
-        }
+    for k in file.unknown.keys().filter_map(Value::as_str) {
+        layer.warn(format!("unknown setting `{k}` ignored"));
+    }
+    for _ in odd {
+        layer.warn("non-string key ignored".into());
     }
     api(&mut layer, &file)?;
     run(&mut layer, &file)?;

@@ -11,6 +11,7 @@
 
 use super::value::{Concurrency, Language, ModelBudget, Provider, RetryPolicy};
 use crate::ocr::OcrChoice;
+use crate::small_file::present;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use std::num::NonZeroU32;
@@ -157,22 +158,27 @@ pub fn model_name(v: &Value) -> Result<String, String> {
     text(v)
 }
 
-/// A section's fields: the known ones by name, the rest collected for a warning.
-fn section<T: for<'de> Deserialize<'de>>(name: &str, v: &Value, what: &str) -> Result<T, Problem> {
-    if !matches!(v, Value::Mapping(_)) {
+/// A section's fields: the known ones by name; the rest, and keys that are no names, each a
+/// warning.
+fn section<T: for<'de> Deserialize<'de>>(
+    name: &str,
+    v: &Value,
+    what: &str,
+    unknown: impl Fn(&T) -> &Mapping,
+    warn: &mut dyn FnMut(String),
+) -> Result<T, Problem> {
+    let Value::Mapping(m) = v else {
         return Err(Problem::new(
             name,
             format!("must be {what}, found {}", shown(v)),
         ));
-    }
-    T::deserialize(v.clone()).map_err(|e| Problem::new(name, e.to_string()))
-}
-
-/// Warn of each key of `unknown`, a section's fields that no setting takes.
-fn warn_unknown(name: &str, unknown: &Mapping, warn: &mut dyn FnMut(String)) {
-    for k in unknown.keys() {
+    };
+    let (fields, odd): (T, _) =
+        crate::small_file::fields(m.clone()).map_err(|e| Problem::new(name, e.to_string()))?;
+    for k in unknown(&fields).keys().chain(&odd) {
         warn(format!("unknown field `{name}.{}` ignored", key_text(k)));
     }
+    Ok(fields)
 }
 
 /// A mapping key as a user wrote it.
@@ -181,12 +187,6 @@ pub fn key_text(k: &Value) -> String {
         Value::String(s) => s.clone(),
         other => text(other).unwrap_or_else(|_| "?".into()),
     }
-}
-
-/// Keeps a field that is present but empty (`rpm:`) apart from one that is left out: the
-/// first is a value to check, the second no value at all.
-pub(super) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -207,7 +207,7 @@ pub fn retry(
     base: RetryPolicy,
     warn: &mut dyn FnMut(String),
 ) -> Result<RetryPolicy, Problem> {
-    let f: RetryFields = section("retry", v, "a mapping")?;
+    let f: RetryFields = section("retry", v, "a mapping", |f: &RetryFields| &f.unknown, warn)?;
     let whole = |field: &str, v: &Value| {
         v.as_u64()
             .ok_or_else(|| Problem::new(format!("retry.{field}"), "must be a whole number"))
@@ -228,7 +228,6 @@ pub fn retry(
     if let Some(v) = &f.max_delay_ms {
         r.max_delay = Duration::from_millis(whole("max_delay_ms", v)?);
     }
-    warn_unknown("retry", &f.unknown, warn);
     if r.max_delay < r.base_delay {
         return Err(Problem::new(
             "retry.max_delay_ms",
@@ -259,7 +258,7 @@ pub fn batch(
     base: (usize, u64),
     warn: &mut dyn FnMut(String),
 ) -> Result<(usize, u64), Problem> {
-    let f: BatchFields = section("batch", v, "a mapping")?;
+    let f: BatchFields = section("batch", v, "a mapping", |f: &BatchFields| &f.unknown, warn)?;
     let limit = |field: &str, v: &Value, max: u64| {
         let setting = format!("batch.{field}");
         let n = v
@@ -285,7 +284,6 @@ pub fn batch(
     if let Some(v) = &f.max_bytes {
         bytes = limit("max_bytes", v, crate::batch::MAX_BYTES)?;
     }
-    warn_unknown("batch", &f.unknown, warn);
     Ok((requests, bytes))
 }
 
@@ -340,6 +338,8 @@ fn model_budget(
         &setting,
         v,
         "a mapping such as {context_window: 128000, max_output: 4096}",
+        |f: &BudgetFields| &f.unknown,
+        warn,
     )?;
     let tokens = |field: &str, v: &Value| {
         let setting = format!("models.{name}.{field}");
@@ -360,7 +360,6 @@ fn model_budget(
     if let Some(v) = &f.max_output {
         b.max_output = tokens("max_output", v)?;
     }
-    warn_unknown(&setting, &f.unknown, warn);
     if b.max_output >= b.context_window {
         return Err(Problem::new(
             format!("models.{name}.max_output"),

@@ -269,7 +269,12 @@ fn refusal(env: &TestEnv, api: &FakeApi, extra: &[&str], vars: &[(&str, &str)]) 
         cmd.args(["--base-url", &api.base_url()]);
     }
     let out = output_within(&mut cmd, DEADLINE_SECS);
-    assert_eq!(out.status.code(), Some(2), "{extra:?} {vars:?}: {}", show(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{extra:?} {vars:?}: {}",
+        show(&out)
+    );
     assert_eq!(api.count(), 0);
     assert!(no_run_started(env));
     env.filter(&stderr(&out)).trim().to_string()
@@ -286,7 +291,10 @@ fn a_setting_is_refused_in_the_same_words_from_a_file_a_variable_or_a_flag() {
         .strip_prefix("error: --rpm ")
         .unwrap_or_else(|| panic!("{flag}"));
     assert!(problem.contains("at least 1"), "{flag}");
-    assert_eq!(file, format!("error: config file [WORK]/zhi.yaml: rpm {problem}"));
+    assert_eq!(
+        file,
+        format!("error: config file [WORK]/zhi.yaml: rpm {problem}")
+    );
 
     // `log_level: loud` and `ZHI_LOG_LEVEL=loud`.
     let (env, api) = setup();
@@ -296,7 +304,10 @@ fn a_setting_is_refused_in_the_same_words_from_a_file_a_variable_or_a_flag() {
     let problem = var
         .strip_prefix("error: ZHI_LOG_LEVEL: ")
         .unwrap_or_else(|| panic!("{var}"));
-    assert_eq!(file, format!("error: config file [WORK]/zhi.yaml: log_level {problem}"));
+    assert_eq!(
+        file,
+        format!("error: config file [WORK]/zhi.yaml: log_level {problem}")
+    );
 
     // A base URL that is no http(s) URL, from all three.
     let (env, api) = setup();
@@ -308,5 +319,8 @@ fn a_setting_is_refused_in_the_same_words_from_a_file_a_variable_or_a_flag() {
     assert_eq!(var, format!("error: ZHI_BASE_URL: {problem}"));
     env.write("zhi.yaml", "base_url: ftp://x\n");
     let file = refusal(&env, &api, &[], &[]);
-    assert_eq!(file, format!("error: config file [WORK]/zhi.yaml: base_url {problem}"));
+    assert_eq!(
+        file,
+        format!("error: config file [WORK]/zhi.yaml: base_url {problem}")
+    );
 }
