@@ -2,6 +2,7 @@
 //! so they never change meaning.
 
 use crate::config::ConfigError;
+use crate::plan::PlanError;
 
 /// How a `zhi` invocation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +87,13 @@ impl ExitError {
 /// Settings that cannot be resolved: a usage error, nothing ran.
 impl From<ConfigError> for ExitError {
     fn from(e: ConfigError) -> Self {
+        ExitError::from_error(Exit::Usage, e)
+    }
+}
+
+/// A plan that cannot be made: a usage error, nothing ran.
+impl From<PlanError> for ExitError {
+    fn from(e: PlanError) -> Self {
         ExitError::from_error(Exit::Usage, e)
     }
 }

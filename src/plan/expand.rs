@@ -1,8 +1,8 @@
 //! Paths, folders and globs → the documents (or folders) a run is about, in a sorted,
 //! deterministic order. The output folder and everything under it is never an input.
 
+use super::PlanError;
 use crate::error::{ErrorKind, JobError};
-use crate::exit::ExitError;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -44,7 +44,7 @@ pub fn expand(
     opts: &ExpandOptions,
     cwd: &Path,
     output_dir: &Path,
-) -> Result<Vec<Found>, ExitError> {
+) -> Result<Vec<Found>, PlanError> {
     let excludes = build_set(&opts.excludes, "--exclude")?;
     let out_abs = absolute(cwd, output_dir);
     let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
@@ -60,13 +60,16 @@ pub fn expand(
             let glob = GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| ExitError::usage(format!("glob `{input}`: {e}")))?
+                .map_err(|source| PlanError::BadGlob {
+                    input: input.clone(),
+                    source,
+                })?
                 .compile_matcher();
             if !base_abs.is_dir() {
-                return Err(ExitError::usage(format!(
-                    "glob `{input}`: folder {} does not exist",
-                    base.display()
-                )));
+                return Err(PlanError::GlobFolderMissing {
+                    input: input.clone(),
+                    base,
+                });
             }
             walk(&base_abs, cwd, opts, &excludes, &out_canon, &mut |f, _| {
                 if glob.is_match(&f.path) {
@@ -78,14 +81,14 @@ pub fn expand(
             let meta = std::fs::symlink_metadata(&path);
             match meta {
                 Err(_) => {
-                    return Err(ExitError::usage(format!("input `{input}` does not exist")));
+                    return Err(PlanError::InputMissing(input.clone()));
                 }
                 Ok(m) if m.is_dir() || (m.file_type().is_symlink() && path.is_dir()) => {
                     if inside(&path, &out_canon) {
-                        return Err(ExitError::usage(format!(
-                            "input `{input}` is inside the output folder {}",
-                            output_dir.display()
-                        )));
+                        return Err(PlanError::InputInsideOutput {
+                            input: input.clone(),
+                            output_dir: output_dir.to_path_buf(),
+                        });
                     }
                     if opts.directories {
                         push(&mut found, &mut seen, found_entry(&path, cwd, &path, None));
@@ -97,15 +100,13 @@ pub fn expand(
                 }
                 Ok(_) => {
                     if inside(&path, &out_canon) {
-                        return Err(ExitError::usage(format!(
-                            "input `{input}` is inside the output folder {}",
-                            output_dir.display()
-                        )));
+                        return Err(PlanError::InputInsideOutput {
+                            input: input.clone(),
+                            output_dir: output_dir.to_path_buf(),
+                        });
                     }
                     if opts.directories {
-                        return Err(ExitError::usage(format!(
-                            "input `{input}` is a file, but this skill takes folders"
-                        )));
+                        return Err(PlanError::FileForFolderSkill(input.clone()));
                     }
                     let problem = probe_file(&path);
                     push(
@@ -427,10 +428,14 @@ fn split_glob(s: &str) -> (PathBuf, String) {
     (base, parts[i.min(parts.len())..].join("/"))
 }
 
-fn build_set(globs: &[String], flag: &str) -> Result<GlobSet, ExitError> {
+fn build_set(globs: &[String], flag: &'static str) -> Result<GlobSet, PlanError> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        let glob = Glob::new(g).map_err(|e| ExitError::usage(format!("{flag} `{g}`: {e}")))?;
+        let glob = Glob::new(g).map_err(|source| PlanError::BadExclude {
+            flag,
+            glob: g.clone(),
+            source,
+        })?;
         b.add(glob);
         // `--exclude drafts` also excludes everything under drafts/.
         if !g.ends_with("/**")
@@ -440,5 +445,5 @@ fn build_set(globs: &[String], flag: &str) -> Result<GlobSet, ExitError> {
         }
     }
     b.build()
-        .map_err(|e| ExitError::usage(format!("{flag}: {e}")))
+        .map_err(|source| PlanError::BadExcludes { flag, source })
 }

@@ -4,11 +4,13 @@
 
 mod args;
 pub mod cache;
+mod error;
 mod expand;
 mod jobs_file;
 mod shard;
 
 pub use args::{parse_arg, resolve_args};
+pub use error::{JobsFileProblem, PlanError};
 pub use expand::{ExpandOptions, Found, expand};
 pub use jobs_file::{JobsEntry, read_jobs_file};
 pub use shard::{Shard, ShardMode, shard_from_env};
@@ -117,17 +119,13 @@ pub fn build(
     skills: &crate::skills::SkillSet,
     cwd: &std::path::Path,
     output_dir: &std::path::Path,
-) -> Result<Vec<Job>, crate::exit::ExitError> {
-    use crate::exit::ExitError;
+) -> Result<Vec<Job>, PlanError> {
     let mut jobs: Vec<Job> = Vec::new();
     let mut ids = std::collections::BTreeSet::new();
     for req in requests {
-        let skill = skills.get(&req.skill).ok_or_else(|| {
-            ExitError::usage(format!(
-                "unknown skill `{}`; `zhi skills list` shows the available ones",
-                crate::sanitize::one_line(&req.skill)
-            ))
-        })?;
+        let skill = skills
+            .get(&req.skill)
+            .ok_or_else(|| PlanError::UnknownSkill(req.skill.clone()))?;
         args::check_args(skill, &req.args)?;
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();
@@ -161,9 +159,7 @@ pub fn build(
         }
     }
     if jobs.is_empty() {
-        return Err(ExitError::usage(
-            "no inputs: nothing matched the given paths (hidden files need --hidden; the output folder is never an input)",
-        ));
+        return Err(PlanError::NothingMatched);
     }
     Ok(jobs)
 }
@@ -190,7 +186,7 @@ pub fn check_tpm(
     config: &crate::config::Config,
     jobs: &[Job],
     skills: &crate::skills::SkillSet,
-) -> Result<(), crate::exit::ExitError> {
+) -> Result<(), PlanError> {
     let Some(tpm) = config.run.tpm else {
         return Ok(());
     };
@@ -210,23 +206,23 @@ pub fn check_tpm(
     }
     match worst {
         Some((floor, skill, model, budget, direct)) if tpm.get() < floor => {
-            let prompt = if direct {
-                crate::chunk::DIRECT_PROMPT_OVERHEAD
-            } else {
-                crate::chunk::PROMPT_OVERHEAD
-            };
-            let advice = match config.origins.get("tpm") {
-                Some(crate::config::Origin::File(f)) => {
-                    format!("set `tpm: {floor}` or more in {f}")
-                }
-                _ => format!("give --tpm {floor} or more"),
-            };
-            Err(crate::exit::ExitError::usage(format!(
-                "{} is below what one request needs: a request to {model} (skill `{skill}`) reserves {} tokens for its answer (max_output) and about {prompt} for its prompt, and carries at least {} tokens of the document; {advice}, or set a smaller max_output for {model} under `models:` in the settings",
-                config.tpm_label(),
-                budget.max_output,
-                crate::chunk::MIN_DOCUMENT_TOKENS,
-            )))
+            Err(PlanError::TpmTooSmall {
+                label: config.tpm_label(),
+                model,
+                skill: skill.to_string(),
+                max_output: budget.max_output,
+                prompt: if direct {
+                    crate::chunk::DIRECT_PROMPT_OVERHEAD
+                } else {
+                    crate::chunk::PROMPT_OVERHEAD
+                },
+                min_document: crate::chunk::MIN_DOCUMENT_TOKENS,
+                floor,
+                file: match config.origins.get("tpm") {
+                    Some(crate::config::Origin::File(f)) => Some(f.clone()),
+                    _ => None,
+                },
+            })
         }
         _ => Ok(()),
     }
