@@ -139,7 +139,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
                 } else {
                     "-".into()
                 },
-                r.created_at.clone(),
+                r.created_at.to_string(),
             ]
         })
         .collect();

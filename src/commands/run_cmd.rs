@@ -4,7 +4,7 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::RunArgs;
 use crate::config::{Concurrency, Config, Overrides};
 use crate::exit::{Exit, ExitError};
-use crate::plan::{self, ExpandOptions, Job, PlanRequest, Shard};
+use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Shard};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
 use std::collections::BTreeMap;
@@ -141,7 +141,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         Some(s) => Some(Shard::parse(s)?),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
-    let plan_ids = jobs.iter().map(|j| j.id.0.clone()).collect();
+    let plan_ids = jobs.iter().map(|j| j.id.to_string()).collect();
     let mut jobs = plan::filter_shard(jobs, shard);
     if let Some(n) = a.limit {
         jobs.truncate(n);
@@ -496,13 +496,10 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         &prepared.output_dir,
         prepared.jobs.iter().map(|j| j.id.as_str()),
     );
-    let config = prepared.config.clone();
-    let skills = prepared.skills.clone();
-    let model_of = |skill: &str| {
-        config
-            .models
-            .model_for(skills.get(skill).and_then(|s| s.model.as_deref()))
-    };
+    let models = &prepared.config.models;
+    let skills = &prepared.skills;
+    let model_of =
+        |skill: &str| models.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
     let caches = crate::plan::cache::statuses(
         &prepared.jobs,
         &index,
@@ -511,96 +508,123 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         &prepared.output_dir,
         a.force,
     );
-    let mut rows = Vec::new();
-    let mut total_tokens = 0u64;
-    let mut split: Vec<(String, u64)> = Vec::new();
-    for (job, cache) in prepared.jobs.iter().zip(&caches) {
-        let status = if job.problem.is_some() {
-            "will-fail"
-        } else if cache.cached {
-            "cached"
-        } else {
-            "pending"
-        };
-        let (kind, tokens) = super::estimate(job, &prepared.output_dir);
-        if status == "pending" {
-            total_tokens += tokens;
-        }
-        // How many pieces a long document is split into (SPEC §5); 0 = too large to run.
-        let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
-            let model = prepared.config.models.model_for(s.model.as_deref());
-            let budget = u64::from(crate::chunk::piece_budget(
-                prepared.config.request_budget(&model),
-                s.chunking,
-                s.direct_output(&job.args).is_some(),
-            ));
-            match (tokens <= budget, s.chunking) {
-                (true, _) => 1,
-                (false, crate::skills::Chunking::None) => 0,
-                (false, _) => tokens.div_ceil(budget),
-            }
-        });
-        if pieces != 1 {
-            split.push((job.input.clone(), pieces));
-        }
-        if ctx.global.json {
+    let lines: Vec<PlanLine> = prepared
+        .jobs
+        .iter()
+        .zip(&caches)
+        .map(|(job, cache)| plan_line(&prepared, job, cache))
+        .collect();
+    if ctx.global.json {
+        for (job, line) in prepared.jobs.iter().zip(&lines) {
             let v = serde_json::json!({
                 "job_id": job.id,
                 "skill": job.skill,
                 "inputs": job.input_paths().map(|(d, _)| d.to_string()).collect::<Vec<_>>(),
                 "args": job.args,
-                "status": status,
-                "extraction": kind,
-                "estimated_tokens": tokens,
-                "pieces": pieces,
+                "status": line.status,
+                "extraction": line.extraction,
+                "estimated_tokens": line.tokens,
+                "pieces": line.pieces,
                 "output_dir": job.output_rel.to_string_lossy(),
                 "error": job.problem,
             });
             println!("{}", serde_json::to_string(&v).unwrap_or_default());
-        } else {
-            rows.push(vec![
-                job.id.0.clone(),
-                job.skill.clone(),
-                one_line(&job.input),
-                kind.to_string(),
-                status.to_string(),
-                tokens.to_string(),
-            ]);
         }
-    }
-    if !ctx.global.json {
-        print_table(
-            &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
-            &rows,
-        );
-        let cached = caches.iter().filter(|c| c.cached).count();
-        eprintln!(
-            "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
-            prepared.jobs.len(),
-            cached,
-            prepared.jobs.len() - cached,
-            total_tokens,
-            prepared
-                .shard
-                .map(|s| format!(" (shard {})", s.label()))
-                .unwrap_or_default()
-        );
-        for (input, pieces) in &split {
-            if *pieces == 0 {
-                eprintln!(
-                    "{}: too large for one request, and its skill does not split documents (too_large)",
-                    one_line(input)
-                );
-            } else {
-                eprintln!(
-                    "{}: long document, split into about {pieces} pieces",
-                    one_line(input)
-                );
-            }
-        }
-        eprintln!(
-            "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
-        );
+    } else {
+        print_plan(&prepared, &lines);
     }
     Ok(Exit::Success)
+}
+
+/// What `zhi plan` says of one job.
+struct PlanLine {
+    status: PlanStatus,
+    /// How the document is read (`text`, `pdf`, `ocr`, …).
+    extraction: &'static str,
+    /// Estimated input tokens.
+    tokens: u64,
+    /// How many pieces a long document is split into (SPEC §5); 0 = too large to run.
+    pieces: u64,
+}
+
+fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCache) -> PlanLine {
+    let (extraction, tokens) = super::estimate(job, &prepared.output_dir);
+    let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
+        let model = prepared.config.models.model_for(s.model.as_deref());
+        let budget = u64::from(crate::chunk::piece_budget(
+            prepared.config.request_budget(&model),
+            s.chunking,
+            s.direct_output(&job.args).is_some(),
+        ));
+        match (tokens <= budget, s.chunking) {
+            (true, _) => 1,
+            (false, crate::skills::Chunking::None) => 0,
+            (false, _) => tokens.div_ceil(budget),
+        }
+    });
+    PlanLine {
+        status: PlanStatus::of(job, cache),
+        extraction,
+        tokens,
+        pieces,
+    }
+}
+
+/// The plan as a table, and what it adds up to, for a person.
+fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
+    let rows: Vec<Vec<String>> = prepared
+        .jobs
+        .iter()
+        .zip(lines)
+        .map(|(job, line)| {
+            vec![
+                job.id.to_string(),
+                job.skill.clone(),
+                one_line(&job.input),
+                line.extraction.to_string(),
+                line.status.to_string(),
+                line.tokens.to_string(),
+            ]
+        })
+        .collect();
+    print_table(
+        &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
+        &rows,
+    );
+    let cached = lines
+        .iter()
+        .filter(|l| l.status == PlanStatus::Cached)
+        .count();
+    let to_send: u64 = lines
+        .iter()
+        .filter(|l| l.status == PlanStatus::Pending)
+        .map(|l| l.tokens)
+        .sum();
+    eprintln!(
+        "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
+        lines.len(),
+        cached,
+        lines.len() - cached,
+        to_send,
+        prepared
+            .shard
+            .map(|s| format!(" (shard {})", s.label()))
+            .unwrap_or_default()
+    );
+    for (job, line) in prepared.jobs.iter().zip(lines) {
+        match line.pieces {
+            1 => {}
+            0 => eprintln!(
+                "{}: too large for one request, and its skill does not split documents (too_large)",
+                one_line(&job.input)
+            ),
+            n => eprintln!(
+                "{}: long document, split into about {n} pieces",
+                one_line(&job.input)
+            ),
+        }
+    }
+    eprintln!(
+        "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
+    );
 }

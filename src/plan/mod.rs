@@ -25,7 +25,7 @@ use std::path::PathBuf;
 /// arguments. The same job has the same id in every run and every shard.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
-pub struct JobId(pub String);
+pub struct JobId(String);
 
 impl JobId {
     pub fn new(skill: &str, input: &str, args: &BTreeMap<String, String>) -> JobId {
@@ -50,6 +50,45 @@ impl JobId {
 impl std::fmt::Display for JobId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// What a job of a plan will do, as `zhi plan` says it (`pending`, `cached`, `will-fail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanStatus {
+    /// It will be sent to the model.
+    Pending,
+    /// Its outputs are there, made under the same cache key: it costs nothing.
+    Cached,
+    /// A problem known at planning time fails it without a request.
+    WillFail,
+}
+
+impl PlanStatus {
+    /// The status of `job`, its cache status known.
+    pub fn of(job: &Job, cache: &cache::JobCache) -> Self {
+        if job.problem.is_some() {
+            PlanStatus::WillFail
+        } else if cache.cached {
+            PlanStatus::Cached
+        } else {
+            PlanStatus::Pending
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Pending => "pending",
+            PlanStatus::Cached => "cached",
+            PlanStatus::WillFail => "will-fail",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -225,5 +264,33 @@ pub fn check_tpm(
             })
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_statuses_are_written_as_before() {
+        for (status, text) in [
+            (PlanStatus::Pending, "pending"),
+            (PlanStatus::Cached, "cached"),
+            (PlanStatus::WillFail, "will-fail"),
+        ] {
+            assert_eq!(status.to_string(), text);
+            assert_eq!(serde_json::to_value(status).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn a_job_id_is_16_hex_digits_of_its_skill_input_and_arguments() {
+        let args = BTreeMap::from([("to".to_string(), "english".to_string())]);
+        let id = JobId::new("translate", "docs/a.md", &args);
+        assert_eq!(id.as_str().len(), 16);
+        assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(id, JobId::new("translate", "docs/a.md", &args));
+        assert_ne!(id, JobId::new("translate", "docs/b.md", &args));
+        assert_eq!(serde_json::to_value(&id).unwrap(), id.as_str());
     }
 }

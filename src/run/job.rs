@@ -9,7 +9,7 @@ use crate::agent::transcript::Transcript;
 use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
 use crate::llm::ChatClient;
-use crate::manifest::{JobRecord, OutputFile, Status};
+use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
 use crate::skills::{Skill, SkillSet};
@@ -84,18 +84,18 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
         output_dir: job.output_rel.to_string_lossy().into_owned(),
         cache_key: cache.cache_key.clone(),
         args: job.args.clone(),
-        ..JobRecord::new(&job.id.0, &job.skill, &job.input, Status::Failed)
+        ..JobRecord::new(job.id.as_str(), &job.skill, &job.input, Status::Failed)
     }
 }
 
 /// A cached job: the earlier record's outputs, no tokens spent now.
 pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
     let prev = cache.previous.as_ref();
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
         status: Status::Cached,
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         ..base_record(
             job,
@@ -107,9 +107,9 @@ pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
 
 /// A job that failed while planning (broken link, missing paired file).
 pub fn planned_failure(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord {
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         error: job.problem.clone(),
         ..base_record(job, cache, shared.model(job))
@@ -118,9 +118,9 @@ pub fn planned_failure(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecor
 
 /// A job whose task panicked: a bug in zhi, recorded as the job's failure.
 pub fn crashed(job: &Job, cache: &JobCache, shared: &Shared, reason: &str) -> JobRecord {
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         error: Some(JobError::new(
             ErrorKind::Internal,
@@ -132,9 +132,9 @@ pub fn crashed(job: &Job, cache: &JobCache, shared: &Shared, reason: &str) -> Jo
 
 /// Batch mode, and a job that runs the agent loop: refused (`--agent-jobs refuse`).
 pub fn not_batchable(job: &Job, cache: &JobCache, shared: &Shared) -> JobRecord {
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         error: Some(JobError::new(
             ErrorKind::NotBatchable,
@@ -157,11 +157,11 @@ pub fn not_run(
     message: String,
 ) -> JobRecord {
     // Never started: both times are when the run gave up on it.
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
         status,
         error: Some(JobError::new(kind, message)),
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         ..base_record(job, cache, shared.model(job))
     }
@@ -171,7 +171,7 @@ pub fn not_run(
 pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRecord {
     let started = Instant::now();
     let mut record = base_record(job, cache, shared.model(job));
-    record.started_at = Some(super::now_rfc3339());
+    record.started_at = Some(Timestamp::now());
     let staging = shared
         .output_dir
         .join(".zhi")
@@ -181,7 +181,7 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
     // A folder a person edited fails the job before any token is spent on it.
     if let Some(conflict) = conflict(shared, job, cache) {
         record.error = Some(conflict);
-        record.finished_at = Some(super::now_rfc3339());
+        record.finished_at = Some(Timestamp::now());
         record.duration_ms = started.elapsed().as_millis() as u64;
         return record;
     }
@@ -267,7 +267,7 @@ pub async fn process(shared: &Arc<Shared>, job: &Job, cache: &JobCache) -> JobRe
             record.error = Some(e);
         }
     }
-    record.finished_at = Some(super::now_rfc3339());
+    record.finished_at = Some(Timestamp::now());
     record.duration_ms = started.elapsed().as_millis() as u64;
     tracing::info!(
         job = %crate::sanitize::one_line(&job.input),

@@ -20,7 +20,7 @@ use crate::exit::{Exit, ExitError};
 use crate::llm::{ChatClient, ClientSettings};
 use crate::manifest::{
     ConcurrencyMode, ConcurrencyStats, Counts, JobRecord, ManifestWriter, RunManifest, RunStatus,
-    Status, Tokens,
+    Status, Timestamp, Tokens,
 };
 use crate::plan::Job;
 use crate::plan::Shard;
@@ -130,10 +130,6 @@ pub fn new_run_id(shard: Option<Shard>) -> String {
     id
 }
 
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 /// Run the jobs.
 pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let out = opts.output_dir.clone();
@@ -163,7 +159,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let _lock = lock::RunLock::acquire(&zhi_dir, &run_id)?;
     clean_stale(&zhi_dir);
 
-    let started_at = now_rfc3339();
+    let started_at = Timestamp::now();
 
     let mut settings = ClientSettings::new(
         opts.config.api.base_url.clone(),
@@ -594,7 +590,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         zhi_version: env!("CARGO_PKG_VERSION").to_string(),
         command: opts.command.clone(),
         started_at,
-        finished_at: Some(now_rfc3339()),
+        finished_at: Some(Timestamp::now()),
         status,
         skills: skills_used,
         counts,
