@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub struct Shared {
     pub client: ChatClient,
     pub skills: Arc<SkillSet>,
-    pub config: Config,
+    pub config: Arc<Config>,
     pub output_dir: PathBuf,
     pub run_id: String,
     pub allow_web: bool,

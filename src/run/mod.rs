@@ -255,6 +255,8 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
         Some(info)
     };
 
+    // Settled: shared by the cache check and every job from here on.
+    let run_config = Arc::new(run_config);
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&run_config, &opts.jobs, &opts.skills)?;
