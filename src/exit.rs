@@ -1,6 +1,9 @@
 //! Exit codes: the public contract of SPEC §10. Scripts, CI and cron branch on these numbers,
 //! so they never change meaning.
 
+use crate::config::ConfigError;
+use crate::plan::PlanError;
+
 /// How a `zhi` invocation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -46,13 +49,16 @@ impl From<Exit> for std::process::ExitCode {
     }
 }
 
-/// An error that carries the exit code it should end the process with. Anything else that
-/// reaches `main` is a usage/configuration error (2).
+/// An error that carries the exit code it should end the process with: the one place where
+/// the rooms' typed errors ([`ConfigError`], …) become an exit code (SPEC §10).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct ExitError {
     pub exit: Exit,
     pub message: String,
+    /// The typed error it was made from, kept for its `source()` chain.
+    #[source]
+    cause: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ExitError {
@@ -60,10 +66,34 @@ impl ExitError {
         ExitError {
             exit,
             message: message.into(),
+            cause: None,
         }
     }
 
     pub fn usage(message: impl Into<String>) -> Self {
         Self::new(Exit::Usage, message)
+    }
+
+    /// `error` as the process's end with `exit`; its message is the error's.
+    fn from_error(exit: Exit, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ExitError {
+            exit,
+            message: error.to_string(),
+            cause: Some(Box::new(error)),
+        }
+    }
+}
+
+/// Settings that cannot be resolved: a usage error, nothing ran.
+impl From<ConfigError> for ExitError {
+    fn from(e: ConfigError) -> Self {
+        ExitError::from_error(Exit::Usage, e)
+    }
+}
+
+/// A plan that cannot be made: a usage error, nothing ran.
+impl From<PlanError> for ExitError {
+    fn from(e: PlanError) -> Self {
+        ExitError::from_error(Exit::Usage, e)
     }
 }

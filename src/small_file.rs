@@ -146,6 +146,32 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// For a serde field of type `Option<serde_norway::Value>` (with `#[serde(default)]`): keeps a
+/// field that is present but empty (`rpm:`) apart from one that is left out. The first is a
+/// value to check (and usually refuse), the second no value at all.
+pub fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_norway::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// A YAML mapping's fields as `T` — a struct of [`present`] fields with the other keys
+/// flattened into a `Mapping` — and the keys that are not strings, which no field can take
+/// (and which serde would refuse as field names): each is for a warning, never a failure.
+pub fn fields<T: serde::de::DeserializeOwned>(
+    mut map: serde_norway::Mapping,
+) -> Result<(T, Vec<serde_norway::Value>), serde_norway::Error> {
+    let mut odd = Vec::new();
+    map.retain(|k, _| {
+        let keep = k.is_string();
+        if !keep {
+            odd.push(k.clone());
+        }
+        keep
+    });
+    T::deserialize(serde_norway::Value::Mapping(map)).map(|t| (t, odd))
+}
+
 /// YAML nested deeper than [`MAX_YAML_DEPTH`], found on `line` (1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("YAML nested deeper than {MAX_YAML_DEPTH} levels at line {line}; refused before parsing")]

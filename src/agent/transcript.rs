@@ -75,7 +75,7 @@ impl Transcript {
         let tools: Vec<&str> = req.tools.iter().map(|t| t.function.name.as_str()).collect();
         let mut line = json!({
             "type": "request",
-            "at": crate::run::now_rfc3339(),
+            "at": crate::manifest::Timestamp::now(),
             "skill": skill,
             "turn": turn,
             "model": req.model,
@@ -115,7 +115,7 @@ impl Transcript {
     ) {
         self.write(&json!({
             "type": "tool",
-            "at": crate::run::now_rfc3339(),
+            "at": crate::manifest::Timestamp::now(),
             "skill": skill,
             "turn": turn,
             "tool_call_id": call.id,
@@ -131,7 +131,7 @@ impl Transcript {
     pub fn note(&self, text: &str) {
         self.write(&json!({
             "type": "note",
-            "at": crate::run::now_rfc3339(),
+            "at": crate::manifest::Timestamp::now(),
             "text": cut(text),
         }));
     }

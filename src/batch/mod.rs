@@ -399,7 +399,7 @@ impl Book {
                 }
             }
             r.stage = Stage::Collected;
-            r.collected_at = Some(crate::run::now_rfc3339());
+            r.collected_at = Some(crate::manifest::Timestamp::now());
             self.save(r)?;
             self.report
                 .lock()
@@ -422,7 +422,7 @@ impl Book {
         r.request_counts = info.request_counts;
         r.output_file_id = info.output_file_id.clone().or(r.output_file_id.take());
         r.error_file_id = info.error_file_id.clone().or(r.error_file_id.take());
-        r.checked_at = Some(crate::run::now_rfc3339());
+        r.checked_at = Some(crate::manifest::Timestamp::now());
         if info.status == "failed"
             && let Some(errors) = &info.errors
         {
@@ -608,7 +608,7 @@ impl Book {
         let count = requests.len() as u64;
         let mut r = BatchRecord {
             local_id: local_id.clone(),
-            created_at: crate::run::now_rfc3339(),
+            created_at: crate::manifest::Timestamp::now(),
             base_url: self.settings.base_url.clone(),
             endpoint: self.settings.endpoint.clone(),
             model: model.to_string(),

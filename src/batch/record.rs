@@ -7,6 +7,7 @@
 //! and the next run can tell what may have happened after it.
 
 use crate::llm::batch::RequestCounts;
+use crate::manifest::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::io;
@@ -58,7 +59,7 @@ pub struct Request {
 pub struct BatchRecord {
     /// The folder's name: the submitting run's id and a number.
     pub local_id: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// The API base the batch belongs to, without credentials.
     pub base_url: String,
     /// The chat endpoint of its lines (`/v4/chat/completions`).
@@ -82,9 +83,9 @@ pub struct BatchRecord {
     pub error_file_id: Option<String>,
     /// When the provider was last asked.
     #[serde(default)]
-    pub checked_at: Option<String>,
+    pub checked_at: Option<Timestamp>,
     #[serde(default)]
-    pub collected_at: Option<String>,
+    pub collected_at: Option<Timestamp>,
     /// Every file of the batch is deleted from the provider.
     #[serde(default)]
     pub files_deleted: bool,
@@ -189,7 +190,7 @@ mod tests {
     fn record(local_id: &str) -> BatchRecord {
         BatchRecord {
             local_id: local_id.into(),
-            created_at: "2025-01-01T00:00:00.000Z".into(),
+            created_at: "2025-01-01T00:00:00.000Z".parse().unwrap(),
             base_url: "https://example.com/v4".into(),
             endpoint: "/v4/chat/completions".into(),
             model: "glm-4-flash".into(),

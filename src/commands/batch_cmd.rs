@@ -39,10 +39,10 @@ fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<
         base_url,
         ..Overrides::default()
     })?;
-    let out = if config.output_dir.is_absolute() {
-        config.output_dir.clone()
+    let out = if config.run.output_dir.is_absolute() {
+        config.run.output_dir.clone()
     } else {
-        ctx.cwd.join(&config.output_dir)
+        ctx.cwd.join(&config.run.output_dir)
     };
     let dir = out.join(".zhi").join("batches");
     let records = record::load_all_readonly(&dir, &mut |w| ctx.warn(&w));
@@ -55,9 +55,9 @@ fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<
 }
 
 fn api(config: &Config) -> Result<BatchApi, ExitError> {
-    let mut settings = ClientSettings::new(config.base_url.clone(), config.api_key.clone());
-    settings.timeout = config.timeout;
-    settings.retry = config.retry;
+    let mut settings = ClientSettings::new(config.api.base_url.clone(), config.api.key.clone());
+    settings.timeout = config.api.timeout;
+    settings.retry = config.api.retry;
     let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
     Ok(BatchApi::new(client))
 }
@@ -71,21 +71,21 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitError> {
 
 /// `base_url` of the settings as batches record it (no credentials).
 fn recorded_base(config: &Config) -> String {
-    match reqwest::Url::parse(&config.base_url) {
+    match reqwest::Url::parse(&config.api.base_url) {
         Ok(mut u) => {
             let _ = u.set_username("");
             let _ = u.set_password(None);
             u.set_query(None);
             u.to_string().trim_end_matches('/').to_string()
         }
-        Err(_) => config.base_url.clone(),
+        Err(_) => config.api.base_url.clone(),
     }
 }
 
 fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Exit, ExitError> {
     let mut book = open(ctx, output, base_url)?;
     let ours = recorded_base(&book.config);
-    let can_ask = book.config.api_key.is_some() || book.config.base_url_is_local();
+    let can_ask = book.config.api.key.is_some() || book.config.api.base_url_is_local();
     let running: Vec<usize> = (0..book.records.len())
         .filter(|i| {
             let r = &book.records[*i];
@@ -139,7 +139,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
                 } else {
                     "-".into()
                 },
-                r.created_at.clone(),
+                r.created_at.to_string(),
             ]
         })
         .collect();
@@ -175,7 +175,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
     if !can_ask {
         eprintln!(
             "no API key: statuses are as the last run saw them (set {} to ask the provider)",
-            book.config.api_key_env
+            book.config.api.key_env
         );
     }
     Ok(Exit::Success)
@@ -194,7 +194,7 @@ fn cancel(
     base_url: Option<String>,
 ) -> Result<Exit, ExitError> {
     let book = open(ctx, output, base_url)?;
-    book.config.require_key()?;
+    book.config.api.require_key()?;
     let zhi_dir = book.out.join(".zhi");
     if !zhi_dir.is_dir() {
         return Err(ExitError::usage(format!(

@@ -40,7 +40,7 @@ fn find_run(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Run
             output_dir: output.clone(),
             ..Overrides::default()
         })?;
-        Ok(absolute(&ctx.cwd, &config.output_dir))
+        Ok(absolute(&ctx.cwd, &config.run.output_dir))
     };
     let latest = |out: &Path, runs: Vec<RunDir>| {
         runs.into_iter().next_back().ok_or_else(|| {
@@ -151,16 +151,10 @@ fn render(s: &RunSummary) -> Vec<String> {
     if let Some(c) = &s.command {
         out.push(format!("  command: {}", one_line(c)));
     }
-    let started = s.started_at.as_deref().unwrap_or("?");
-    let finished = s.finished_at.as_deref().unwrap_or("?");
-    let took = match (&s.started_at, &s.finished_at) {
-        (Some(a), Some(b)) => match (
-            chrono::DateTime::parse_from_rfc3339(a),
-            chrono::DateTime::parse_from_rfc3339(b),
-        ) {
-            (Ok(a), Ok(b)) => format!("  ({})", seconds((b - a).num_milliseconds().max(0) as u64)),
-            _ => String::new(),
-        },
+    let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
+    let (started, finished) = (shown(s.started_at), shown(s.finished_at));
+    let took = match (s.started_at, s.finished_at) {
+        (Some(a), Some(b)) => format!("  ({})", seconds(b.millis_since(a))),
         _ => String::new(),
     };
     out.push(format!("  started {started}  finished {finished}{took}"));

@@ -27,7 +27,7 @@ impl Ctx {
         if let Some(hook) = LOG_LEVEL_HOOK.get()
             && c.origins.contains_key("log_level")
         {
-            hook(&c.log_level);
+            hook(&c.ui.log_level);
         }
         for w in &c.warnings {
             if !self.global.quiet {

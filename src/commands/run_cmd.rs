@@ -2,13 +2,12 @@
 
 use super::{Ctx, print_json, print_table};
 use crate::cli::RunArgs;
-use crate::config::{Concurrency, Config, Overrides};
+use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
-use crate::plan::{self, ExpandOptions, Job, PlanRequest, Shard};
+use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Shard};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
 use std::collections::BTreeMap;
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,8 +23,9 @@ pub struct Prepared {
 }
 
 fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
-    // A limit of zero would stop the run before its first job (or, for `--rpm`, mean no
-    // requests at all); a user who wants no limit leaves the flag out.
+    // A limit of zero would stop the run before its first job; a user who wants no limit
+    // leaves the flag out. (`--rpm 0` and `--tpm 0` are refused with the settings, as
+    // `rpm: 0` in a file is.)
     if a.budget_tokens == Some(0) {
         return Err(ExitError::usage(
             "--budget-tokens must be at least 1 (leave it out for no budget)",
@@ -46,20 +46,9 @@ fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
         output_dir: a.output.clone(),
         base_url: a.base_url.clone(),
         model: a.model.clone(),
-        concurrency: a
-            .concurrency
-            .as_deref()
-            .map(Concurrency::parse)
-            .transpose()
-            .map_err(|e| ExitError::usage(format!("--concurrency: {e}")))?,
-        rpm: a
-            .rpm
-            .map(|n| NonZeroU32::new(n).ok_or_else(|| ExitError::usage("--rpm must be at least 1")))
-            .transpose()?,
-        tpm: a
-            .tpm
-            .map(|n| NonZeroU32::new(n).ok_or_else(|| ExitError::usage("--tpm must be at least 1")))
-            .transpose()?,
+        concurrency: a.concurrency.clone(),
+        rpm: a.rpm,
+        tpm: a.tpm,
         timeout_secs: a.timeout,
         ocr: a.ocr,
     })
@@ -146,13 +135,13 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         ctx.warn(w);
     }
 
-    let output_dir = absolute(&ctx.cwd, &config.output_dir);
+    let output_dir = absolute(&ctx.cwd, &config.run.output_dir);
     let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
     let shard = match &a.shard {
         Some(s) => Some(Shard::parse(s)?),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
-    let plan_ids = jobs.iter().map(|j| j.id.0.clone()).collect();
+    let plan_ids = jobs.iter().map(|j| j.id.to_string()).collect();
     let mut jobs = plan::filter_shard(jobs, shard);
     if let Some(n) = a.limit {
         jobs.truncate(n);
@@ -178,7 +167,7 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 /// `zhi run`.
 pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
-    prepared.config.require_key()?;
+    prepared.config.api.require_key()?;
     if prepared.jobs.is_empty() {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
         ctx.warn("this shard has no jobs");
@@ -211,7 +200,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         ),
     };
     let summary = opts.summary;
-    let language = opts.config.language;
+    let language = opts.config.ui.language;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -497,10 +486,10 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         &prepared.output_dir,
         prepared.jobs.iter().map(|j| j.id.as_str()),
     );
-    let config = prepared.config.clone();
-    let skills = prepared.skills.clone();
+    let models = &prepared.config.models;
+    let skills = &prepared.skills;
     let model_of =
-        |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+        |skill: &str| models.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
     let caches = crate::plan::cache::statuses(
         &prepared.jobs,
         &index,
@@ -509,96 +498,123 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         &prepared.output_dir,
         a.force,
     );
-    let mut rows = Vec::new();
-    let mut total_tokens = 0u64;
-    let mut split: Vec<(String, u64)> = Vec::new();
-    for (job, cache) in prepared.jobs.iter().zip(&caches) {
-        let status = if job.problem.is_some() {
-            "will-fail"
-        } else if cache.cached {
-            "cached"
-        } else {
-            "pending"
-        };
-        let (kind, tokens) = super::estimate(job, &prepared.output_dir);
-        if status == "pending" {
-            total_tokens += tokens;
-        }
-        // How many pieces a long document is split into (SPEC §5); 0 = too large to run.
-        let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
-            let model = prepared.config.model_for(s.model.as_deref());
-            let budget = u64::from(crate::chunk::piece_budget(
-                prepared.config.request_budget(&model),
-                s.chunking,
-                s.direct_output(&job.args).is_some(),
-            ));
-            match (tokens <= budget, s.chunking) {
-                (true, _) => 1,
-                (false, crate::skills::Chunking::None) => 0,
-                (false, _) => tokens.div_ceil(budget),
-            }
-        });
-        if pieces != 1 {
-            split.push((job.input.clone(), pieces));
-        }
-        if ctx.global.json {
+    let lines: Vec<PlanLine> = prepared
+        .jobs
+        .iter()
+        .zip(&caches)
+        .map(|(job, cache)| plan_line(&prepared, job, cache))
+        .collect();
+    if ctx.global.json {
+        for (job, line) in prepared.jobs.iter().zip(&lines) {
             let v = serde_json::json!({
                 "job_id": job.id,
                 "skill": job.skill,
                 "inputs": job.input_paths().map(|(d, _)| d.to_string()).collect::<Vec<_>>(),
                 "args": job.args,
-                "status": status,
-                "extraction": kind,
-                "estimated_tokens": tokens,
-                "pieces": pieces,
+                "status": line.status,
+                "extraction": line.extraction,
+                "estimated_tokens": line.tokens,
+                "pieces": line.pieces,
                 "output_dir": job.output_rel.to_string_lossy(),
                 "error": job.problem,
             });
             println!("{}", serde_json::to_string(&v).unwrap_or_default());
-        } else {
-            rows.push(vec![
-                job.id.0.clone(),
-                job.skill.clone(),
-                one_line(&job.input),
-                kind.to_string(),
-                status.to_string(),
-                tokens.to_string(),
-            ]);
         }
-    }
-    if !ctx.global.json {
-        print_table(
-            &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
-            &rows,
-        );
-        let cached = caches.iter().filter(|c| c.cached).count();
-        eprintln!(
-            "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
-            prepared.jobs.len(),
-            cached,
-            prepared.jobs.len() - cached,
-            total_tokens,
-            prepared
-                .shard
-                .map(|s| format!(" (shard {})", s.label()))
-                .unwrap_or_default()
-        );
-        for (input, pieces) in &split {
-            if *pieces == 0 {
-                eprintln!(
-                    "{}: too large for one request, and its skill does not split documents (too_large)",
-                    one_line(input)
-                );
-            } else {
-                eprintln!(
-                    "{}: long document, split into about {pieces} pieces",
-                    one_line(input)
-                );
-            }
-        }
-        eprintln!(
-            "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
-        );
+    } else {
+        print_plan(&prepared, &lines);
     }
     Ok(Exit::Success)
+}
+
+/// What `zhi plan` says of one job.
+struct PlanLine {
+    status: PlanStatus,
+    /// How the document is read (`text`, `pdf`, `ocr`, …).
+    extraction: &'static str,
+    /// Estimated input tokens.
+    tokens: u64,
+    /// How many pieces a long document is split into (SPEC §5); 0 = too large to run.
+    pieces: u64,
+}
+
+fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCache) -> PlanLine {
+    let (extraction, tokens) = super::estimate(job, &prepared.output_dir);
+    let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
+        let model = prepared.config.models.model_for(s.model.as_deref());
+        let budget = u64::from(crate::chunk::piece_budget(
+            prepared.config.request_budget(&model),
+            s.chunking,
+            s.direct_output(&job.args).is_some(),
+        ));
+        match (tokens <= budget, s.chunking) {
+            (true, _) => 1,
+            (false, crate::skills::Chunking::None) => 0,
+            (false, _) => tokens.div_ceil(budget),
+        }
+    });
+    PlanLine {
+        status: PlanStatus::of(job, cache),
+        extraction,
+        tokens,
+        pieces,
+    }
+}
+
+/// The plan as a table, and what it adds up to, for a person.
+fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
+    let rows: Vec<Vec<String>> = prepared
+        .jobs
+        .iter()
+        .zip(lines)
+        .map(|(job, line)| {
+            vec![
+                job.id.to_string(),
+                job.skill.clone(),
+                one_line(&job.input),
+                line.extraction.to_string(),
+                line.status.to_string(),
+                line.tokens.to_string(),
+            ]
+        })
+        .collect();
+    print_table(
+        &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
+        &rows,
+    );
+    let cached = lines
+        .iter()
+        .filter(|l| l.status == PlanStatus::Cached)
+        .count();
+    let to_send: u64 = lines
+        .iter()
+        .filter(|l| l.status == PlanStatus::Pending)
+        .map(|l| l.tokens)
+        .sum();
+    eprintln!(
+        "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
+        lines.len(),
+        cached,
+        lines.len() - cached,
+        to_send,
+        prepared
+            .shard
+            .map(|s| format!(" (shard {})", s.label()))
+            .unwrap_or_default()
+    );
+    for (job, line) in prepared.jobs.iter().zip(lines) {
+        match line.pieces {
+            1 => {}
+            0 => eprintln!(
+                "{}: too large for one request, and its skill does not split documents (too_large)",
+                one_line(&job.input)
+            ),
+            n => eprintln!(
+                "{}: long document, split into about {n} pieces",
+                one_line(&job.input)
+            ),
+        }
+    }
+    eprintln!(
+        "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
+    );
 }

@@ -15,11 +15,11 @@ pub fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
     match cmd {
         SkillsCommand::List => {
             report_load_problems(ctx, &set);
-            list(ctx, &set, &config.default_model)
+            list(ctx, &set, &config.models.default_model)
         }
         SkillsCommand::Show { name } => {
             report_load_problems(ctx, &set);
-            show(ctx, &set, &name, &config.default_model)
+            show(ctx, &set, &name, &config.models.default_model)
         }
         SkillsCommand::Validate { files } => validate(ctx, set, &files),
         SkillsCommand::New { name, format } => new(ctx, &name, format == "skill-md"),

@@ -6,7 +6,8 @@
 //! touches a job's outputs and never rewrites an input run.
 
 use super::{
-    Counts, JobRecord, RunDir, RunManifest, RunStatus, Status, Tokens, read_manifest, read_records,
+    Counts, JobRecord, RunDir, RunManifest, RunStatus, Status, Timestamp, Tokens, read_manifest,
+    read_records,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -153,8 +154,8 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
     let mut best: HashMap<String, JobRecord> = HashMap::new();
     let mut tokens = Tokens::default();
     let mut skills: BTreeMap<String, String> = BTreeMap::new();
-    let mut started: Option<String> = None;
-    let mut finished: Option<String> = None;
+    let mut started: Option<Timestamp> = None;
+    let mut finished: Option<Timestamp> = None;
 
     for run in &order {
         for id in run.planned_ids() {
@@ -164,11 +165,11 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
         }
         if let Some(m) = &run.manifest {
             skills.extend(m.skills.iter().map(|(k, v)| (k.clone(), v.clone())));
-            if started.as_ref().is_none_or(|s| m.started_at < *s) {
-                started = Some(m.started_at.clone());
+            if started.is_none_or(|s| m.started_at < s) {
+                started = Some(m.started_at);
             }
             if m.finished_at > finished {
-                finished = m.finished_at.clone();
+                finished = m.finished_at;
             }
         }
         for r in &run.records {
@@ -229,12 +230,12 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
     } else {
         (RunStatus::Completed, None)
     };
-    let now = crate::run::now_rfc3339();
+    let now = Timestamp::now();
     let manifest = RunManifest {
         run_id,
         zhi_version: env!("CARGO_PKG_VERSION").to_string(),
         command,
-        started_at: started.unwrap_or_else(|| now.clone()),
+        started_at: started.unwrap_or(now),
         finished_at: Some(finished.unwrap_or(now)),
         status,
         skills,
@@ -306,7 +307,7 @@ mod tests {
                 prompt: 10,
                 completion: 5,
             },
-            finished_at: Some(finished.into()),
+            finished_at: Some(finished.parse().unwrap()),
             error: (status == Status::Failed).then(|| JobError::new(ErrorKind::ApiError, "boom")),
             ..JobRecord::new(id, "s", &format!("{id}.txt"), status)
         }
@@ -317,7 +318,7 @@ mod tests {
             run_id: id.into(),
             zhi_version: "0".into(),
             command: "zhi".into(),
-            started_at: "2024-01-01T00:00:00.000Z".into(),
+            started_at: "2024-01-01T00:00:00.000Z".parse().unwrap(),
             finished_at: None,
             status: RunStatus::Completed,
             skills: Default::default(),
@@ -385,8 +386,8 @@ mod tests {
             "a later success beats a failure"
         );
         assert_eq!(
-            by["c"].finished_at.as_deref(),
-            Some(t2),
+            by["c"].finished_at,
+            Some(t2.parse().unwrap()),
             "the later failure wins among failures"
         );
         assert_eq!(m.records.len(), 3);

@@ -5,9 +5,11 @@
 pub mod merge;
 mod read;
 pub mod summary;
+mod timestamp;
 mod write;
 
 pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
+pub use timestamp::Timestamp;
 pub use write::{ManifestWriter, write_atomic, write_csv};
 
 use crate::error::JobError;
@@ -91,8 +93,8 @@ pub struct JobRecord {
     #[serde(default)]
     pub tool_calls: u32,
     pub tokens: Tokens,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
     pub duration_ms: u64,
     pub error: Option<JobError>,
     /// The job's folder, relative to the output folder.
@@ -208,8 +210,8 @@ pub struct RunManifest {
     pub run_id: String,
     pub zhi_version: String,
     pub command: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
     pub status: RunStatus,
     pub skills: BTreeMap<String, String>,
     pub counts: Counts,

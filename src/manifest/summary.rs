@@ -3,7 +3,7 @@
 //! so a crashed run can still be inspected. Reading only; nothing here writes.
 
 use super::merge::LoadedRun;
-use super::{Counts, RunStatus, Status, Tokens};
+use super::{Counts, RunStatus, Status, Timestamp, Tokens};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -38,8 +38,8 @@ pub struct RunSummary {
     pub complete: bool,
     pub reason: Option<String>,
     pub command: Option<String>,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
     pub shard: Option<String>,
     pub counts: Counts,
     pub tokens: Tokens,
@@ -113,18 +113,12 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
         complete: m.is_some(),
         reason: m.and_then(|m| m.reason.clone()),
         command: m.map(|m| m.command.clone()),
-        started_at: m.map(|m| m.started_at.clone()).or_else(|| {
-            run.records
-                .iter()
-                .filter_map(|r| r.started_at.clone())
-                .min()
-        }),
-        finished_at: m.and_then(|m| m.finished_at.clone()).or_else(|| {
-            run.records
-                .iter()
-                .filter_map(|r| r.finished_at.clone())
-                .max()
-        }),
+        started_at: m
+            .map(|m| m.started_at)
+            .or_else(|| run.records.iter().filter_map(|r| r.started_at).min()),
+        finished_at: m
+            .and_then(|m| m.finished_at)
+            .or_else(|| run.records.iter().filter_map(|r| r.finished_at).max()),
         shard: m
             .and_then(|m| m.shard.clone())
             .or_else(|| shard_from_run_id(&run.run_id)),

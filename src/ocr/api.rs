@@ -308,7 +308,7 @@ pub fn api_engine(
     client: ChatClient,
     cancel: Option<CancellationToken>,
 ) -> Option<Arc<dyn ApiOcr>> {
-    if config.api_key.is_none() && !config.base_url_is_local() {
+    if config.api.key.is_none() && !config.api.base_url_is_local() {
         return None;
     }
     Some(Arc::new(ZhipuOcr::new(client, cancel)))
@@ -763,8 +763,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config =
             Config::resolve(&crate::config::Overrides::default(), &|_| None, dir.path()).unwrap();
-        config.base_url = base_url.to_owned();
-        config.api_key = key.map(ApiKey::new);
+        config.api.base_url = base_url.to_owned();
+        config.api.key = key.map(ApiKey::new);
         config
     }
 

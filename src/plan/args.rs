@@ -2,61 +2,51 @@
 //! applied, and file-type templates (`{dir}`, `{stem}`, `{ext}`, `{name}`) expanded against
 //! each job's primary input.
 
+use super::PlanError;
 use crate::error::{ErrorKind, JobError};
-use crate::exit::ExitError;
 use crate::skills::{ArgType, Skill};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `KEY=VALUE`.
-pub fn parse_arg(s: &str) -> Result<(String, String), ExitError> {
+pub fn parse_arg(s: &str) -> Result<(String, String), PlanError> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(ExitError::usage(format!("--arg `{s}` must be KEY=VALUE"))),
+        _ => Err(PlanError::NotKeyValue(s.to_string())),
     }
 }
 
 /// Check the given arguments against the skill before planning: unknown names, values of the
 /// wrong type and missing required arguments are usage errors.
-pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(), ExitError> {
+pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(), PlanError> {
     let primary = skill.primary_arg().map(|a| a.name.as_str());
     for (k, v) in given {
         let Some(spec) = skill.input.args.iter().find(|a| &a.name == k) else {
-            let known: Vec<&str> = skill
-                .input
-                .args
-                .iter()
-                .map(|a| a.name.as_str())
-                .filter(|n| Some(*n) != primary)
-                .collect();
-            return Err(ExitError::usage(format!(
-                "skill `{}` has no argument `{k}` (its arguments: {})",
-                skill.name,
-                if known.is_empty() {
-                    "none besides the input".into()
-                } else {
-                    known.join(", ")
-                }
-            )));
+            return Err(PlanError::NoSuchArgument {
+                skill: skill.name.clone(),
+                arg: k.clone(),
+                known: skill
+                    .input
+                    .args
+                    .iter()
+                    .map(|a| a.name.clone())
+                    .filter(|n| Some(n.as_str()) != primary)
+                    .collect(),
+            });
         };
         if Some(k.as_str()) == primary {
-            return Err(ExitError::usage(format!(
-                "`{k}` is the skill's input: give it as a path, not with --arg"
-            )));
+            return Err(PlanError::ArgumentIsTheInput(k.clone()));
         }
-        match spec.kind {
-            ArgType::Number if v.trim().parse::<f64>().is_err() => {
-                return Err(ExitError::usage(format!(
-                    "--arg {k}=`{v}` must be a number"
-                )));
-            }
-            ArgType::Boolean if !matches!(v.trim(), "true" | "false") => {
-                return Err(ExitError::usage(format!(
-                    "--arg {k}=`{v}` must be true or false"
-                )));
-            }
-            _ => {}
-        }
+        let expected = match spec.kind {
+            ArgType::Number if v.trim().parse::<f64>().is_err() => "a number",
+            ArgType::Boolean if !matches!(v.trim(), "true" | "false") => "true or false",
+            _ => continue,
+        };
+        return Err(PlanError::ArgumentType {
+            arg: k.clone(),
+            value: v.clone(),
+            expected,
+        });
     }
     for a in &skill.input.args {
         if a.required
@@ -64,17 +54,11 @@ pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(),
             && a.default.is_none()
             && !given.contains_key(&a.name)
         {
-            return Err(ExitError::usage(format!(
-                "skill `{}` needs --arg {}=… ({}{})",
-                skill.name,
-                a.name,
-                a.kind.as_str(),
-                if a.kind == ArgType::File {
-                    "; a template like {dir}/{stem}.old{ext} names a file beside each input"
-                } else {
-                    ""
-                }
-            )));
+            return Err(PlanError::MissingArgument {
+                skill: skill.name.clone(),
+                arg: a.name.clone(),
+                kind: a.kind.as_str(),
+            });
         }
     }
     Ok(())

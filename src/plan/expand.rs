@@ -1,8 +1,8 @@
 //! Paths, folders and globs → the documents (or folders) a run is about, in a sorted,
 //! deterministic order. The output folder and everything under it is never an input.
 
+use super::PlanError;
 use crate::error::{ErrorKind, JobError};
-use crate::exit::ExitError;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -44,7 +44,7 @@ pub fn expand(
     opts: &ExpandOptions,
     cwd: &Path,
     output_dir: &Path,
-) -> Result<Vec<Found>, ExitError> {
+) -> Result<Vec<Found>, PlanError> {
     let excludes = build_set(&opts.excludes, "--exclude")?;
     let out_abs = absolute(cwd, output_dir);
     let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
@@ -60,13 +60,16 @@ pub fn expand(
             let glob = GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| ExitError::usage(format!("glob `{input}`: {e}")))?
+                .map_err(|source| PlanError::BadGlob {
+                    input: input.clone(),
+                    source,
+                })?
                 .compile_matcher();
             if !base_abs.is_dir() {
-                return Err(ExitError::usage(format!(
-                    "glob `{input}`: folder {} does not exist",
-                    base.display()
-                )));
+                return Err(PlanError::GlobFolderMissing {
+                    input: input.clone(),
+                    base,
+                });
             }
             walk(&base_abs, cwd, opts, &excludes, &out_canon, &mut |f, _| {
                 if glob.is_match(&f.path) {
@@ -78,14 +81,14 @@ pub fn expand(
             let meta = std::fs::symlink_metadata(&path);
             match meta {
                 Err(_) => {
-                    return Err(ExitError::usage(format!("input `{input}` does not exist")));
+                    return Err(PlanError::InputMissing(input.clone()));
                 }
                 Ok(m) if m.is_dir() || (m.file_type().is_symlink() && path.is_dir()) => {
                     if inside(&path, &out_canon) {
-                        return Err(ExitError::usage(format!(
-                            "input `{input}` is inside the output folder {}",
-                            output_dir.display()
-                        )));
+                        return Err(PlanError::InputInsideOutput {
+                            input: input.clone(),
+                            output_dir: output_dir.to_path_buf(),
+                        });
                     }
                     if opts.directories {
                         push(&mut found, &mut seen, found_entry(&path, cwd, &path, None));
@@ -97,15 +100,13 @@ pub fn expand(
                 }
                 Ok(_) => {
                     if inside(&path, &out_canon) {
-                        return Err(ExitError::usage(format!(
-                            "input `{input}` is inside the output folder {}",
-                            output_dir.display()
-                        )));
+                        return Err(PlanError::InputInsideOutput {
+                            input: input.clone(),
+                            output_dir: output_dir.to_path_buf(),
+                        });
                     }
                     if opts.directories {
-                        return Err(ExitError::usage(format!(
-                            "input `{input}` is a file, but this skill takes folders"
-                        )));
+                        return Err(PlanError::FileForFolderSkill(input.clone()));
                     }
                     let problem = probe_file(&path);
                     push(
@@ -144,132 +145,150 @@ fn walk(
     out_canon: &Path,
     each: &mut dyn FnMut(Found, &str),
 ) {
-    // Canonical paths are derived from the root's, without a system call per entry, unless a
-    // symbolic link is on the way (then the file system is asked).
     let root_canon = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let canonical = |entry: &walkdir::DirEntry| -> PathBuf {
-        if opts.follow_links || entry.path_is_symlink() {
-            entry
-                .path()
-                .canonicalize()
-                .unwrap_or_else(|_| entry.path().to_path_buf())
-        } else {
-            match entry.path().strip_prefix(root) {
-                Ok(rel) if rel.as_os_str().is_empty() => root_canon.clone(),
-                Ok(rel) => root_canon.join(rel),
-                Err(_) => entry.path().to_path_buf(),
-            }
-        }
+    let walked = Walked {
+        root,
+        root_canon: &root_canon,
+        cwd,
+        opts,
+        excludes,
+        out_canon,
+    };
+    let mut emit = |f: Found| {
+        let rel = f.display.clone();
+        each(f, &rel);
     };
     let mut it = walkdir::WalkDir::new(root)
         .follow_links(opts.follow_links)
         .sort_by_file_name()
         .into_iter();
-    loop {
-        let entry = match it.next() {
-            None => break,
-            Some(Ok(e)) => e,
-            Some(Err(e)) => {
-                let path = e
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| root.to_path_buf());
-                if opts.directories {
-                    continue;
-                }
-                let msg = if e.loop_ancestor().is_some() {
-                    "symbolic link loop".to_string()
-                } else {
-                    e.io_error()
-                        .map(ToString::to_string)
-                        .unwrap_or_else(|| e.to_string())
-                };
-                let f = found_entry(
-                    &path,
-                    cwd,
-                    root,
-                    Some(JobError::new(
-                        ErrorKind::InputError,
-                        format!("cannot read {}: {msg}", path.display()),
-                    )),
-                );
-                let rel = f.display.clone();
-                each(f, &rel);
+    while let Some(entry) = it.next() {
+        let entry = match entry {
+            Ok(e) => e,
+            // A folder that cannot be read is a failed job of its own; directory skills plan
+            // the folders they can see.
+            Err(e) if !opts.directories => {
+                emit(unreadable(&e, root, cwd));
                 continue;
             }
+            Err(_) => continue,
         };
-        let path = entry.path();
-        if entry.depth() > 0 {
-            let name = entry.file_name().to_string_lossy();
-            if !opts.hidden && name.starts_with('.') {
-                if entry.file_type().is_dir() {
-                    it.skip_current_dir();
-                }
-                continue;
-            }
-        }
-        let canon = canonical(&entry);
-        if canon.starts_with(out_canon) {
-            if entry.file_type().is_dir() {
+        let dir = entry.file_type().is_dir();
+        let Some(f) = walked.admit(&entry) else {
+            // Nothing below a skipped folder is a document either.
+            if dir {
                 it.skip_current_dir();
             }
             continue;
-        }
-        let mut f = found_entry(path, cwd, root, None);
-        f.canonical = Some(canon);
-        let name = entry.file_name().to_string_lossy();
-        if entry.depth() > 0 && (excludes.is_match(&f.display) || excludes.is_match(name.as_ref()))
-        {
-            if entry.file_type().is_dir() {
-                it.skip_current_dir();
-            }
-            continue;
-        }
+        };
         let ft = entry.file_type();
         if opts.directories {
-            if ft.is_dir() {
-                let rel = f.display.clone();
-                each(f, &rel);
+            if dir {
+                emit(f);
             }
-            continue;
-        }
-        if ft.is_dir() {
-            continue;
-        }
-        if ft.is_symlink() {
-            // Not following links (SPEC §2): a link is skipped, whatever it points to — a link
-            // inside a folder of documents may lead anywhere on the machine. A broken link is a
-            // failed job, so the person hears about it.
-            match std::fs::metadata(path) {
-                Ok(_) => {
-                    tracing::info!("skipping symbolic link {} (use --follow-links)", f.display);
-                    continue;
-                }
-                Err(e) => {
-                    let target = std::fs::read_link(path)
-                        .map(|t| t.display().to_string())
-                        .unwrap_or_default();
-                    let rel = f.display.clone();
-                    each(
-                        Found {
-                            problem: Some(JobError::new(
-                                ErrorKind::InputError,
-                                format!("broken symbolic link {} -> {target}: {e}", f.display),
-                            )),
-                            ..f
-                        },
-                        &rel,
-                    );
-                    continue;
-                }
+        } else if ft.is_symlink() {
+            if let Some(broken) = broken_link(entry.path(), f) {
+                emit(broken);
             }
-        } else if !ft.is_file() {
-            // Sockets, FIFOs and devices are not documents (reading a FIFO would block).
-            continue;
+        } else if ft.is_file() {
+            // An unreadable file fails its job when it is read, with the reason.
+            emit(f);
         }
-        // An unreadable file fails its job when it is read, with the reason.
-        let rel = f.display.clone();
-        each(f, &rel);
+        // Folders are walked into; sockets, FIFOs and devices are not documents (reading a
+        // FIFO would block).
+    }
+}
+
+/// What a walk needs to know of each entry.
+struct Walked<'a> {
+    root: &'a Path,
+    root_canon: &'a Path,
+    cwd: &'a Path,
+    opts: &'a ExpandOptions,
+    excludes: &'a GlobSet,
+    out_canon: &'a Path,
+}
+
+impl Walked<'_> {
+    /// The entry as found, unless it is hidden (without `--hidden`), inside the output folder
+    /// or excluded. The walk's root is never hidden nor excluded.
+    fn admit(&self, entry: &walkdir::DirEntry) -> Option<Found> {
+        let name = entry.file_name().to_string_lossy();
+        if entry.depth() > 0 && !self.opts.hidden && name.starts_with('.') {
+            return None;
+        }
+        let canon = canonical(entry, self.root, self.root_canon, self.opts.follow_links);
+        if canon.starts_with(self.out_canon) {
+            return None;
+        }
+        let mut f = found_entry(entry.path(), self.cwd, self.root, None);
+        f.canonical = Some(canon);
+        let excluded = self.excludes.is_match(&f.display) || self.excludes.is_match(name.as_ref());
+        (entry.depth() == 0 || !excluded).then_some(f)
+    }
+}
+
+/// The canonical path of a walked entry. Derived from the root's, without a system call per
+/// entry, unless a symbolic link is on the way (then the file system is asked).
+fn canonical(entry: &walkdir::DirEntry, root: &Path, root_canon: &Path, follow: bool) -> PathBuf {
+    if follow || entry.path_is_symlink() {
+        return entry
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| entry.path().to_path_buf());
+    }
+    match entry.path().strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => root_canon.to_path_buf(),
+        Ok(rel) => root_canon.join(rel),
+        Err(_) => entry.path().to_path_buf(),
+    }
+}
+
+/// An entry the walk could not read, as a failed job that says why.
+fn unreadable(e: &walkdir::Error, root: &Path, cwd: &Path) -> Found {
+    let path = e
+        .path()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.to_path_buf());
+    let msg = if e.loop_ancestor().is_some() {
+        "symbolic link loop".to_string()
+    } else {
+        e.io_error()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| e.to_string())
+    };
+    found_entry(
+        &path,
+        cwd,
+        root,
+        Some(JobError::new(
+            ErrorKind::InputError,
+            format!("cannot read {}: {msg}", path.display()),
+        )),
+    )
+}
+
+/// A symbolic link met in a walk. Not following links (SPEC §2), a link is skipped, whatever
+/// it points to — a link inside a folder of documents may lead anywhere on the machine. A
+/// broken link is a failed job (returned), so the person hears about it.
+fn broken_link(path: &Path, f: Found) -> Option<Found> {
+    match std::fs::metadata(path) {
+        Ok(_) => {
+            tracing::info!("skipping symbolic link {} (use --follow-links)", f.display);
+            None
+        }
+        Err(e) => {
+            let target = std::fs::read_link(path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            Some(Found {
+                problem: Some(JobError::new(
+                    ErrorKind::InputError,
+                    format!("broken symbolic link {} -> {target}: {e}", f.display),
+                )),
+                ..f
+            })
+        }
     }
 }
 
@@ -427,10 +446,14 @@ fn split_glob(s: &str) -> (PathBuf, String) {
     (base, parts[i.min(parts.len())..].join("/"))
 }
 
-fn build_set(globs: &[String], flag: &str) -> Result<GlobSet, ExitError> {
+fn build_set(globs: &[String], flag: &'static str) -> Result<GlobSet, PlanError> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        let glob = Glob::new(g).map_err(|e| ExitError::usage(format!("{flag} `{g}`: {e}")))?;
+        let glob = Glob::new(g).map_err(|source| PlanError::BadExclude {
+            flag,
+            glob: g.clone(),
+            source,
+        })?;
         b.add(glob);
         // `--exclude drafts` also excludes everything under drafts/.
         if !g.ends_with("/**")
@@ -440,5 +463,5 @@ fn build_set(globs: &[String], flag: &str) -> Result<GlobSet, ExitError> {
         }
     }
     b.build()
-        .map_err(|e| ExitError::usage(format!("{flag}: {e}")))
+        .map_err(|source| PlanError::BadExcludes { flag, source })
 }

@@ -11,7 +11,8 @@
 //! ```
 //! A top-level list of entries is accepted too. Inputs are relative to the current folder.
 
-use crate::exit::ExitError;
+use super::PlanError;
+use super::error::JobsFileProblem;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,7 +70,7 @@ pub const MAX_JOBS_FILE_BYTES: u64 = 16 << 20;
 
 impl JobsEntry {
     /// Arguments as strings (numbers and booleans written as YAML scalars).
-    pub fn string_args(&self) -> Result<BTreeMap<String, String>, ExitError> {
+    pub fn string_args(&self) -> Result<BTreeMap<String, String>, PlanError> {
         self.args
             .iter()
             .map(|(k, v)| {
@@ -78,10 +79,10 @@ impl JobsEntry {
                     serde_norway::Value::Number(n) => n.to_string(),
                     serde_norway::Value::Bool(b) => b.to_string(),
                     _ => {
-                        return Err(ExitError::usage(format!(
-                            "jobs file: argument `{k}` of skill `{}` must be a single value",
-                            self.skill
-                        )));
+                        return Err(PlanError::JobsFileArgument {
+                            arg: k.clone(),
+                            skill: self.skill.clone(),
+                        });
                     }
                 };
                 Ok((k.clone(), s))
@@ -94,16 +95,40 @@ impl JobsEntry {
 ///
 /// Read as any small file a person hands zhi ([`crate::small_file`]): a FIFO or a folder given
 /// as `--jobs` is refused at once, never read.
-pub fn read_jobs_file(path: &Path) -> Result<Vec<JobsEntry>, ExitError> {
-    let bad = |m: String| ExitError::usage(format!("jobs file {}: {m}", path.display()));
-    let bytes =
-        crate::small_file::read(path, MAX_JOBS_FILE_BYTES).map_err(|e| bad(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8 text ({e})")))?;
-    crate::small_file::check_yaml_nesting(&text).map_err(|e| bad(e.to_string()))?;
-    let shape: serde_norway::Value =
-        serde_norway::from_str(&text).map_err(|e| bad(e.to_string()))?;
+pub fn read_jobs_file(path: &Path) -> Result<Vec<JobsEntry>, PlanError> {
+    let bad = |problem: JobsFileProblem| PlanError::JobsFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let entries = entries(path).map_err(bad)?;
+    if entries.is_empty() {
+        return Err(bad(JobsFileProblem::NoJobs));
+    }
+    if let Some((i, e)) = entries
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.inputs.is_empty())
+    {
+        return Err(bad(JobsFileProblem::NoInputs {
+            entry: i + 1,
+            skill: e.skill.clone(),
+        }));
+    }
+    Ok(entries)
+}
+
+/// The entries of a jobs file, in either shape.
+fn entries(path: &Path) -> Result<Vec<JobsEntry>, JobsFileProblem> {
+    let syntax = |source: serde_norway::Error| JobsFileProblem::Syntax {
+        message: source.to_string(),
+        source,
+    };
+    let bytes = crate::small_file::read(path, MAX_JOBS_FILE_BYTES)?;
+    let text = String::from_utf8(bytes)?;
+    crate::small_file::check_yaml_nesting(&text)?;
+    let shape: serde_norway::Value = serde_norway::from_str(&text).map_err(syntax)?;
     // Deserialised again from the text, not from `shape`, so that errors carry their line.
-    let entries = match shape {
+    match shape {
         serde_norway::Value::Mapping(m) => {
             // The parser names no line for an unknown key of the top mapping; find it here.
             if let Some(key) = m.keys().find(|k| k.as_str() != Some("jobs")) {
@@ -113,45 +138,24 @@ pub fn read_jobs_file(path: &Path) -> Result<Vec<JobsEntry>, ExitError> {
                 let line = text
                     .lines()
                     .position(|l| l.starts_with(&format!("{key}:")))
-                    .map(|i| format!(" at line {}", i + 1))
-                    .unwrap_or_default();
-                return Err(bad(format!(
-                    "unknown field `{key}`{line}; a jobs file holds `jobs:` with a list of jobs"
-                )));
+                    .map(|i| i + 1);
+                return Err(JobsFileProblem::UnknownField { key, line });
             }
-            serde_norway::from_str::<Wrapped>(&text)
-                .map_err(|e| bad(e.to_string()))?
-                .jobs
+            Ok(serde_norway::from_str::<Wrapped>(&text)
+                .map_err(syntax)?
+                .jobs)
         }
-        serde_norway::Value::Sequence(_) => serde_norway::from_str::<Vec<JobsEntry>>(&text)
-            .map_err(|e| {
+        serde_norway::Value::Sequence(_) => {
+            serde_norway::from_str::<Vec<JobsEntry>>(&text).map_err(|source| {
                 // `.[1].inputs: …` reads better as `[1].inputs: …`.
-                let msg = e.to_string();
-                bad(msg.strip_prefix('.').map(str::to_string).unwrap_or(msg))
-            })?,
-        serde_norway::Value::Null => Vec::new(),
-        _ => {
-            return Err(bad(
-                "expected `jobs:` with a list of jobs, or a list of jobs (each with `skill` and `inputs`)"
-                    .into(),
-            ));
+                let msg = source.to_string();
+                JobsFileProblem::Syntax {
+                    message: msg.strip_prefix('.').map(str::to_string).unwrap_or(msg),
+                    source,
+                }
+            })
         }
-    };
-    if entries.is_empty() {
-        return Err(ExitError::usage(format!(
-            "jobs file {}: no jobs",
-            path.display()
-        )));
+        serde_norway::Value::Null => Ok(Vec::new()),
+        _ => Err(JobsFileProblem::Shape),
     }
-    for (i, e) in entries.iter().enumerate() {
-        if e.inputs.is_empty() {
-            return Err(ExitError::usage(format!(
-                "jobs file {}: entry {} (skill `{}`) has no inputs",
-                path.display(),
-                i + 1,
-                e.skill
-            )));
-        }
-    }
-    Ok(entries)
 }

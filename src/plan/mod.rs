@@ -4,11 +4,13 @@
 
 mod args;
 pub mod cache;
+mod error;
 mod expand;
 mod jobs_file;
 mod shard;
 
 pub use args::{parse_arg, resolve_args};
+pub use error::{JobsFileProblem, PlanError};
 pub use expand::{ExpandOptions, Found, expand};
 pub use jobs_file::{JobsEntry, read_jobs_file};
 pub use shard::{Shard, ShardMode, shard_from_env};
@@ -23,7 +25,7 @@ use std::path::PathBuf;
 /// arguments. The same job has the same id in every run and every shard.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
-pub struct JobId(pub String);
+pub struct JobId(String);
 
 impl JobId {
     pub fn new(skill: &str, input: &str, args: &BTreeMap<String, String>) -> JobId {
@@ -48,6 +50,45 @@ impl JobId {
 impl std::fmt::Display for JobId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// What a job of a plan will do, as `zhi plan` says it (`pending`, `cached`, `will-fail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanStatus {
+    /// It will be sent to the model.
+    Pending,
+    /// Its outputs are there, made under the same cache key: it costs nothing.
+    Cached,
+    /// A problem known at planning time fails it without a request.
+    WillFail,
+}
+
+impl PlanStatus {
+    /// The status of `job`, its cache status known.
+    pub fn of(job: &Job, cache: &cache::JobCache) -> Self {
+        if job.problem.is_some() {
+            PlanStatus::WillFail
+        } else if cache.cached {
+            PlanStatus::Cached
+        } else {
+            PlanStatus::Pending
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Pending => "pending",
+            PlanStatus::Cached => "cached",
+            PlanStatus::WillFail => "will-fail",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -117,17 +158,13 @@ pub fn build(
     skills: &crate::skills::SkillSet,
     cwd: &std::path::Path,
     output_dir: &std::path::Path,
-) -> Result<Vec<Job>, crate::exit::ExitError> {
-    use crate::exit::ExitError;
+) -> Result<Vec<Job>, PlanError> {
     let mut jobs: Vec<Job> = Vec::new();
     let mut ids = std::collections::BTreeSet::new();
     for req in requests {
-        let skill = skills.get(&req.skill).ok_or_else(|| {
-            ExitError::usage(format!(
-                "unknown skill `{}`; `zhi skills list` shows the available ones",
-                crate::sanitize::one_line(&req.skill)
-            ))
-        })?;
+        let skill = skills
+            .get(&req.skill)
+            .ok_or_else(|| PlanError::UnknownSkill(req.skill.clone()))?;
         args::check_args(skill, &req.args)?;
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();
@@ -161,9 +198,7 @@ pub fn build(
         }
     }
     if jobs.is_empty() {
-        return Err(ExitError::usage(
-            "no inputs: nothing matched the given paths (hidden files need --hidden; the output folder is never an input)",
-        ));
+        return Err(PlanError::NothingMatched);
     }
     Ok(jobs)
 }
@@ -190,8 +225,8 @@ pub fn check_tpm(
     config: &crate::config::Config,
     jobs: &[Job],
     skills: &crate::skills::SkillSet,
-) -> Result<(), crate::exit::ExitError> {
-    let Some(tpm) = config.tpm else {
+) -> Result<(), PlanError> {
+    let Some(tpm) = config.run.tpm else {
         return Ok(());
     };
     // The job whose requests cost the most, and what that is.
@@ -200,8 +235,8 @@ pub fn check_tpm(
         let Some(skill) = skills.get(&job.skill) else {
             continue;
         };
-        let model = config.model_for(skill.model.as_deref());
-        let budget = config.budget(&model);
+        let model = config.models.model_for(skill.model.as_deref());
+        let budget = config.models.budget(&model);
         let direct = skill.direct_output(&job.args).is_some();
         let floor = crate::chunk::request_floor(budget, direct);
         if worst.as_ref().is_none_or(|w| floor > w.0) {
@@ -210,24 +245,52 @@ pub fn check_tpm(
     }
     match worst {
         Some((floor, skill, model, budget, direct)) if tpm.get() < floor => {
-            let prompt = if direct {
-                crate::chunk::DIRECT_PROMPT_OVERHEAD
-            } else {
-                crate::chunk::PROMPT_OVERHEAD
-            };
-            let advice = match config.origins.get("tpm") {
-                Some(crate::config::Origin::File(f)) => {
-                    format!("set `tpm: {floor}` or more in {f}")
-                }
-                _ => format!("give --tpm {floor} or more"),
-            };
-            Err(crate::exit::ExitError::usage(format!(
-                "{} is below what one request needs: a request to {model} (skill `{skill}`) reserves {} tokens for its answer (max_output) and about {prompt} for its prompt, and carries at least {} tokens of the document; {advice}, or set a smaller max_output for {model} under `models:` in the settings",
-                config.tpm_label(),
-                budget.max_output,
-                crate::chunk::MIN_DOCUMENT_TOKENS,
-            )))
+            Err(PlanError::TpmTooSmall {
+                label: config.tpm_label(),
+                model,
+                skill: skill.to_string(),
+                max_output: budget.max_output,
+                prompt: if direct {
+                    crate::chunk::DIRECT_PROMPT_OVERHEAD
+                } else {
+                    crate::chunk::PROMPT_OVERHEAD
+                },
+                min_document: crate::chunk::MIN_DOCUMENT_TOKENS,
+                floor,
+                file: match config.origins.get("tpm") {
+                    Some(crate::config::Origin::File(f)) => Some(f.clone()),
+                    _ => None,
+                },
+            })
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_statuses_are_written_as_before() {
+        for (status, text) in [
+            (PlanStatus::Pending, "pending"),
+            (PlanStatus::Cached, "cached"),
+            (PlanStatus::WillFail, "will-fail"),
+        ] {
+            assert_eq!(status.to_string(), text);
+            assert_eq!(serde_json::to_value(status).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn a_job_id_is_16_hex_digits_of_its_skill_input_and_arguments() {
+        let args = BTreeMap::from([("to".to_string(), "english".to_string())]);
+        let id = JobId::new("translate", "docs/a.md", &args);
+        assert_eq!(id.as_str().len(), 16);
+        assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(id, JobId::new("translate", "docs/a.md", &args));
+        assert_ne!(id, JobId::new("translate", "docs/b.md", &args));
+        assert_eq!(serde_json::to_value(&id).unwrap(), id.as_str());
     }
 }

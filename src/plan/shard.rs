@@ -5,7 +5,7 @@
 //! a test, so shards agree across versions and machines. `slice`: the sorted plan is cut into
 //! N contiguous, nearly equal parts.
 
-use crate::exit::ExitError;
+use super::PlanError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardMode {
@@ -23,12 +23,8 @@ pub struct Shard {
 
 impl Shard {
     /// `M/N`, `hash:M/N` or `slice:M/N`.
-    pub fn parse(s: &str) -> Result<Shard, ExitError> {
-        let bad = || {
-            ExitError::usage(format!(
-                "--shard `{s}` must be M/N with 1 <= M <= N (optionally hash:M/N or slice:M/N)"
-            ))
-        };
+    pub fn parse(s: &str) -> Result<Shard, PlanError> {
+        let bad = || PlanError::BadShard(s.to_string());
         let (mode, rest) = match s.split_once(':') {
             Some(("hash", r)) => (ShardMode::Hash, r),
             Some(("slice", r)) => (ShardMode::Slice, r),
@@ -79,22 +75,20 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 /// The shard from the environment when `--shard` is absent: `JOB_COMPLETION_INDEX` (0-based,
 /// Kubernetes Indexed Jobs) with `ZHI_SHARD_TOTAL`, or `CI_NODE_INDEX`/`CI_NODE_TOTAL`
 /// (1-based, GitLab).
-pub fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shard>, ExitError> {
-    let num = |k: &str| -> Result<Option<u32>, ExitError> {
-        match env(k).filter(|v| !v.trim().is_empty()) {
+pub fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shard>, PlanError> {
+    let num = |var: &'static str| -> Result<Option<u32>, PlanError> {
+        match env(var).filter(|v| !v.trim().is_empty()) {
             None => Ok(None),
-            Some(v) => v
+            Some(value) => value
                 .trim()
                 .parse()
                 .map(Some)
-                .map_err(|_| ExitError::usage(format!("{k}=`{v}` is not a whole number"))),
+                .map_err(|_| PlanError::ShardVariable { var, value }),
         }
     };
-    let make = |index: u32, total: u32, src: &str| {
+    let make = |index: u32, total: u32, vars: &'static str| {
         if total == 0 || index == 0 || index > total {
-            Err(ExitError::usage(format!(
-                "{src}: shard {index} of {total} is out of range"
-            )))
+            Err(PlanError::ShardOutOfRange { vars, index, total })
         } else {
             Ok(Some(Shard {
                 index,
@@ -106,11 +100,7 @@ pub fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Sha
     match (num("JOB_COMPLETION_INDEX")?, num("ZHI_SHARD_TOTAL")?) {
         (Some(i), Some(n)) => return make(i + 1, n, "JOB_COMPLETION_INDEX/ZHI_SHARD_TOTAL"),
         // Every pod would run the whole plan: say so instead.
-        (Some(_), None) => {
-            return Err(ExitError::usage(
-                "JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)",
-            ));
-        }
+        (Some(_), None) => return Err(PlanError::ShardTotalMissing),
         _ => {}
     }
     if let (Some(i), Some(n)) = (num("CI_NODE_INDEX")?, num("CI_NODE_TOTAL")?) {

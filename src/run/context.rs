@@ -46,16 +46,17 @@ impl RunContext {
     /// The model a job's skill runs on.
     pub fn model(&self, job: &Job) -> String {
         self.config
+            .models
             .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
     }
 }
 
 /// The run's one client, from the settings.
 pub fn client(config: &Config) -> Result<ChatClient, String> {
-    let mut settings = ClientSettings::new(config.base_url.clone(), config.api_key.clone());
-    settings.timeout = config.timeout;
-    settings.retry = config.retry;
-    settings.rpm = config.rpm;
-    settings.tpm = config.tpm;
+    let mut settings = ClientSettings::new(config.api.base_url.clone(), config.api.key.clone());
+    settings.timeout = config.api.timeout;
+    settings.retry = config.api.retry;
+    settings.rpm = config.run.rpm;
+    settings.tpm = config.run.tpm;
     ChatClient::new(settings).map_err(|e| e.to_string())
 }

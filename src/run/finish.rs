@@ -8,7 +8,7 @@ use crate::error::ErrorKind;
 use crate::exit::Exit;
 use crate::llm::ApiError;
 use crate::manifest::{
-    ConcurrencyMode, ConcurrencyStats, Counts, JobRecord, RunManifest, RunStatus, Tokens,
+    ConcurrencyMode, ConcurrencyStats, Counts, JobRecord, RunManifest, RunStatus, Timestamp, Tokens,
 };
 use std::collections::BTreeMap;
 
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub(super) struct Ending<'a> {
     pub opts: &'a RunOptions,
     pub ctx: &'a super::context::RunContext,
-    pub started_at: String,
+    pub started_at: Timestamp,
     pub auto: bool,
     pub initial: usize,
     pub submit_error: Option<ApiError>,
@@ -106,7 +106,7 @@ fn submit_failure(e: &ApiError, opts: &RunOptions) -> (RunStatus, Exit, Option<S
     let reason = if e.status == Some(404) {
         format!(
             "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
-            without_credentials(&opts.config.base_url)
+            without_credentials(&opts.config.api.base_url)
         )
     } else {
         format!("submitting the batch failed: {e}")
@@ -137,7 +137,7 @@ fn manifest(
         zhi_version: env!("CARGO_PKG_VERSION").to_string(),
         command: opts.command.clone(),
         started_at: end.started_at.clone(),
-        finished_at: Some(super::now_rfc3339()),
+        finished_at: Some(Timestamp::now()),
         status,
         skills: skills_used,
         counts,
@@ -159,7 +159,7 @@ fn manifest(
             last: last as u32,
         },
         planned_job_ids: opts.plan_ids.clone(),
-        base_url: Some(without_credentials(&ctx.config.base_url)),
+        base_url: Some(without_credentials(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),

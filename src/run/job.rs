@@ -8,7 +8,7 @@ use crate::agent::sandbox::Sandbox;
 use crate::agent::tools::ToolEnv;
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
-use crate::manifest::{JobRecord, OutputFile, Status};
+use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
 use crate::skills::Skill;
@@ -38,18 +38,18 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
         output_dir: job.output_rel.to_string_lossy().into_owned(),
         cache_key: cache.cache_key.clone(),
         args: job.args.clone(),
-        ..JobRecord::new(&job.id.0, &job.skill, &job.input, Status::Failed)
+        ..JobRecord::new(job.id.as_str(), &job.skill, &job.input, Status::Failed)
     }
 }
 
 /// A cached job: the earlier record's outputs, no tokens spent now.
 pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
     let prev = cache.previous.as_ref();
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
         status: Status::Cached,
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         ..base_record(
             job,
@@ -61,9 +61,9 @@ pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
 
 /// A job that failed while planning (broken link, missing paired file).
 pub fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         error: job.problem.clone(),
         ..base_record(job, cache, run.model(job))
@@ -72,9 +72,9 @@ pub fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobReco
 
 /// A job whose task panicked: a bug in zhi, recorded as the job's failure.
 pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> JobRecord {
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         error: Some(JobError::new(
             ErrorKind::Internal,
@@ -86,9 +86,9 @@ pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> J
 
 /// Batch mode, and a job that runs the agent loop: refused (`--agent-jobs refuse`).
 pub fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         error: Some(JobError::new(
             ErrorKind::NotBatchable,
@@ -111,11 +111,11 @@ pub fn not_run(
     message: String,
 ) -> JobRecord {
     // Never started: both times are when the run gave up on it.
-    let now = super::now_rfc3339();
+    let now = Timestamp::now();
     JobRecord {
         status,
         error: Some(JobError::new(kind, message)),
-        started_at: Some(now.clone()),
+        started_at: Some(now),
         finished_at: Some(now),
         ..base_record(job, cache, run.model(job))
     }
@@ -125,12 +125,12 @@ pub fn not_run(
 pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobRecord {
     let started = Instant::now();
     let mut record = base_record(job, cache, run.model(job));
-    record.started_at = Some(super::now_rfc3339());
+    record.started_at = Some(Timestamp::now());
     let staging = run.layout.job_staging(&run.run_id, job.id.as_str());
     // A folder a person edited fails the job before any token is spent on it.
     if let Some(conflict) = conflict(run, job, cache) {
         record.error = Some(conflict);
-        record.finished_at = Some(super::now_rfc3339());
+        record.finished_at = Some(Timestamp::now());
         record.duration_ms = started.elapsed().as_millis() as u64;
         return record;
     }
@@ -138,7 +138,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
     let mut chunks = super::chunked::ChunkState::default();
     let transcript = Arc::new(Transcript::create(
         &run.transcript_path(job.id.as_str()),
-        run.config.api_key.as_ref().map(|k| k.expose().to_string()),
+        run.config.api.key.as_ref().map(|k| k.expose().to_string()),
     ));
     let result = run_in_staging(
         run,
@@ -197,7 +197,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
             record.error = Some(e);
         }
     }
-    record.finished_at = Some(super::now_rfc3339());
+    record.finished_at = Some(Timestamp::now());
     record.duration_ms = started.elapsed().as_millis() as u64;
     tracing::info!(
         job = %crate::sanitize::one_line(&job.input),
@@ -280,11 +280,12 @@ async fn run_in_staging(
     let estimate = crate::chunk::tokens(&text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {
-            let limited = if request.context_window < run.config.budget(&model).context_window {
-                format!(" within {} a minute", run.config.tpm_label())
-            } else {
-                String::new()
-            };
+            let limited =
+                if request.context_window < run.config.models.budget(&model).context_window {
+                    format!(" within {} a minute", run.config.tpm_label())
+                } else {
+                    String::new()
+                };
             return Err(JobError::new(
                 ErrorKind::TooLarge,
                 format!(
@@ -524,7 +525,7 @@ fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
 fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
     let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
     let model = run.model(job);
-    let budget = run.config.budget(&model);
+    let budget = run.config.models.budget(&model);
     AgentEnv {
         client: run.client.clone(),
         skills: run.skills.clone(),
@@ -536,7 +537,7 @@ fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
         },
         model,
         max_tokens: Some(budget.max_output),
-        temperature: run.config.temperature,
+        temperature: run.config.models.temperature,
         // A small local model at temperature 0 loops on one line until the length limit;
         // llama.cpp's repetition penalty stops that. Other servers get what they expect.
         repeat_penalty: run

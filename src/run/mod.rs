@@ -85,15 +85,11 @@ pub fn new_run_id(shard: Option<Shard>) -> String {
     id
 }
 
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 /// Run the jobs: set up, schedule, drain, record what never ran, write the manifest.
 pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     let layout = OutputLayout::new(&opts.output_dir);
     let (run_id, _lock) = setup::open_output(&layout, opts.shard)?;
-    let started_at = now_rfc3339();
+    let started_at = crate::manifest::Timestamp::now();
     let client = context::client(&opts.config).map_err(ExitError::usage)?;
     let book = setup::open_batches(
         &layout,
@@ -117,7 +113,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;
-    let (auto, initial) = match config.concurrency {
+    let (auto, initial) = match config.run.concurrency {
         Concurrency::Fixed(n) => (false, n),
         Concurrency::Auto => (true, slots::AUTO_START),
     };
@@ -220,8 +216,11 @@ async fn cache_statuses(ctx: &RunContext, opts: &RunOptions) -> Result<Vec<JobCa
     let force = opts.force;
     tokio::task::spawn_blocking(move || {
         let index = CacheIndex::load(&out, jobs.iter().map(|j| j.id.as_str()));
-        let model_of =
-            |skill: &str| config.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
+        let model_of = |skill: &str| {
+            config
+                .models
+                .model_for(skills.get(skill).and_then(|s| s.model.as_deref()))
+        };
         cache::statuses(&jobs, &index, &skills, &model_of, &out, force)
     })
     .await

@@ -29,7 +29,7 @@ impl PipelineReader {
             .map(|n| n.get())
             .unwrap_or(2);
         let opts = ExtractOptions {
-            ocr: config.ocr,
+            ocr: config.run.ocr,
             api_ocr: client.and_then(|c| crate::ocr::api::api_engine(config, c, cancel.clone())),
             ocr_parallelism: (cores / concurrency.max(1)).max(1),
             cancel,

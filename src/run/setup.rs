@@ -58,13 +58,13 @@ pub(super) async fn open_batches(
         client.clone(),
         crate::batch::Settings {
             submit: submit.is_some(),
-            max_attempts: config.retry.max_attempts,
-            max_requests: config.batch_max_requests,
-            max_bytes: config.batch_max_bytes,
-            base_url: super::finish::without_credentials(&config.base_url),
+            max_attempts: config.api.retry.max_attempts,
+            max_requests: config.run.batch.max_requests,
+            max_bytes: config.run.batch.max_bytes,
+            base_url: super::finish::without_credentials(&config.api.base_url),
             endpoint: crate::llm::batch::chat_endpoint(
-                &config.base_url,
-                match config.provider {
+                &config.api.base_url,
+                match config.api.provider {
                     Provider::Zhipu => "v4",
                     Provider::Openai => "v1",
                 },
@@ -93,18 +93,22 @@ pub(super) async fn ask_server(
     skills: &SkillSet,
     batch: bool,
 ) -> Option<ServerInfo> {
-    if crate::llm::is_known_provider(&config.base_url) || jobs.is_empty() || batch {
+    if crate::llm::is_known_provider(&config.api.base_url) || jobs.is_empty() || batch {
         return None;
     }
     let models: BTreeSet<String> = jobs
         .iter()
-        .map(|j| config.model_for(skills.get(&j.skill).and_then(|s| s.model.as_deref())))
+        .map(|j| {
+            config
+                .models
+                .model_for(skills.get(&j.skill).and_then(|s| s.model.as_deref()))
+        })
         .collect();
     let first = models.iter().next().cloned().unwrap_or_default();
     let info = crate::llm::probe(client, &first).await;
     if let Some(window) = info.context_window {
         for m in &models {
-            config.apply_server_window(m, window);
+            config.models.apply_server_window(m, window);
         }
     }
     if let Some(slots) = info.slots.filter(|n| *n > 0) {
@@ -112,13 +116,13 @@ pub(super) async fn ask_server(
             .origins
             .get("concurrency")
             .is_some_and(|o| !matches!(o, Origin::Default));
-        match config.concurrency {
+        match config.run.concurrency {
             // More documents in flight than the server has slots only queue there, and
             // queued requests run into timeouts and retries.
             Concurrency::Fixed(n) if !explicit => {
-                config.concurrency = Concurrency::Fixed(n.min(slots as usize).max(1));
+                config.run.concurrency = Concurrency::Fixed(n.min(slots as usize).max(1));
             }
-            Concurrency::Auto => config.concurrency = Concurrency::Fixed(slots as usize),
+            Concurrency::Auto => config.run.concurrency = Concurrency::Fixed(slots as usize),
             Concurrency::Fixed(_) => {}
         }
     }

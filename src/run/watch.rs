@@ -29,7 +29,7 @@ impl Watchers {
         };
         let signals = tokio::spawn(watch_signals(
             ledger.clone(),
-            ctx.config.grace_period,
+            ctx.config.run.grace_period,
             progress.clone(),
         ));
         // A 429 on any request of the run (chat, OCR, batch) slows the pool.

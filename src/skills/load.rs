@@ -1,26 +1,19 @@
 //! One skill file → one validated [`Skill`], or an error naming the file and the reason.
 //!
 //! Lenient where the spec says warn (unknown fields, out-of-range `max_turns`), strict where a
-//! wrong value would change what runs (missing fields, bad names, bad types).
+//! wrong value would change what runs (missing fields, bad names, bad types). The file is
+//! parsed by serde into [`SkillFields`]: the fields a skill has, each as written, and the keys
+//! no field takes, collected for a warning. Each field is then checked here, so a wrong value
+//! is named in words a skill author can act on.
 
 use super::{
     ArgSpec, ArgType, Chunking, DEFAULT_MAX_TURNS, InputSpec, MAX_TURNS_RANGE, OutputSpec, Skill,
     SkillSource,
 };
+use crate::small_file::present;
+use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use sha2::{Digest, Sha256};
-
-const KNOWN_FIELDS: &[&str] = &[
-    "name",
-    "description",
-    "model",
-    "system_prompt",
-    "tools",
-    "max_turns",
-    "input",
-    "output",
-    "chunking",
-];
 
 /// A skill that loaded, with what the user should hear about it.
 #[derive(Debug, Clone)]
@@ -38,6 +31,84 @@ pub struct Loaded {
 pub struct LoadError {
     pub file: String,
     pub reason: String,
+}
+
+/// The fields of a skill file (or of a SKILL.md's front matter), each as written: `None` when
+/// left out, a null value when written empty.
+#[derive(Deserialize)]
+struct SkillFields {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    system_prompt: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    tools: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    max_turns: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    output: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    chunking: Option<Value>,
+    /// Keys no field takes: each is a warning.
+    #[serde(flatten)]
+    unknown: Mapping,
+}
+
+/// `input:`.
+#[derive(Deserialize)]
+struct InputFields {
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
+    #[serde(flatten)]
+    unknown: Mapping,
+}
+
+/// One entry of `input.args`.
+#[derive(Deserialize)]
+struct ArgFields {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, rename = "type", deserialize_with = "present")]
+    kind: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    required: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    default: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(flatten)]
+    unknown: Mapping,
+}
+
+/// `output:` in its mapping form.
+#[derive(Deserialize)]
+struct OutputFields {
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    files: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    language: Option<Value>,
+    #[serde(flatten)]
+    unknown: Mapping,
+}
+
+/// The fields of a YAML mapping, and its keys that are not strings.
+fn fields<T: for<'de> Deserialize<'de>>(map: Mapping) -> Result<(T, Vec<Value>), String> {
+    crate::small_file::fields(map).map_err(|e| yaml_error(&e))
+}
+
+/// A field left out or written empty.
+fn absent(v: &Option<Value>) -> bool {
+    v.as_ref().is_none_or(Value::is_null)
 }
 
 /// Parse and validate one skill file's bytes.
@@ -71,30 +142,14 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
             value_kind(&value)
         )));
     };
-
-    let mut warnings = Vec::new();
-    for key in map.keys() {
-        match key.as_str() {
-            Some(k) if KNOWN_FIELDS.contains(&k) => {}
-            Some(k) => warnings.push(format!("unknown field `{k}` ignored")),
-            None => warnings.push(format!("non-string key {key:?} ignored")),
-        }
-    }
+    let (f, odd): (SkillFields, _) = fields(map).map_err(fail)?;
+    let mut warnings: Vec<String> = (f.unknown.keys().filter_map(Value::as_str))
+        .map(|k| format!("unknown field `{k}` ignored"))
+        .collect();
+    warnings.extend(odd.iter().map(|k| format!("non-string key {k:?} ignored")));
     let content_hash = hex::encode(Sha256::digest(bytes));
-    load_map(&map, source, content_hash, warnings)
+    load_fields(f, source, content_hash, warnings)
 }
-
-/// The fields of a SKILL.md front matter zhi uses; the Markdown body is the system prompt.
-const SKILL_MD_FIELDS: &[&str] = &[
-    "name",
-    "description",
-    "model",
-    "tools",
-    "max_turns",
-    "input",
-    "output",
-    "chunking",
-];
 
 /// Load an Agent Skill (SPEC §3): `SKILL.md`'s YAML front matter between `---` lines, then
 /// the instructions in Markdown, which become the system prompt. `name` and `description`
@@ -132,23 +187,24 @@ pub fn load_skill_md(
         serde_norway::from_str(front)
             .map_err(|e| fail(format!("front matter: {}", yaml_error(&e))))?
     };
-    let Value::Mapping(mut map) = value else {
+    let Value::Mapping(map) = value else {
         return Err(fail(format!(
             "the front matter must be a YAML mapping of fields, found {}",
             value_kind(&value)
         )));
     };
     let mut warnings = Vec::new();
-    for key in map.keys() {
-        match key.as_str() {
-            Some(k) if SKILL_MD_FIELDS.contains(&k) => {}
-            Some(k) => warnings.push(format!("unknown front-matter field `{k}` ignored")),
-            None => warnings.push(format!("non-string key {key:?} ignored")),
-        }
+    // The body is the system prompt: a `system_prompt` in the front matter is not one.
+    if map.contains_key("system_prompt") {
+        warnings.push("unknown front-matter field `system_prompt` ignored".to_string());
     }
-    let key = |k: &str| Value::String(k.to_string());
-    for k in ["name", "description"] {
-        if map.get(key(k)).is_none_or(Value::is_null) {
+    let (mut f, odd): (SkillFields, _) = fields(map).map_err(fail)?;
+    for k in f.unknown.keys().filter_map(Value::as_str) {
+        warnings.push(format!("unknown front-matter field `{k}` ignored"));
+    }
+    warnings.extend(odd.iter().map(|k| format!("non-string key {k:?} ignored")));
+    for (k, v) in [("name", &f.name), ("description", &f.description)] {
+        if absent(v) {
             return Err(fail(format!("missing required front-matter field `{k}`")));
         }
     }
@@ -157,24 +213,24 @@ pub fn load_skill_md(
             "no instructions: the Markdown after the front matter is the skill's prompt".into(),
         ));
     }
-    map.insert(key("system_prompt"), Value::String(body.trim().to_string()));
-    if map.get(key("tools")).is_none_or(Value::is_null) {
+    f.system_prompt = Some(Value::String(body.trim().to_string()));
+    if absent(&f.tools) {
         let tools = if has_resources {
             vec![Value::String("file_read".into())]
         } else {
             Vec::new()
         };
-        map.insert(key("tools"), Value::Sequence(tools));
+        f.tools = Some(Value::Sequence(tools));
     }
-    if map.get(key("output")).is_none_or(Value::is_null) {
+    if absent(&f.output) {
         let mut output = Mapping::new();
         output.insert(
-            key("files"),
+            Value::String("files".into()),
             Value::Sequence(vec![Value::String("response.md".into())]),
         );
-        map.insert(key("output"), Value::Mapping(output));
+        f.output = Some(Value::Mapping(output));
     }
-    load_map(&map, source, content_hash, warnings)
+    load_fields(f, source, content_hash, warnings)
 }
 
 /// The front matter and the body of a Markdown file that starts with a `---` line.
@@ -192,10 +248,35 @@ fn split_front_matter(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-/// The skill described by a YAML mapping (a skill file, or a SKILL.md's front matter with its
-/// body as `system_prompt`).
-fn load_map(
-    map: &Mapping,
+/// A required string field.
+fn required_text(k: &str, v: &Option<Value>) -> Result<String, String> {
+    match v {
+        None | Some(Value::Null) => Err(format!("missing required field `{k}`")),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(format!("field `{k}` is empty")),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(v) => Err(format!(
+            "field `{k}` must be a string, found {}",
+            value_kind(v)
+        )),
+    }
+}
+
+/// An optional string field.
+fn optional_text(k: &str, v: &Option<Value>) -> Result<Option<String>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(format!(
+            "field `{k}` must be a string, found {}",
+            value_kind(v)
+        )),
+    }
+}
+
+/// The skill the fields describe (a skill file, or a SKILL.md's front matter with its body as
+/// `system_prompt`).
+fn load_fields(
+    f: SkillFields,
     source: SkillSource,
     content_hash: String,
     mut warnings: Vec<String>,
@@ -206,143 +287,17 @@ fn load_map(
         reason,
     };
     let mut strict_errors = Vec::new();
-    let get = |k: &str| map.get(Value::String(k.to_string()));
-    let req_str = |k: &str| -> Result<String, LoadError> {
-        match get(k) {
-            None | Some(Value::Null) => Err(fail(format!("missing required field `{k}`"))),
-            Some(Value::String(s)) if s.trim().is_empty() => {
-                Err(fail(format!("field `{k}` is empty")))
-            }
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(v) => Err(fail(format!(
-                "field `{k}` must be a string, found {}",
-                value_kind(v)
-            ))),
-        }
-    };
-    let opt_str = |k: &str| -> Result<Option<String>, LoadError> {
-        match get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(v) => Err(fail(format!(
-                "field `{k}` must be a string, found {}",
-                value_kind(v)
-            ))),
-        }
-    };
-
-    let name = req_str("name")?;
+    let name = required_text("name", &f.name).map_err(fail)?;
     check_name(&name).map_err(|r| fail(format!("invalid name `{name}`: {r}")))?;
-    let description = req_str("description")?;
-    let system_prompt = req_str("system_prompt")?;
-    let model = opt_str("model")?;
-
-    let tools = match get("tools") {
-        None | Some(Value::Null) => return Err(fail("missing required field `tools`".into())),
-        Some(Value::Sequence(items)) => {
-            let mut tools = Vec::new();
-            for item in items {
-                match item.as_str() {
-                    Some(t) if !t.trim().is_empty() => {
-                        if tools.iter().any(|x: &String| x == t) {
-                            warnings.push(format!("tool `{t}` listed twice"));
-                        } else {
-                            tools.push(t.to_string());
-                        }
-                    }
-                    _ => {
-                        return Err(fail(format!(
-                            "`tools` entries must be tool or skill names, found {}",
-                            value_kind(item)
-                        )));
-                    }
-                }
-            }
-            tools
-        }
-        Some(v) => {
-            return Err(fail(format!(
-                "field `tools` must be a list of names, found {}",
-                value_kind(v)
-            )));
-        }
-    };
-
-    let max_turns = match get("max_turns") {
-        None | Some(Value::Null) => DEFAULT_MAX_TURNS,
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(t)
-                if t >= i64::from(*MAX_TURNS_RANGE.start())
-                    && t <= i64::from(*MAX_TURNS_RANGE.end()) =>
-            {
-                t as u32
-            }
-            Some(t) => {
-                let clamped = t.clamp(
-                    i64::from(*MAX_TURNS_RANGE.start()),
-                    i64::from(*MAX_TURNS_RANGE.end()),
-                ) as u32;
-                let msg = format!(
-                    "max_turns {t} is outside {}..={}; clamped to {clamped}",
-                    MAX_TURNS_RANGE.start(),
-                    MAX_TURNS_RANGE.end()
-                );
-                warnings.push(msg.clone());
-                strict_errors.push(msg);
-                clamped
-            }
-            None => return Err(fail(format!("max_turns must be a whole number, found {n}"))),
-        },
-        Some(v) => {
-            return Err(fail(format!(
-                "max_turns must be a whole number, found {}",
-                value_kind(v)
-            )));
-        }
-    };
-
-    let input = parse_input(get("input"), &mut warnings).map_err(fail)?;
-    let output = match get("output") {
-        None | Some(Value::Null) => None,
-        Some(Value::Mapping(m)) => {
-            for key in m.keys() {
-                match key.as_str() {
-                    Some("description" | "files" | "language") => {}
-                    Some(k) => warnings.push(format!("unknown field `output.{k}` ignored")),
-                    None => warnings.push(format!("non-string key {key:?} in `output` ignored")),
-                }
-            }
-            Some(OutputSpec {
-                description: m
-                    .get(Value::String("description".into()))
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                files: parse_output_files(m.get(Value::String("files".into()))).map_err(fail)?,
-                language: match m.get(Value::String("language".into())) {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(s.clone()),
-                    Some(v) => {
-                        return Err(fail(format!(
-                            "`output.language` must be a string, found {}",
-                            value_kind(v)
-                        )));
-                    }
-                },
-            })
-        }
-        Some(Value::String(s)) => Some(OutputSpec {
-            description: Some(s.clone()),
-            files: Vec::new(),
-            language: None,
-        }),
-        Some(v) => {
-            return Err(fail(format!(
-                "field `output` must be a mapping, found {}",
-                value_kind(v)
-            )));
-        }
-    };
-    let chunking = match opt_str("chunking")? {
+    let description = required_text("description", &f.description).map_err(fail)?;
+    let system_prompt = required_text("system_prompt", &f.system_prompt).map_err(fail)?;
+    let model = optional_text("model", &f.model).map_err(fail)?;
+    let tools = parse_tools(&f.tools, &mut warnings).map_err(fail)?;
+    let max_turns =
+        parse_max_turns(&f.max_turns, &mut warnings, &mut strict_errors).map_err(fail)?;
+    let input = parse_input(&f.input, &mut warnings).map_err(fail)?;
+    let output = parse_output(&f.output, &mut warnings).map_err(fail)?;
+    let chunking = match optional_text("chunking", &f.chunking).map_err(fail)? {
         None => Chunking::None,
         Some(s) => Chunking::parse(s.trim()).ok_or_else(|| {
             fail(format!(
@@ -350,7 +305,6 @@ fn load_map(
             ))
         })?,
     };
-
     Ok(Loaded {
         skill: Skill {
             name,
@@ -371,7 +325,119 @@ fn load_map(
     })
 }
 
-fn parse_input(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<InputSpec, String> {
+/// `tools`: tool and skill names, each once (a repeat warns).
+fn parse_tools(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<Vec<String>, String> {
+    let items = match v {
+        None | Some(Value::Null) => return Err("missing required field `tools`".into()),
+        Some(Value::Sequence(items)) => items,
+        Some(v) => {
+            return Err(format!(
+                "field `tools` must be a list of names, found {}",
+                value_kind(v)
+            ));
+        }
+    };
+    let mut tools: Vec<String> = Vec::new();
+    for item in items {
+        match item.as_str() {
+            Some(t) if !t.trim().is_empty() => {
+                if tools.iter().any(|x| x == t) {
+                    warnings.push(format!("tool `{t}` listed twice"));
+                } else {
+                    tools.push(t.to_string());
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "`tools` entries must be tool or skill names, found {}",
+                    value_kind(item)
+                ));
+            }
+        }
+    }
+    Ok(tools)
+}
+
+/// `max_turns`: a whole number, clamped into [`MAX_TURNS_RANGE`] with a warning (which
+/// `zhi skills validate` reports as an error).
+fn parse_max_turns(
+    v: &Option<Value>,
+    warnings: &mut Vec<String>,
+    strict_errors: &mut Vec<String>,
+) -> Result<u32, String> {
+    let (lo, hi) = (*MAX_TURNS_RANGE.start(), *MAX_TURNS_RANGE.end());
+    match v {
+        None | Some(Value::Null) => Ok(DEFAULT_MAX_TURNS),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(t) if t >= i64::from(lo) && t <= i64::from(hi) => Ok(t as u32),
+            Some(t) => {
+                let clamped = t.clamp(i64::from(lo), i64::from(hi)) as u32;
+                let msg = format!("max_turns {t} is outside {lo}..={hi}; clamped to {clamped}");
+                warnings.push(msg.clone());
+                strict_errors.push(msg);
+                Ok(clamped)
+            }
+            None => Err(format!("max_turns must be a whole number, found {n}")),
+        },
+        Some(v) => Err(format!(
+            "max_turns must be a whole number, found {}",
+            value_kind(v)
+        )),
+    }
+}
+
+/// `output`: a description, or a mapping of description, files and language.
+fn parse_output(
+    v: &Option<Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<OutputSpec>, String> {
+    let m = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => {
+            return Ok(Some(OutputSpec {
+                description: Some(s.clone()),
+                files: Vec::new(),
+                language: None,
+            }));
+        }
+        Some(Value::Mapping(m)) => m,
+        Some(v) => {
+            return Err(format!(
+                "field `output` must be a mapping, found {}",
+                value_kind(v)
+            ));
+        }
+    };
+    let (o, odd): (OutputFields, _) = fields(m.clone())?;
+    for k in o.unknown.keys().filter_map(Value::as_str) {
+        warnings.push(format!("unknown field `output.{k}` ignored"));
+    }
+    warnings.extend(
+        odd.iter()
+            .map(|k| format!("non-string key {k:?} in `output` ignored")),
+    );
+    Ok(Some(OutputSpec {
+        description: o
+            .description
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        files: parse_output_files(o.files.as_ref())?,
+        language: match &o.language {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                return Err(format!(
+                    "`output.language` must be a string, found {}",
+                    value_kind(v)
+                ));
+            }
+        },
+    }))
+}
+
+/// `input`: a description and the arguments; without it, one required `file`.
+fn parse_input(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<InputSpec, String> {
     let map = match v {
         None | Some(Value::Null) => {
             // A skill without declared arguments takes one file, like most skills do.
@@ -394,88 +460,24 @@ fn parse_input(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<InputSpe
             ));
         }
     };
-    let description = map
-        .get(Value::String("description".into()))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    // Keys that are no names are ignored here without a word, as they always were.
+    let (input, _): (InputFields, _) = fields(map.clone())?;
+    for k in input.unknown.keys().filter_map(Value::as_str) {
+        warnings.push(format!("unknown field `input.{k}` ignored"));
+    }
     let mut args: Vec<ArgSpec> = Vec::new();
-    match map.get(Value::String("args".into())) {
+    match &input.args {
         None | Some(Value::Null) => {}
         Some(Value::Sequence(items)) => {
             for (i, item) in items.iter().enumerate() {
-                let Value::Mapping(a) = item else {
+                let arg = parse_arg(i, item, warnings)?;
+                if args.iter().any(|x| x.name == arg.name) {
                     return Err(format!(
-                        "input.args[{i}] must be a mapping with name and type, found {}",
-                        value_kind(item)
-                    ));
-                };
-                let field = |k: &str| a.get(Value::String(k.into()));
-                let name = field("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("input.args[{i}] has no `name`"))?
-                    .to_string();
-                if !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                    || name.is_empty()
-                {
-                    return Err(format!(
-                        "input.args[{i}]: argument name `{name}` may only hold letters, digits, `_` and `-`"
+                        "input.args: argument `{}` is declared twice",
+                        arg.name
                     ));
                 }
-                if args.iter().any(|x| x.name == name) {
-                    return Err(format!("input.args: argument `{name}` is declared twice"));
-                }
-                let kind = match field("type") {
-                    None | Some(Value::Null) => ArgType::String,
-                    Some(Value::String(t)) => ArgType::parse(t).ok_or_else(|| {
-                        format!(
-                            "input.args `{name}`: type `{t}` is not one of file, directory, string, number, boolean"
-                        )
-                    })?,
-                    Some(v) => {
-                        return Err(format!(
-                            "input.args `{name}`: type must be a string, found {}",
-                            value_kind(v)
-                        ));
-                    }
-                };
-                let required = match field("required") {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(v) => {
-                        return Err(format!(
-                            "input.args `{name}`: required must be true or false, found {}",
-                            value_kind(v)
-                        ));
-                    }
-                };
-                let default = match field("default") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(s.clone()),
-                    Some(Value::Number(n)) => Some(n.to_string()),
-                    Some(Value::Bool(b)) => Some(b.to_string()),
-                    Some(v) => {
-                        return Err(format!(
-                            "input.args `{name}`: default must be a scalar, found {}",
-                            value_kind(v)
-                        ));
-                    }
-                };
-                for k in a.keys().filter_map(Value::as_str) {
-                    if !["name", "type", "required", "default", "description"].contains(&k) {
-                        warnings.push(format!("input.args `{name}`: unknown field `{k}` ignored"));
-                    }
-                }
-                args.push(ArgSpec {
-                    name,
-                    kind,
-                    required,
-                    default,
-                    description: field("description")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                });
+                args.push(arg);
             }
         }
         Some(v) => {
@@ -494,7 +496,88 @@ fn parse_input(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<InputSpe
                 .into(),
         );
     }
+    let description = input
+        .description
+        .as_ref()
+        .and_then(Value::as_str)
+        .map(str::to_string);
     Ok(InputSpec { description, args })
+}
+
+/// Entry `i` of `input.args`: `{name, type, required, default, description}`.
+fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSpec, String> {
+    let Value::Mapping(a) = item else {
+        return Err(format!(
+            "input.args[{i}] must be a mapping with name and type, found {}",
+            value_kind(item)
+        ));
+    };
+    let (a, _): (ArgFields, _) = fields(a.clone())?;
+    let name = a
+        .name
+        .as_ref()
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("input.args[{i}] has no `name`"))?
+        .to_string();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "input.args[{i}]: argument name `{name}` may only hold letters, digits, `_` and `-`"
+        ));
+    }
+    let kind = match &a.kind {
+        None | Some(Value::Null) => ArgType::String,
+        Some(Value::String(t)) => ArgType::parse(t).ok_or_else(|| {
+            format!(
+                "input.args `{name}`: type `{t}` is not one of file, directory, string, number, boolean"
+            )
+        })?,
+        Some(v) => {
+            return Err(format!(
+                "input.args `{name}`: type must be a string, found {}",
+                value_kind(v)
+            ));
+        }
+    };
+    let required = match &a.required {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            return Err(format!(
+                "input.args `{name}`: required must be true or false, found {}",
+                value_kind(v)
+            ));
+        }
+    };
+    let default = match &a.default {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::Bool(b)) => Some(b.to_string()),
+        Some(v) => {
+            return Err(format!(
+                "input.args `{name}`: default must be a scalar, found {}",
+                value_kind(v)
+            ));
+        }
+    };
+    for k in a.unknown.keys().filter_map(Value::as_str) {
+        warnings.push(format!("input.args `{name}`: unknown field `{k}` ignored"));
+    }
+    Ok(ArgSpec {
+        name,
+        kind,
+        required,
+        default,
+        description: a
+            .description
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
 }
 
 /// `^[a-zA-Z0-9][a-zA-Z0-9_-]*$`, at most 64 characters.
@@ -622,6 +705,26 @@ mod tests {
         assert!(l.warnings[0].contains("clamped to 50"));
         let l = load(&format!("{OK}max_turns: 0\n")).unwrap();
         assert_eq!(l.skill.max_turns, 1);
+    }
+
+    #[test]
+    fn unknown_fields_warn_at_every_level_and_odd_keys_never_fail() {
+        let l = load(&format!(
+            "{OK}temperature: 1\n1: x\ninput:\n  descr: x\n  args:\n    - {{name: file, type: file, required: true, colour: red, 5: y}}\noutput: {{files: [a.md], style: z, 2: y}}\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            l.warnings,
+            [
+                "unknown field `temperature` ignored",
+                "non-string key Number(1) ignored",
+                "unknown field `input.descr` ignored",
+                "input.args `file`: unknown field `colour` ignored",
+                "unknown field `output.style` ignored",
+                "non-string key Number(2) in `output` ignored",
+            ]
+        );
+        assert_eq!(l.skill.output.unwrap().files, ["a.md"]);
     }
 
     #[test]

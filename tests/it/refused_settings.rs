@@ -254,3 +254,73 @@ fn a_fifo_as_the_run_lock_is_refused_at_once() {
     mkfifo(&env.path("out/.zhi/lock"));
     refused(&env, &api, &[], &["[WORK]/out/.zhi/lock", "FIFO"]);
 }
+
+/// The error line of a refused `zhi run`, with the place it names cut off: what is left is the
+/// setting's own check speaking, which must not depend on where the value came from.
+fn refusal(env: &TestEnv, api: &FakeApi, extra: &[&str], vars: &[(&str, &str)]) -> String {
+    let mut cmd = env.zhi();
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(["--no-progress", "run", "summarize", "docs"])
+        .args(extra)
+        .args(["-o", "out"]);
+    if !extra.contains(&"--base-url") {
+        cmd.args(["--base-url", &api.base_url()]);
+    }
+    let out = output_within(&mut cmd, DEADLINE_SECS);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{extra:?} {vars:?}: {}",
+        show(&out)
+    );
+    assert_eq!(api.count(), 0);
+    assert!(no_run_started(env));
+    env.filter(&stderr(&out)).trim().to_string()
+}
+
+#[test]
+fn a_setting_is_refused_in_the_same_words_from_a_file_a_variable_or_a_flag() {
+    // `rpm: 0` in zhi.yaml is what `--rpm 0` is: refused, never "unlimited".
+    let (env, api) = setup();
+    let flag = refusal(&env, &api, &["--rpm", "0"], &[]);
+    env.write("zhi.yaml", "rpm: 0\n");
+    let file = refusal(&env, &api, &[], &[]);
+    let problem = flag
+        .strip_prefix("error: --rpm ")
+        .unwrap_or_else(|| panic!("{flag}"));
+    assert!(problem.contains("at least 1"), "{flag}");
+    assert_eq!(
+        file,
+        format!("error: config file [WORK]/zhi.yaml: rpm {problem}")
+    );
+
+    // `log_level: loud` and `ZHI_LOG_LEVEL=loud`.
+    let (env, api) = setup();
+    let var = refusal(&env, &api, &[], &[("ZHI_LOG_LEVEL", "loud")]);
+    env.write("zhi.yaml", "log_level: loud\n");
+    let file = refusal(&env, &api, &[], &[]);
+    let problem = var
+        .strip_prefix("error: ZHI_LOG_LEVEL: ")
+        .unwrap_or_else(|| panic!("{var}"));
+    assert_eq!(
+        file,
+        format!("error: config file [WORK]/zhi.yaml: log_level {problem}")
+    );
+
+    // A base URL that is no http(s) URL, from all three.
+    let (env, api) = setup();
+    let flag = refusal(&env, &api, &["--base-url", "ftp://x"], &[]);
+    let var = refusal(&env, &api, &[], &[("ZHI_BASE_URL", "ftp://x")]);
+    let problem = "`ftp://x` must start with http:// or https://";
+    assert_eq!(flag, format!("error: --base-url {problem}"));
+    // The flag wins over the variable, but a bad variable is refused even so.
+    assert_eq!(var, format!("error: ZHI_BASE_URL: {problem}"));
+    env.write("zhi.yaml", "base_url: ftp://x\n");
+    let file = refusal(&env, &api, &[], &[]);
+    assert_eq!(
+        file,
+        format!("error: config file [WORK]/zhi.yaml: base_url {problem}")
+    );
+}

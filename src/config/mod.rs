@@ -1,0 +1,442 @@
+//! The resolved, validated settings of one invocation.
+//!
+//! Precedence, highest first:
+//!
+//! 1. command-line flags (`--base-url`, `-m`, `-o`, `-j`, `--rpm`, `--tpm`, `--timeout`, `--ocr`);
+//! 2. `ZHI_*` environment variables (SPEC §12), and the variable `api_key_env` names;
+//! 3. `./zhi.yaml`;
+//! 4. `~/.config/zhi/config.yaml` (`--config FILE` replaces this file and the one above);
+//! 5. built-in defaults.
+//!
+//! Everything is resolved once, here, into [`Config`]; the engine reads it and never looks at
+//! flags, the environment or the files again. A value is checked by its setting's one check
+//! ([`setting`]) whatever its source, so `rpm: 0` in a file and `--rpm 0` are refused alike
+//! (exit 2), each error naming the file, variable or flag it came from ([`ConfigError`]).
+
+mod error;
+mod file;
+mod setting;
+mod value;
+
+pub use crate::ocr::OcrChoice;
+pub use error::ConfigError;
+pub use file::MAX_CONFIG_FILE_BYTES;
+pub use setting::LOG_LEVELS;
+pub use value::{
+    ApiKey, Concurrency, Language, ModelBudget, OPENAI_BASE_URL, Origin, Provider, RetryPolicy,
+    UNKNOWN_MODEL_BUDGET, ZHIPU_BASE_URL, default_model_budgets,
+};
+
+use serde_norway::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Settings given on the command line, as given; `None` leaves the lower layers in force.
+/// They are checked by the same checks as the other sources' values, in [`Config::resolve`].
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--config FILE`: the one settings file, instead of the user's and the project's.
+    pub config_file: Option<PathBuf>,
+    /// `-o`.
+    pub output_dir: Option<PathBuf>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `-m`.
+    pub model: Option<String>,
+    /// `-j`, as typed (`auto` or a number).
+    pub concurrency: Option<String>,
+    /// `--rpm`.
+    pub rpm: Option<u32>,
+    /// `--tpm`.
+    pub tpm: Option<u32>,
+    /// `--timeout`, in seconds.
+    pub timeout_secs: Option<u64>,
+    /// `--ocr` (its names are checked by the command line parser).
+    pub ocr: Option<OcrChoice>,
+}
+
+/// Everything an invocation needs to know, resolved once.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How to reach the model server.
+    pub api: ApiSettings,
+    /// Where a run writes and how fast it goes.
+    pub run: RunSettings,
+    /// Which model a skill runs on, and each model's budget.
+    pub models: ModelSettings,
+    /// zhi's own messages and logs.
+    pub ui: UiSettings,
+    /// `~/.config/zhi` (user skills live below it).
+    pub config_dir: Option<PathBuf>,
+    /// Where each setting came from, by the setting's name.
+    pub origins: BTreeMap<&'static str, Origin>,
+    /// Problems worth a warning (unknown fields, a key file readable by others).
+    pub warnings: Vec<String>,
+}
+
+/// How to reach the model server.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    /// The API dialect.
+    pub provider: Provider,
+    /// The API key; `None` when none is configured (fine for a local server).
+    pub key: Option<ApiKey>,
+    /// The environment variable the key is read from (`ZHI_API_KEY` unless configured).
+    pub key_env: String,
+    /// API base, without a trailing `/`; requests go to `<base_url>/chat/completions`.
+    pub base_url: String,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Retry policy for API requests.
+    pub retry: RetryPolicy,
+}
+
+impl Default for ApiSettings {
+    fn default() -> Self {
+        ApiSettings {
+            provider: Provider::Zhipu,
+            key: None,
+            key_env: "ZHI_API_KEY".into(),
+            base_url: ZHIPU_BASE_URL.into(),
+            timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl ApiSettings {
+    /// Whether the API base is on this machine (a local server needs no key).
+    pub fn base_url_is_local(&self) -> bool {
+        let rest = self
+            .base_url
+            .split_once("://")
+            .map(|(_, r)| r)
+            .unwrap_or(&self.base_url);
+        let host_port = rest.split('/').next().unwrap_or("");
+        let host = if let Some(h) = host_port.strip_prefix('[') {
+            h.split(']').next().unwrap_or("")
+        } else {
+            host_port.split(':').next().unwrap_or("")
+        };
+        host.eq_ignore_ascii_case("localhost")
+            || host.starts_with("127.")
+            || host == "::1"
+            || host == "0.0.0.0"
+    }
+
+    /// Fail with the message that says how to set a key, when one is needed and missing.
+    pub fn require_key(&self) -> Result<(), ConfigError> {
+        if self.key.is_none() && !self.base_url_is_local() {
+            return Err(ConfigError::NoKey {
+                env: self.key_env.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Where a run writes and how fast it goes.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// The output folder.
+    pub output_dir: PathBuf,
+    /// Documents in flight.
+    pub concurrency: Concurrency,
+    /// Requests per minute, per process; `None` for no limit.
+    pub rpm: Option<NonZeroU32>,
+    /// Tokens per minute, per process; `None` for no limit.
+    pub tpm: Option<NonZeroU32>,
+    /// OCR engine.
+    pub ocr: OcrChoice,
+    /// How long in-flight jobs may finish after the first SIGINT/SIGTERM.
+    pub grace_period: Duration,
+    /// Batch mode's file limits.
+    pub batch: BatchLimits,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            output_dir: PathBuf::from("zhi-output"),
+            concurrency: Concurrency::Fixed(4),
+            rpm: None,
+            tpm: None,
+            ocr: OcrChoice::Auto,
+            grace_period: Duration::from_secs(30),
+            batch: BatchLimits::default(),
+        }
+    }
+}
+
+/// Batch mode (`--submit batch`): how large one batch file may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// Requests per batch file at most (`batch.max_requests`).
+    pub max_requests: usize,
+    /// Bytes per batch file at most (`batch.max_bytes`).
+    pub max_bytes: u64,
+}
+
+impl Default for BatchLimits {
+    fn default() -> Self {
+        BatchLimits {
+            max_requests: crate::batch::MAX_REQUESTS,
+            max_bytes: crate::batch::MAX_BYTES,
+        }
+    }
+}
+
+/// Which model a skill runs on, and each model's budget.
+#[derive(Debug, Clone)]
+pub struct ModelSettings {
+    /// `-m`: replaces every skill's model.
+    pub model_override: Option<String>,
+    /// The model of skills that name none.
+    pub default_model: String,
+    /// Sampling temperature sent with every request (the server's default when unset).
+    pub temperature: Option<f32>,
+    /// Token budgets per model.
+    pub budgets: BTreeMap<String, ModelBudget>,
+    /// Models whose budget a config file set: what the server says never replaces these.
+    pub configured: BTreeSet<String>,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        ModelSettings {
+            model_override: None,
+            default_model: crate::skills::DEFAULT_MODEL.into(),
+            temperature: None,
+            budgets: default_model_budgets(),
+            configured: BTreeSet::new(),
+        }
+    }
+}
+
+impl ModelSettings {
+    /// The model a skill runs on: `-m`, else the skill's, else the default.
+    pub fn model_for(&self, skill_model: Option<&str>) -> String {
+        self.model_override
+            .clone()
+            .or_else(|| skill_model.map(str::to_string))
+            .unwrap_or_else(|| self.default_model.clone())
+    }
+
+    /// The token budget of a model.
+    pub fn budget(&self, model: &str) -> ModelBudget {
+        self.budgets
+            .get(model)
+            .copied()
+            .unwrap_or(UNKNOWN_MODEL_BUDGET)
+    }
+
+    /// What a server said of itself (its context window) becomes the budget of `model`,
+    /// unless a config file set that model's budget. The answer's cap shrinks with a small
+    /// window so that a document piece still fits beside it.
+    pub fn apply_server_window(&mut self, model: &str, context_window: u32) {
+        if self.configured.contains(model) || context_window == 0 {
+            return;
+        }
+        let base = self.budget(model);
+        self.budgets.insert(
+            model.to_string(),
+            ModelBudget {
+                context_window,
+                max_output: base.max_output.min(context_window / 4).max(256),
+            },
+        );
+    }
+}
+
+/// zhi's own messages and logs.
+#[derive(Debug, Clone)]
+pub struct UiSettings {
+    /// Language of zhi's own messages.
+    pub language: Language,
+    /// `tracing` filter when no -v/-q is given.
+    pub log_level: String,
+}
+
+impl Default for UiSettings {
+    fn default() -> Self {
+        UiSettings {
+            language: Language::En,
+            log_level: "warn".into(),
+        }
+    }
+}
+
+impl Config {
+    /// Resolve the settings: flags > `ZHI_*` env > `./zhi.yaml` > `~/.config/zhi/config.yaml`
+    /// > defaults. `env` is the process environment (a parameter so tests can give their own).
+    pub fn resolve(
+        ov: &Overrides,
+        env: &dyn Fn(&str) -> Option<String>,
+        cwd: &Path,
+    ) -> Result<Config, ConfigError> {
+        let config_dir = env("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(".config").join("zhi"));
+        let files = file::find(ov.config_file.as_deref(), config_dir.as_deref(), cwd)?;
+        let mut c = Config {
+            api: ApiSettings::default(),
+            run: RunSettings::default(),
+            models: ModelSettings::default(),
+            ui: UiSettings::default(),
+            config_dir,
+            origins: BTreeMap::new(),
+            warnings: Vec::new(),
+        };
+        for (f, text) in &files {
+            file::apply(&mut c, f, text)?;
+        }
+        c.apply_env(env)?;
+        c.apply_flags(ov)?;
+        if !c.origins.contains_key("base_url") {
+            c.api.base_url = c.api.provider.default_base_url().to_string();
+        }
+        Ok(c)
+    }
+
+    /// The value a variable or flag gives `name`, checked by the setting's check; its origin
+    /// noted.
+    fn given<T>(
+        &mut self,
+        name: &'static str,
+        at: Origin,
+        raw: Value,
+        check: fn(&Value) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        let value = check(&raw).map_err(|p| ConfigError::invalid(at.clone(), name, p))?;
+        self.origins.insert(name, at);
+        Ok(value)
+    }
+
+    /// The `ZHI_*` variables (an empty one is no value), `LANG` for the language, and the key.
+    fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(Value::String);
+        let at = |k: &str| Origin::Env(k.into());
+        if let Some(v) = var("ZHI_PROVIDER") {
+            self.api.provider = self.given("provider", at("ZHI_PROVIDER"), v, setting::provider)?;
+        }
+        if let Some(v) = var("ZHI_BASE_URL") {
+            self.api.base_url = self.given("base_url", at("ZHI_BASE_URL"), v, setting::base_url)?;
+        }
+        if let Some(v) = var("ZHI_DEFAULT_MODEL") {
+            self.models.default_model = self.given(
+                "default_model",
+                at("ZHI_DEFAULT_MODEL"),
+                v,
+                setting::model_name,
+            )?;
+        }
+        if let Some(v) = var("ZHI_OUTPUT_DIR") {
+            let dir = self.given("output_dir", at("ZHI_OUTPUT_DIR"), v, setting::text)?;
+            self.run.output_dir = PathBuf::from(dir);
+        }
+        if let Some(v) = var("ZHI_LOG_LEVEL") {
+            self.ui.log_level =
+                self.given("log_level", at("ZHI_LOG_LEVEL"), v, setting::log_level)?;
+        }
+        match var("ZHI_LANGUAGE") {
+            Some(v) => {
+                self.ui.language =
+                    self.given("language", at("ZHI_LANGUAGE"), v, setting::language)?;
+            }
+            // The locale speaks only when nothing else chose a language.
+            None if !self.origins.contains_key("language") => {
+                let locale = env("LC_ALL")
+                    .filter(|v| !v.is_empty())
+                    .or_else(|| env("LANG"))
+                    .unwrap_or_default();
+                if Language::parse(&locale) == Some(Language::Zh) {
+                    self.ui.language = Language::Zh;
+                    self.origins.insert("language", at("LANG"));
+                }
+            }
+            None => {}
+        }
+        // The configured variable first; `ZHI_API_KEY` when another is configured but empty.
+        let key_vars = [self.api.key_env.clone(), "ZHI_API_KEY".to_string()];
+        let key = key_vars.iter().find_map(|k| {
+            env(k)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (k, Value::String(v)))
+        });
+        if let Some((k, v)) = key {
+            let key = self.given("api_key", at(k), v, setting::api_key)?;
+            self.api.key = Some(ApiKey::new(key));
+        }
+        Ok(())
+    }
+
+    /// The command line's settings.
+    fn apply_flags(&mut self, ov: &Overrides) -> Result<(), ConfigError> {
+        let at = |f: &str| Origin::Flag(f.into());
+        if let Some(v) = &ov.base_url {
+            let raw = Value::String(v.clone());
+            self.api.base_url = self.given("base_url", at("--base-url"), raw, setting::base_url)?;
+        }
+        if let Some(v) = &ov.model {
+            self.models.model_override = Some(v.clone());
+            self.origins.insert("model", at("--model"));
+        }
+        if let Some(v) = &ov.output_dir {
+            self.run.output_dir = v.clone();
+            self.origins.insert("output_dir", at("--output"));
+        }
+        if let Some(v) = &ov.concurrency {
+            let raw = Value::String(v.clone());
+            self.run.concurrency = self.given(
+                "concurrency",
+                at("--concurrency"),
+                raw,
+                setting::concurrency,
+            )?;
+        }
+        if let Some(n) = ov.rpm {
+            let raw = Value::from(n);
+            self.run.rpm = Some(self.given("rpm", at("--rpm"), raw, setting::per_minute)?);
+        }
+        if let Some(n) = ov.tpm {
+            let raw = Value::from(n);
+            self.run.tpm = Some(self.given("tpm", at("--tpm"), raw, setting::per_minute)?);
+        }
+        if let Some(n) = ov.timeout_secs {
+            let raw = Value::from(n);
+            self.api.timeout = self.given("timeout", at("--timeout"), raw, setting::timeout)?;
+        }
+        if let Some(v) = ov.ocr {
+            self.run.ocr = v;
+            self.origins.insert("ocr", at("--ocr"));
+        }
+        Ok(())
+    }
+
+    /// The budget of one request to `model`: the model's, its window no larger than the
+    /// per-minute token budget. A request larger than `--tpm` could only be sent by exceeding
+    /// it, so a long document is split into pieces whose requests fit the minute, and a
+    /// document that cannot be split fails as too large instead of waiting for a minute that
+    /// never holds enough.
+    pub fn request_budget(&self, model: &str) -> ModelBudget {
+        let mut b = self.models.budget(model);
+        if let Some(tpm) = self.run.tpm {
+            b.context_window = b.context_window.min(tpm.get());
+        }
+        b
+    }
+
+    /// `--tpm N` or `tpm N (config file F)`: the per-minute token budget as the user set it.
+    pub fn tpm_label(&self) -> String {
+        let n = self.run.tpm.map_or(0, NonZeroU32::get);
+        match self.origins.get("tpm") {
+            Some(Origin::File(f)) => format!("tpm {n} (config file {f})"),
+            _ => format!("--tpm {n}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

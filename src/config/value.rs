@@ -1,0 +1,203 @@
+//! The small typed values settings are made of: a redacted key, a retry policy, a provider, a
+//! language, a concurrency, a model's budget, and where a value came from.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// An API key. Its `Debug` and `Display` never show it: the key must not reach a log, a
+/// manifest or a terminal.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+    /// The key itself, for the `Authorization` header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// How requests are retried (SPEC §6): exponential backoff with full jitter, never sooner than
+/// a server's `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts per request, the first included.
+    pub max_attempts: u32,
+    /// The delay before the second attempt; doubled for each further one.
+    pub base_delay: Duration,
+    /// No computed delay exceeds this (a `Retry-After` may).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The Zhipu BigModel API.
+pub const ZHIPU_BASE_URL: &str = "https://open.bigmodel.cn/api/paas/v4";
+/// OpenAI's API, the default base of the `openai` provider.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Which API dialect the model server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Zhipu BigModel (the default).
+    Zhipu,
+    /// Any OpenAI-compatible server: OpenAI, DeepSeek, Moonshot, Ollama, vLLM, llama.cpp.
+    Openai,
+}
+
+impl Provider {
+    /// The provider a user's word names (`zhipu`, `bigmodel`, `glm`, `openai`, …).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "zhipu" | "bigmodel" | "glm" => Some(Provider::Zhipu),
+            "openai" | "openai-compatible" => Some(Provider::Openai),
+            _ => None,
+        }
+    }
+    /// The API base used when no setting names one.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::Zhipu => ZHIPU_BASE_URL,
+            Provider::Openai => OPENAI_BASE_URL,
+        }
+    }
+    /// The lowercase name, as settings and `zhi config show` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Zhipu => "zhipu",
+            Provider::Openai => "openai",
+        }
+    }
+}
+
+/// The language of zhi's own messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    En,
+    Zh,
+}
+
+impl Language {
+    /// `en…` or `zh…` (a locale such as `zh_CN.UTF-8` included).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        if s.starts_with("zh") {
+            Some(Language::Zh)
+        } else if s.starts_with("en") {
+            Some(Language::En)
+        } else {
+            None
+        }
+    }
+    /// `en` or `zh`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Zh => "zh",
+        }
+    }
+}
+
+/// How many documents are in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    Fixed(usize),
+    /// Adapt to rate limits within 1..=64 (SPEC §6).
+    Auto,
+}
+
+impl fmt::Display for Concurrency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Concurrency::Fixed(n) => write!(f, "{n}"),
+            Concurrency::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// A model's token budget (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ModelBudget {
+    /// Tokens the model reads and writes in one request.
+    pub context_window: u32,
+    /// Tokens the model writes in one answer at most.
+    pub max_output: u32,
+}
+
+/// Known models' budgets; a config file's `models:` adds to or replaces these.
+pub fn default_model_budgets() -> BTreeMap<String, ModelBudget> {
+    let b = |c, o| ModelBudget {
+        context_window: c,
+        max_output: o,
+    };
+    [
+        ("glm-4-flash", b(128_000, 4_096)),
+        ("glm-4-flashx", b(128_000, 4_096)),
+        ("glm-4-air", b(128_000, 4_096)),
+        ("glm-4-plus", b(128_000, 4_096)),
+        ("glm-4-long", b(1_000_000, 4_096)),
+        ("glm-4v-flash", b(8_000, 1_024)),
+        ("gpt-4o-mini", b(128_000, 16_384)),
+        ("deepseek-chat", b(64_000, 8_192)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The budget assumed for a model that no table names.
+pub const UNKNOWN_MODEL_BUDGET: ModelBudget = ModelBudget {
+    context_window: 8_192,
+    max_output: 2_048,
+};
+
+/// Where a setting's value came from, for `zhi config show` and for messages that say which
+/// value to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "from", content = "name")]
+pub enum Origin {
+    Default,
+    /// A settings file, by the path it was found at.
+    File(String),
+    /// An environment variable, by name.
+    Env(String),
+    /// A command-line flag, by name (`--rpm`).
+    Flag(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File(p) => write!(f, "file {p}"),
+            Origin::Env(v) => write!(f, "env {v}"),
+            Origin::Flag(v) => write!(f, "flag {v}"),
+        }
+    }
+}
