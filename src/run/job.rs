@@ -255,23 +255,7 @@ async fn run_in_staging(
         ask(&ctx, staging, "", message, None, true, stats).await?;
         return verify(&ctx, staging, None);
     }
-    // The document's text, extracted off the async threads, from the very file that was
-    // planned and hashed.
-    let before = unchanged_since_planning(job, cache)?;
-    let (text, warnings) = read_document(run, &job.path).await?;
-    stats.input_warnings.extend(warnings);
-    if before.is_some() && before != FileStamp::of(&job.path) {
-        return Err(changed(job, "it changed while it was being read"));
-    }
-    if text.trim().is_empty() {
-        return Err(JobError::new(
-            ErrorKind::ExtractFailed,
-            format!(
-                "{} has no text to process (an empty file, or a scan with no OCR text)",
-                job.input
-            ),
-        ));
-    }
+    let text = document_text(run, job, cache, stats).await?;
     let source: Arc<str> = Arc::from(text.as_str());
     let model = run.model(job);
     let mode = skill.chunking;
@@ -327,6 +311,32 @@ async fn run_in_staging(
         }
     }
     verify(&ctx, staging, Some(&source))
+}
+
+/// The document's text, extracted off the async threads, from the very file that was planned
+/// and hashed.
+async fn document_text(
+    run: &RunContext,
+    job: &Job,
+    cache: &JobCache,
+    stats: &mut AgentStats,
+) -> Result<String, JobError> {
+    let before = unchanged_since_planning(job, cache)?;
+    let (text, warnings) = read_document(run, &job.path).await?;
+    stats.input_warnings.extend(warnings);
+    if before.is_some() && before != FileStamp::of(&job.path) {
+        return Err(changed(job, "it changed while it was being read"));
+    }
+    if text.trim().is_empty() {
+        return Err(JobError::new(
+            ErrorKind::ExtractFailed,
+            format!(
+                "{} has no text to process (an empty file, or a scan with no OCR text)",
+                job.input
+            ),
+        ));
+    }
+    Ok(text)
 }
 
 /// The smallest piece zhi halves down to when a server keeps saying its context is exceeded.
