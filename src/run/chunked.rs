@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 
 /// What a chunked job reports back to its record.
@@ -83,10 +82,9 @@ pub(super) async fn run(
     ctx.transcript.note(&format!(
         "the document is split into {total} pieces of at most about {budget} tokens"
     ));
-    shared
-        .progress
-        .chunks_total
-        .fetch_add(total as u64, Ordering::Relaxed);
+    // A split anew (smaller pieces, after the server said a piece was too long) counts
+    // its pieces from nothing.
+    shared.progress.forget_pieces(job.id.as_str());
 
     let direct = skill.direct_output(&job.args).is_some();
     let results = run_pieces(ctx, &pieces, &ckpt, "piece", stats, |p| {
@@ -146,11 +144,12 @@ async fn run_pieces(
     let n = pieces.len();
     let results: Mutex<Vec<Option<PieceResult>>> = Mutex::new((0..n).map(|_| None).collect());
     let mut queue: VecDeque<usize> = VecDeque::new();
+    shared.progress.add_pieces(job.id.as_str(), n as u64);
     for (i, _) in pieces.iter().enumerate() {
         let dir = ckpt.join(format!("{prefix}-{i:05}"));
         match load_done(&dir) {
             Some(d) => {
-                shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                shared.progress.piece_done(job.id.as_str(), false);
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(Ok((dir, d)));
             }
             None => queue.push_back(i),
@@ -220,7 +219,7 @@ async fn run_pieces(
                 });
                 match &r {
                     Ok(_) => {
-                        shared.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                        shared.progress.piece_done(job.id.as_str(), true);
                         tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
                     }
                     // A piece waiting for a batch stops no other: every piece still to do

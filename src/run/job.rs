@@ -552,6 +552,7 @@ pub(super) async fn ask(
             .as_ref()
             .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
             .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
+        spent: Some(shared.progress.tokens.clone()),
     };
     if let Some(file) = skill.direct_output(&job.args) {
         let language = skill.output_language(&job.args);

@@ -6,6 +6,7 @@
 //! one record and the manifest is written.
 
 mod chunked;
+mod eta;
 mod job;
 pub mod lock;
 pub mod outdir;
@@ -308,6 +309,13 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     })
     .await
     .map_err(|e| ExitError::usage(format!("planning failed: {e}")))?;
+    progress.counters.set_to_run(
+        caches
+            .iter()
+            .zip(&opts.jobs)
+            .filter(|(c, j)| !c.cached && j.problem.is_none())
+            .count() as u64,
+    );
 
     let rate_watch = {
         let mut rx = client.rate_limit_events();
@@ -383,7 +391,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
             unscheduled.push((job, cache));
             break;
         }
-        progress.counters.in_flight.fetch_add(1, Ordering::Relaxed);
+        progress.counters.job_started(job.id.as_str());
         progress.tick();
         let shared = shared.clone();
         let slots2 = slots.clone();
@@ -745,12 +753,13 @@ fn finish_record_small(
         )));
     }
     let c = &progress.counters;
-    c.done.fetch_add(1, Ordering::Relaxed);
+    c.job_ended(&record.job_id, record.status);
     let spent = state
         .tokens
         .fetch_add(record.tokens.total(), Ordering::Relaxed)
         + record.tokens.total();
-    c.tokens.store(spent, Ordering::Relaxed);
+    // The agent counts tokens as each answer arrives; the records' sum is never more.
+    c.tokens.fetch_max(spent, Ordering::Relaxed);
     match record.status {
         Status::Succeeded => slots.on_success(),
         Status::Failed => {
