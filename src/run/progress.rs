@@ -203,7 +203,8 @@ impl Counters {
             tokens: self.tokens.load(Ordering::Relaxed),
             pieces: (chunks_total > 0)
                 .then(|| (self.chunks_done.load(Ordering::Relaxed), chunks_total)),
-            left: left.map(|s| s.ceil() as u64),
+            // While anything is left, never "0s".
+            left: left.map(|s| (s.round() as u64).max(u64::from(s > 0.0))),
         }
     }
 }
@@ -218,7 +219,7 @@ pub struct Snapshot {
     pub tokens: u64,
     /// Pieces of long documents, done and total, once a document was split.
     pub pieces: Option<(u64, u64)>,
-    /// Seconds left, when they can be estimated (rounded up).
+    /// Seconds left, when they can be estimated.
     pub left: Option<u64>,
 }
 
@@ -396,8 +397,14 @@ mod tests {
         c.start_at("d", t0 + secs(1.0));
         let s = c.snapshot_at(t0 + secs(1.0));
         assert_eq!((s.done, s.left), (2, Some(9)));
-        assert_eq!(c.snapshot_at(t0 + secs(1.5)).left, Some(9)); // 8.5, rounded up
-        assert_eq!(c.snapshot_at(t0 + secs(1.9)).left, Some(9)); // 8.1
+        assert_eq!(c.snapshot_at(t0 + secs(1.5)).left, Some(9)); // 8.5
+        assert_eq!(c.snapshot_at(t0 + secs(1.9)).left, Some(8)); // 8.1
+        // The last job, about to end: never "0s" while it runs.
+        let last = Counters::new(2);
+        last.start_at("a", t0);
+        last.end_at("a", Status::Succeeded, t0 + secs(1.0));
+        last.start_at("b", t0 + secs(1.0));
+        assert_eq!(last.snapshot_at(t0 + secs(1.99)).left, Some(1));
     }
 
     #[test]
