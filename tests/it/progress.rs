@@ -319,3 +319,92 @@ fn plain_lines_say_the_time_left_and_tokens_without_control_characters() {
         "no line counted a request of a running job: {lines:?}"
     );
 }
+
+/// The document a request is about (`Input document: …`).
+fn doc_of(req: &crate::support::Recorded) -> String {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(crate::support::fake_api::message_text)
+        .find_map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// The summary at the end names the failed jobs with their kind and reason (twenty of them, and
+/// where the rest are), and says where the outputs, the records and the manifest are — in
+/// English and in Chinese.
+#[test]
+fn the_summary_says_where_things_went_and_why_jobs_failed() {
+    let env = TestEnv::new();
+    for i in 0..23 {
+        env.write(
+            &format!("docs/d{i:02}.txt"),
+            format!("Report number {i}.\n"),
+        );
+    }
+    let api = FakeApi::start(|req| {
+        if doc_of(req) == "docs/d22.txt" {
+            Reply::text("Report twelve, in short.")
+        } else {
+            Reply::zhipu_error(400, "1301", "unsafe or sensitive content")
+        }
+    });
+    for (lang, failed, more, outputs, records, manifest) in [
+        (
+            "en",
+            "  failed jobs:",
+            "    … and 2 more — see out/.zhi/runs/",
+            "  outputs   out/",
+            "  records   out/.zhi/runs/",
+            "  manifest  out/.zhi/runs/",
+        ),
+        (
+            "zh",
+            "  失败的任务：",
+            "    … 另有 2 个，见 out/.zhi/runs/",
+            "  输出目录  out/",
+            "  记录      out/.zhi/runs/",
+            "  清单      out/.zhi/runs/",
+        ),
+    ] {
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args(["run", "summarize", "docs", "--force", "--base-url"])
+            .arg(api.base_url())
+            .args(["-o", "out"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+        let lines: Vec<&str> = err.lines().collect();
+        let at = |prefix: &str| {
+            lines
+                .iter()
+                .position(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no line starting {prefix:?} in:\n{err}"))
+        };
+        assert_eq!(lines[at(outputs)], outputs, "{err}");
+        assert!(lines[at(records)].ends_with("/results.jsonl"), "{err}");
+        let manifest = lines[at(manifest)].split_whitespace().last().unwrap();
+        assert!(manifest.ends_with("/manifest.json"), "{err}");
+        assert!(env.path(manifest).is_file(), "{manifest} is not there");
+        let failed_at = at(failed);
+        let named: Vec<&&str> = lines[failed_at..]
+            .iter()
+            .filter(|l| l.contains("content_filter"))
+            .collect();
+        assert_eq!(named.len(), 20, "{err}");
+        for l in &named {
+            assert!(l.contains("unsafe or sensitive content"), "{l}");
+        }
+        let rest = lines[at(more)];
+        assert!(rest.ends_with("/results.jsonl"), "{rest}");
+        let results = rest.split_whitespace().last().unwrap();
+        assert!(env.path(results).is_file(), "{results} is not there");
+    }
+}
