@@ -23,9 +23,45 @@ pub fn one_line(s: &str) -> String {
     for_terminal(s).replace(['\n', '\t'], " ")
 }
 
+/// How many terminal columns `s` takes: a Chinese character takes two.
+pub fn columns(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// `s` cut to at most `max` columns, with `…` where it was cut.
+pub fn fit(s: &str, max: usize) -> String {
+    if columns(s) <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        // One column is kept for the ellipsis.
+        if used + w + 1 > max {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_characters_take_two_columns() {
+        assert_eq!(columns("abc"), 3);
+        assert_eq!(columns("失败的任务"), 10);
+        assert_eq!(fit("失败的任务", 10), "失败的任务");
+        assert_eq!(fit("失败的任务", 9), "失败的任…");
+        assert_eq!(fit("失败的任务", 8), "失败的…");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert!(columns(&fit("失败的任务 and more", 7)) <= 7);
+    }
 
     #[test]
     fn strips_escapes_and_bidi() {

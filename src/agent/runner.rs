@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
 
 /// Sent with the last turn, which offers no tools.
@@ -54,6 +55,8 @@ pub struct AgentEnv {
     /// Batch mode, or a run with collected batch answers: the book asked before a direct
     /// request is sent (its answer is replayed, or the request waits for a batch).
     pub batch: Option<crate::batch::Ticket>,
+    /// Each answer's tokens are added here as it arrives (the run's progress display).
+    pub spent: Option<Arc<AtomicU64>>,
 }
 
 /// The accounting of a job, summed over every request, nested skills included.
@@ -392,6 +395,14 @@ async fn request(
     match result {
         Ok(reply) => {
             stats.count_reply(&reply);
+            if let Some(spent) = &env.spent {
+                // As the job's record counts them, so the display and the summary agree.
+                let usage = &reply.usage;
+                spent.fetch_add(
+                    usage.prompt_tokens + usage.completion_tokens,
+                    Ordering::Relaxed,
+                );
+            }
             Ok(reply)
         }
         Err(e) => {

@@ -209,7 +209,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     // Jobs still finishing their cancellation are not waited for.
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     if summary {
-        print_summary(&result, &ctx.cwd, &prepared.output_dir, language);
+        print_summary(&result, &ctx.cwd, language);
     }
     if ctx.global.json {
         print_json(&serde_json::to_value(&result.manifest).unwrap_or_default());
@@ -217,187 +217,19 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     Ok(result.exit)
 }
 
-/// The words of the run summary in zhi's own language (`ZHI_LANGUAGE`, else `LANG`).
-struct Words {
-    run: &'static str,
-    planned: &'static str,
-    succeeded: &'static str,
-    failed: &'static str,
-    cached: &'static str,
-    skipped: &'static str,
-    cancelled: &'static str,
-    tokens: &'static str,
-    prompt: &'static str,
-    completion: &'static str,
-    outputs: &'static str,
-    records: &'static str,
-    failed_jobs: &'static str,
-    more: &'static str,
-    transcript: &'static str,
-    refused_jobs: &'static str,
-    requests: &'static str,
-    retries: &'static str,
-}
-
-const EN: Words = Words {
-    run: "run",
-    planned: "planned",
-    succeeded: "succeeded",
-    failed: "failed",
-    cached: "cached",
-    skipped: "skipped",
-    cancelled: "cancelled",
-    tokens: "tokens",
-    prompt: "prompt",
-    completion: "completion",
-    outputs: "outputs in",
-    records: "records in",
-    failed_jobs: "failed jobs:",
-    more: "more (see results.jsonl)",
-    transcript: "transcript",
-    refused_jobs: "jobs with refused tool calls:",
-    requests: "requests",
-    retries: "retries",
-};
-
-const ZH: Words = Words {
-    run: "运行",
-    planned: "计划",
-    succeeded: "成功",
-    failed: "失败",
-    cached: "缓存",
-    skipped: "跳过",
-    cancelled: "取消",
-    tokens: "令牌",
-    prompt: "输入",
-    completion: "输出",
-    outputs: "输出目录",
-    records: "记录",
-    failed_jobs: "失败的任务：",
-    more: "个未列出（见 results.jsonl）",
-    transcript: "记录全文",
-    refused_jobs: "有被拒绝的工具调用的任务：",
-    requests: "请求",
-    retries: "重试",
-};
-
-fn print_summary(
-    result: &crate::run::RunResult,
-    cwd: &Path,
-    out: &Path,
-    lang: crate::config::Language,
-) {
-    let w = match lang {
-        crate::config::Language::Zh => &ZH,
-        crate::config::Language::En => &EN,
+/// The summary printed when the run ends, on a terminal and in plain mode alike.
+fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: crate::config::Language) {
+    let words = match lang {
+        crate::config::Language::Zh => crate::i18n::Lang::Zh,
+        crate::config::Language::En => crate::i18n::Lang::En,
     };
-    let m = &result.manifest;
-    let c = &m.counts;
-    // Statuses and error kinds stay as in the manifest: they are what scripts match on.
-    let status = serde_json::to_value(m.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let shown = out.strip_prefix(cwd).unwrap_or(out).display().to_string();
     eprintln!();
-    eprintln!(
-        "{} {} {status}{}",
-        w.run,
-        m.run_id,
-        m.reason
-            .as_ref()
-            .map(|r| format!(": {}", one_line(r)))
-            .unwrap_or_default()
-    );
-    eprintln!(
-        "  {} {}  {} {}  {} {}  {} {}  {} {}  {} {}",
-        w.planned,
-        c.planned,
-        w.succeeded,
-        c.succeeded,
-        w.failed,
-        c.failed,
-        w.cached,
-        c.cached,
-        w.skipped,
-        c.skipped,
-        w.cancelled,
-        c.cancelled
-    );
-    let retries: u64 = result
-        .records
-        .iter()
-        .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
-        .sum();
-    eprintln!(
-        "  {} {} ({} {}, {} {})  {} {} ({} {retries})",
-        w.tokens,
-        m.tokens.prompt + m.tokens.completion,
-        w.prompt,
-        m.tokens.prompt,
-        w.completion,
-        m.tokens.completion,
-        w.requests,
-        m.requests,
-        w.retries,
-    );
-    let records = Path::new(&m.results);
-    eprintln!(
-        "  {} {shown}/  {} {}",
-        w.outputs,
-        w.records,
-        records.strip_prefix(cwd).unwrap_or(records).display()
-    );
-    let failed: Vec<_> = result
-        .records
-        .iter()
-        .filter(|r| r.status == crate::manifest::Status::Failed)
-        .collect();
-    if !failed.is_empty() {
-        eprintln!("  {}", w.failed_jobs);
-        for r in failed.iter().take(20) {
-            if let Some(e) = &r.error {
-                eprintln!(
-                    "    {}  {}  {}",
-                    one_line(&r.input),
-                    e.kind,
-                    one_line(&truncate(&e.message, 120))
-                );
-            }
-            if let Some(t) = &r.transcript {
-                eprintln!(
-                    "      {} {}",
-                    w.transcript,
-                    one_line(&format!("{shown}/{t}"))
-                );
-            }
-        }
-        if failed.len() > 20 {
-            eprintln!("    … {} {}", failed.len() - 20, w.more);
-        }
+    for line in crate::manifest::summary::end_of_run(&result.manifest, &result.records, cwd, words)
+    {
+        eprintln!("{line}");
     }
-    if let Some(b) = &m.batches {
+    if let Some(b) = &result.manifest.batches {
         print_batches(b, lang);
-    }
-    let refused: Vec<_> = result
-        .records
-        .iter()
-        .filter(|r| r.refused_tool_calls > 0)
-        .collect();
-    if !refused.is_empty() {
-        eprintln!("  {}", w.refused_jobs);
-        for r in refused.iter().take(20) {
-            eprintln!(
-                "    {}  {}  {} {}",
-                one_line(&r.input),
-                r.refused_tool_calls,
-                w.transcript,
-                one_line(&format!(
-                    "{shown}/{}",
-                    r.transcript.as_deref().unwrap_or("?")
-                ))
-            );
-        }
     }
 }
 
@@ -467,14 +299,6 @@ fn print_batches(b: &crate::batch::BatchReport, lang: crate::config::Language) {
     }
     for p in &b.problems {
         eprintln!("  batch: {}", one_line(p));
-    }
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
     }
 }
 

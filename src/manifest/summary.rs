@@ -1,11 +1,16 @@
 //! A run at a glance, for `zhi manifest show`: counts, failures by kind, tokens, the slowest
 //! jobs. Built from the records when the run never wrote its `manifest.json` (it was killed),
-//! so a crashed run can still be inspected. Reading only; nothing here writes.
+//! so a crashed run can still be inspected. And the summary a run prints as it ends: what it
+//! did, where its outputs and records are, which jobs failed and why. Reading only; nothing
+//! here writes.
 
 use super::merge::LoadedRun;
-use super::{Counts, RunStatus, Status, Timestamp, Tokens};
+use super::{Counts, JobRecord, RunManifest, RunStatus, Status, Timestamp, Tokens};
+use crate::i18n::Lang;
+use crate::sanitize::{columns, fit, one_line};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// How many of the slowest jobs a summary lists.
 pub const SLOWEST: usize = 5;
@@ -138,6 +143,187 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
     }
 }
 
+/// How many failed jobs (and jobs with refused tool calls) the end-of-run summary names; the
+/// rest are in the run's `results.jsonl`, which it points to.
+pub const NAMED: usize = 20;
+
+/// The width the end-of-run summary keeps to (paths excepted: they are never cut).
+const COLUMNS: usize = 100;
+
+/// The summary a run prints when it ends, line by line, in `lang` (statuses, error kinds,
+/// numbers and paths stay as in the manifest: they are what scripts and people search for).
+/// Paths under `cwd` are shown relative to it. Untrusted text (inputs, error messages) is
+/// made one-line and free of control characters.
+pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang) -> Vec<String> {
+    let zh = lang == Lang::Zh;
+    let mut out = Vec::new();
+    let status = serde_json::to_value(m.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let reason = m
+        .reason
+        .as_ref()
+        .map(|r| format!("{}{}", if zh { "：" } else { ": " }, one_line(r)))
+        .unwrap_or_default();
+    out.push(format!(
+        "{} {} {status}{reason}",
+        if zh { "运行" } else { "run" },
+        one_line(&m.run_id)
+    ));
+    let c = &m.counts;
+    out.push(if zh {
+        format!(
+            "  计划 {}  成功 {}  失败 {}  缓存 {}  跳过 {}  取消 {}",
+            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        )
+    } else {
+        format!(
+            "  planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
+            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        )
+    });
+    let retries: u64 = records
+        .iter()
+        .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
+        .sum();
+    let t = &m.tokens;
+    out.push(if zh {
+        format!(
+            "  令牌 {}（输入 {}，输出 {}）  请求 {}（重试 {retries}）",
+            t.total(),
+            t.prompt,
+            t.completion,
+            m.requests
+        )
+    } else {
+        format!(
+            "  tokens {} (prompt {}, completion {})  requests {} (retries {retries})",
+            t.total(),
+            t.prompt,
+            t.completion,
+            m.requests
+        )
+    });
+
+    // Where everything is.
+    let output_dir = Path::new(&m.output_dir);
+    let results = Path::new(&m.results);
+    let shown_out = shown(output_dir, cwd);
+    let shown_results = shown(results, cwd);
+    let manifest = results.with_file_name("manifest.json");
+    let places = [
+        (
+            if zh { "输出目录" } else { "outputs" },
+            format!("{shown_out}/"),
+        ),
+        (if zh { "记录" } else { "records" }, shown_results.clone()),
+        (if zh { "清单" } else { "manifest" }, shown(&manifest, cwd)),
+    ];
+    let label_width = places.iter().map(|(l, _)| columns(l)).max().unwrap_or(0);
+    for (label, path) in &places {
+        let pad = " ".repeat(label_width - columns(label));
+        out.push(format!("  {label}{pad}  {}", one_line(path)));
+    }
+    // A job's transcript, as a person can open it from here.
+    let transcript = |r: &JobRecord| {
+        r.transcript
+            .as_deref()
+            .map(|t| one_line(&shown(&output_dir.join(t), cwd)))
+    };
+    let more = |n: usize| {
+        if zh {
+            format!("    … 另有 {n} 个，见 {}", one_line(&shown_results))
+        } else {
+            format!("    … and {n} more — see {}", one_line(&shown_results))
+        }
+    };
+
+    let failed: Vec<&JobRecord> = records
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .collect();
+    if !failed.is_empty() {
+        out.push(
+            if zh {
+                "  失败的任务："
+            } else {
+                "  failed jobs:"
+            }
+            .to_string(),
+        );
+        for r in failed.iter().take(NAMED) {
+            let head = format!("    {}  ", one_line(&r.input));
+            match &r.error {
+                Some(e) => {
+                    let kind = format!("{}{}", e.kind, if zh { "：" } else { ": " });
+                    // Messages from the API already start with their kind.
+                    let message = e.message.trim_start();
+                    let message = message
+                        .strip_prefix(&format!("{}: ", e.kind))
+                        .unwrap_or(message);
+                    let message = one_line(message);
+                    let room = COLUMNS.saturating_sub(columns(&head) + columns(&kind));
+                    // A long path leaves the reason too little room: it goes on a line of
+                    // its own.
+                    if room >= 30 {
+                        out.push(format!("{head}{kind}{}", fit(&message, room)));
+                    } else {
+                        out.push(format!("{head}{}", e.kind));
+                        out.push(format!("      {}", fit(&message, COLUMNS - 6)));
+                    }
+                }
+                None => out.push(head.trim_end().to_string()),
+            }
+            if let Some(t) = transcript(r) {
+                out.push(format!(
+                    "      {} {t}",
+                    if zh { "对话记录" } else { "transcript" }
+                ));
+            }
+        }
+        if failed.len() > NAMED {
+            out.push(more(failed.len() - NAMED));
+        }
+    }
+    let refused: Vec<&JobRecord> = records
+        .iter()
+        .filter(|r| r.refused_tool_calls > 0)
+        .collect();
+    if !refused.is_empty() {
+        out.push(
+            if zh {
+                "  有被拒绝的工具调用的任务："
+            } else {
+                "  jobs with refused tool calls:"
+            }
+            .to_string(),
+        );
+        for r in refused.iter().take(NAMED) {
+            let n = r.refused_tool_calls;
+            let t = transcript(r).unwrap_or_else(|| "?".into());
+            out.push(if zh {
+                format!("    {}  拒绝 {n} 次  对话记录 {t}", one_line(&r.input))
+            } else {
+                format!("    {}  {n} refused  transcript {t}", one_line(&r.input))
+            });
+        }
+        if refused.len() > NAMED {
+            out.push(more(refused.len() - NAMED));
+        }
+    }
+    out
+}
+
+/// A path as a person can use it from `cwd`: relative when it is under it.
+fn shown(path: &Path, cwd: &Path) -> String {
+    match path.strip_prefix(cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
 /// `M/N` from a run id ending in `-shard-M-of-N` (a killed shard has no manifest to say so).
 fn shard_from_run_id(run_id: &str) -> Option<String> {
     let (_, rest) = run_id.rsplit_once("-shard-")?;
@@ -149,6 +335,156 @@ fn shard_from_run_id(run_id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn manifest(failed: u64) -> RunManifest {
+        serde_json::from_value(serde_json::json!({
+            "run_id": "20240101T000000.000Z",
+            "zhi_version": "0",
+            "command": "zhi run summarize docs -o out",
+            "started_at": "2024-01-01T00:00:00.000Z",
+            "finished_at": "2024-01-01T00:01:00.000Z",
+            "status": "completed_with_failures",
+            "skills": {},
+            "counts": {"planned": 30, "succeeded": 30 - failed, "failed": failed,
+                       "cached": 0, "skipped": 0, "cancelled": 0},
+            "tokens": {"prompt": 2000, "completion": 400},
+            "output_dir": "/w/out",
+            "results": "/w/out/.zhi/runs/20240101T000000.000Z/results.jsonl",
+            "results_csv": "/w/out/.zhi/runs/20240101T000000.000Z/results.csv",
+            "shard": null,
+            "requests": 23
+        }))
+        .unwrap()
+    }
+
+    fn failed(i: usize, input: &str) -> JobRecord {
+        let mut r = JobRecord::new(&format!("j{i:02}"), "summarize", input, Status::Failed);
+        r.turns = 1;
+        r.requests = 2;
+        r.error = Some(crate::error::JobError::new(
+            crate::error::ErrorKind::ContentFilter,
+            "content_filter: the provider refused the document (1301: \x1b[31m unsafe content) and said so at great length, far more than a line can hold",
+        ));
+        r.transcript = Some(format!(
+            ".zhi/runs/20240101T000000.000Z/transcripts/j{i:02}.jsonl"
+        ));
+        r
+    }
+
+    fn records() -> Vec<JobRecord> {
+        let mut rs: Vec<JobRecord> = (0..NAMED + 2)
+            .map(|i| failed(i, &format!("docs/d{i:02}.txt")))
+            .collect();
+        rs[1].input = format!("docs/{}/deep.txt", "a-very-long-folder-name".repeat(3));
+        rs.push(JobRecord::new(
+            "ok",
+            "summarize",
+            "docs/ok.txt",
+            Status::Succeeded,
+        ));
+        rs
+    }
+
+    #[test]
+    fn the_end_of_a_run_says_where_things_are_and_why_jobs_failed() {
+        let lines = end_of_run(&manifest(22), &records(), Path::new("/w"), Lang::En);
+        let text = lines.join("\n");
+        assert_eq!(lines[0], "run 20240101T000000.000Z completed_with_failures");
+        assert_eq!(
+            lines[1],
+            "  planned 30  succeeded 8  failed 22  cached 0  skipped 0  cancelled 0"
+        );
+        assert_eq!(
+            lines[2],
+            "  tokens 2400 (prompt 2000, completion 400)  requests 23 (retries 22)"
+        );
+        assert_eq!(lines[3], "  outputs   out/");
+        assert_eq!(
+            lines[4],
+            "  records   out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        assert_eq!(
+            lines[5],
+            "  manifest  out/.zhi/runs/20240101T000000.000Z/manifest.json"
+        );
+        assert_eq!(lines[6], "  failed jobs:");
+        assert!(
+            lines[7].starts_with("    docs/d00.txt  content_filter: the provider refused"),
+            "{text}"
+        );
+        assert!(lines[7].ends_with('…'), "{text}");
+        assert_eq!(
+            lines[8],
+            "      transcript out/.zhi/runs/20240101T000000.000Z/transcripts/j00.jsonl"
+        );
+        // A long path: the reason on a line of its own.
+        assert!(lines[9].ends_with("/deep.txt  content_filter"), "{text}");
+        assert!(
+            lines[10].starts_with("      the provider refused"),
+            "{text}"
+        );
+        // Twenty jobs named, the rest pointed to.
+        assert_eq!(text.matches("content_filter").count(), NAMED, "{text}");
+        assert_eq!(
+            lines.last().unwrap(),
+            "    … and 2 more — see out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text}");
+        // Paths are never cut; every other line fits.
+        for l in lines
+            .iter()
+            .filter(|l| !l.contains("/.zhi/") && !l.contains("/deep.txt"))
+        {
+            assert!(columns(l) <= 100, "{} columns: {l}", columns(l));
+        }
+    }
+
+    #[test]
+    fn the_end_of_a_run_in_chinese_fits_the_same_width() {
+        let lines = end_of_run(&manifest(22), &records(), Path::new("/w"), Lang::Zh);
+        let text = lines.join("\n");
+        assert_eq!(
+            lines[0],
+            "运行 20240101T000000.000Z completed_with_failures"
+        );
+        assert_eq!(
+            lines[1],
+            "  计划 30  成功 8  失败 22  缓存 0  跳过 0  取消 0"
+        );
+        assert_eq!(lines[3], "  输出目录  out/");
+        assert_eq!(
+            lines[4],
+            "  记录      out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        assert_eq!(lines[6], "  失败的任务：");
+        assert!(lines[7].starts_with("    docs/d00.txt  content_filter：the provider"));
+        assert_eq!(
+            lines.last().unwrap(),
+            "    … 另有 2 个，见 out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        // Paths are never cut; every other line fits.
+        for l in lines
+            .iter()
+            .filter(|l| !l.contains("/.zhi/") && !l.contains("/deep.txt"))
+        {
+            assert!(columns(l) <= 100, "{} columns: {l}", columns(l));
+        }
+        assert!(text.contains("对话记录 out/.zhi/runs/"), "{text}");
+    }
+
+    #[test]
+    fn outputs_in_the_working_folder_itself_are_shown_as_dot() {
+        let mut m = manifest(0);
+        m.output_dir = "/w".into();
+        m.results = "/w/.zhi/runs/R/results.jsonl".into();
+        let lines = end_of_run(&m, &[], Path::new("/w"), Lang::En);
+        assert_eq!(lines[3], "  outputs   ./");
+        assert_eq!(lines[4], "  records   .zhi/runs/R/results.jsonl");
+        // Elsewhere: absolute.
+        let lines = end_of_run(&m, &[], Path::new("/elsewhere"), Lang::En);
+        assert_eq!(lines[3], "  outputs   /w/");
+        assert!(!lines.iter().any(|l| l.contains("failed jobs")));
+    }
 
     #[test]
     fn shard_of_a_killed_run_comes_from_its_id() {

@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 
 /// What a chunked job reports back to its record.
@@ -76,9 +75,9 @@ pub(super) async fn run(
     ctx.transcript.note(&format!(
         "the document is split into {total} pieces of at most about {budget} tokens"
     ));
-    run.progress
-        .chunks_total
-        .fetch_add(total as u64, Ordering::Relaxed);
+    // A split anew (smaller pieces, after the server said a piece was too long) counts its
+    // pieces from nothing.
+    run.progress.forget_pieces(job.id.as_str());
 
     let direct = skill.direct_output(&job.args).is_some();
     let results = run_pieces(ctx, &pieces, &ckpt, "piece", stats, |p| {
@@ -175,11 +174,13 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
     ) -> Self {
         let mut results: Vec<Option<PieceResult>> = (0..pieces.len()).map(|_| None).collect();
         let mut queue = VecDeque::new();
+        let id = ctx.job.id.as_str();
+        ctx.run.progress.add_pieces(id, pieces.len() as u64);
         for (i, slot) in results.iter_mut().enumerate() {
             let dir = ckpt.join(format!("{prefix}-{i:05}"));
             match load_done(&dir) {
                 Some(d) => {
-                    ctx.run.progress.chunks_done.fetch_add(1, Ordering::Relaxed);
+                    ctx.run.progress.piece_done(id, false);
                     *slot = Some(Ok((dir, d)));
                 }
                 None => queue.push_back(i),
@@ -274,11 +275,7 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         });
         match &r {
             Ok(_) => {
-                self.ctx
-                    .run
-                    .progress
-                    .chunks_done
-                    .fetch_add(1, Ordering::Relaxed);
+                self.ctx.run.progress.piece_done(job.id.as_str(), true);
                 tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
             }
             // A piece waiting for a batch stops no other: every piece still to do is queued

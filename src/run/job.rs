@@ -568,6 +568,8 @@ fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
             .as_ref()
             .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
             .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
+        // Tokens show in the progress display as each request ends.
+        spent: Some(run.progress.tokens.clone()),
     }
 }
 

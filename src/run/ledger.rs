@@ -133,12 +133,13 @@ impl Ledger {
 
     fn count(&self, record: &JobRecord) {
         let c = &self.progress.counters;
-        c.done.fetch_add(1, Ordering::Relaxed);
+        c.job_ended(&record.job_id, record.status);
         let spent = self
             .tokens
             .fetch_add(record.tokens.total(), Ordering::Relaxed)
             + record.tokens.total();
-        c.tokens.store(spent, Ordering::Relaxed);
+        // The agent counts tokens as each answer arrives; the records' sum is never more.
+        c.tokens.fetch_max(spent, Ordering::Relaxed);
         match record.status {
             Status::Succeeded => self.slots.on_success(),
             Status::Failed => {

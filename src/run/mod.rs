@@ -7,6 +7,7 @@
 
 mod chunked;
 pub mod context;
+mod eta;
 mod finish;
 mod job;
 mod ledger;
@@ -146,6 +147,13 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a large
     // tree still ends with a manifest and 130.
     let caches = cache_statuses(&ctx, &opts).await?;
+    progress.counters.set_to_run(
+        caches
+            .iter()
+            .zip(&opts.jobs)
+            .filter(|(c, j)| !c.cached && j.problem.is_none())
+            .count() as u64,
+    );
     let jobs = opts.jobs.iter().cloned().zip(caches).collect();
     let unscheduled = schedule::run_jobs(&ctx, &ledger, jobs, opts.submit_batch).await;
     // Signals are still watched while submitting: an interrupted upload ends with the grace

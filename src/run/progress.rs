@@ -1,110 +1,363 @@
 //! What a person sees while a run goes: one progress bar on a terminal; plain lines every few
-//! seconds elsewhere (CI, cron), with no control characters.
+//! seconds elsewhere (CI, cron), with no control characters. Both show the same numbers: jobs
+//! done of all, running, failed, tokens (added as each answer arrives, not when its job ends),
+//! pieces of long documents, and the time left.
+//!
+//! The time left is "—" until it can be estimated, and never comes from the bar's own
+//! arithmetic (elapsed time over position), which counts cached jobs that took no time and
+//! knows nothing of the jobs running side by side: [`super::eta`] estimates it from the
+//! jobs that ran and ended, the running ones (a long document by its pieces) and the
+//! parallelism the run kept up.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use super::eta;
+use crate::i18n::{self, Lang};
+use crate::manifest::Status;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How often a plain progress line is printed when stderr is not a terminal.
+const LINE_EVERY: Duration = Duration::from_secs(5);
+
 /// Counters the workers update and the display reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Counters {
     pub done: AtomicU64,
     pub failed: AtomicU64,
     pub in_flight: AtomicU64,
-    pub tokens: AtomicU64,
+    /// Tokens of every answer so far; the agent adds each answer's as it arrives.
+    pub tokens: Arc<AtomicU64>,
     /// Pieces of long documents: done and total.
     pub chunks_done: AtomicU64,
     pub chunks_total: AtomicU64,
+    total: u64,
+    clock: Mutex<Clock>,
+}
+
+/// The times the estimate of the time left is made from.
+#[derive(Debug)]
+struct Clock {
+    first_job: Option<Instant>,
+    running: HashMap<String, Running>,
+    /// Jobs of the run that make requests (not cached, not failed while planning).
+    to_run: u64,
+    /// Jobs that started and ended.
+    ran: u64,
+    /// Seconds the ended jobs ran, summed.
+    busy: f64,
+    /// Durations of the latest jobs that ran to an end (succeeded or failed).
+    recent: Vec<f64>,
+}
+
+#[derive(Debug)]
+struct Running {
+    started: Instant,
+    pieces_total: u64,
+    pieces_done: u64,
+    pieces_done_here: u64,
+}
+
+impl Counters {
+    pub fn new(total: u64) -> Counters {
+        Counters {
+            done: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            tokens: Arc::new(AtomicU64::new(0)),
+            chunks_done: AtomicU64::new(0),
+            chunks_total: AtomicU64::new(0),
+            total,
+            clock: Mutex::new(Clock {
+                first_job: None,
+                running: HashMap::new(),
+                to_run: total,
+                ran: 0,
+                busy: 0.0,
+                recent: Vec::new(),
+            }),
+        }
+    }
+
+    fn clock(&self) -> std::sync::MutexGuard<'_, Clock> {
+        self.clock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many of the jobs will run; the others (cached, failed while planning) end at once
+    /// and are no work left.
+    pub fn set_to_run(&self, n: u64) {
+        self.clock().to_run = n;
+    }
+
+    /// A job takes its slot.
+    pub fn job_started(&self, id: &str) {
+        self.start_at(id, Instant::now());
+    }
+
+    fn start_at(&self, id: &str, now: Instant) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let mut c = self.clock();
+        c.first_job.get_or_insert(now);
+        c.running.insert(
+            id.to_string(),
+            Running {
+                started: now,
+                pieces_total: 0,
+                pieces_done: 0,
+                pieces_done_here: 0,
+            },
+        );
+    }
+
+    /// A job has its record (every job, also the ones that never started).
+    pub fn job_ended(&self, id: &str, status: Status) {
+        self.end_at(id, status, Instant::now());
+    }
+
+    fn end_at(&self, id: &str, status: Status, now: Instant) {
+        let mut c = self.clock();
+        if let Some(r) = c.running.remove(id) {
+            let took = now.saturating_duration_since(r.started).as_secs_f64();
+            c.ran += 1;
+            c.busy += took;
+            // A job waiting for a batch or cancelled midway says nothing of how long a job
+            // takes.
+            if matches!(status, Status::Succeeded | Status::Failed) {
+                c.recent.push(took);
+                if c.recent.len() > 2 * eta::RECENT {
+                    c.recent.drain(..eta::RECENT);
+                }
+            }
+        }
+        drop(c);
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A long document's job has `n` more pieces to answer (its split, or a combining round).
+    pub fn add_pieces(&self, id: &str, n: u64) {
+        self.chunks_total.fetch_add(n, Ordering::Relaxed);
+        if let Some(r) = self.clock().running.get_mut(id) {
+            r.pieces_total += n;
+        }
+    }
+
+    /// A piece is answered; `here`: by this run, not taken from an earlier run's checkpoint.
+    pub fn piece_done(&self, id: &str, here: bool) {
+        self.chunks_done.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = self.clock().running.get_mut(id) {
+            r.pieces_done += 1;
+            r.pieces_done_here += u64::from(here);
+        }
+    }
+
+    /// The job splits its document anew (smaller pieces): the pieces counted so far go.
+    pub fn forget_pieces(&self, id: &str) {
+        let mut c = self.clock();
+        if let Some(r) = c.running.get_mut(id) {
+            self.chunks_total
+                .fetch_sub(r.pieces_total, Ordering::Relaxed);
+            self.chunks_done.fetch_sub(r.pieces_done, Ordering::Relaxed);
+            r.pieces_total = 0;
+            r.pieces_done = 0;
+            r.pieces_done_here = 0;
+        }
+    }
+
+    /// The numbers as they are now.
+    pub fn snapshot(&self) -> Snapshot {
+        self.snapshot_at(Instant::now())
+    }
+
+    fn snapshot_at(&self, now: Instant) -> Snapshot {
+        let c = self.clock();
+        let running: Vec<eta::Running> = c
+            .running
+            .values()
+            .map(|r| eta::Running {
+                elapsed: now.saturating_duration_since(r.started).as_secs_f64(),
+                pieces: (r.pieces_total > 0).then(|| eta::Pieces {
+                    done_here: r.pieces_done_here,
+                    left: r.pieces_total.saturating_sub(r.pieces_done),
+                }),
+            })
+            .collect();
+        let work = eta::Work {
+            wall: c
+                .first_job
+                .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64()),
+            busy: c.busy,
+            recent: &c.recent,
+            running: &running,
+            waiting: c.to_run.saturating_sub(c.ran + running.len() as u64),
+        };
+        let left = eta::seconds_left(&work);
+        drop(c);
+        let chunks_total = self.chunks_total.load(Ordering::Relaxed);
+        Snapshot {
+            done: self.done.load(Ordering::Relaxed),
+            total: self.total,
+            running: self.in_flight.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            tokens: self.tokens.load(Ordering::Relaxed),
+            pieces: (chunks_total > 0)
+                .then(|| (self.chunks_done.load(Ordering::Relaxed), chunks_total)),
+            // While anything is left, never "0s".
+            left: left.map(|s| (s.round() as u64).max(u64::from(s > 0.0))),
+        }
+    }
+}
+
+/// The numbers a person sees, at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub done: u64,
+    pub total: u64,
+    pub running: u64,
+    pub failed: u64,
+    pub tokens: u64,
+    /// Pieces of long documents, done and total, once a document was split.
+    pub pieces: Option<(u64, u64)>,
+    /// Seconds left, when they can be estimated.
+    pub left: Option<u64>,
+}
+
+impl Snapshot {
+    /// What follows the bar: running, failed, tokens, pieces and the time left.
+    pub fn status(&self, lang: Lang) -> String {
+        let tokens = count(self.tokens);
+        let left = self
+            .left
+            .map_or_else(|| "—".to_string(), |s| duration(s, lang));
+        match lang {
+            Lang::En => {
+                let pieces = self
+                    .pieces
+                    .map(|(d, t)| format!(", pieces {d}/{t}"))
+                    .unwrap_or_default();
+                format!(
+                    "{} running, {} failed, {tokens} tokens{pieces}, ETA {left}",
+                    self.running, self.failed
+                )
+            }
+            Lang::Zh => {
+                let pieces = self
+                    .pieces
+                    .map(|(d, t)| format!("，分块 {d}/{t}"))
+                    .unwrap_or_default();
+                format!(
+                    "进行中 {}，失败 {}，令牌 {tokens}{pieces}，预计剩余 {left}",
+                    self.running, self.failed
+                )
+            }
+        }
+    }
+
+    /// One plain progress line (no bar, no control characters).
+    pub fn line(&self, lang: Lang) -> String {
+        match lang {
+            Lang::En => format!(
+                "zhi: {}/{} done, {}",
+                self.done,
+                self.total,
+                self.status(lang)
+            ),
+            Lang::Zh => format!(
+                "zhi：完成 {}/{}，{}",
+                self.done,
+                self.total,
+                self.status(lang)
+            ),
+        }
+    }
+}
+
+/// A token count in at most six columns, never shown larger than it is: `98765`, `123k`,
+/// `12.3M`, `4.5G`.
+fn count(n: u64) -> String {
+    match n {
+        0..100_000 => n.to_string(),
+        100_000..1_000_000 => format!("{}k", n / 1_000),
+        1_000_000..1_000_000_000 => format!("{}.{}M", n / 1_000_000, n / 100_000 % 10),
+        _ => format!("{}.{}G", n / 1_000_000_000, n / 100_000_000 % 10),
+    }
+}
+
+/// A duration without spaces: `8s`, `1m05s`, `2h03m`, `3d04h` (`8秒`, `1分05秒`, `2小时03分`,
+/// `3天04小时`).
+fn duration(secs: u64, lang: Lang) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    match (lang, secs) {
+        (Lang::En, 0..60) => format!("{s}s"),
+        (Lang::En, 60..3600) => format!("{m}m{s:02}s"),
+        (Lang::En, 3600..86_400) => format!("{h}h{m:02}m"),
+        (Lang::En, _) => format!("{d}d{h:02}h"),
+        (Lang::Zh, 0..60) => format!("{s}秒"),
+        (Lang::Zh, 60..3600) => format!("{m}分{s:02}秒"),
+        (Lang::Zh, 3600..86_400) => format!("{h}小时{m:02}分"),
+        (Lang::Zh, _) => format!("{d}天{h:02}小时"),
+    }
 }
 
 /// How progress is shown.
-pub enum Display {
+enum Display {
     Bar(ProgressBar),
-    Lines { last: std::sync::Mutex<Instant> },
+    Lines { last: Mutex<Instant> },
     Silent,
 }
 
 pub struct Progress {
     pub counters: Arc<Counters>,
-    total: u64,
     display: Display,
-    started: Instant,
 }
 
 impl Progress {
     /// A bar when stderr is a terminal, lines otherwise; nothing with `--no-progress`/`-q`.
     pub fn new(total: u64, enabled: bool) -> Progress {
+        let counters = Arc::new(Counters::new(total));
         let display = if !enabled {
             Display::Silent
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            // The words after the bar are worked out at each redraw, so the time left
+            // counts down between events.
+            let status = {
+                let counters = counters.clone();
+                move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&counters.snapshot().status(i18n::lang()));
+                }
+            };
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg} ETA {eta}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template("{spinner} {pos}/{len} {wide_bar} {status}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .with_key("status", status),
             );
             bar.enable_steady_tick(Duration::from_millis(200));
             Display::Bar(bar)
         } else {
             Display::Lines {
-                last: std::sync::Mutex::new(Instant::now()),
+                last: Mutex::new(Instant::now()),
             }
         };
-        Progress {
-            counters: Arc::new(Counters::default()),
-            total,
-            display,
-            started: Instant::now(),
-        }
+        Progress { counters, display }
     }
 
-    fn message(&self) -> String {
-        let c = &self.counters;
-        let chunks = match c.chunks_total.load(Ordering::Relaxed) {
-            0 => String::new(),
-            t => format!(", chunks {}/{t}", c.chunks_done.load(Ordering::Relaxed)),
-        };
-        format!(
-            "{} in flight, {} failed, {} tokens{chunks}",
-            c.in_flight.load(Ordering::Relaxed),
-            c.failed.load(Ordering::Relaxed),
-            c.tokens.load(Ordering::Relaxed)
-        )
-    }
-
-    /// Refresh after a change; plain lines at most every 5 seconds.
+    /// Refresh after a change; plain lines at most every [`LINE_EVERY`].
     pub fn tick(&self) {
         match &self.display {
             Display::Bar(bar) => {
                 bar.set_position(self.counters.done.load(Ordering::Relaxed));
-                bar.set_message(self.message());
             }
             Display::Lines { last } => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                if last.elapsed() >= Duration::from_secs(5) {
+                if last.elapsed() >= LINE_EVERY {
                     *last = Instant::now();
-                    eprintln!("{}", self.line());
+                    eprintln!("{}", self.counters.snapshot().line(i18n::lang()));
                 }
             }
             Display::Silent => {}
         }
-    }
-
-    fn line(&self) -> String {
-        let done = self.counters.done.load(Ordering::Relaxed);
-        let eta = if done > 0 && done < self.total {
-            let per = self.started.elapsed().as_secs_f64() / done as f64;
-            format!(
-                ", ETA {}s",
-                (per * (self.total - done) as f64).round() as u64
-            )
-        } else {
-            String::new()
-        };
-        format!("zhi: {done}/{} done, {}{eta}", self.total, self.message())
     }
 
     /// Log a line above the bar (or as a plain line).
@@ -119,5 +372,158 @@ impl Progress {
         if let Display::Bar(bar) = &self.display {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sanitize::columns;
+
+    fn secs(n: f64) -> Duration {
+        Duration::from_secs_f64(n)
+    }
+
+    #[test]
+    fn no_time_left_until_a_job_that_ran_has_ended() {
+        let c = Counters::new(20);
+        let t0 = Instant::now();
+        c.start_at("a", t0);
+        c.start_at("b", t0);
+        assert_eq!(c.snapshot_at(t0 + secs(0.9)).left, None);
+        c.end_at("a", Status::Succeeded, t0 + secs(1.0));
+        c.start_at("c", t0 + secs(1.0));
+        c.end_at("b", Status::Succeeded, t0 + secs(1.0));
+        c.start_at("d", t0 + secs(1.0));
+        let s = c.snapshot_at(t0 + secs(1.0));
+        assert_eq!((s.done, s.left), (2, Some(9)));
+        assert_eq!(c.snapshot_at(t0 + secs(1.5)).left, Some(9)); // 8.5
+        assert_eq!(c.snapshot_at(t0 + secs(1.9)).left, Some(8)); // 8.1
+        // The last job, about to end: never "0s" while it runs.
+        let last = Counters::new(2);
+        last.start_at("a", t0);
+        last.end_at("a", Status::Succeeded, t0 + secs(1.0));
+        last.start_at("b", t0 + secs(1.0));
+        assert_eq!(last.snapshot_at(t0 + secs(1.99)).left, Some(1));
+    }
+
+    #[test]
+    fn cached_and_skipped_jobs_take_no_time_and_are_no_work_left() {
+        // 10 jobs: 6 cached, one waiting for a batch; 3 run, one at a time, 2 s each.
+        let c = Counters::new(10);
+        c.set_to_run(4);
+        let t0 = Instant::now();
+        for i in 0..6 {
+            c.end_at(&format!("cached{i}"), Status::Cached, t0);
+        }
+        // Nothing ran yet: the cached ones say nothing.
+        assert_eq!(c.snapshot_at(t0).left, None);
+        c.start_at("pending", t0);
+        c.end_at("pending", Status::Skipped, t0 + secs(0.01));
+        assert_eq!(c.snapshot_at(t0 + secs(0.01)).left, None);
+        c.start_at("a", t0 + secs(0.01));
+        c.end_at("a", Status::Succeeded, t0 + secs(2.01));
+        c.start_at("b", t0 + secs(2.01));
+        let s = c.snapshot_at(t0 + secs(2.51));
+        // b needs 1.5 s more, c then 2 s.
+        assert_eq!((s.done, s.left), (8, Some(4)));
+    }
+
+    #[test]
+    fn a_long_document_counts_its_pieces() {
+        let c = Counters::new(1);
+        let t0 = Instant::now();
+        c.start_at("long", t0);
+        c.add_pieces("long", 10);
+        // Two pieces from an earlier run's checkpoints took no time.
+        c.piece_done("long", false);
+        c.piece_done("long", false);
+        assert_eq!(c.snapshot_at(t0 + secs(1.0)).left, None);
+        c.piece_done("long", true);
+        c.piece_done("long", true);
+        let s = c.snapshot_at(t0 + secs(4.0));
+        // 2 s a piece, 6 to go.
+        assert_eq!((s.pieces, s.left), (Some((4, 10)), Some(12)));
+        // Split anew: the old pieces go.
+        c.forget_pieces("long");
+        c.add_pieces("long", 20);
+        assert_eq!(c.snapshot_at(t0 + secs(4.0)).pieces, Some((0, 20)));
+    }
+
+    fn worst() -> Snapshot {
+        Snapshot {
+            done: 99_999,
+            total: 99_999,
+            running: 64,
+            failed: 99_999,
+            tokens: 999_999_999_999,
+            pieces: Some((99_999, 99_999)),
+            left: Some(99 * 86_400),
+        }
+    }
+
+    #[test]
+    fn lines_fit_a_hundred_columns_in_both_languages() {
+        for lang in [Lang::En, Lang::Zh] {
+            let line = worst().line(lang);
+            assert!(columns(&line) <= 100, "{} columns: {line}", columns(&line));
+            assert!(!line.chars().any(char::is_control), "{line}");
+            // The bar's line: spinner, done/total, at least ten columns of bar, the status.
+            let bar_line = 2 + "99999/99999 ".len() + 10 + 1 + columns(&worst().status(lang));
+            assert!(
+                bar_line <= 100,
+                "{bar_line} columns: {}",
+                worst().status(lang)
+            );
+        }
+    }
+
+    #[test]
+    fn lines_say_the_same_numbers_in_both_languages() {
+        let s = Snapshot {
+            done: 3,
+            total: 20,
+            running: 2,
+            failed: 1,
+            tokens: 1234,
+            pieces: None,
+            left: None,
+        };
+        assert_eq!(
+            s.line(Lang::En),
+            "zhi: 3/20 done, 2 running, 1 failed, 1234 tokens, ETA —"
+        );
+        assert_eq!(
+            s.line(Lang::Zh),
+            "zhi：完成 3/20，进行中 2，失败 1，令牌 1234，预计剩余 —"
+        );
+        let s = Snapshot {
+            pieces: Some((4, 10)),
+            left: Some(7384),
+            ..s
+        };
+        assert_eq!(
+            s.line(Lang::En),
+            "zhi: 3/20 done, 2 running, 1 failed, 1234 tokens, pieces 4/10, ETA 2h03m"
+        );
+        assert_eq!(
+            s.line(Lang::Zh),
+            "zhi：完成 3/20，进行中 2，失败 1，令牌 1234，分块 4/10，预计剩余 2小时03分"
+        );
+    }
+
+    #[test]
+    fn counts_and_durations_are_short_and_never_larger() {
+        assert_eq!(count(99_999), "99999");
+        assert_eq!(count(123_999), "123k");
+        assert_eq!(count(12_399_999), "12.3M");
+        assert_eq!(count(4_560_000_000), "4.5G");
+        assert_eq!(duration(0, Lang::En), "0s");
+        assert_eq!(duration(59, Lang::En), "59s");
+        assert_eq!(duration(60, Lang::En), "1m00s");
+        assert_eq!(duration(3600, Lang::En), "1h00m");
+        assert_eq!(duration(90_000, Lang::En), "1d01h");
+        assert_eq!(duration(8, Lang::Zh), "8秒");
+        assert_eq!(duration(90_000, Lang::Zh), "1天01小时");
     }
 }

@@ -89,7 +89,7 @@ fn spawn(
     job: Job,
     cache: JobCache,
 ) {
-    ctx.progress.in_flight.fetch_add(1, Ordering::Relaxed);
+    ctx.progress.job_started(job.id.as_str());
     tasks.spawn(async move {
         // The job runs as its own task so that a panic in it (a bug, a decoder gone wrong)
         // fails that job with a record, and its slot still frees.

@@ -15,6 +15,7 @@ mod local_llm;
 mod ocr_api;
 mod outputs;
 mod plan_cli;
+mod progress;
 mod refused_settings;
 mod reliability;
 mod run_context;
