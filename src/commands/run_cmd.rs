@@ -4,6 +4,7 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::RunArgs;
 use crate::config::{Concurrency, Config, Overrides};
 use crate::exit::{Exit, ExitError};
+use crate::i18n::{notice, tr};
 use crate::plan::{self, ExpandOptions, Job, PlanRequest, Shard};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
@@ -327,7 +328,7 @@ fn print_summary(
         m.run_id,
         m.reason
             .as_ref()
-            .map(|r| format!(": {}", one_line(r)))
+            .map(|r| format!(": {}", one_line(&crate::i18n::localize(r))))
             .unwrap_or_default()
     );
     eprintln!(
@@ -382,7 +383,7 @@ fn print_summary(
                     "    {}  {}  {}",
                     one_line(&r.input),
                     e.kind,
-                    one_line(&truncate(&e.message, 120))
+                    one_line(&truncate(&crate::i18n::localize(&e.message), 120))
                 );
             }
             if let Some(t) = &r.transcript {
@@ -578,11 +579,18 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     }
     if !ctx.global.json {
         print_table(
-            &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
+            &[
+                tr("JOB", "任务"),
+                tr("SKILL", "技能"),
+                tr("INPUT", "输入"),
+                tr("EXTRACT", "提取"),
+                tr("STATUS", "状态"),
+                tr("EST_TOKENS", "估计令牌"),
+            ],
             &rows,
         );
         let cached = caches.iter().filter(|c| c.cached).count();
-        eprintln!(
+        notice(&format!(
             "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
             prepared.jobs.len(),
             cached,
@@ -592,22 +600,22 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                 .shard
                 .map(|s| format!(" (shard {})", s.label()))
                 .unwrap_or_default()
-        );
+        ));
         for (input, pieces) in &split {
             if *pieces == 0 {
-                eprintln!(
+                notice(&format!(
                     "{}: too large for one request, and its skill does not split documents (too_large)",
                     one_line(input)
-                );
+                ));
             } else {
-                eprintln!(
+                notice(&format!(
                     "{}: long document, split into about {pieces} pieces",
                     one_line(input)
-                );
+                ));
             }
         }
-        eprintln!(
-            "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
+        notice(
+            "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size",
         );
     }
     Ok(Exit::Success)

@@ -107,8 +107,10 @@ impl Progress {
         format!("zhi: {done}/{} done, {}{eta}", self.total, self.message())
     }
 
-    /// Log a line above the bar (or as a plain line).
+    /// Log a line above the bar (or as a plain line), in zhi's language.
     pub fn println(&self, line: &str) {
+        let line = crate::i18n::localize(line);
+        let line = line.as_ref();
         match &self.display {
             Display::Bar(bar) => bar.println(line),
             _ => eprintln!("{line}"),
