@@ -20,6 +20,7 @@ mod template;
 pub use clap_errors::clap_message;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use template::Template;
 
@@ -157,13 +158,25 @@ const MAX_DEPTH: usize = 12;
 
 /// `message` in Chinese, or `None` when nothing in it is known.
 fn chinese(message: &str) -> Option<String> {
-    translate(message, 0)
+    translate(message, 0, &mut HashMap::new())
 }
 
-fn translate(message: &str, depth: usize) -> Option<String> {
+/// Parts already tried, so that a message of many `: ` is not split the same way twice.
+type Memo = HashMap<String, Option<String>>;
+
+fn translate(message: &str, depth: usize, memo: &mut Memo) -> Option<String> {
     if depth > MAX_DEPTH || message.is_empty() {
         return None;
     }
+    if let Some(done) = memo.get(message) {
+        return done.clone();
+    }
+    let result = translate_new(message, depth, memo);
+    memo.insert(message.to_string(), result.clone());
+    result
+}
+
+fn translate_new(message: &str, depth: usize, memo: &mut Memo) -> Option<String> {
     // The whole message, by the most specific template that matches it.
     let mut best: Option<(&Entry, Vec<(&str, &str)>)> = None;
     for entry in entries() {
@@ -184,7 +197,7 @@ fn translate(message: &str, depth: usize) -> Option<String> {
                 .find(|(name, _)| *name == hole)
                 .map_or("", |(_, text)| *text);
             if catalog::RECURSIVE.contains(&hole) {
-                translate(text, depth + 1).unwrap_or_else(|| text.to_string())
+                translate(text, depth + 1, memo).unwrap_or_else(|| text.to_string())
             } else {
                 text.to_string()
             }
@@ -194,7 +207,7 @@ fn translate(message: &str, depth: usize) -> Option<String> {
     if message.contains("; ") {
         let parts: Vec<(&str, Option<String>)> = message
             .split("; ")
-            .map(|p| (p, translate(p, depth + 1)))
+            .map(|p| (p, translate(p, depth + 1, memo)))
             .collect();
         if parts.iter().any(|(_, t)| t.is_some()) {
             let parts: Vec<String> = parts
@@ -204,16 +217,30 @@ fn translate(message: &str, depth: usize) -> Option<String> {
             return Some(parts.join("；"));
         }
     }
-    // A label and a message (`a.pdf: cannot read the file`): the label is kept.
-    let mut from = 0;
-    while let Some(at) = message[from..].find(": ") {
-        let split = from + at;
-        if split > 0
-            && let Some(rest) = translate(&message[split + 2..], depth + 1)
-        {
-            return Some(format!("{}：{rest}", &message[..split]));
+    // A label and a message (`a.pdf: cannot read the file`): the label is kept unless it is
+    // a message too (`cannot commit out/a: …`); what follows a known message is kept when it
+    // is someone else's text. Only the text after the last `: ` before a split is taken for a
+    // label, so that a long text of many `: ` is split a linear number of ways.
+    let splits: Vec<usize> = message
+        .match_indices(": ")
+        .map(|(at, _)| at)
+        .filter(|&at| at > 0)
+        .collect();
+    let label = |at: usize, memo: &mut Memo| {
+        let text = &message[..at];
+        let own = text.rfind(": ").map_or(0, |p| p + 2);
+        translate(&text[own..], depth + 1, memo).map(|t| format!("{}{t}", &text[..own]))
+    };
+    for &at in &splits {
+        if let Some(rest) = translate(&message[at + 2..], depth + 1, memo) {
+            let head = label(at, memo).unwrap_or_else(|| message[..at].to_string());
+            return Some(format!("{head}：{rest}"));
         }
-        from = split + 2;
+    }
+    for &at in &splits {
+        if let Some(head) = label(at, memo) {
+            return Some(format!("{head}：{}", &message[at + 2..]));
+        }
     }
     None
 }
@@ -255,6 +282,33 @@ mod localize_tests {
         assert_eq!(
             chinese("empty file (0 bytes); something zhi never says").as_deref(),
             Some("空文件（0 字节）；something zhi never says")
+        );
+    }
+
+    #[test]
+    fn a_message_before_a_colon_is_translated_too() {
+        assert_eq!(
+            chinese("cannot commit out/a: Permission denied (os error 13)").as_deref(),
+            Some("无法提交 out/a：权限不足（系统错误 13）")
+        );
+        assert_eq!(
+            chinese("cannot commit out/a: the disk said no").as_deref(),
+            Some("无法提交 out/a：the disk said no")
+        );
+    }
+
+    #[test]
+    fn a_long_text_of_many_colons_is_quick() {
+        let text = (0..200)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(": ");
+        let start = std::time::Instant::now();
+        assert_eq!(chinese(&text), None);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
         );
     }
 
