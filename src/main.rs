@@ -10,7 +10,16 @@ fn main() -> ExitCode {
         return zhi::extract::pdf_worker_main(&std::env::args_os().skip(2).collect::<Vec<_>>());
     }
     reset_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match zhi::i18n::clap_message(&e) {
+            Some(text) => {
+                eprintln!("{text}");
+                return ExitCode::from(2);
+            }
+            None => e.exit(),
+        },
+    };
     init_logging(
         cli.global.verbose,
         cli.global.quiet,
@@ -19,7 +28,7 @@ fn main() -> ExitCode {
     match zhi::commands::dispatch(cli) {
         Ok(exit) => exit.into(),
         Err(e) => {
-            eprintln!("error: {}", zhi::sanitize::for_terminal(&e.message));
+            zhi::i18n::error(&e.message);
             e.exit.into()
         }
     }
@@ -52,25 +61,43 @@ fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter_for(&level));
     // Every field (a job's file name, a model's text, a server's message) is one line of
     // printable text: a name holding an escape sequence, a BEL or a newline can neither
-    // drive the terminal nor forge a log line.
-    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
-        let text = zhi::sanitize::one_line(&format!("{value:?}"));
-        if field.name() == "message" {
-            write!(w, "{text}")
-        } else {
-            write!(w, "{}={text}", field.name())
-        }
-    })
-    .delimited(" ");
-    let fmt = tracing_subscriber::fmt::layer()
-        .fmt_fields(fields)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(ansi)
-        .without_time();
+    // drive the terminal nor forge a log line. Messages and field names are in zhi's
+    // language; the values (file names, server text) are kept, but for an error's text.
+    let fields = || {
+        tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+            let text = zhi::sanitize::one_line(&format!("{value:?}"));
+            match field.name() {
+                "message" => write!(w, "{}", zhi::i18n::localize(&text)),
+                "error" => write!(
+                    w,
+                    "{}={}",
+                    zhi::i18n::field_name("error"),
+                    zhi::i18n::localize(&text)
+                ),
+                name => write!(w, "{}={text}", zhi::i18n::field_name(name)),
+            }
+        })
+        .delimited(" ")
+    };
+    let chinese = zhi::i18n::lang() == zhi::i18n::Lang::Zh;
+    let english = (!chinese).then(|| {
+        tracing_subscriber::fmt::layer()
+            .fmt_fields(fields())
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(ansi)
+            .without_time()
+    });
+    let chinese = chinese.then(|| {
+        tracing_subscriber::fmt::layer()
+            .fmt_fields(fields())
+            .with_writer(std::io::stderr)
+            .event_format(zhi::i18n::log::ChineseLines)
+    });
     if tracing_subscriber::registry()
         .with(filter)
-        .with(fmt)
+        .with(english)
+        .with(chinese)
         .try_init()
         .is_ok()
         && from_flags.is_none()

@@ -9,6 +9,7 @@ use crate::batch::record::{self, BatchRecord, Stage};
 use crate::cli::BatchCommand;
 use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
+use crate::i18n::{notice, tr};
 use crate::llm::batch::{BatchApi, BatchInfo};
 use crate::llm::{ChatClient, ClientSettings};
 use crate::sanitize::one_line;
@@ -110,10 +111,10 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         return Ok(Exit::Success);
     }
     if book.records.is_empty() {
-        eprintln!(
+        notice(&format!(
             "{} has no batches (`zhi run … --submit batch` submits them)",
             book.out.display()
-        );
+        ));
         return Ok(Exit::Success);
     }
     let rows: Vec<Vec<String>> = book
@@ -145,15 +146,15 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         .collect();
     print_table(
         &[
-            "BATCH",
-            "MODEL",
-            "STAGE",
-            "STATUS",
-            "REQUESTS",
-            "COMPLETED",
-            "FAILED",
-            "UNUSED",
-            "CREATED",
+            tr("BATCH", "批次"),
+            tr("MODEL", "模型"),
+            tr("STAGE", "阶段"),
+            tr("STATUS", "状态"),
+            tr("REQUESTS", "请求"),
+            tr("COMPLETED", "完成"),
+            tr("FAILED", "失败"),
+            tr("UNUSED", "未用"),
+            tr("CREATED", "创建时间"),
         ],
         &rows,
     );
@@ -163,20 +164,20 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         .filter(|r| r.stage == Stage::Submitted)
         .count();
     if running > 0 {
-        eprintln!(
+        notice(&format!(
             "{running} batch(es) running; `zhi run` with the same arguments collects them once they end (within 24 h)"
-        );
+        ));
     }
     if book.records.iter().any(|r| r.base_url != ours) {
-        eprintln!(
-            "batches submitted to another API base are shown as last seen; give --base-url to ask about them"
+        notice(
+            "batches submitted to another API base are shown as last seen; give --base-url to ask about them",
         );
     }
     if !can_ask {
-        eprintln!(
+        notice(&format!(
             "no API key: statuses are as the last run saw them (set {} to ask the provider)",
             book.config.api.key_env
-        );
+        ));
     }
     Ok(Exit::Success)
 }
@@ -225,7 +226,7 @@ fn cancel(
                 book.out.display()
             ))),
             None => {
-                eprintln!("no running batch in {}", book.out.display());
+                notice(&format!("no running batch in {}", book.out.display()));
                 Ok(Exit::Success)
             }
         };
@@ -248,14 +249,14 @@ fn cancel(
             Ok(info) => {
                 live(&mut r, &info);
                 save(&book.dir, &r)?;
-                eprintln!(
+                notice(&format!(
                     "batch {id}: {} ({} request(s)); the next `zhi run` collects what it answered and does the rest again",
                     info.status,
                     r.requests.len()
-                );
+                ));
             }
             Err(e) => {
-                eprintln!("error: cannot cancel batch {id}: {e}");
+                crate::i18n::error(&format!("cannot cancel batch {id}: {e}"));
                 failed = true;
             }
         }

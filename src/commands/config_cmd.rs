@@ -4,6 +4,7 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::ConfigCommand;
 use crate::config::{Config, Origin, Overrides};
 use crate::exit::{Exit, ExitError};
+use crate::i18n::tr;
 use std::num::NonZeroU32;
 
 pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
@@ -23,9 +24,22 @@ pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
             } else {
                 let rows: Vec<Vec<String>> = rows
                     .into_iter()
-                    .map(|(k, v, o)| vec![k.to_string(), v, o.to_string()])
+                    .map(|(k, v, o)| {
+                        // The values zhi words itself (`unlimited`, `(each skill's)`);
+                        // the others are names, paths and numbers.
+                        let v = match k {
+                            "api_key" | "model" | "rpm" | "tpm" | "retry" | "temperature" => {
+                                crate::i18n::localize(&v).into_owned()
+                            }
+                            _ => v,
+                        };
+                        vec![k.to_string(), v, origin(&o)]
+                    })
                     .collect();
-                print_table(&["SETTING", "VALUE", "FROM"], &rows);
+                print_table(
+                    &[tr("SETTING", "设置"), tr("VALUE", "值"), tr("FROM", "来源")],
+                    &rows,
+                );
             }
             Ok(Exit::Success)
         }
@@ -98,5 +112,15 @@ mod tests {
         let key = rows.iter().find(|r| r.0 == "api_key").unwrap();
         assert_eq!(key.1, "<redacted>");
         assert_eq!(key.2, Origin::Env("ZHI_API_KEY".into()));
+    }
+}
+
+/// Where a setting came from, in zhi's language (`--json` keeps the English).
+fn origin(o: &Origin) -> String {
+    match o {
+        Origin::Default => tr("default", "默认").to_string(),
+        Origin::File(p) => format!("{}{p}", tr("file ", "文件 ")),
+        Origin::Env(v) => format!("{}{v}", tr("env ", "环境变量 ")),
+        Origin::Flag(v) => format!("{}{v}", tr("flag ", "参数 ")),
     }
 }

@@ -55,12 +55,12 @@ pub fn run(ctx: &Ctx, file: &Path, ocr: Option<OcrChoice>) -> Result<Exit, ExitE
             if ctx.global.json {
                 print_json(&serde_json::json!({"file": file.display().to_string(), "error": err}));
             }
-            eprintln!(
-                "error: {}: {}: {}",
+            crate::i18n::error(&format!(
+                "{}: {}: {}",
                 crate::sanitize::one_line(&file.display().to_string()),
                 err.kind,
                 crate::sanitize::one_line(&err.message)
-            );
+            ));
             Ok(Exit::JobsFailed)
         }
     }

@@ -6,6 +6,7 @@ use super::{Ctx, print_json};
 use crate::cli::ManifestCommand;
 use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
+use crate::i18n::tr;
 use crate::manifest::merge::{self, LoadedRun, MergeError, RunSource};
 use crate::manifest::summary::{self, RunSummary};
 use crate::manifest::{Counts, RunDir, RunStatus, Tokens};
@@ -116,19 +117,30 @@ fn seconds(ms: u64) -> String {
 }
 
 fn counts_line(c: &Counts) -> String {
-    format!(
-        "planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
-        c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-    )
+    if crate::i18n::is_chinese() {
+        format!(
+            "计划 {}  成功 {}  失败 {}  缓存 {}  跳过 {}  取消 {}",
+            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        )
+    } else {
+        format!(
+            "planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
+            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        )
+    }
 }
 
 fn tokens_line(t: &Tokens) -> String {
-    format!(
-        "{} (prompt {}, completion {})",
-        t.total(),
-        t.prompt,
-        t.completion
-    )
+    if crate::i18n::is_chinese() {
+        format!("{}（输入 {}，输出 {}）", t.total(), t.prompt, t.completion)
+    } else {
+        format!(
+            "{} (prompt {}, completion {})",
+            t.total(),
+            t.prompt,
+            t.completion
+        )
+    }
 }
 
 /// The human summary, line by line; untrusted text (inputs, messages) is made one-line and
@@ -137,19 +149,31 @@ fn render(s: &RunSummary) -> Vec<String> {
     let mut out = Vec::new();
     let status = match s.status {
         Some(st) => status_name(st),
-        None => "incomplete: no manifest.json (the run was killed or is still running); read from its records".into(),
+        None => tr(
+            "incomplete: no manifest.json (the run was killed or is still running); read from its records",
+            "未完成：没有 manifest.json（运行被终止或仍在进行）；以下取自它的记录",
+        )
+        .into(),
     };
     let shard = s
         .shard
         .as_ref()
-        .map(|sh| format!("  shard {sh}"))
+        .map(|sh| format!("  {}{sh}", tr("shard ", "分片 ")))
         .unwrap_or_default();
-    out.push(format!("run {}  {status}{shard}", one_line(&s.run_id)));
+    out.push(format!(
+        "{}{}  {status}{shard}",
+        tr("run ", "运行 "),
+        one_line(&s.run_id)
+    ));
     if let Some(r) = &s.reason {
-        out.push(format!("  reason: {}", one_line(r)));
+        out.push(format!(
+            "  {}{}",
+            tr("reason: ", "原因："),
+            one_line(&crate::i18n::localize(r))
+        ));
     }
     if let Some(c) = &s.command {
-        out.push(format!("  command: {}", one_line(c)));
+        out.push(format!("  {}{}", tr("command: ", "命令："), one_line(c)));
     }
     let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
     let (started, finished) = (shown(s.started_at), shown(s.finished_at));
@@ -157,53 +181,79 @@ fn render(s: &RunSummary) -> Vec<String> {
         (Some(a), Some(b)) => format!("  ({})", seconds(b.millis_since(a))),
         _ => String::new(),
     };
-    out.push(format!("  started {started}  finished {finished}{took}"));
-    out.push(format!("  jobs: {}", counts_line(&s.counts)));
     out.push(format!(
-        "  tokens: {}  requests: {}",
+        "  {}{started}  {}{finished}{took}",
+        tr("started ", "开始 "),
+        tr("finished ", "结束 ")
+    ));
+    out.push(format!(
+        "  {}{}",
+        tr("jobs: ", "任务："),
+        counts_line(&s.counts)
+    ));
+    out.push(format!(
+        "  {}{}  {}{}",
+        tr("tokens: ", "令牌："),
         tokens_line(&s.tokens),
+        tr("requests: ", "请求："),
         s.requests
     ));
     if !s.failures_by_kind.is_empty() {
-        out.push("  failures by kind:".into());
+        out.push(tr("  failures by kind:", "  按类型统计的失败：").into());
         for (kind, n) in &s.failures_by_kind {
             out.push(format!("    {kind:<18} {n}"));
         }
-        out.push("  failed jobs:".into());
+        out.push(tr("  failed jobs:", "  失败的任务：").into());
         for f in s.failures.iter().take(20) {
+            let message = crate::i18n::localize(f.error_message.as_deref().unwrap_or(""));
             out.push(format!(
                 "    {}  {}  {}",
                 one_line(&f.input),
                 f.error_kind.as_deref().unwrap_or("?"),
-                one_line(&truncate(f.error_message.as_deref().unwrap_or(""), 120))
+                one_line(&truncate(&message, 120))
             ));
             if let Some(t) = &f.transcript {
                 out.push(format!(
-                    "      transcript {}",
+                    "      {}{}",
+                    tr("transcript ", "记录全文 "),
                     one_line(&transcript_path(s, t))
                 ));
             }
         }
         if s.failures.len() > 20 {
-            out.push(format!(
-                "    … and {} more (see results.jsonl)",
-                s.failures.len() - 20
-            ));
+            out.push(if crate::i18n::is_chinese() {
+                format!(
+                    "    …… 另有 {} 个（见 results.jsonl）",
+                    s.failures.len() - 20
+                )
+            } else {
+                format!(
+                    "    … and {} more (see results.jsonl)",
+                    s.failures.len() - 20
+                )
+            });
         }
     }
     if !s.refused.is_empty() {
-        out.push("  jobs with refused tool calls:".into());
+        out.push(
+            tr(
+                "  jobs with refused tool calls:",
+                "  有被拒绝的工具调用的任务：",
+            )
+            .into(),
+        );
         for j in s.refused.iter().take(20) {
             out.push(format!(
-                "    {}  {} refused  transcript {}",
+                "    {}  {}{}{}",
                 one_line(&j.input),
                 j.refused_tool_calls,
+                tr(" refused  transcript ", " 次被拒绝  记录全文 "),
                 one_line(&transcript_path(s, j.transcript.as_deref().unwrap_or("?")))
             ));
         }
     }
     if !s.slowest.is_empty() {
-        out.push("  slowest jobs:".into());
+        out.push(tr("  slowest jobs:", "  最慢的任务：").into());
         for j in &s.slowest {
             out.push(format!(
                 "    {:>8}  {:<9}  {}",
@@ -214,13 +264,21 @@ fn render(s: &RunSummary) -> Vec<String> {
         }
     }
     if s.torn_lines > 0 {
-        out.push(format!(
-            "  note: {} torn line(s) in results.jsonl ignored (a crash mid-write)",
-            s.torn_lines
-        ));
+        out.push(if crate::i18n::is_chinese() {
+            format!(
+                "  注意：已忽略 results.jsonl 中 {} 行残缺的记录（写入途中崩溃）",
+                s.torn_lines
+            )
+        } else {
+            format!(
+                "  note: {} torn line(s) in results.jsonl ignored (a crash mid-write)",
+                s.torn_lines
+            )
+        });
     }
     out.push(format!(
-        "  records: {}",
+        "  {}{}",
+        tr("records: ", "记录："),
         one_line(
             &Path::new(&s.path)
                 .join("results.jsonl")
@@ -288,26 +346,41 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
     merged.write(&dest).map_err(usage)?;
 
     let m = &merged.manifest;
+    let zh = crate::i18n::is_chinese();
+    let into = one_line(&output.display().to_string());
     let mut lines = vec![
-        format!(
-            "merged {} run(s) into {}",
-            runs.len(),
-            one_line(&output.display().to_string())
-        ),
-        format!("  jobs: {}", counts_line(&m.counts)),
-        format!("  tokens: {}", tokens_line(&m.tokens)),
+        if zh {
+            format!("已将 {} 次运行合并到 {into}", runs.len())
+        } else {
+            format!("merged {} run(s) into {into}", runs.len())
+        },
+        format!("  {}{}", tr("jobs: ", "任务："), counts_line(&m.counts)),
+        format!("  {}{}", tr("tokens: ", "令牌："), tokens_line(&m.tokens)),
     ];
     if merged.missing.is_empty() {
-        lines.push("  every planned job was done by one of the runs".into());
+        lines.push(
+            tr(
+                "  every planned job was done by one of the runs",
+                "  每个计划中的任务都由某次运行完成了",
+            )
+            .into(),
+        );
     } else {
-        lines.push(format!(
-            "  missing: {} planned job(s) were done by none of the runs:",
-            merged.missing.len()
-        ));
+        lines.push(if zh {
+            format!(
+                "  缺少：{} 个计划中的任务没有任何运行完成：",
+                merged.missing.len()
+            )
+        } else {
+            format!(
+                "  missing: {} planned job(s) were done by none of the runs:",
+                merged.missing.len()
+            )
+        });
         for x in &merged.missing {
             let what = match (&x.input, x.status) {
                 (Some(input), Some(st)) => format!("{}  ({})", one_line(input), st.as_str()),
-                _ => "(no run has a record of it)".into(),
+                _ => tr("(no run has a record of it)", "（没有运行记录过它）").into(),
             };
             lines.push(format!("    {}  {what}", x.job_id));
         }
@@ -321,7 +394,7 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
         print_json(&v);
         if !ctx.global.quiet {
             for l in &lines {
-                eprintln!("{l}");
+                crate::i18n::notice(l);
             }
         }
     } else if !ctx.global.quiet || !merged.missing.is_empty() {

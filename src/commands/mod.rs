@@ -24,15 +24,17 @@ impl Ctx {
     pub fn config(&self, mut ov: Overrides) -> Result<Config, ExitError> {
         ov.config_file = self.global.config.clone();
         let c = Config::resolve(&ov, &|k| std::env::var(k).ok(), &self.cwd)?;
+        crate::i18n::set_lang(match c.ui.language {
+            crate::config::Language::Zh => crate::i18n::Lang::Zh,
+            crate::config::Language::En => crate::i18n::Lang::En,
+        });
         if let Some(hook) = LOG_LEVEL_HOOK.get()
             && c.origins.contains_key("log_level")
         {
             hook(&c.ui.log_level);
         }
         for w in &c.warnings {
-            if !self.global.quiet {
-                eprintln!("warning: {}", crate::sanitize::one_line(w));
-            }
+            self.warn(w);
         }
         Ok(c)
     }
@@ -40,7 +42,7 @@ impl Ctx {
     /// Print a warning unless `-q`.
     pub fn warn(&self, msg: &str) {
         if !self.global.quiet {
-            eprintln!("warning: {}", crate::sanitize::one_line(msg));
+            crate::i18n::warning(msg);
         }
     }
 }
@@ -73,13 +75,14 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
     }
 }
 
+/// How many terminal columns `s` takes (CJK text is counted as wide).
+pub fn display_width(s: &str) -> usize {
+    s.chars().map(|c| if is_wide(c) { 2 } else { 1 }).sum()
+}
+
 /// Print rows as aligned columns (by characters; CJK text is counted as wide).
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    let width = |s: &str| {
-        s.chars()
-            .map(|c| if is_wide(c) { 2 } else { 1 })
-            .sum::<usize>()
-    };
+    let width = display_width;
     let n = headers.len();
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
     for r in rows {

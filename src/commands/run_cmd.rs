@@ -4,6 +4,7 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::RunArgs;
 use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
+use crate::i18n::{notice, tr};
 use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Shard};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
@@ -402,7 +403,14 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         })
         .collect();
     print_table(
-        &["JOB", "SKILL", "INPUT", "EXTRACT", "STATUS", "EST_TOKENS"],
+        &[
+            tr("JOB", "任务"),
+            tr("SKILL", "技能"),
+            tr("INPUT", "输入"),
+            tr("EXTRACT", "提取"),
+            tr("STATUS", "状态"),
+            tr("EST_TOKENS", "估计令牌"),
+        ],
         &rows,
     );
     let cached = lines
@@ -414,7 +422,7 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         .filter(|l| l.status == PlanStatus::Pending)
         .map(|l| l.tokens)
         .sum();
-    eprintln!(
+    notice(&format!(
         "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
         lines.len(),
         cached,
@@ -424,21 +432,21 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
             .shard
             .map(|s| format!(" (shard {})", s.label()))
             .unwrap_or_default()
-    );
+    ));
     for (job, line) in prepared.jobs.iter().zip(lines) {
         match line.pieces {
             1 => {}
-            0 => eprintln!(
+            0 => notice(&format!(
                 "{}: too large for one request, and its skill does not split documents (too_large)",
                 one_line(&job.input)
-            ),
-            n => eprintln!(
+            )),
+            n => notice(&format!(
                 "{}: long document, split into about {n} pieces",
                 one_line(&job.input)
-            ),
+            )),
         }
     }
-    eprintln!(
-        "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size"
+    notice(
+        "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size",
     );
 }

@@ -4,6 +4,7 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::SkillsCommand;
 use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
+use crate::i18n::tr;
 use crate::sanitize::one_line;
 use crate::skills::{self, Skill, SkillSet, SkillSource};
 use serde_json::{Value, json};
@@ -69,7 +70,16 @@ fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitErro
             ]
         })
         .collect();
-    print_table(&["NAME", "SOURCE", "MODEL", "TOOLS", "DESCRIPTION"], &rows);
+    print_table(
+        &[
+            tr("NAME", "名称"),
+            tr("SOURCE", "来源"),
+            tr("MODEL", "模型"),
+            tr("TOOLS", "工具"),
+            tr("DESCRIPTION", "描述"),
+        ],
+        &rows,
+    );
     Ok(Exit::Success)
 }
 
@@ -107,9 +117,15 @@ fn tree_lines(
             ("├── ", "│   ")
         };
         let note = match set.get(kid) {
-            None => " (unknown skill)".to_string(),
-            Some(_) if chain.iter().any(|c| c == kid) => " (cycle)".to_string(),
-            Some(k) => format!(" ({}, max_turns {})", k.source.kind(), k.max_turns),
+            None => tr(" (unknown skill)", "（未知技能）").to_string(),
+            Some(_) if chain.iter().any(|c| c == kid) => tr(" (cycle)", "（循环）").to_string(),
+            Some(k) => format!(
+                "{}{}, max_turns {}{}",
+                tr(" (", "（"),
+                k.source.kind(),
+                k.max_turns,
+                tr(")", "）")
+            ),
         };
         out.push(format!("{prefix}{branch}{kid}{note}"));
         if set.get(kid).is_some() && !chain.iter().any(|c| c == kid) {
@@ -138,26 +154,48 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
         v["errors"] = json!(graph.iter().map(ToString::to_string).collect::<Vec<_>>());
         print_json(&v);
     } else {
-        println!("name:        {}", s.name);
-        println!("source:      {} ({})", s.source.kind(), s.source.label());
-        println!("description: {}", one_line(&s.description));
+        println!("{}{}", label("name:", "名称："), s.name);
         println!(
-            "model:       {}",
+            "{}{} ({})",
+            label("source:", "来源："),
+            s.source.kind(),
+            s.source.label()
+        );
+        println!(
+            "{}{}",
+            label("description:", "描述："),
+            one_line(&s.description)
+        );
+        println!(
+            "{}{}",
+            label("model:", "模型："),
             s.model.as_deref().unwrap_or(default_model)
         );
-        println!("max_turns:   {}", s.max_turns);
-        println!("chunking:    {}", s.chunking.as_str());
-        println!("tools:       {}", s.tools.join(", "));
-        println!("args:");
+        println!("{}{}", label("max_turns:", "max_turns："), s.max_turns);
+        println!(
+            "{}{}",
+            label("chunking:", "chunking："),
+            s.chunking.as_str()
+        );
+        println!("{}{}", label("tools:", "工具："), s.tools.join(", "));
+        println!("{}", tr("args:", "参数："));
         for a in &s.input.args {
             let mut line = format!(
                 "  {:<12} {:<10} {}",
                 a.name,
                 a.kind.as_str(),
-                if a.required { "required" } else { "optional" }
+                if a.required {
+                    tr("required", "必需")
+                } else {
+                    tr("optional", "可选")
+                }
             );
             if let Some(d) = &a.default {
-                line.push_str(&format!(" (default {d})"));
+                line.push_str(&format!(
+                    "{}{d}{}",
+                    tr(" (default ", "（默认 "),
+                    tr(")", "）")
+                ));
             }
             if let Some(d) = &a.description {
                 line.push_str(&format!("  {}", one_line(d)));
@@ -165,23 +203,32 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
             println!("{}", line.trim_end());
         }
         if let Some(d) = s.output.as_ref().and_then(|o| o.description.as_deref()) {
-            println!("output:      {}", one_line(d));
+            println!("{}{}", label("output:", "输出："), one_line(d));
         }
         let files = s.declared_files(&Default::default());
         if !files.is_empty() {
-            println!("declares:    {}", one_line(&files.join(", ")));
+            println!(
+                "{}{}",
+                label("declares:", "声明的文件："),
+                one_line(&files.join(", "))
+            );
         }
         if let Some(folder) = &s.folder {
-            println!("folder:      {}", folder.root.display());
+            println!("{}{}", label("folder:", "文件夹："), folder.root.display());
             for (name, _) in &folder.resources {
-                println!("  readable:  {}", one_line(name));
+                println!("{}{}", label("  readable:", "  可读："), one_line(name));
             }
             for name in &folder.scripts {
-                println!("  script:    {} (never run)", one_line(name));
+                println!(
+                    "{}{}{}",
+                    label("  script:", "  脚本："),
+                    one_line(name),
+                    tr(" (never run)", "（从不运行）")
+                );
             }
         }
         if s.nested_skill_names().next().is_some() {
-            println!("nested skills:");
+            println!("{}", tr("nested skills:", "嵌套技能："));
             println!("{}", s.name);
             let mut lines = Vec::new();
             tree_lines(set, name, "", &mut Vec::new(), &mut lines);
@@ -190,9 +237,15 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
             }
         }
         for e in &graph {
-            println!("error: {e}");
+            println!("{}", crate::i18n::error_line(&e.to_string()));
         }
-        println!("system prompt (sent after the language preamble):");
+        println!(
+            "{}",
+            tr(
+                "system prompt (sent after the language preamble):",
+                "系统提示词（在语言前言之后发送）："
+            )
+        );
         for l in s.system_prompt.trim_end().lines() {
             println!("  {}", crate::sanitize::for_terminal(l));
         }
@@ -281,12 +334,14 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
             ctx.warn(w);
         }
         for e in &errors {
-            eprintln!("error: {}", one_line(e));
+            crate::i18n::error(&one_line(e));
         }
-        if errors.is_empty() {
-            println!("{} skill(s) valid: {}", checked.len(), checked.join(", "));
-        } else {
-            println!("{} problem(s) found", errors.len());
+        let zh = crate::i18n::is_chinese();
+        match (errors.is_empty(), zh) {
+            (true, false) => println!("{} skill(s) valid: {}", checked.len(), checked.join(", ")),
+            (true, true) => println!("{} 个技能有效：{}", checked.len(), checked.join(", ")),
+            (false, false) => println!("{} problem(s) found", errors.len()),
+            (false, true) => println!("发现 {} 个问题", errors.len()),
         }
     }
     Ok(if errors.is_empty() {
@@ -294,6 +349,13 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
     } else {
         Exit::Usage
     })
+}
+
+/// A field name of `skills show`, padded so the values line up.
+fn label(en: &'static str, zh: &'static str) -> String {
+    let l = tr(en, zh);
+    let pad = 13usize.saturating_sub(super::display_width(l)).max(1);
+    format!("{l}{}", " ".repeat(pad))
 }
 
 const TEMPLATE: &str = r#"# A zhi skill: an LLM agent run once per document.
@@ -407,7 +469,7 @@ fn new(ctx: &Ctx, name: &str, skill_md: bool) -> Result<Exit, ExitError> {
     if ctx.global.json {
         print_json(&json!({"created": shown.display().to_string(), "name": name}));
     } else {
-        println!("created {}", shown.display());
+        println!("{}{}", tr("created ", "已创建 "), shown.display());
     }
     Ok(Exit::Success)
 }

@@ -164,7 +164,10 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
     let reason = m
         .reason
         .as_ref()
-        .map(|r| format!("{}{}", if zh { "：" } else { ": " }, one_line(r)))
+        .map(|r| {
+            let r = crate::i18n::localize(r);
+            format!("{}{}", if zh { "：" } else { ": " }, one_line(&r))
+        })
         .unwrap_or_default();
     out.push(format!(
         "{} {} {status}{reason}",
@@ -258,7 +261,8 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
                 Some(e) => {
                     let kind = format!("{}{}", e.kind, if zh { "：" } else { ": " });
                     // Messages from the API already start with their kind.
-                    let message = e.message.trim_start();
+                    let message = crate::i18n::localize(&e.message);
+                    let message = message.trim_start();
                     let message = message
                         .strip_prefix(&format!("{}: ", e.kind))
                         .unwrap_or(message);

@@ -362,6 +362,8 @@ impl Progress {
 
     /// Log a line above the bar (or as a plain line).
     pub fn println(&self, line: &str) {
+        let line = crate::i18n::localize(line);
+        let line = line.as_ref();
         match &self.display {
             Display::Bar(bar) => bar.println(line),
             _ => eprintln!("{line}"),

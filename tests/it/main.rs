@@ -10,6 +10,7 @@ mod corpus;
 mod extract_docs;
 mod help;
 mod hostile_run;
+mod i18n;
 mod llm_client;
 mod local_llm;
 mod ocr_api;
