@@ -259,6 +259,17 @@ fn translate_new(message: &str, depth: usize, memo: &mut Memo) -> Option<String>
             return Some(format!("{head}：{}", &message[at + 2..]));
         }
     }
+    // A setting or flag, then what is wrong with its value (`--rpm must be …`, `timeout must
+    // be …`): the name is kept, the rest translated.
+    if let Some((name, rest)) = message.split_once(' ')
+        && !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && let Some(rest) = translate(rest, depth + 1, memo)
+    {
+        return Some(format!("{name} {rest}"));
+    }
     None
 }
 
@@ -281,6 +292,18 @@ mod tests {
 #[cfg(test)]
 mod localize_tests {
     use super::chinese;
+
+    #[test]
+    fn a_setting_then_what_is_wrong_with_it() {
+        assert_eq!(
+            chinese("--concurrency `lots` must be a number from 1 to 1024, or auto").as_deref(),
+            Some("--concurrency `lots` 必须是 1 到 1024 之间的数，或 `auto`")
+        );
+        assert_eq!(
+            chinese("config file z.yaml: timeout must be a whole number, found `soon`").as_deref(),
+            Some("配置文件 z.yaml：timeout 必须是整数，实际为 `soon`")
+        );
+    }
 
     #[test]
     fn a_whole_message_and_its_nested_reason() {
