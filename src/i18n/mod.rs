@@ -268,7 +268,12 @@ fn translate_new(message: &str, depth: usize, memo: &mut Memo) -> Option<String>
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && let Some(rest) = translate(rest, depth + 1, memo)
     {
-        return Some(format!("{name} {rest}"));
+        // A flag reads as one; a setting's name is code.
+        return Some(if name.starts_with('-') {
+            format!("{name} {rest}")
+        } else {
+            format!("`{name}` {rest}")
+        });
     }
     None
 }
@@ -301,7 +306,7 @@ mod localize_tests {
         );
         assert_eq!(
             chinese("config file z.yaml: timeout must be a whole number, found `soon`").as_deref(),
-            Some("配置文件 z.yaml：timeout 必须是整数，实际为 `soon`")
+            Some("配置文件 z.yaml：`timeout` 必须是整数，实际为 `soon`")
         );
     }
 

@@ -224,7 +224,7 @@ fn a_bad_setting_in_zhi_yaml_is_told_in_chinese() {
         .unwrap();
     assert_eq!(code(&out), 2, "{}", show(&out));
     assert!(
-        stderr(&out).contains("zhi.yaml：timeout 必须是整数，实际为 `soon`"),
+        stderr(&out).contains("zhi.yaml：`timeout` 必须是整数，实际为 `soon`"),
         "{}",
         show(&out)
     );
