@@ -17,6 +17,7 @@ mod outputs;
 mod plan_cli;
 mod refused_settings;
 mod reliability;
+mod report;
 mod run_fake;
 mod skills_cli;
 mod skills_hostile;
