@@ -215,6 +215,7 @@ td.links{white-space:nowrap}
 #jobs tr.failed td{background:var(--failbg)}
 .skill{color:var(--muted);font-size:12px;margin-right:6px}
 .missing{color:var(--muted)}
+.warn{color:var(--cancel);font-size:12px}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:10px 12px}
 figcaption{font-weight:600;margin-bottom:6px}
@@ -888,6 +889,14 @@ impl Page<'_> {
                 html::text(&clip(&e.message, MESSAGE_IN_TABLE)),
             );
         }
+        // How the job read its input, when a person should know (pages with too little text).
+        for w in &r.warnings {
+            let _ = write!(
+                self.out,
+                "<div class=\"warn\">⚠ {}</div>",
+                html::text(&clip(w, MESSAGE_IN_TABLE))
+            );
+        }
         self.out.push_str("</td><td>");
         if let Some(h) = r.transcript.as_deref().and_then(|t| self.links.href(t)) {
             let _ = write!(self.out, "<a href=\"{h}\">jsonl</a>");
@@ -983,11 +992,14 @@ mod tests {
 
     #[test]
     fn the_page_is_escaped_and_in_the_language_asked() {
+        let mut ok = record("ok.txt", Status::Succeeded, 800);
+        ok.warnings = vec!["page 3: <i>little</i> text".into()];
         let run = run_of(vec![
             record("<script>alert(1)</script>.txt", Status::Failed, 1500),
-            record("ok.txt", Status::Succeeded, 800),
+            ok,
         ]);
         let en = render(&run, &no_links(), Lang::En);
+        assert!(en.contains("<div class=\"warn\">⚠ page 3: &lt;i&gt;little&lt;/i&gt; text</div>"));
         assert!(en.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
         assert!(!en.contains("<script>alert"));
         assert!(en.contains("&lt;script&gt;alert(1)&lt;/script&gt;.txt"));
