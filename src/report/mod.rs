@@ -497,12 +497,7 @@ impl Page<'_> {
             let _ = write!(what, " · {} {}", self.t("model", "模型"), list(&models));
         }
         if let Some(url) = m.and_then(|m| m.base_url.as_deref()) {
-            let _ = write!(
-                what,
-                " · {} <code>{}</code>",
-                self.t("API", "API"),
-                html::text(url)
-            );
+            let _ = write!(what, " · API <code>{}</code>", html::text(url));
         }
         if !what.is_empty() {
             let _ = writeln!(self.out, "<p class=\"meta\">{what}</p>");
