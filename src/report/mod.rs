@@ -363,7 +363,7 @@ const COLUMNS: &[Column] = &[
     Column {
         key: "tokens",
         en: "Tokens",
-        zh: "令牌",
+        zh: "Token",
         numeric: true,
         quantity: true,
     },
@@ -532,7 +532,7 @@ impl Page<'_> {
                 self.t("cancelled", "已取消"),
                 if c.cancelled > 0 { "bad" } else { "" },
             ),
-            (number(s.tokens.total()), self.t("tokens", "令牌"), ""),
+            (number(s.tokens.total()), self.t("tokens", "token 数"), ""),
             (number(s.requests), self.t("requests", "请求"), ""),
             (
                 wall.map_or_else(|| "?".into(), |ms| self.dur(ms)),
@@ -551,9 +551,9 @@ impl Page<'_> {
         let _ = writeln!(
             self.out,
             "</section>\n<p class=\"meta\">{} {} · {} {} · {} {}</p>",
-            self.t("prompt tokens", "提示令牌"),
+            self.t("prompt tokens", "提示 token"),
             number(s.tokens.prompt),
-            self.t("completion tokens", "生成令牌"),
+            self.t("completion tokens", "生成 token"),
             number(s.tokens.completion),
             self.t("job time, summed", "任务耗时合计"),
             self.dur(jobs_time),
@@ -678,7 +678,7 @@ impl Page<'_> {
         let _ = writeln!(
             self.out,
             "<h2>{}</h2>",
-            self.t("Durations and tokens", "耗时与令牌")
+            self.t("Durations and tokens", "耗时与 token")
         );
         if ran.is_empty() {
             let _ = writeln!(
@@ -712,12 +712,12 @@ impl Page<'_> {
         let (d_title, t_title) = if per_job {
             (
                 self.t("Duration of each job", "每个任务的耗时"),
-                self.t("Tokens of each job", "每个任务的令牌"),
+                self.t("Tokens of each job", "每个任务的 token 数"),
             )
         } else {
             (
                 self.t("Jobs by duration", "按耗时统计的任务数"),
-                self.t("Jobs by tokens spent", "按令牌数统计的任务数"),
+                self.t("Jobs by tokens spent", "按 token 数统计的任务数"),
             )
         };
         let d_svg = chart::chart(&durations, &|ms| duration(ms, lang), d_title, lang);
