@@ -241,7 +241,8 @@ footer{margin-top:26px;color:var(--muted);font-size:12px}
 
 /// The table's sorting; nothing else on the page needs a script. Clicking a column header
 /// sorts by it (again: the other way); the order is kept in the address (`#sort=tokens:desc`),
-/// so a link can open the page sorted. Ties keep the records' order.
+/// so a link can open the page sorted. Ties keep the records' order. The hint that headers
+/// sort is shown by the script, so a page without scripts does not promise it.
 const SCRIPT: &str = r##"
 (function () {
   "use strict";
@@ -296,6 +297,8 @@ const SCRIPT: &str = r##"
       }
     }
   }
+  var hint = document.getElementById("sort-hint");
+  if (hint) hint.hidden = false;
   table.setAttribute("data-sortable", "ready");
 })();
 "##;
@@ -774,7 +777,7 @@ impl Page<'_> {
     fn table(&mut self, run: &LoadedRun) {
         let _ = writeln!(
             self.out,
-            "<h2>{} ({})</h2>\n<p class=\"muted\">{}</p>",
+            "<h2>{} ({})</h2>\n<p class=\"muted\" id=\"sort-hint\" hidden>{}</p>",
             self.t("Jobs", "任务"),
             number(run.records.len() as u64),
             self.t(

@@ -137,6 +137,8 @@ fn report_of_a_run_with_failures_is_one_safe_file() {
         1,
         "only the sorting script"
     );
+    // Without the script, nothing promises sorting.
+    assert!(html.contains("id=\"sort-hint\" hidden>"));
     // Nothing from the network: no resource is loaded at all, and the policy forbids it.
     for needle in [
         "src=\"", "src='", "<link", "url(", "@import", "<iframe", "<object",
@@ -398,8 +400,9 @@ fn report_renders_in_headless_chromium() {
         dom.contains("id=\"jobs\" data-sorted=\"status:asc\" data-sortable=\"ready\""),
         "the sorting script did not run"
     );
-    // Headers became buttons, in the browser only.
+    // Headers became buttons, and the hint that they sort is shown, by the script only.
     assert!(dom.contains("<button type=\"button\">Duration</button>"));
+    assert!(dom.contains("id=\"sort-hint\">Click a column header"));
     let failures = section(&dom, "failures");
     for text in [
         "2 jobs failed",
