@@ -314,7 +314,8 @@ fn csp_hash(body: &str) -> String {
     )
 }
 
-/// The page being written.
+/// The page being written. (Writing into a `String` cannot fail: the `fmt::Result`s of
+/// `write!` are dropped.)
 struct Page<'a> {
     out: String,
     lang: Lang,
