@@ -89,7 +89,35 @@ pub enum Command {
     /// The output folder's batches (`run --submit batch`): how they are, or cancel them
     #[command(subcommand)]
     Batch(BatchCommand),
+
+    /// Write a run's report: one self-contained HTML file (counts, failures, charts of
+    /// durations and tokens, a sortable table of jobs, links to outputs and transcripts)
+    ///
+    /// The report needs no network to be viewed and is written in zhi's language (ZHI_LANGUAGE,
+    /// else LANG). Its path is printed on stdout.
+    #[command(after_help = REPORT_EXAMPLES)]
+    Report {
+        /// A run id in the output folder (a unique prefix will do), or the path of a run
+        /// folder, its results.jsonl, or an output folder [default: the latest run in the
+        /// output folder]
+        run: Option<String>,
+
+        /// Output folder whose runs to look in [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<PathBuf>,
+
+        /// Write the report to FILE [default: report.html in the run's folder,
+        /// <DIR>/.zhi/runs/<RUN>/report.html]
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
+
+const REPORT_EXAMPLES: &str = "Examples:
+  zhi report                          # the latest run in ./zhi-output
+  xdg-open \"$(zhi report -o out)\"     # write it and open it
+  zhi report 20250101T0200 --out run.html
+  ZHI_LANGUAGE=zh zhi report zhi-output/.zhi/runs/20250101T020000.000Z";
 
 #[derive(Debug, Subcommand)]
 pub enum BatchCommand {

@@ -19,6 +19,7 @@ pub mod llm;
 pub mod manifest;
 pub mod ocr;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod sanitize;
 pub mod skills;

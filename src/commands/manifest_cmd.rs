@@ -32,10 +32,14 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     }
 }
 
-/// The run `zhi manifest show [RUN]` means: a path (run folder, or output folder → its latest
-/// run), else a run id or unique id prefix in the output folder, else the output folder's
-/// latest run.
-fn find_run(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<RunDir, ExitError> {
+/// The run `zhi manifest show [RUN]` and `zhi report [RUN]` mean: a path (run folder, or
+/// output folder → its latest run), else a run id or unique id prefix in the output folder,
+/// else the output folder's latest run.
+pub(super) fn find_run(
+    ctx: &Ctx,
+    run: Option<&str>,
+    output: Option<PathBuf>,
+) -> Result<RunDir, ExitError> {
     let out = || -> Result<PathBuf, ExitError> {
         let config = ctx.config(Overrides {
             output_dir: output.clone(),

@@ -5,6 +5,7 @@ mod batch_cmd;
 mod config_cmd;
 mod extract_cmd;
 mod manifest_cmd;
+mod report_cmd;
 mod run_cmd;
 mod skills_cmd;
 
@@ -72,6 +73,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Config(cmd) => config_cmd::run(&ctx, cmd),
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
         Command::Batch(cmd) => batch_cmd::run(&ctx, cmd),
+        Command::Report { run, output, out } => report_cmd::run(&ctx, run.as_deref(), output, out),
     }
 }
 

@@ -132,6 +132,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("`{value}` must be a number from 1 to 1024, or auto", "`{value}` 必须是 1 到 1024 之间的数，或 `auto`"),
     ("--arg {arg}=`{value}` must be {expected}", "--arg {arg}=`{value}` 必须是 {expected}"),
     ("no jobs", "没有任务"),
+    ("each column counts the jobs in one range", "每一列是落在该区间内的任务数"),
     ("entry {n} (skill `{skill}`) has no inputs", "第 {n} 项（技能 `{skill}`）没有输入"),
     ("a job's task ended without its record: {e}", "一个任务的执行线程结束时没有留下记录：{e}"),
     ("recording a job failed: {e}", "记录任务失败：{e}"),

@@ -45,3 +45,8 @@ fn batch_help() {
     insta::assert_snapshot!("batch_status", help(&["batch", "status"]));
     insta::assert_snapshot!("batch_cancel", help(&["batch", "cancel"]));
 }
+
+#[test]
+fn report_help() {
+    insta::assert_snapshot!("report", help(&["report"]));
+}

@@ -19,6 +19,7 @@ mod plan_cli;
 mod progress;
 mod refused_settings;
 mod reliability;
+mod report;
 mod run_context;
 mod run_fake;
 mod skills_cli;

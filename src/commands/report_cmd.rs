@@ -1,0 +1,88 @@
+//! `zhi report [RUN]`: write a run's HTML report and print where it is. The run is named as
+//! for `zhi manifest show`; the report is the only file written, atomically.
+
+use super::{Ctx, print_json};
+use crate::exit::{Exit, ExitError};
+use crate::i18n::{self, tr};
+use crate::manifest::merge::LoadedRun;
+use crate::sanitize::one_line;
+use std::path::{Path, PathBuf};
+
+/// The report's file name in the run's folder, unless `--out` names another place.
+pub const REPORT_FILE: &str = "report.html";
+
+pub fn run(
+    ctx: &Ctx,
+    run: Option<&str>,
+    output: Option<PathBuf>,
+    out: Option<PathBuf>,
+) -> Result<Exit, ExitError> {
+    // A run's records or manifest name the run's folder.
+    let folder_of_file = run.and_then(|r| {
+        let p = ctx.cwd.join(r);
+        let name = p.file_name()?.to_str()?;
+        if p.is_file() && matches!(name, "results.jsonl" | "manifest.json") {
+            p.parent()?.to_str().map(str::to_string)
+        } else {
+            None
+        }
+    });
+    let dir = super::manifest_cmd::find_run(ctx, folder_of_file.as_deref().or(run), output)?;
+    let loaded = LoadedRun::load(&dir).map_err(|e| ExitError::usage(e.to_string()))?;
+
+    let path = match out {
+        Some(p) => ctx.cwd.join(p),
+        None => dir.path.join(REPORT_FILE),
+    };
+    if path.is_dir() {
+        return Err(ExitError::usage(format!(
+            "{} {}",
+            one_line(&path.display().to_string()),
+            tr(
+                "is a folder; --out takes the report's file name",
+                "是一个文件夹；--out 需要报告的文件名"
+            )
+        )));
+    }
+    let folder = path
+        .parent()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| {
+            ExitError::usage(format!(
+                "{} {}",
+                tr(
+                    "no folder to write the report into:",
+                    "报告要写入的文件夹不存在："
+                ),
+                one_line(&path.display().to_string())
+            ))
+        })?
+        .to_path_buf();
+
+    let links = crate::report::Links::new(&loaded, &folder);
+    let page = crate::report::render(&loaded, &links, i18n::lang());
+    crate::manifest::write_atomic(&path, page.as_bytes()).map_err(|e| {
+        ExitError::usage(format!(
+            "{} {}: {e}",
+            tr("cannot write the report", "无法写入报告"),
+            one_line(&path.display().to_string())
+        ))
+    })?;
+
+    if ctx.global.json {
+        print_json(&serde_json::json!({
+            "run_id": loaded.run_id,
+            "report": path.display().to_string(),
+            "jobs": loaded.records.len(),
+        }));
+    } else {
+        println!("{}", one_line(&shown(&ctx.cwd, &path)));
+    }
+    Ok(Exit::Success)
+}
+
+/// The path as the person typed it or as short as it can be said: relative to the working
+/// folder when it is under it.
+fn shown(cwd: &Path, path: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}

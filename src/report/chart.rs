@@ -1,0 +1,263 @@
+//! Charts as inline SVG, drawn here rather than by a script: they show with scripts off and
+//! need nothing from the network. A chart's size does not grow with the run: up to
+//! [`PER_JOB`] jobs get one bar each; beyond that, jobs are counted into at most [`BUCKETS`]
+//! ranges of equal width.
+
+use super::html;
+use crate::i18n::Lang;
+use crate::manifest::Status;
+use std::fmt::Write;
+
+/// The most jobs drawn one bar each.
+pub const PER_JOB: usize = 30;
+/// The most ranges a histogram has (one more when the largest value sits on a boundary).
+pub const BUCKETS: u64 = 20;
+
+const WIDTH: f64 = 560.0;
+
+/// One job's value in a chart.
+pub struct Sample<'a> {
+    pub label: &'a str,
+    pub value: u64,
+    pub status: Status,
+}
+
+/// The chart for `samples`: one bar per job for a few, a histogram for many. `fmt` writes a
+/// value for people (a duration, a token count); `what` names the chart for screen readers.
+pub fn chart(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> String {
+    if samples.len() <= PER_JOB {
+        per_job(samples, fmt, what)
+    } else {
+        histogram(samples, fmt, what, lang)
+    }
+}
+
+/// Which of the three colours a job's bar gets (only jobs that ran are charted).
+fn class(s: Status) -> &'static str {
+    match s {
+        Status::Failed => "b-failed",
+        Status::Cancelled => "b-cancelled",
+        _ => "b-succeeded",
+    }
+}
+
+/// Horizontal bars, largest first, each labelled with the job's file.
+fn per_job(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str) -> String {
+    const ROW: f64 = 20.0;
+    const LABEL: f64 = 210.0;
+    const VALUE: f64 = 90.0;
+    let mut order: Vec<&Sample> = samples.iter().collect();
+    order.sort_by_key(|s| std::cmp::Reverse(s.value));
+    let max = order.first().map_or(0, |s| s.value).max(1) as f64;
+    let height = ROW * order.len() as f64 + 6.0;
+    let span = WIDTH - LABEL - VALUE;
+    let mut svg = open(height, what);
+    for (i, s) in order.iter().enumerate() {
+        let y = 3.0 + ROW * i as f64;
+        let w = (s.value as f64 / max * span).max(if s.value > 0 { 1.0 } else { 0.0 });
+        let value = fmt(s.value);
+        let _ = write!(
+            svg,
+            r#"<g><title>{title} — {value} ({status})</title><text x="{lx}" y="{ty:.1}" text-anchor="end">{label}</text><rect class="{class}" x="{bx}" y="{y:.1}" width="{w:.1}" height="{h:.1}" rx="2"/><text x="{vx:.1}" y="{ty:.1}">{value}</text></g>"#,
+            title = html::text(s.label),
+            status = s.status.as_str(),
+            lx = LABEL - 8.0,
+            ty = y + 13.0,
+            label = html::text_tail(s.label, 32),
+            class = class(s.status),
+            bx = LABEL,
+            h = ROW - 5.0,
+            vx = LABEL + w + 5.0,
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The smallest of 1, 2, 5, 10, 20, 50, … that is at least `x`.
+pub fn nice_step(x: u64) -> u64 {
+    let mut p: u64 = 1;
+    loop {
+        for f in [1, 2, 5] {
+            if f * p >= x {
+                return f * p;
+            }
+        }
+        p = p.saturating_mul(10);
+    }
+}
+
+/// Jobs per range of values: `(step, counts)`, where `counts[i][c]` is the number of jobs of
+/// colour `c` (succeeded, failed, cancelled) in `[i·step, (i+1)·step)`.
+pub fn buckets(samples: &[Sample]) -> (u64, Vec<[u64; 3]>) {
+    let max = samples.iter().map(|s| s.value).max().unwrap_or(0);
+    let step = nice_step(max.div_ceil(BUCKETS)).max(1);
+    let mut counts = vec![[0u64; 3]; (max / step + 1) as usize];
+    for s in samples {
+        let c = match s.status {
+            Status::Failed => 1,
+            Status::Cancelled => 2,
+            _ => 0,
+        };
+        counts[(s.value / step) as usize][c] += 1;
+    }
+    (step, counts)
+}
+
+/// Columns of job counts per range, stacked by colour.
+fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> String {
+    const HEIGHT: f64 = 230.0;
+    const X0: f64 = 46.0;
+    const X1: f64 = WIDTH - 10.0;
+    const Y0: f64 = 10.0;
+    const Y1: f64 = 190.0;
+    let (step, counts) = buckets(samples);
+    let most = counts
+        .iter()
+        .map(|c| c.iter().sum::<u64>())
+        .max()
+        .unwrap_or(0);
+    let top = nice_step(most.max(1)) as f64;
+    let col = (X1 - X0) / counts.len() as f64;
+    let mut svg = open(HEIGHT, what);
+    for tick in [0.0, top / 2.0, top] {
+        let y = Y1 - tick / top * (Y1 - Y0);
+        let _ = write!(
+            svg,
+            r#"<line class="grid" x1="{X0}" x2="{X1}" y1="{y:.1}" y2="{y:.1}"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{tick}</text>"#,
+            tx = X0 - 6.0,
+            ty = y + 4.0,
+        );
+    }
+    let classes = ["b-succeeded", "b-failed", "b-cancelled"];
+    for (i, c) in counts.iter().enumerate() {
+        let n: u64 = c.iter().sum();
+        if n == 0 {
+            continue;
+        }
+        let x = X0 + col * i as f64;
+        let lo = fmt(step * i as u64);
+        let hi = fmt(step * (i as u64 + 1));
+        let jobs = match lang {
+            Lang::En => format!("{n} jobs, {} failed", c[1]),
+            Lang::Zh => format!("{n} 个任务，{} 个失败", c[1]),
+        };
+        let _ = write!(svg, "<g><title>{lo} – {hi}: {jobs}</title>");
+        let mut y = Y1;
+        for (k, &count) in c.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let h = count as f64 / top * (Y1 - Y0);
+            y -= h;
+            let _ = write!(
+                svg,
+                r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}"/>"#,
+                class = classes[k],
+                w = (col - 1.0).max(0.5),
+            );
+        }
+        svg.push_str("</g>");
+    }
+    // At most seven labels under the axis, on range boundaries.
+    let every = counts.len().div_ceil(6).max(1);
+    for i in (0..=counts.len()).step_by(every) {
+        let _ = write!(
+            svg,
+            r#"<text x="{x:.1}" y="{y}" text-anchor="middle">{label}</text>"#,
+            x = X0 + col * i as f64,
+            y = Y1 + 16.0,
+            label = fmt(step * i as u64),
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="axis" x1="{X0}" x2="{X1}" y1="{Y1}" y2="{Y1}"/></svg>"#
+    );
+    svg
+}
+
+fn open(height: f64, what: &str) -> String {
+    format!(
+        r#"<svg viewBox="0 0 {WIDTH} {height}" width="100%" role="img" aria-label="{what}" xmlns="http://www.w3.org/2000/svg">"#,
+        what = html::text(what),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(value: u64, status: Status) -> Sample<'static> {
+        Sample {
+            label: "a.txt",
+            value,
+            status,
+        }
+    }
+
+    #[test]
+    fn steps_are_round() {
+        assert_eq!(nice_step(0), 1);
+        assert_eq!(nice_step(1), 1);
+        assert_eq!(nice_step(3), 5);
+        assert_eq!(nice_step(7), 10);
+        assert_eq!(nice_step(11), 20);
+        assert_eq!(nice_step(4_001), 5_000);
+    }
+
+    #[test]
+    fn ten_thousand_jobs_make_at_most_twenty_one_ranges() {
+        let samples: Vec<Sample> = (0..10_000u64)
+            .map(|i| {
+                let status = if i % 7 == 0 {
+                    Status::Failed
+                } else {
+                    Status::Succeeded
+                };
+                sample(i * 37 % 60_001, status)
+            })
+            .collect();
+        let (step, counts) = buckets(&samples);
+        assert!(counts.len() as u64 <= BUCKETS + 1, "{}", counts.len());
+        assert_eq!(step, 5_000);
+        let total: u64 = counts.iter().flatten().sum();
+        assert_eq!(total, 10_000);
+        let failed: u64 = counts.iter().map(|c| c[1]).sum();
+        assert_eq!(failed, (0..10_000).filter(|i| i % 7 == 0).count() as u64);
+
+        let svg = chart(&samples, &|v| v.to_string(), "durations", Lang::En);
+        assert!(svg.matches("<rect").count() <= 3 * 21, "bounded size");
+    }
+
+    #[test]
+    fn few_jobs_get_a_bar_each_largest_first_with_escaped_labels() {
+        let samples = [
+            Sample {
+                label: "<b>small</b>.txt",
+                value: 5,
+                status: Status::Succeeded,
+            },
+            Sample {
+                label: "big.txt",
+                value: 50,
+                status: Status::Failed,
+            },
+        ];
+        let svg = chart(&samples, &|v| format!("{v} s"), "durations", Lang::En);
+        assert_eq!(svg.matches("<rect").count(), 2);
+        let big = svg.find("big.txt").unwrap();
+        let small = svg.find("&lt;b&gt;small").unwrap();
+        assert!(big < small, "largest first");
+        assert!(!svg.contains("<b>"));
+        assert!(svg.contains(r#"class="b-failed""#));
+    }
+
+    #[test]
+    fn all_zero_values_still_draw() {
+        let samples: Vec<Sample> = (0..40).map(|_| sample(0, Status::Failed)).collect();
+        let (step, counts) = buckets(&samples);
+        assert_eq!((step, counts.len()), (1, 1));
+        assert!(chart(&samples, &|v| v.to_string(), "t", Lang::Zh).contains("40 个任务"));
+    }
+}

@@ -1,0 +1,140 @@
+//! Text and paths made safe for the page: every string that came from a record (a file name,
+//! a server's message, a model name) goes through [`text`] before it is part of the HTML, and
+//! every link through [`href`], so nothing a document or a server chose can become markup or
+//! a script.
+
+use std::fmt::Write;
+use std::path::{Component, Path, PathBuf};
+
+/// `s` as HTML text or attribute value: `& < > " '` escaped, and control characters and
+/// bidirectional overrides replaced as they are for a terminal (a file name must not read
+/// differently from what it is).
+pub fn text(s: &str) -> String {
+    let s = crate::sanitize::for_terminal(s);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`text`] of at most `n` characters; a longer string keeps its end (a path's file name is
+/// its most telling part) behind an ellipsis.
+pub fn text_tail(s: &str, n: usize) -> String {
+    let count = s.chars().count();
+    if count <= n {
+        return text(s);
+    }
+    let tail: String = s.chars().skip(count - (n - 1)).collect();
+    format!("…{}", text(&tail))
+}
+
+/// A relative path as a URL path: every byte other than unreserved characters and `/` is
+/// percent-encoded, so `#`, `?`, `%`, spaces, quotes and `<` in a name stay part of the path
+/// (and the result needs no further escaping in an attribute).
+pub fn href(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in rel.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The path that leads from folder `from` to `to`; both absolute and free of `.`, `..` and
+/// links (canonical), so the `..` steps mean what they say.
+pub fn relative(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<Component> = from.components().collect();
+    let to: Vec<Component> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..from.len() {
+        out.push("..");
+    }
+    for c in &to[common..] {
+        out.push(c);
+    }
+    out
+}
+
+/// Whether a path from a record stays below the folder it is relative to: not absolute, no
+/// `..`. A record is zhi's own, but a report must not link outside the output folder on its
+/// word.
+pub fn is_plain_relative(rel: &Path) -> bool {
+    !rel.as_os_str().is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_in_names_is_text() {
+        assert_eq!(
+            text("<script>alert(1)</script>.txt"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;.txt"
+        );
+        assert_eq!(
+            text(r#"a"b'c&d"#),
+            "a&quot;b&#39;c&amp;d",
+            "safe inside quoted attributes too"
+        );
+        assert_eq!(text("x\u{202E}y\x1b[2J"), "x\u{FFFD}y\u{FFFD}[2J");
+        assert_eq!(text("报告.pdf"), "报告.pdf");
+    }
+
+    #[test]
+    fn long_names_keep_their_end() {
+        assert_eq!(text_tail("short.txt", 20), "short.txt");
+        assert_eq!(text_tail("a/very/long/path/q3.pdf", 10), "…th/q3.pdf");
+        assert_eq!(text_tail("<<<<<<<<<<b>", 4), "…&lt;b&gt;");
+    }
+
+    #[test]
+    fn links_are_percent_encoded() {
+        assert_eq!(
+            href(Path::new("../out/a b/#1?.txt")),
+            "../out/a%20b/%231%3F.txt"
+        );
+        assert_eq!(href(Path::new("<script>\"'.txt")), "%3Cscript%3E%22%27.txt");
+        assert_eq!(href(Path::new("报告.md")), "%E6%8A%A5%E5%91%8A.md");
+    }
+
+    #[test]
+    fn relative_paths_climb_then_descend() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(
+            relative(Path::new("/o/.zhi/runs/r1"), Path::new("/o")),
+            p("../../..")
+        );
+        assert_eq!(
+            relative(Path::new("/o/.zhi/runs/r1"), Path::new("/o/.zhi/runs/r1")),
+            p("")
+        );
+        assert_eq!(
+            relative(Path::new("/tmp/x"), Path::new("/o/a")),
+            p("../../o/a")
+        );
+        assert_eq!(relative(Path::new("/"), Path::new("/o")), p("o"));
+    }
+
+    #[test]
+    fn record_paths_must_stay_inside() {
+        assert!(is_plain_relative(Path::new("summarize/a.txt/summary.md")));
+        assert!(!is_plain_relative(Path::new("../etc/passwd")));
+        assert!(!is_plain_relative(Path::new("/etc/passwd")));
+        assert!(!is_plain_relative(Path::new("")));
+    }
+}

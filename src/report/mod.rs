@@ -1,0 +1,1043 @@
+//! `zhi report`: one run as a page a person opens in a browser — counts, what failed and why,
+//! charts of durations and tokens, a sortable table of every job, links to outputs and
+//! transcripts (SPEC §13).
+//!
+//! The page is one file that works offline and keeps working when copied next to the run: CSS,
+//! script and charts are inline (the charts are SVG drawn here, so they show with scripts off;
+//! the script only sorts), and its Content-Security-Policy lets it load nothing at all. Text
+//! from records (file names, a server's messages, model names) is data, never markup: it
+//! reaches the page only through [`html::text`]. Rendering only reads; the command writes the
+//! file.
+
+mod chart;
+mod html;
+
+use crate::i18n::Lang;
+use crate::manifest::Timestamp;
+use crate::manifest::merge::LoadedRun;
+use crate::manifest::summary::{self, RunSummary};
+use crate::manifest::{JobRecord, RunStatus, Status};
+use chart::Sample;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The most failed jobs listed at the top; every one of them is in the table as well.
+const FAILURES_LISTED: usize = 200;
+/// Characters of an error message shown in the table (the failures list shows more).
+const MESSAGE_IN_TABLE: usize = 240;
+const MESSAGE_IN_LIST: usize = 2_000;
+
+/// Where a run's files are, seen from the folder the report is written into, so its links
+/// are relative and survive moving the output folder with the report in it.
+pub struct Links {
+    /// The output folder and the path to it from the report's folder.
+    output: Option<(PathBuf, PathBuf)>,
+}
+
+impl Links {
+    /// Links for `run`'s page written into `report_dir` (an existing folder). The output
+    /// folder is the one holding the run (`<OUT>/.zhi/runs/<id>`), else the one its manifest
+    /// names; without either, the page names files without linking them.
+    pub fn new(run: &LoadedRun, report_dir: &Path) -> Links {
+        let holding = match run.path.parent() {
+            Some(runs) if runs.ends_with(Path::new(".zhi").join("runs")) => {
+                run.path.ancestors().nth(3).map(Path::to_path_buf)
+            }
+            _ => None,
+        };
+        let named = run.manifest.as_ref().map(|m| PathBuf::from(&m.output_dir));
+        let output = holding
+            .into_iter()
+            .chain(named)
+            .find_map(|p| std::fs::canonicalize(p).ok().filter(|p| p.is_dir()));
+        let from = std::fs::canonicalize(report_dir).ok();
+        Links {
+            output: match (output, from) {
+                (Some(out), Some(from)) => {
+                    let rel = html::relative(&from, &out);
+                    Some((out, rel))
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// The link to `rel` (a path relative to the output folder, as records hold them), when
+    /// that file or folder is there.
+    fn href(&self, rel: &str) -> Option<String> {
+        let (out, to_out) = self.output.as_ref()?;
+        let rel = Path::new(rel);
+        if !html::is_plain_relative(rel) || !out.join(rel).exists() {
+            return None;
+        }
+        Some(html::href(&to_out.join(rel)))
+    }
+}
+
+/// The page for one run, in `lang`.
+pub fn render(run: &LoadedRun, links: &Links, lang: Lang) -> String {
+    let s = summary::summarize(run);
+    let mut page = Page {
+        out: String::with_capacity(4096 + run.records.len() * 600),
+        lang,
+        links,
+        several_skills: run.records.iter().any(|r| r.skill != run.records[0].skill),
+    };
+    page.head(&s);
+    page.header(run, &s);
+    page.tiles(run, &s);
+    page.failures(run, &s);
+    page.charts(run);
+    page.table(run);
+    page.footer(run, &s);
+    page.out
+}
+
+/// Where a job stands in the table's first order: failures first, then what did not finish,
+/// then the rest.
+fn status_rank(s: Status) -> u8 {
+    match s {
+        Status::Failed => 0,
+        Status::Cancelled => 1,
+        Status::Succeeded => 2,
+        Status::Cached => 3,
+        Status::Skipped => 4,
+    }
+}
+
+/// Record indexes in the table's first order: by [`status_rank`], then as recorded. The
+/// script's sort by status gives the same order, so the page reads the same with it or
+/// without it.
+fn table_order(records: &[JobRecord]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by_key(|&i| status_rank(records[i].status));
+    order
+}
+
+/// `12,345`.
+fn number(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration for people: `850 ms`, `12.3 s`, `4 min 05 s`, `2 h 03 min`.
+fn duration(ms: u64, lang: Lang) -> String {
+    let (ms_u, s_u, min_u, h_u) = match lang {
+        Lang::En => ("ms", "s", "min", "h"),
+        Lang::Zh => ("毫秒", "秒", "分", "小时"),
+    };
+    let secs = ms / 1000;
+    if ms < 1000 {
+        format!("{ms} {ms_u}")
+    } else if ms < 60_000 {
+        format!("{:.1} {s_u}", ms as f64 / 1000.0)
+    } else if secs < 3600 {
+        format!("{} {min_u} {:02} {s_u}", secs / 60, secs % 60)
+    } else {
+        format!("{} {h_u} {:02} {min_u}", secs / 3600, secs % 3600 / 60)
+    }
+}
+
+fn status_label(s: Status, lang: Lang) -> &'static str {
+    match (lang, s) {
+        (Lang::En, _) => s.as_str(),
+        (Lang::Zh, Status::Succeeded) => "成功",
+        (Lang::Zh, Status::Failed) => "失败",
+        (Lang::Zh, Status::Cached) => "已缓存",
+        (Lang::Zh, Status::Skipped) => "已跳过",
+        (Lang::Zh, Status::Cancelled) => "已取消",
+    }
+}
+
+fn run_status(s: RunStatus) -> (&'static str, &'static str, &'static str) {
+    match s {
+        RunStatus::Completed => ("completed", "completed", "完成"),
+        RunStatus::CompletedWithFailures => (
+            "completed_with_failures",
+            "completed with failures",
+            "完成，有失败",
+        ),
+        RunStatus::Aborted => ("aborted", "aborted", "已中止"),
+        RunStatus::Interrupted => ("interrupted", "interrupted", "被中断"),
+    }
+}
+
+/// Wall time between two RFC 3339 times.
+fn wall_ms(start: Option<Timestamp>, end: Option<Timestamp>) -> Option<u64> {
+    Some(end?.millis_since(start?))
+}
+
+/// The style sheet: plain, legible, no web fonts (the CJK fonts people have installed).
+const CSS: &str = r#"
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--head:#f6f8fa;--ok:#1a7f37;--fail:#cf222e;--failbg:#fff1f0;--cache:#0969da;--skip:#6e7781;--cancel:#9a6700}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","Source Han Sans SC","WenQuanYi Micro Hei","PingFang SC","Microsoft YaHei",sans-serif;color:var(--fg);margin:0 auto;max-width:1240px;padding:20px 24px 40px}
+h1{font-size:21px;margin:0 0 6px}
+h2{font-size:16px;margin:26px 0 10px}
+code,.mono{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
+.meta{color:var(--muted);margin:2px 0}
+.meta b{color:var(--fg);font-weight:600}
+.reason{color:var(--fail);font-weight:600}
+.tiles{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0 4px}
+.tile{border:1px solid var(--line);border-radius:6px;padding:6px 14px;min-width:96px}
+.tile b{display:block;font-size:21px;font-variant-numeric:tabular-nums}
+.tile span{color:var(--muted);font-size:12px}
+.tile.bad{border-color:var(--fail);background:var(--failbg)}
+.tile.bad b{color:var(--fail)}
+.badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;background:var(--skip);white-space:nowrap}
+.badge.succeeded,.badge.completed{background:var(--ok)}
+.badge.failed,.badge.completed_with_failures,.badge.aborted,.badge.incomplete{background:var(--fail)}
+.badge.cached{background:var(--cache)}
+.badge.cancelled,.badge.interrupted{background:var(--cancel)}
+.failures{border:2px solid var(--fail);border-radius:8px;padding:2px 16px 12px;background:var(--failbg);margin-top:18px}
+.failures h2{color:var(--fail);margin-top:12px}
+.kind{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;background:#ffd8d3;color:#82071e;padding:1px 6px;border-radius:4px;white-space:nowrap}
+.msg{white-space:pre-wrap;overflow-wrap:anywhere}
+td.err{min-width:16em}
+.allok{color:var(--ok);font-weight:600;margin-top:18px}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{background:var(--head);position:sticky;top:0;white-space:nowrap}
+.failures th{background:#ffe4e1}
+.scroll{max-height:26em;overflow:auto}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.file{min-width:13em;overflow-wrap:anywhere}
+td.links{white-space:nowrap}
+#jobs tr.failed td{background:var(--failbg)}
+.skill{color:var(--muted);font-size:12px;margin-right:6px}
+.missing{color:var(--muted)}
+.warn{color:var(--cancel);font-size:12px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:16px}
+figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:10px 12px}
+figcaption{font-weight:600;margin-bottom:6px}
+figure p{color:var(--muted);margin:4px 0 0;font-size:12px}
+svg text{font-size:11px;fill:var(--muted)}
+.b-succeeded{fill:var(--ok)}
+.b-failed{fill:var(--fail)}
+.b-cancelled{fill:var(--cancel)}
+.grid{stroke:var(--line)}
+.axis{stroke:var(--muted)}
+.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px}
+.sw.b-succeeded{background:var(--ok)}
+.sw.b-failed{background:var(--fail)}
+.sw.b-cancelled{background:var(--cancel)}
+th button{all:unset;cursor:pointer;font-weight:600}
+th button:focus-visible{outline:2px solid var(--cache)}
+th[aria-sort=ascending] button::after{content:" \25B2";font-size:10px}
+th[aria-sort=descending] button::after{content:" \25BC";font-size:10px}
+a{color:var(--cache)}
+.muted{color:var(--muted)}
+footer{margin-top:26px;color:var(--muted);font-size:12px}
+"#;
+
+/// The table's sorting; nothing else on the page needs a script. Clicking a column header
+/// sorts by it (again: the other way); the order is kept in the address (`#sort=tokens:desc`),
+/// so a link can open the page sorted. Ties keep the records' order. The hint that headers
+/// sort is shown by the script, so a page without scripts does not promise it.
+const SCRIPT: &str = r##"
+(function () {
+  "use strict";
+  var table = document.getElementById("jobs");
+  if (!table) return;
+  var body = table.tBodies[0];
+  var heads = table.tHead.rows[0].cells;
+  var collator = new Intl.Collator(document.documentElement.lang, { numeric: true });
+  function keyOf(row, i, numeric) {
+    var cell = row.cells[i];
+    var v = cell.getAttribute("data-v");
+    if (v === null) v = cell.textContent;
+    return numeric ? Number(v) : v;
+  }
+  function sortBy(i, dir) {
+    var th = heads[i];
+    var numeric = th.getAttribute("data-type") === "num";
+    var keyed = Array.prototype.map.call(body.rows, function (row) {
+      return { k: keyOf(row, i, numeric), n: Number(row.getAttribute("data-i")), row: row };
+    });
+    var sign = dir === "desc" ? -1 : 1;
+    keyed.sort(function (a, b) {
+      var c = numeric ? a.k - b.k : collator.compare(a.k, b.k);
+      return c !== 0 ? sign * c : a.n - b.n;
+    });
+    var rows = document.createDocumentFragment();
+    keyed.forEach(function (x) { rows.appendChild(x.row); });
+    body.appendChild(rows);
+    for (var j = 0; j < heads.length; j++) heads[j].removeAttribute("aria-sort");
+    th.setAttribute("aria-sort", dir === "desc" ? "descending" : "ascending");
+    table.setAttribute("data-sorted", th.getAttribute("data-key") + ":" + dir);
+  }
+  Array.prototype.forEach.call(heads, function (th, i) {
+    if (!th.hasAttribute("data-key")) return;
+    var button = document.createElement("button");
+    button.type = "button";
+    while (th.firstChild) button.appendChild(th.firstChild);
+    th.appendChild(button);
+    button.addEventListener("click", function () {
+      var now = th.getAttribute("aria-sort");
+      var dir = now === "ascending" ? "desc" : now === "descending" ? "asc" : th.getAttribute("data-first");
+      sortBy(i, dir);
+      try { history.replaceState(null, "", "#sort=" + th.getAttribute("data-key") + ":" + dir); } catch (e) {}
+    });
+  });
+  var asked = /^#sort=([a-z]+)(?::(asc|desc))?$/.exec(location.hash);
+  if (asked) {
+    for (var i = 0; i < heads.length; i++) {
+      if (heads[i].getAttribute("data-key") === asked[1]) {
+        sortBy(i, asked[2] || heads[i].getAttribute("data-first"));
+        break;
+      }
+    }
+  }
+  var hint = document.getElementById("sort-hint");
+  if (hint) hint.hidden = false;
+  table.setAttribute("data-sortable", "ready");
+})();
+"##;
+
+/// `'sha256-…'` of an inline block, for the Content-Security-Policy.
+fn csp_hash(body: &str) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(body.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+}
+
+/// The page being written. (Writing into a `String` cannot fail: the `fmt::Result`s of
+/// `write!` are dropped.)
+struct Page<'a> {
+    out: String,
+    lang: Lang,
+    links: &'a Links,
+    /// Whether the run's jobs ran more than one skill (then each file is shown with its skill).
+    several_skills: bool,
+}
+
+/// A column of the jobs table: its key in `#sort=`, its header, and how it sorts.
+struct Column {
+    key: &'static str,
+    en: &'static str,
+    zh: &'static str,
+    /// Sorted as numbers (from the cells' `data-v`), largest first on the first click.
+    numeric: bool,
+    /// A quantity, right-aligned.
+    quantity: bool,
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        key: "status",
+        en: "Status",
+        zh: "状态",
+        numeric: true,
+        quantity: false,
+    },
+    Column {
+        key: "file",
+        en: "File",
+        zh: "文件",
+        numeric: false,
+        quantity: false,
+    },
+    Column {
+        key: "duration",
+        en: "Duration",
+        zh: "耗时",
+        numeric: true,
+        quantity: true,
+    },
+    Column {
+        key: "requests",
+        en: "Requests",
+        zh: "请求",
+        numeric: true,
+        quantity: true,
+    },
+    Column {
+        key: "tokens",
+        en: "Tokens",
+        zh: "Token",
+        numeric: true,
+        quantity: true,
+    },
+    Column {
+        key: "outputs",
+        en: "Outputs",
+        zh: "输出",
+        numeric: true,
+        quantity: false,
+    },
+    Column {
+        key: "error",
+        en: "Error",
+        zh: "错误",
+        numeric: false,
+        quantity: false,
+    },
+];
+
+impl Page<'_> {
+    fn t(&self, en: &'static str, zh: &'static str) -> &'static str {
+        match self.lang {
+            Lang::En => en,
+            Lang::Zh => zh,
+        }
+    }
+
+    fn dur(&self, ms: u64) -> String {
+        duration(ms, self.lang)
+    }
+
+    fn head(&mut self, s: &RunSummary) {
+        let lang = match self.lang {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        };
+        let csp = format!(
+            "default-src 'none'; style-src {}; script-src {}; img-src data:; base-uri 'none'; form-action 'none'",
+            csp_hash(CSS),
+            csp_hash(SCRIPT)
+        );
+        let title = format!(
+            "{} {}",
+            self.t("zhi run", "zhi 运行"),
+            html::text(&s.run_id)
+        );
+        let _ = write!(
+            self.out,
+            "<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <meta name=\"generator\" content=\"zhi {version}\">\n\
+             <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+            version = env!("CARGO_PKG_VERSION"),
+        );
+    }
+
+    fn header(&mut self, run: &LoadedRun, s: &RunSummary) {
+        let (class, en, zh) = match s.status {
+            Some(st) => run_status(st),
+            None => ("incomplete", "incomplete", "未完成"),
+        };
+        let status = self.t(en, zh);
+        let _ = write!(
+            self.out,
+            "<header>\n<h1>{} <code>{}</code> <span class=\"badge {class}\" id=\"run-status\">{status}</span></h1>\n",
+            self.t("Run", "运行"),
+            html::text(&s.run_id),
+        );
+        if s.status.is_none() {
+            let _ = writeln!(
+                self.out,
+                "<p class=\"reason\">{}</p>",
+                self.t(
+                    "This run has no manifest.json: it was killed or is still running. What follows is read from its records.",
+                    "此运行没有 manifest.json：它被终止了，或仍在运行。以下内容来自它的记录。"
+                )
+            );
+        }
+        if let Some(r) = &s.reason {
+            let _ = writeln!(
+                self.out,
+                "<p class=\"reason\">{}: {}</p>",
+                self.t("Stopped early", "提前停止"),
+                html::text(r)
+            );
+        }
+        let mut when = format!(
+            "{} <b>{}</b>",
+            self.t("started", "开始"),
+            html::text(&s.started_at.map_or("?".to_string(), |t| t.to_string()))
+        );
+        let _ = write!(
+            when,
+            " · {} <b>{}</b>",
+            self.t("finished", "结束"),
+            html::text(&s.finished_at.map_or("?".to_string(), |t| t.to_string()))
+        );
+        if let Some(sh) = &s.shard {
+            let _ = write!(
+                when,
+                " · {} <b>{}</b>",
+                self.t("shard", "分片"),
+                html::text(sh)
+            );
+        }
+        let _ = writeln!(self.out, "<p class=\"meta\">{when}</p>");
+
+        let m = run.manifest.as_ref();
+        let skills: BTreeSet<&str> = run.records.iter().map(|r| r.skill.as_str()).collect();
+        let mut models: BTreeSet<&str> = run
+            .records
+            .iter()
+            .map(|r| r.served_model.as_deref().unwrap_or(r.model.as_str()))
+            .filter(|m| !m.is_empty())
+            .collect();
+        if let Some(served) = m.and_then(|m| m.served_model.as_deref()) {
+            models.insert(served);
+        }
+        let mut what = String::new();
+        let list = |set: &BTreeSet<&str>| {
+            set.iter()
+                .map(|x| format!("<b>{}</b>", html::text(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !skills.is_empty() {
+            let _ = write!(what, "{} {}", self.t("skill", "技能"), list(&skills));
+        }
+        if !models.is_empty() {
+            let _ = write!(what, " · {} {}", self.t("model", "模型"), list(&models));
+        }
+        if let Some(url) = m.and_then(|m| m.base_url.as_deref()) {
+            let _ = write!(what, " · API <code>{}</code>", html::text(url));
+        }
+        if !what.is_empty() {
+            let _ = writeln!(self.out, "<p class=\"meta\">{what}</p>");
+        }
+        if let Some(c) = &s.command {
+            let _ = writeln!(
+                self.out,
+                "<p class=\"meta\">{} <code>{}</code></p>",
+                self.t("command", "命令"),
+                html::text(c)
+            );
+        }
+        self.out.push_str("</header>\n");
+    }
+
+    fn tiles(&mut self, run: &LoadedRun, s: &RunSummary) {
+        let c = &s.counts;
+        let jobs_time: u64 = run.records.iter().map(|r| r.duration_ms).sum();
+        let wall = wall_ms(s.started_at, s.finished_at);
+        let tiles: Vec<(String, &str, &str)> = vec![
+            (number(c.planned), self.t("planned", "计划"), ""),
+            (number(c.succeeded), self.t("succeeded", "成功"), ""),
+            (
+                number(c.failed),
+                self.t("failed", "失败"),
+                if c.failed > 0 { "bad" } else { "" },
+            ),
+            (number(c.cached), self.t("cached", "已缓存"), ""),
+            (number(c.skipped), self.t("skipped", "已跳过"), ""),
+            (
+                number(c.cancelled),
+                self.t("cancelled", "已取消"),
+                if c.cancelled > 0 { "bad" } else { "" },
+            ),
+            (number(s.tokens.total()), self.t("tokens", "token 数"), ""),
+            (number(s.requests), self.t("requests", "请求"), ""),
+            (
+                wall.map_or_else(|| "?".into(), |ms| self.dur(ms)),
+                self.t("wall time", "总用时"),
+                "",
+            ),
+        ];
+        self.out
+            .push_str("<section class=\"tiles\" id=\"counts\">\n");
+        for (value, label, class) in tiles {
+            let _ = writeln!(
+                self.out,
+                "<div class=\"tile {class}\"><b>{value}</b><span>{label}</span></div>"
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "</section>\n<p class=\"meta\">{} {} · {} {} · {} {}</p>",
+            self.t("prompt tokens", "提示 token"),
+            number(s.tokens.prompt),
+            self.t("completion tokens", "生成 token"),
+            number(s.tokens.completion),
+            self.t("job time, summed", "任务耗时合计"),
+            self.dur(jobs_time),
+        );
+    }
+
+    /// What failed, first and in red: kinds with their counts, then each failed job with its
+    /// message and its transcript.
+    fn failures(&mut self, run: &LoadedRun, s: &RunSummary) {
+        if s.failures.is_empty() {
+            let _ = writeln!(
+                self.out,
+                "<p class=\"allok\" id=\"failures\">✓ {}</p>",
+                self.t("No job failed.", "没有失败的任务。")
+            );
+            return;
+        }
+        let n = s.failures.len();
+        let heading = match self.lang {
+            Lang::En if n == 1 => "1 job failed".to_string(),
+            Lang::En => format!("{} jobs failed", number(n as u64)),
+            Lang::Zh => format!("{} 个任务失败", number(n as u64)),
+        };
+        let _ = writeln!(
+            self.out,
+            "<section class=\"failures\" id=\"failures\">\n<h2>{heading}</h2>\n<p>"
+        );
+        for (kind, count) in &s.failures_by_kind {
+            let _ = write!(
+                self.out,
+                "<span class=\"kind\">{}</span> × {} &nbsp; ",
+                html::text(kind),
+                number(*count)
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "</p>\n<div class=\"scroll\"><table>\n<thead><tr><th>{}</th><th>{}</th><th>{}</th><th></th></tr></thead>\n<tbody>",
+            self.t("File", "文件"),
+            self.t("Error", "错误"),
+            self.t("Message", "信息"),
+        );
+        for r in run
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Failed)
+            .take(FAILURES_LISTED)
+        {
+            let (kind, message) = match &r.error {
+                Some(e) => (e.kind.as_str(), e.message.as_str()),
+                None => ("unknown", ""),
+            };
+            let mut links = String::new();
+            if let Some(h) = r.transcript.as_deref().and_then(|t| self.links.href(t)) {
+                let _ = write!(
+                    links,
+                    "<a href=\"{h}\">{}</a>",
+                    self.t("transcript", "对话记录")
+                );
+            }
+            let kept = format!(".zhi/failed/{}/{}", run.run_id, r.job_id);
+            if let Some(h) = self.links.href(&kept) {
+                let _ = write!(
+                    links,
+                    " <a href=\"{h}/\">{}</a>",
+                    self.t("kept files", "保留的文件")
+                );
+            }
+            let _ = writeln!(
+                self.out,
+                "<tr><td class=\"file\">{}</td><td><span class=\"kind\">{}</span></td><td class=\"msg\">{}</td><td class=\"links\">{links}</td></tr>",
+                self.file_cell(r),
+                html::text(kind),
+                html::text(&clip(message, MESSAGE_IN_LIST)),
+            );
+        }
+        self.out.push_str("</tbody>\n</table></div>\n");
+        if n > FAILURES_LISTED {
+            let more = n - FAILURES_LISTED;
+            let _ = writeln!(
+                self.out,
+                "<p>{}</p>",
+                match self.lang {
+                    Lang::En => format!(
+                        "… and {} more failed jobs: they are first in the table of jobs below.",
+                        number(more as u64)
+                    ),
+                    Lang::Zh => format!(
+                        "……还有 {} 个失败的任务：见下方任务表的最前面。",
+                        number(more as u64)
+                    ),
+                }
+            );
+        }
+        self.out.push_str("</section>\n");
+    }
+
+    /// The job's file, with its skill when the run had several.
+    fn file_cell(&self, r: &JobRecord) -> String {
+        if self.several_skills {
+            format!(
+                "<span class=\"skill\">{}</span>{}",
+                html::text(&r.skill),
+                html::text(&r.input)
+            )
+        } else {
+            html::text(&r.input)
+        }
+    }
+
+    fn charts(&mut self, run: &LoadedRun) {
+        let ran: Vec<&JobRecord> = run
+            .records
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.status,
+                    Status::Succeeded | Status::Failed | Status::Cancelled
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            self.out,
+            "<h2>{}</h2>",
+            self.t("Durations and tokens", "耗时与 token")
+        );
+        if ran.is_empty() {
+            let _ = writeln!(
+                self.out,
+                "<p class=\"muted\">{}</p>",
+                self.t(
+                    "No job ran now: every job was cached or skipped.",
+                    "本次没有任务运行：所有任务都已缓存或被跳过。"
+                )
+            );
+            return;
+        }
+        let per_job = ran.len() <= chart::PER_JOB;
+        let lang = self.lang;
+        let durations: Vec<Sample> = ran
+            .iter()
+            .map(|r| Sample {
+                label: &r.input,
+                value: r.duration_ms,
+                status: r.status,
+            })
+            .collect();
+        let tokens: Vec<Sample> = ran
+            .iter()
+            .map(|r| Sample {
+                label: &r.input,
+                value: r.tokens.total(),
+                status: r.status,
+            })
+            .collect();
+        let (d_title, t_title) = if per_job {
+            (
+                self.t("Duration of each job", "每个任务的耗时"),
+                self.t("Tokens of each job", "每个任务的 token 数"),
+            )
+        } else {
+            (
+                self.t("Jobs by duration", "按耗时统计的任务数"),
+                self.t("Jobs by tokens spent", "按 token 数统计的任务数"),
+            )
+        };
+        let d_svg = chart::chart(&durations, &|ms| duration(ms, lang), d_title, lang);
+        let t_svg = chart::chart(&tokens, &number, t_title, lang);
+        let mut legend = String::new();
+        for (class, st) in [
+            ("b-succeeded", Status::Succeeded),
+            ("b-failed", Status::Failed),
+            ("b-cancelled", Status::Cancelled),
+        ] {
+            if ran.iter().any(|r| r.status == st) {
+                let _ = write!(
+                    legend,
+                    "<span class=\"sw {class}\"></span>{}",
+                    status_label(st, lang)
+                );
+            }
+        }
+        let note = if per_job {
+            String::new()
+        } else {
+            format!(
+                " · {}",
+                self.t(
+                    "each column counts the jobs in one range",
+                    "每一列是落在该区间内的任务数"
+                )
+            )
+        };
+        let skipped = run.records.len() - ran.len();
+        let not_charted = if skipped > 0 {
+            match lang {
+                Lang::En => format!(
+                    " · {} cached or skipped jobs not charted",
+                    number(skipped as u64)
+                ),
+                Lang::Zh => format!(
+                    " · 未计入 {} 个已缓存或已跳过的任务",
+                    number(skipped as u64)
+                ),
+            }
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            self.out,
+            "<section class=\"charts\" id=\"charts\">\n\
+             <figure id=\"chart-durations\"><figcaption>{d_title}</figcaption>{d_svg}<p>{legend}{note}{not_charted}</p></figure>\n\
+             <figure id=\"chart-tokens\"><figcaption>{t_title}</figcaption>{t_svg}<p>{legend}{note}{not_charted}</p></figure>\n\
+             </section>"
+        );
+    }
+
+    fn table(&mut self, run: &LoadedRun) {
+        let _ = writeln!(
+            self.out,
+            "<h2>{} ({})</h2>\n<p class=\"muted\" id=\"sort-hint\" hidden>{}</p>",
+            self.t("Jobs", "任务"),
+            number(run.records.len() as u64),
+            self.t(
+                "Click a column header to sort by it; click again for the other way.",
+                "点击列标题按该列排序，再点一次反向排序。"
+            )
+        );
+        self.out
+            .push_str("<table id=\"jobs\" data-sorted=\"status:asc\">\n<thead><tr>");
+        for c in COLUMNS {
+            let class = if c.quantity { " class=\"num\"" } else { "" };
+            let (kind, first) = if c.numeric {
+                ("num", "desc")
+            } else {
+                ("text", "asc")
+            };
+            // Status sorts failures first; the page starts in that order.
+            let (first, sorted) = if c.key == "status" {
+                ("asc", " aria-sort=\"ascending\"")
+            } else {
+                (first, "")
+            };
+            let _ = write!(
+                self.out,
+                "<th{class} data-key=\"{}\" data-type=\"{kind}\" data-first=\"{first}\"{sorted}>{}</th>",
+                c.key,
+                self.t(c.en, c.zh)
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "<th>{}</th></tr></thead>\n<tbody>",
+            self.t("Transcript", "对话记录")
+        );
+        for i in table_order(&run.records) {
+            self.row(i, &run.records[i]);
+        }
+        self.out.push_str("</tbody>\n</table>\n");
+    }
+
+    fn row(&mut self, i: usize, r: &JobRecord) {
+        let st = r.status.as_str();
+        let _ = write!(
+            self.out,
+            "<tr data-i=\"{i}\" class=\"{st}\"><td data-v=\"{}\"><span class=\"badge {st}\">{}</span></td><td class=\"file\">{}</td>",
+            status_rank(r.status),
+            status_label(r.status, self.lang),
+            self.file_cell(r),
+        );
+        let ran = matches!(
+            r.status,
+            Status::Succeeded | Status::Failed | Status::Cancelled
+        );
+        let shown_duration = if ran {
+            self.dur(r.duration_ms)
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            self.out,
+            "<td class=\"num\" data-v=\"{}\">{shown_duration}</td><td class=\"num\">{}</td><td class=\"num\" data-v=\"{}\" title=\"{} {} · {} {}\">{}</td>",
+            r.duration_ms,
+            r.requests,
+            r.tokens.total(),
+            self.t("prompt", "提示"),
+            number(r.tokens.prompt),
+            self.t("completion", "生成"),
+            number(r.tokens.completion),
+            number(r.tokens.total()),
+        );
+        let _ = write!(self.out, "<td data-v=\"{}\">", r.outputs.len());
+        for (k, o) in r.outputs.iter().enumerate() {
+            if k > 0 {
+                self.out.push_str("<br>");
+            }
+            // Within the job's folder, the file's own name says enough.
+            let name = Path::new(&o.path)
+                .strip_prefix(&r.output_dir)
+                .ok()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| o.path.clone(), |p| p.to_string_lossy().into_owned());
+            match self.links.href(&o.path) {
+                Some(h) => {
+                    let _ = write!(
+                        self.out,
+                        "<a href=\"{h}\" title=\"{}\">{}</a>",
+                        html::text(&o.path),
+                        html::text(&name)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        self.out,
+                        "<span class=\"missing\" title=\"{}\">{}</span>",
+                        self.t("not there now", "现已不在"),
+                        html::text(&name)
+                    );
+                }
+            }
+        }
+        self.out.push_str("</td><td class=\"err\">");
+        if let Some(e) = &r.error {
+            let _ = write!(
+                self.out,
+                "<span class=\"kind\">{}</span> <span class=\"msg\">{}</span>",
+                html::text(e.kind.as_str()),
+                html::text(&clip(&e.message, MESSAGE_IN_TABLE)),
+            );
+        }
+        // How the job read its input, when a person should know (pages with too little text).
+        for w in &r.warnings {
+            let _ = write!(
+                self.out,
+                "<div class=\"warn\">⚠ {}</div>",
+                html::text(&clip(w, MESSAGE_IN_TABLE))
+            );
+        }
+        self.out.push_str("</td><td>");
+        if let Some(h) = r.transcript.as_deref().and_then(|t| self.links.href(t)) {
+            let _ = write!(self.out, "<a href=\"{h}\">jsonl</a>");
+        }
+        self.out.push_str("</td></tr>\n");
+    }
+
+    fn footer(&mut self, run: &LoadedRun, s: &RunSummary) {
+        let _ = write!(
+            self.out,
+            "<footer>\n<p>{} zhi {} · {} <span class=\"mono\">{}</span>",
+            self.t("Written by", "生成工具"),
+            env!("CARGO_PKG_VERSION"),
+            self.t("records", "记录"),
+            html::text(&run.path.join("results.jsonl").display().to_string()),
+        );
+        if s.torn_lines > 0 {
+            let _ = write!(
+                self.out,
+                " · {}",
+                match self.lang {
+                    Lang::En => format!(
+                        "{} torn line(s) of results.jsonl ignored (a crash mid-write)",
+                        s.torn_lines
+                    ),
+                    Lang::Zh => format!(
+                        "忽略了 results.jsonl 中 {} 行残缺记录（写入时崩溃）",
+                        s.torn_lines
+                    ),
+                }
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "</p>\n</footer>\n<script>{SCRIPT}</script>\n</body>\n</html>"
+        );
+    }
+}
+
+/// At most `n` characters of `s`, with an ellipsis when cut.
+fn clip(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{ErrorKind, JobError};
+
+    fn record(input: &str, status: Status, ms: u64) -> JobRecord {
+        let mut r = JobRecord::new(&format!("id-{input}"), "summarize", input, status);
+        r.duration_ms = ms;
+        if status == Status::Failed {
+            r.error = Some(JobError::new(ErrorKind::ApiError, "<b>bad</b> & \"worse\""));
+        }
+        r
+    }
+
+    fn run_of(records: Vec<JobRecord>) -> LoadedRun {
+        LoadedRun {
+            run_id: "20250101T000000.000Z".into(),
+            path: PathBuf::from("/nonexistent/.zhi/runs/20250101T000000.000Z"),
+            manifest: None,
+            records,
+            torn_lines: 0,
+        }
+    }
+
+    fn no_links() -> Links {
+        Links { output: None }
+    }
+
+    #[test]
+    fn failures_come_first_then_the_records_order() {
+        let records = vec![
+            record("a", Status::Succeeded, 1),
+            record("b", Status::Failed, 1),
+            record("c", Status::Cached, 1),
+            record("d", Status::Cancelled, 1),
+            record("e", Status::Failed, 1),
+            record("f", Status::Skipped, 1),
+            record("g", Status::Succeeded, 1),
+        ];
+        let order: Vec<&str> = table_order(&records)
+            .into_iter()
+            .map(|i| records[i].input.as_str())
+            .collect();
+        assert_eq!(order, ["b", "e", "d", "a", "g", "c", "f"]);
+    }
+
+    #[test]
+    fn the_page_is_escaped_and_in_the_language_asked() {
+        let mut ok = record("ok.txt", Status::Succeeded, 800);
+        ok.warnings = vec!["page 3: <i>little</i> text".into()];
+        let run = run_of(vec![
+            record("<script>alert(1)</script>.txt", Status::Failed, 1500),
+            ok,
+        ]);
+        let en = render(&run, &no_links(), Lang::En);
+        assert!(en.contains("<div class=\"warn\">⚠ page 3: &lt;i&gt;little&lt;/i&gt; text</div>"));
+        assert!(en.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+        assert!(!en.contains("<script>alert"));
+        assert!(en.contains("&lt;script&gt;alert(1)&lt;/script&gt;.txt"));
+        assert!(en.contains("&lt;b&gt;bad&lt;/b&gt; &amp; &quot;worse&quot;"));
+        assert!(en.contains("1 job failed"));
+        assert!(en.contains(r#"<td data-v="0"><span class="badge failed">failed</span>"#));
+        // The first row is the failure; the script would sort the same way.
+        let first = en.split("<tr data-i=").nth(1).unwrap();
+        assert!(first.starts_with("\"0\" class=\"failed\""), "{first}");
+        // Without an output folder there is nothing to link to.
+        assert!(!en.contains("href="));
+
+        let zh = render(&run, &no_links(), Lang::Zh);
+        assert!(zh.starts_with("<!DOCTYPE html>\n<html lang=\"zh\">"));
+        assert!(zh.contains("1 个任务失败"));
+        assert!(zh.contains("<th class=\"num\" data-key=\"duration\""));
+        assert!(zh.contains(">耗时</th>"));
+    }
+
+    #[test]
+    fn the_policy_allows_exactly_the_inline_style_and_script() {
+        let page = render(&run_of(vec![]), &no_links(), Lang::En);
+        assert!(page.contains(&format!("style-src {};", csp_hash(CSS))));
+        assert!(page.contains(&format!("script-src {};", csp_hash(SCRIPT))));
+        assert!(page.contains(&format!("<style>{CSS}</style>")));
+        assert!(page.contains(&format!("<script>{SCRIPT}</script>")));
+        assert!(page.contains("No job ran now"));
+    }
+
+    #[test]
+    fn numbers_and_durations_read_well() {
+        assert_eq!(number(0), "0");
+        assert_eq!(number(999), "999");
+        assert_eq!(number(1_000), "1,000");
+        assert_eq!(number(12_345_678), "12,345,678");
+        assert_eq!(duration(850, Lang::En), "850 ms");
+        assert_eq!(duration(12_345, Lang::En), "12.3 s");
+        assert_eq!(duration(245_000, Lang::En), "4 min 05 s");
+        assert_eq!(duration(7_380_000, Lang::Zh), "2 小时 03 分");
+        assert_eq!(clip("abcdef", 3), "abc…");
+        assert_eq!(clip("报告", 3), "报告");
+    }
+}

@@ -1,0 +1,487 @@
+//! `zhi report` (SPEC §13): a real run against the fake API, with failures, becomes one HTML
+//! file. The file is checked as text (escaping, no network, links that lead somewhere), and —
+//! when Chromium is installed — as a browser renders it: the failures visible, the sorting
+//! script run, the page in Chinese under `ZHI_LANGUAGE=zh`.
+
+use crate::support::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, run_skill, show, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A file name that is markup: the report must show it as text.
+const HOSTILE: &str = "docs/<script>alert(1)</script>.txt";
+/// A server message that is markup too.
+const HOSTILE_MESSAGE: &str = "<img src=x onerror=alert(2)> bad request";
+
+/// The document a job's request is about (`Input document: …` opens its first message).
+fn doc_of(req: &Recorded) -> String {
+    req.messages()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .map(crate::support::fake_api::message_text)
+        .and_then(|t| {
+            t.strip_prefix("Input document: ")
+                .map(|r| r.lines().next().unwrap_or("").to_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// `summarize` over five documents: three succeed (one slowly), `docs/bad.txt` fails with
+/// `content_filter`, and [`HOSTILE`] with `api_error` and a [`HOSTILE_MESSAGE`].
+fn run_with_failures() -> (TestEnv, FakeApi) {
+    let env = TestEnv::new();
+    for name in ["a", "b", "c", "bad"] {
+        env.write(&format!("docs/{name}.txt"), format!("Document {name}.\n"));
+    }
+    env.write(HOSTILE, "A document with a hostile name.\n");
+    let api = FakeApi::start(|req| match doc_of(req).as_str() {
+        "docs/bad.txt" => Reply::zhipu_error(400, "1301", "sensitive content"),
+        HOSTILE => Reply::zhipu_error(400, "1214", HOSTILE_MESSAGE),
+        "docs/c.txt" => Reply::delay(
+            Duration::from_millis(300),
+            Reply::text("# c\n\nA slow summary.\n").with_usage(900, 300),
+        ),
+        doc => Reply::text(format!("# {doc}\n\nA summary.\n")).with_usage(120, 40),
+    });
+    let out = run_skill(&env, &api, "summarize", &["docs", "-j", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    (env, api)
+}
+
+/// `zhi report ARGS…` in `env`; the report's path as printed, made absolute.
+fn report(env: &TestEnv, args: &[&str], lang: &str) -> PathBuf {
+    let out = env
+        .zhi()
+        .env("ZHI_LANGUAGE", lang)
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let printed = stdout(&out);
+    let path = env.work.join(printed.trim_end());
+    assert!(path.is_file(), "no report at {}", path.display());
+    path
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// The only run folder of `out/`.
+fn run_dir(env: &TestEnv) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(env.path("out/.zhi/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+/// Every `href="…"` of a page, decoded back into a path.
+fn hrefs(html: &str) -> Vec<String> {
+    html.split("href=\"")
+        .skip(1)
+        .map(|rest| percent_decode(&rest[..rest.find('"').unwrap()]))
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// The part of a page from the element with `id` to the end of its section.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in the page"));
+    let end = html[start..]
+        .find("</section>")
+        .map_or(html.len(), |e| start + e);
+    &html[start..end]
+}
+
+/// The report of a run with failures, as a file: written into the run's folder, every record's
+/// text escaped, nothing loaded from anywhere, and links that lead to the outputs and
+/// transcripts.
+#[test]
+fn report_of_a_run_with_failures_is_one_safe_file() {
+    let (env, _api) = run_with_failures();
+    let path = report(&env, &["-o", "out"], "en");
+    assert_eq!(path, run_dir(&env).join("report.html"));
+    let html = read(&path);
+
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    // Markup from file names and messages is text.
+    assert!(
+        !html.contains("<script>alert"),
+        "a file name became a script"
+    );
+    assert!(!html.contains("<img"), "a server message became markup");
+    assert!(html.contains("docs/&lt;script&gt;alert(1)&lt;/script&gt;.txt"));
+    assert!(html.contains("&lt;img src=x onerror=alert(2)&gt; bad request"));
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the sorting script"
+    );
+    // Without the script, nothing promises sorting.
+    assert!(html.contains("id=\"sort-hint\" hidden>"));
+    // Nothing from the network: no resource is loaded at all, and the policy forbids it.
+    for needle in [
+        "src=\"", "src='", "<link", "url(", "@import", "<iframe", "<object",
+    ] {
+        assert!(!html.contains(needle), "the page loads something: {needle}");
+    }
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none';"));
+
+    // Failures first, named with their kinds.
+    let failures = section(&html, "failures");
+    assert!(failures.contains("2 jobs failed"), "{failures}");
+    for text in [
+        "docs/bad.txt",
+        "content_filter",
+        "api_error",
+        "&lt;script&gt;alert(1)&lt;/script&gt;.txt",
+    ] {
+        assert!(failures.contains(text), "{text} not in the failures");
+    }
+    assert!(!failures.contains("docs/a.txt"));
+    let counts = section(&html, "counts");
+    assert!(
+        counts.contains("<div class=\"tile bad\"><b>2</b><span>failed</span>"),
+        "{counts}"
+    );
+    assert!(
+        counts.contains("<b>3</b><span>succeeded</span>"),
+        "{counts}"
+    );
+    // Tokens: 2 × (120 + 40) + (900 + 300).
+    assert!(
+        counts.contains("<b>1,520</b><span>tokens</span>"),
+        "{counts}"
+    );
+    // One bar per job that ran, in each chart.
+    assert_eq!(section(&html, "charts").matches("<rect").count(), 10);
+    // The table holds every job, failures first.
+    let rows: Vec<&str> = html.split("<tr data-i=").skip(1).collect();
+    assert_eq!(rows.len(), 5);
+    assert!(rows[0].contains("class=\"failed\"") && rows[1].contains("class=\"failed\""));
+
+    // Links are relative and lead to the outputs and transcripts.
+    let links = hrefs(&html);
+    let dir = path.parent().unwrap();
+    for l in &links {
+        assert!(!l.starts_with('/') && !l.contains("://"), "{l}");
+        assert!(dir.join(l).exists(), "a link to nowhere: {l}");
+    }
+    for doc in ["a", "b", "c"] {
+        let summary = format!("summarize/docs/{doc}.txt/summary.md");
+        assert!(
+            links.iter().any(|l| l.ends_with(&summary)),
+            "no link to {summary}: {links:?}"
+        );
+    }
+    let transcripts = links.iter().filter(|l| l.ends_with(".jsonl")).count();
+    assert!(transcripts >= 5, "each job's transcript: {links:?}");
+}
+
+/// Runs are named as for `zhi manifest show`; a name that finds nothing is a usage error that
+/// says what was not found; `--out` writes elsewhere with links that still lead home.
+#[test]
+fn report_names_runs_like_manifest_show() {
+    let (env, _api) = run_with_failures();
+    let dir = run_dir(&env);
+    let id = dir.file_name().unwrap().to_str().unwrap().to_owned();
+
+    // By id prefix, by run folder, by results.jsonl.
+    let by_prefix = report(&env, &["-o", "out", &id[..10]], "en");
+    assert_eq!(by_prefix, dir.join("report.html"));
+    let results = dir.join("results.jsonl");
+    for arg in [dir.to_str().unwrap(), results.to_str().unwrap(), "out"] {
+        assert_eq!(report(&env, &[arg], "en"), dir.join("report.html"), "{arg}");
+    }
+
+    // Elsewhere, with links relative to there.
+    std::fs::create_dir(env.path("reports")).unwrap();
+    let elsewhere = report(&env, &["-o", "out", "--out", "reports/run.html"], "en");
+    assert_eq!(elsewhere, env.path("reports/run.html"));
+    let html = read(&elsewhere);
+    let links = hrefs(&html);
+    assert!(!links.is_empty());
+    for l in &links {
+        assert!(l.starts_with("../out/"), "{l}");
+        assert!(env.path("reports").join(l).exists(), "{l}");
+    }
+
+    // --json: the path and the run on stdout.
+    let out = env
+        .zhi()
+        .args(["--json", "report", "-o", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["run_id"], id.as_str());
+    assert_eq!(v["jobs"], 5);
+    assert!(v["report"].as_str().unwrap().ends_with("report.html"));
+
+    // What is not there.
+    let cases: [(&[&str], &str); 4] = [
+        (&["-o", "out", "nope"], "no run `nope`"),
+        (&["-o", "elsewhere"], "has no runs yet"),
+        (&["-o", "out", "--out", "missing/r.html"], "no folder"),
+        (&["-o", "out", "--out", "reports"], "is a folder"),
+    ];
+    for (args, says) in cases {
+        let out = env.zhi().arg("report").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", show(&out));
+        assert!(stdout(&out).is_empty());
+    }
+}
+
+/// `ZHI_LANGUAGE=zh`: the page is Chinese and says so; records stay as they were.
+#[test]
+fn report_in_chinese() {
+    let (env, _api) = run_with_failures();
+    let html = read(&report(&env, &["-o", "out"], "zh"));
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"zh\">"));
+    let failures = section(&html, "failures");
+    assert!(failures.contains("2 个任务失败"), "{failures}");
+    assert!(failures.contains("content_filter") && failures.contains("docs/bad.txt"));
+    assert!(html.contains("<span class=\"badge failed\">失败</span>"));
+    assert!(html.contains("<span>成功</span>"));
+    assert!(!html.contains("jobs failed"));
+}
+
+/// A run of 10,000 jobs gives a usable page quickly: every job in the table, charts of a
+/// bounded size.
+#[test]
+fn report_of_ten_thousand_jobs() {
+    let env = TestEnv::new();
+    let dir = env.path("out/.zhi/runs/20250101T000000.000Z");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut lines = String::new();
+    for i in 0..10_000u64 {
+        let failed = i % 40 == 0;
+        let record = serde_json::json!({
+            "job_id": format!("{i:016x}"), "skill": "summarize",
+            "input": format!("docs/{i:05}.txt"), "input_sha256": null, "input_bytes": 100,
+            "status": if failed { "failed" } else { "succeeded" },
+            "outputs": [], "model": "glm-4-flash", "turns": 1, "attempts": 1, "requests": 1,
+            "refused_tool_calls": 0, "tokens": {"prompt": 100 + i % 977, "completion": i % 313},
+            "started_at": "2025-01-01T00:00:00Z", "finished_at": "2025-01-01T00:00:01Z",
+            "duration_ms": 200 + (i * 7919) % 30_000,
+            "error": if failed { serde_json::json!({"kind": "timeout", "message": "slow"}) }
+                     else { serde_json::Value::Null },
+        });
+        lines.push_str(&record.to_string());
+        lines.push('\n');
+    }
+    std::fs::write(dir.join("results.jsonl"), lines).unwrap();
+
+    let start = Instant::now();
+    let path = report(&env, &["-o", "out"], "en");
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let html = read(&path);
+    assert!(html.len() < 12 << 20, "{} bytes", html.len());
+    assert_eq!(html.matches("<tr data-i=").count(), 10_000);
+    assert!(section(&html, "failures").contains("250 jobs failed"));
+    // The first 200 failures are listed at the top, the rest pointed to; all are in the table.
+    let failures = section(&html, "failures");
+    assert_eq!(failures.matches("<tr><td").count(), 200);
+    assert!(failures.contains("… and 50 more failed jobs"), "{failures}");
+    let charts = section(&html, "charts");
+    assert!(
+        charts.matches("<rect").count() <= 2 * 2 * 21,
+        "charts bucket jobs: {} bars",
+        charts.matches("<rect").count()
+    );
+    assert!(html.contains("incomplete"), "no manifest.json: said so");
+}
+
+// --- In a real browser ------------------------------------------------------------------
+
+/// Chromium from the system's packages, if installed.
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// Headless Chromium on `url`, in its own process group (killed whole when it ends or after a
+/// minute) with a throw-away profile; `extra` adds flags (`--screenshot=…`). Its stdout.
+fn chromium_run(chrome: &Path, url: &str, extra: &[String]) -> String {
+    use std::os::unix::process::CommandExt;
+    let profile = tempfile::tempdir().unwrap();
+    let out_file = profile.path().join("stdout");
+    let mut child = std::process::Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.path().join("p").display()
+        ))
+        .args(extra)
+        .arg(url)
+        .env("HOME", profile.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out_file).unwrap())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("start chromium");
+    let group = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Chromium's helpers (zygote, renderer, GPU) live in its group: none outlives the test.
+    // SAFETY: kill(2) on our own child's process group; no memory is involved.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+    if status.is_none() {
+        let _ = child.wait();
+        panic!("chromium did not finish within a minute on {url}");
+    }
+    read(&out_file)
+}
+
+/// The rendered page: the failures are visible (names, kinds, in red above the fold), the
+/// sorting script ran, a sort asked for in the address is applied, and the Chinese page
+/// renders as Chinese. Needs Chromium (Debian's `chromium` package).
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(chrome) = chromium() else {
+        eprintln!(
+            "report_renders_in_headless_chromium: chromium is not installed (apt-get install chromium); not checked"
+        );
+        return;
+    };
+    let (env, _api) = run_with_failures();
+    let path = report(&env, &["-o", "out"], "en");
+    let url = format!("file://{}", path.display());
+
+    let dom = chromium_run(&chrome, &url, &["--dump-dom".into()]);
+    assert!(dom.contains("</html>"), "no DOM from chromium: {dom}");
+    assert!(
+        dom.contains("id=\"jobs\" data-sorted=\"status:asc\" data-sortable=\"ready\""),
+        "the sorting script did not run"
+    );
+    // Headers became buttons, and the hint that they sort is shown, by the script only.
+    assert!(dom.contains("<button type=\"button\">Duration</button>"));
+    assert!(dom.contains("id=\"sort-hint\">Click a column header"));
+    let failures = section(&dom, "failures");
+    for text in [
+        "2 jobs failed",
+        "docs/bad.txt",
+        "content_filter",
+        "api_error",
+        "docs/&lt;script&gt;alert(1)&lt;/script&gt;.txt",
+        "&lt;img src=x onerror=alert(2)&gt;",
+    ] {
+        assert!(failures.contains(text), "{text} not rendered: {failures}");
+    }
+    assert_eq!(
+        dom.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(!dom.contains("<img"));
+
+    // A sort named in the address: slowest first.
+    let sorted = chromium_run(
+        &chrome,
+        &format!("{url}#sort=duration:desc"),
+        &["--dump-dom".into()],
+    );
+    assert!(
+        sorted.contains("data-sorted=\"duration:desc\""),
+        "not sorted"
+    );
+    let durations: Vec<u64> = sorted
+        .split("<tr data-i=")
+        .skip(1)
+        .map(|row| {
+            let cell = row.split("<td class=\"num\" data-v=\"").nth(1).unwrap();
+            cell[..cell.find('"').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(durations.len(), 5);
+    assert!(
+        durations.windows(2).all(|w| w[0] >= w[1]),
+        "rows not slowest first: {durations:?}"
+    );
+    assert!(durations[0] >= 300, "the slow job first: {durations:?}");
+
+    // What a person sees: the failures box in red in the first screen.
+    let shot = tempfile::tempdir().unwrap();
+    let png = shot.path().join("report.png");
+    chromium_run(
+        &chrome,
+        &url,
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1280,900".into(),
+            "--hide-scrollbars".into(),
+        ],
+    );
+    let img = image::open(&png)
+        .unwrap_or_else(|e| panic!("no screenshot: {e}"))
+        .to_rgb8();
+    // #cf222e, the failures' border and badges.
+    let red = img
+        .pixels()
+        .filter(|p| {
+            p[0].abs_diff(0xcf) < 12 && p[1].abs_diff(0x22) < 12 && p[2].abs_diff(0x2e) < 12
+        })
+        .count();
+    assert!(
+        red > 2_000,
+        "the failures are not visible in red: {red} red pixels"
+    );
+
+    // In Chinese.
+    let zh = report(&env, &["-o", "out", "--out", "zh.html"], "zh");
+    let dom = chromium_run(
+        &chrome,
+        &format!("file://{}", zh.display()),
+        &["--dump-dom".into()],
+    );
+    assert!(dom.contains("<html lang=\"zh\">"));
+    assert!(dom.contains("data-sortable=\"ready\""));
+    assert!(section(&dom, "failures").contains("2 个任务失败"));
+    assert!(dom.contains("<button type=\"button\">耗时</button>"));
+}
