@@ -98,6 +98,16 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
     ]
 }
 
+/// Where a setting came from, in zhi's language (`--json` keeps the English).
+fn origin(o: &Origin) -> String {
+    match o {
+        Origin::Default => tr("default", "默认").to_string(),
+        Origin::File(p) => format!("{}{p}", tr("file ", "文件 ")),
+        Origin::Env(v) => format!("{}{v}", tr("env ", "环境变量 ")),
+        Origin::Flag(v) => format!("{}{v}", tr("flag ", "参数 ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,15 +122,5 @@ mod tests {
         let key = rows.iter().find(|r| r.0 == "api_key").unwrap();
         assert_eq!(key.1, "<redacted>");
         assert_eq!(key.2, Origin::Env("ZHI_API_KEY".into()));
-    }
-}
-
-/// Where a setting came from, in zhi's language (`--json` keeps the English).
-fn origin(o: &Origin) -> String {
-    match o {
-        Origin::Default => tr("default", "默认").to_string(),
-        Origin::File(p) => format!("{}{p}", tr("file ", "文件 ")),
-        Origin::Env(v) => format!("{}{v}", tr("env ", "环境变量 ")),
-        Origin::Flag(v) => format!("{}{v}", tr("flag ", "参数 ")),
     }
 }

@@ -136,7 +136,7 @@ fn manifest(
         run_id: ctx.run_id.clone(),
         zhi_version: env!("CARGO_PKG_VERSION").to_string(),
         command: opts.command.clone(),
-        started_at: end.started_at.clone(),
+        started_at: end.started_at,
         finished_at: Some(Timestamp::now()),
         status,
         skills: skills_used,
