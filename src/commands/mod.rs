@@ -4,6 +4,7 @@
 mod batch_cmd;
 mod config_cmd;
 mod extract_cmd;
+mod help_cmd;
 mod manifest_cmd;
 mod run_cmd;
 mod skills_cmd;
@@ -70,6 +71,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Config(cmd) => config_cmd::run(&ctx, cmd),
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
         Command::Batch(cmd) => batch_cmd::run(&ctx, cmd),
+        Command::Completions { shell } => help_cmd::completions(shell),
+        Command::Man { out } => help_cmd::man(&ctx, out.as_deref()),
     }
 }
 

@@ -45,3 +45,9 @@ fn batch_help() {
     insta::assert_snapshot!("batch_status", help(&["batch", "status"]));
     insta::assert_snapshot!("batch_cancel", help(&["batch", "cancel"]));
 }
+
+#[test]
+fn completions_and_man_help() {
+    insta::assert_snapshot!("completions", help(&["completions"]));
+    insta::assert_snapshot!("man", help(&["man"]));
+}

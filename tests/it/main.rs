@@ -8,6 +8,7 @@ mod batch;
 mod batch_api;
 mod chunking;
 mod config_cli;
+mod conventions;
 mod corpus;
 mod extract_docs;
 mod help;
