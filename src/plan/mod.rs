@@ -122,12 +122,9 @@ pub fn build(
     let mut jobs: Vec<Job> = Vec::new();
     let mut ids = std::collections::BTreeSet::new();
     for req in requests {
-        let skill = skills.get(&req.skill).ok_or_else(|| {
-            ExitError::usage(format!(
-                "unknown skill `{}`; `zhi skills list` shows the available ones",
-                crate::sanitize::one_line(&req.skill)
-            ))
-        })?;
+        let skill = skills
+            .get(&req.skill)
+            .ok_or_else(|| ExitError::usage(skills.unknown(&req.skill)))?;
         args::check_args(skill, &req.args)?;
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();

@@ -111,6 +111,16 @@ impl SkillSet {
         self.skills.contains_key(name)
     }
 
+    /// The error for a skill name that is not here, with the names it may have meant.
+    pub fn unknown(&self, name: &str) -> String {
+        let hint = crate::suggest::did_you_mean(name, self.names());
+        format!(
+            "unknown skill `{}`; {hint}{}`zhi skills list` shows the available ones",
+            crate::sanitize::one_line(name),
+            if hint.is_empty() { "" } else { " " },
+        )
+    }
+
     /// Load one file's bytes into the set; a later skill of the same name replaces an earlier.
     pub fn add_bytes(&mut self, bytes: &[u8], source: SkillSource) -> Option<String> {
         self.add_loaded(load_str(bytes, source))

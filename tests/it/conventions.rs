@@ -1,6 +1,7 @@
-//! What a command-line tool is expected to have: shell completions and a man page.
+//! What a command-line tool is expected to have: shell completions, a man page, and a
+//! suggestion for a mistyped subcommand or skill.
 
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, skill_yaml, stderr, stdout};
 
 #[test]
 fn completions_for_every_shell_name_the_subcommands() {
@@ -51,5 +52,70 @@ fn the_man_page_is_roff_naming_every_command() {
     assert!(
         run.contains("\\-\\-base\\-url"),
         "the run page lists its flags"
+    );
+}
+
+#[test]
+fn a_mistyped_subcommand_gets_a_suggestion() {
+    let env = TestEnv::new();
+    for (args, near) in [
+        (&["rnu"][..], "'run'"),
+        (&["mna"][..], "'man'"),
+        (&["skills", "shwo"][..], "'show'"),
+    ] {
+        let out = env.zhi().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("similar subcommand"), "{args:?}: {err}");
+        assert!(err.contains(near), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_mistyped_skill_gets_a_suggestion_wherever_it_is_named() {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.write(
+        "jobs.yaml",
+        "jobs:\n  - skill: translte\n    inputs: [docs]\n",
+    );
+    // A local base URL: no key is needed, and nothing is ever sent to it.
+    let url = "--base-url=http://127.0.0.1:9/v1";
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["run", "summarise", "docs", url],
+            "did you mean `summarize`?",
+        ),
+        (&["plan", "summarise", "docs"], "did you mean `summarize`?"),
+        (
+            &["skills", "show", "proofraed"],
+            "did you mean `proofread`?",
+        ),
+        (
+            &["run", "--jobs", "jobs.yaml", url],
+            "did you mean `translate`",
+        ),
+        (
+            &["run", "meeting", "docs", url],
+            "`meeting-notes` or `meeting-followup`",
+        ),
+    ];
+    for (args, hint) in cases {
+        let out = env.zhi().args(args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
+    }
+    // Nothing near: no guess.
+    let out = env.zhi().args(["plan", "xyz", "docs"]).output().unwrap();
+    assert!(!stderr(&out).contains("did you mean"), "{}", stderr(&out));
+    // A skill's own `tools` naming a skill that does not exist.
+    env.project_skill("mine.yaml", &skill_yaml("mine", "file_read, summarise"));
+    let out = env.zhi().args(["skills", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown tool or skill `summarise`, did you mean `summarize`?"),
+        "{}",
+        stderr(&out)
     );
 }
