@@ -1,5 +1,5 @@
-//! What a command-line tool is expected to have: shell completions, a man page, and a
-//! suggestion for a mistyped subcommand or skill.
+//! What a command-line tool is expected to have: shell completions, a man page, a suggestion
+//! for a mistyped subcommand or skill, and tables that fit the terminal.
 
 use crate::testenv::{TestEnv, skill_yaml, stderr, stdout};
 
@@ -117,5 +117,68 @@ fn a_mistyped_skill_gets_a_suggestion_wherever_it_is_named() {
         stderr(&out).contains("unknown tool or skill `summarise`, did you mean `summarize`?"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// Display columns, CJK counted double.
+fn width(line: &str) -> usize {
+    line.chars()
+        .map(|c| {
+            if ('\u{2E80}'..='\u{A4CF}').contains(&c) {
+                2
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn tables_fit_the_width() {
+    let env = TestEnv::new();
+    for columns in ["100", "72"] {
+        for args in [&["skills", "list"][..], &["config", "show"][..]] {
+            let out = env
+                .zhi()
+                .args(args)
+                .env("COLUMNS", columns)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            let text = stdout(&out);
+            let widest = text.lines().map(width).max().unwrap_or(0);
+            let max: usize = columns.parse().unwrap();
+            assert!(
+                widest <= max,
+                "{args:?} at {columns}: {widest} columns\n{text}"
+            );
+        }
+    }
+    // The description wraps in its own column, every word kept, in order.
+    let out = env
+        .zhi()
+        .args(["--json", "skills", "list"])
+        .output()
+        .unwrap();
+    let skills: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = env.zhi().args(["skills", "list"]).output().unwrap();
+    let text = stdout(&out);
+    let column = text.lines().next().unwrap().find("DESCRIPTION").unwrap();
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("summarize "));
+    let first = lines.next().unwrap();
+    let wrapped: Vec<&str> = std::iter::once(first)
+        .chain(lines.take_while(|l| l.starts_with(' ')))
+        .map(|l| l[column..].trim())
+        .collect();
+    let summarize = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "summarize")
+        .unwrap();
+    assert!(wrapped.len() > 1, "{text}");
+    assert_eq!(
+        wrapped.join(" "),
+        summarize["description"].as_str().unwrap()
     );
 }
