@@ -3,7 +3,7 @@
 # ~/.cargo/bin), start a small local model, summarize the sample documents in examples/docs,
 # and show the outputs and the manifest.
 #
-#   examples/local-demo.sh            (from the repository root)
+#   examples/local-demo.sh            (from the repository root; LOCAL_LLM_PORT=8085)
 #
 # Needs Rust 1.89 or later, python3 with venv, and curl; about 2.5 GB of disk for the build
 # (target/) and 600 MB for the model (~/.cache/zhi-local-llm), ~540 MB of it downloaded once.
@@ -30,7 +30,7 @@ else
   echo "  export PATH=\"$BIN:\$PATH\""
 fi
 
-URL=$(examples/local-llm/start.sh 8085 | tail -n 1)
+URL=$(examples/local-llm/start.sh "${LOCAL_LLM_PORT:-8085}" | tail -n 1)
 echo "local model at $URL"
 export ZHI_OUTPUT_DIR=${ZHI_OUTPUT_DIR:-zhi-output}
 # Deterministic sampling. zhi asks the server its context window and slots (one slot: one

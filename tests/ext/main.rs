@@ -7,7 +7,7 @@
 //! by what this machine has, so this binary has its own harness (libtest-mimic, the same
 //! command line and output as libtest). Each test declares its needs; they are checked before
 //! any test runs, and a test with a need unmet is counted as ignored with the reason on its
-//! line (`ignored (needs tesseract: not on PATH)`). With `ZHI_TEST_REQUIRE_ALL=1` (set by
+//! line (`ignored (needs tesseract (not on PATH))`). With `ZHI_TEST_REQUIRE_ALL=1` (set by
 //! `.ci/run`) such a test fails instead. Nothing here installs, downloads or starts anything.
 
 /// What a test measured, shown with `--nocapture`.
