@@ -4,7 +4,7 @@
 //! `ocr` tool does it (`zhi::extract::ocr_file`: every page OCR'd).
 //!
 //! `cargo bench --bench ocr_pages` (`ZHI_BENCH_RUNS` for other than best of 1). The scans are
-//! ocrmypdf's test resources, from `scripts/fetch-test-docs.sh` (run here when missing);
+//! ocrmypdf's test resources, from `scripts/fetch-test-docs.sh` (run it first);
 //! skipped with a note when tesseract, pdftoppm or the scans cannot be had.
 
 #[path = "common/mod.rs"]

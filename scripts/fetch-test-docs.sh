@@ -5,17 +5,20 @@
 #
 # What lands in DIR:
 #   debian-reference/debian-reference.{en,zh-cn}.pdf   from the Debian packages
-#       debian-reference-en / debian-reference-zh-cn (installed if missing and running as root)
+#       debian-reference-en / debian-reference-zh-cn: copied when installed, else taken from
+#       the package with `apt-get download` (never installed)
 #   debian-reference/en-30-pages.pdf, en-40k.txt   made from the English PDF (qpdf, poppler-utils)
 #   ocrmypdf/resources/   ocrmypdf's test resources (scans: linn.pdf + linn.txt, skew.pdf, …)
 #   pypdf/resources/      pypdf's test resources (encrypted, broken and odd PDFs)
 # The two source tarballs come from the Python package index through `pip download`, pinned.
-# Also installed when missing and running as root: tesseract (chi_sim + eng), poppler-utils,
-# and pango-view with a CJK font (the tests render a Chinese/English page with it).
+#
+# Nothing is installed: the programs the tests use (tesseract with chi_sim and eng,
+# poppler-utils, qpdf, pango-view with a CJK font) are named with their packages when missing;
+# `.ci/run` installs them. Nothing is written outside DIR but temporary folders.
 #
 # Idempotent: whatever is already in DIR is kept; run it as often as you like. Anything that
-# cannot be had (no network, not root) is skipped with a message, and the tests that need it
-# skip too. Never commit DIR.
+# cannot be had (no network, no apt-get) is skipped with a message, and `cargo test` reports
+# the tests that need it as ignored. Never commit DIR.
 set -euo pipefail
 
 DIR=${1:-target/test-docs}
@@ -26,52 +29,51 @@ log() { printf 'fetch-test-docs: %s\n' "$*" >&2; }
 
 mkdir -p "$DIR"
 
-# apt-get install, only as root and only where apt-get exists; quiet unless it fails.
-apt_install() {
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        return 1
-    fi
-    local out
-    if ! out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1); then
-        apt-get update >/dev/null 2>&1 || true
-        out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" 2>&1) || {
-            printf '%s\n' "$out" | tail -n 3 >&2
-            return 1
-        }
-    fi
-}
-
-# Programs the tests use.
+# Programs the tests use: named, with their packages, when missing.
 need_program() { # program package...
     local program=$1
     shift
-    command -v "$program" >/dev/null 2>&1 && return 0
-    apt_install "$@" || log "skip: $program is missing (install: $*)"
+    command -v "$program" >/dev/null 2>&1 || log "missing: $program (install: $*)"
 }
 need_program pdftotext poppler-utils
 need_program qpdf qpdf
 need_program tesseract tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim
 if command -v tesseract >/dev/null 2>&1 && ! tesseract --list-langs 2>&1 | grep -qx chi_sim; then
-    apt_install tesseract-ocr-chi-sim || log "skip: tesseract has no chi_sim (install tesseract-ocr-chi-sim)"
+    log "missing: tesseract's chi_sim (install: tesseract-ocr-chi-sim)"
 fi
 need_program pango-view pango1.0-tools
 if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=zh 2>/dev/null)" ]; then
-    apt_install fonts-wqy-microhei || log "skip: no CJK font for rendering (install fonts-wqy-microhei)"
+    log "missing: a CJK font for rendering (install: fonts-wqy-microhei)"
 fi
+
+# A file of a Debian package, without installing it: apt-get download, then dpkg-deb.
+from_package() { # package member dest
+    local package=$1 member=$2 dest=$3 work
+    command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || return 1
+    work=$(mktemp -d)
+    if (cd "$work" && apt-get download "$package") >/dev/null 2>&1; then
+        dpkg-deb --fsys-tarfile "$work"/*.deb | tar -x -C "$work" "./$member" 2>/dev/null || true
+    fi
+    if [ -s "$work/$member" ]; then
+        cp "$work/$member" "$dest.tmp" && mv "$dest.tmp" "$dest"
+    fi
+    rm -rf "$work"
+    [ -s "$dest" ]
+}
 
 # debian-reference, English and Simplified Chinese.
 mkdir -p "$DIR/debian-reference"
 for lang in en zh-cn; do
     dest="$DIR/debian-reference/debian-reference.$lang.pdf"
     [ -s "$dest" ] && continue
-    src="/usr/share/debian-reference/debian-reference.$lang.pdf"
-    if [ ! -s "$src" ]; then
-        apt_install "debian-reference-$lang" ||
-            log "skip: $src is missing (install the debian-reference-$lang package as root)"
-    fi
-    if [ -s "$src" ]; then
-        cp "$src" "$dest.tmp" && mv "$dest.tmp" "$dest"
+    src="usr/share/debian-reference/debian-reference.$lang.pdf"
+    if [ -s "/$src" ]; then
+        cp "/$src" "$dest.tmp" && mv "$dest.tmp" "$dest"
         log "copied debian-reference.$lang.pdf"
+    elif from_package "debian-reference-$lang" "$src" "$dest"; then
+        log "took debian-reference.$lang.pdf from the debian-reference-$lang package"
+    else
+        log "skip: debian-reference.$lang.pdf (neither installed nor downloadable: debian-reference-$lang)"
     fi
 done
 
@@ -116,7 +118,8 @@ fetch_resources() {
     if [ ! -s "$tarball" ]; then
         local tmp
         tmp=$(mktemp -d)
-        if ! "$pip" download --quiet --no-deps --no-binary :all: -d "$tmp" "$name==$version" >"$tmp/log" 2>&1; then
+        if ! TMPDIR="$tmp" "$pip" download --quiet --no-cache-dir --no-deps --no-binary :all: \
+            -d "$tmp" "$name==$version" >"$tmp/log" 2>&1; then
             log "skip: cannot download $name $version:"
             tail -n 3 "$tmp/log" >&2
             rm -rf "$tmp"

@@ -111,6 +111,21 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell to complete zhi's commands and flags in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+
+    /// Print zhi's man page (roff) on stdout, or write one page per command into a folder
+    Man {
+        /// Write zhi.1, zhi-run.1, zhi-skills-list.1, … into this folder
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 const REPORT_EXAMPLES: &str = "Examples:
@@ -118,6 +133,11 @@ const REPORT_EXAMPLES: &str = "Examples:
   xdg-open \"$(zhi report -o out)\"     # write it and open it
   zhi report 20250101T0200 --out run.html
   ZHI_LANGUAGE=zh zhi report zhi-output/.zhi/runs/20250101T020000.000Z";
+
+const COMPLETIONS_EXAMPLES: &str = "Examples:
+  zhi completions bash > ~/.local/share/bash-completion/completions/zhi
+  zhi completions zsh > ~/.zfunc/_zhi        # with fpath+=(~/.zfunc) before compinit
+  zhi completions fish > ~/.config/fish/completions/zhi.fish";
 
 #[derive(Debug, Subcommand)]
 pub enum BatchCommand {

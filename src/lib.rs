@@ -24,3 +24,4 @@ pub mod run;
 pub mod sanitize;
 pub mod skills;
 pub mod small_file;
+pub mod suggest;

@@ -1,6 +1,6 @@
 //! The `zhi` binary: parse, set up logging, run, map the result to an exit code.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
 use zhi::cli::Cli;
 
@@ -10,16 +10,7 @@ fn main() -> ExitCode {
         return zhi::extract::pdf_worker_main(&std::env::args_os().skip(2).collect::<Vec<_>>());
     }
     reset_sigpipe();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => match zhi::i18n::clap_message(&e) {
-            Some(text) => {
-                eprintln!("{text}");
-                return ExitCode::from(2);
-            }
-            None => e.exit(),
-        },
-    };
+    let cli = parse();
     init_logging(
         cli.global.verbose,
         cli.global.quiet,
@@ -32,6 +23,47 @@ fn main() -> ExitCode {
             e.exit.into()
         }
     }
+}
+
+/// The command line, or clap's error and exit. A mistyped subcommand that clap finds nothing
+/// near (its measure misses a short name: `rnu`) gets zhi's own suggestion (`run`).
+fn parse() -> Cli {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let mut err = match Cli::try_parse() {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    if err.kind() == ErrorKind::InvalidSubcommand
+        && err.get(ContextKind::SuggestedSubcommand).is_none()
+        && let Some(ContextValue::String(typed)) = err.get(ContextKind::InvalidSubcommand)
+    {
+        let typed = typed.clone();
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        // The command the mistyped word was given to: follow the words before it.
+        let mut cmd = Cli::command();
+        for word in args.iter().take_while(|a| **a != typed) {
+            if let Some(sub) = cmd.find_subcommand(word) {
+                cmd = sub.clone();
+            }
+        }
+        let names = cmd.get_subcommands().map(|c| c.get_name());
+        let near: Vec<String> = zhi::suggest::near(&typed, names)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if !near.is_empty() {
+            err.insert(
+                ContextKind::SuggestedSubcommand,
+                ContextValue::Strings(near),
+            );
+        }
+    }
+    // In Chinese, clap's own words are replaced (help and version are printed as they are).
+    if let Some(text) = zhi::i18n::clap_message(&err) {
+        eprintln!("{text}");
+        std::process::exit(2);
+    }
+    err.exit()
 }
 
 /// Logs go to stderr through `tracing`: `-v` info (turns, tool calls), `-vv` debug; otherwise

@@ -99,14 +99,10 @@ pub fn docs_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-docs"))
 }
 
-/// A fetched document, running the fetch script when it is missing; `None` with a note when
-/// it cannot be had.
+/// A fetched document; `None` with a note when `scripts/fetch-test-docs.sh` has not fetched
+/// it (a bench never fetches or installs anything itself).
 pub fn fetched(relative: &str) -> Option<PathBuf> {
     let path = docs_dir().join(relative);
-    if !path.is_file() {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-test-docs.sh");
-        let _ = Command::new("bash").arg(&script).arg(docs_dir()).status();
-    }
     if path.is_file() {
         Some(path)
     } else {

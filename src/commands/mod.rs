@@ -4,10 +4,14 @@
 mod batch_cmd;
 mod config_cmd;
 mod extract_cmd;
+mod help_cmd;
 mod manifest_cmd;
 mod report_cmd;
 mod run_cmd;
 mod skills_cmd;
+mod table;
+
+use table::display_width;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Config, Overrides};
@@ -74,42 +78,17 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
         Command::Batch(cmd) => batch_cmd::run(&ctx, cmd),
         Command::Report { run, output, out } => report_cmd::run(&ctx, run.as_deref(), output, out),
+        Command::Completions { shell } => help_cmd::completions(shell),
+        Command::Man { out } => help_cmd::man(&ctx, out.as_deref()),
     }
 }
 
-/// How many terminal columns `s` takes (CJK text is counted as wide).
-pub fn display_width(s: &str) -> usize {
-    s.chars().map(|c| if is_wide(c) { 2 } else { 1 }).sum()
-}
-
-/// Print rows as aligned columns (by characters; CJK text is counted as wide).
+/// Print rows as aligned columns (by display width: CJK text counts double), fitted to the
+/// terminal (`COLUMNS` first; 100 when stdout is no terminal) by wrapping the widest columns.
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    let width = display_width;
-    let n = headers.len();
-    let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
-    for r in rows {
-        for (i, cell) in r.iter().enumerate().take(n) {
-            widths[i] = widths[i].max(width(cell));
-        }
+    for line in table::render(headers, rows, table::width()) {
+        println!("{line}");
     }
-    let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            out.push_str(cell);
-            if i + 1 < cells.len() {
-                out.push_str(&" ".repeat(widths[i] - width(cell) + 2));
-            }
-        }
-        println!("{}", out.trim_end());
-    };
-    line(headers.to_vec());
-    for r in rows {
-        line(r.iter().map(String::as_str).collect());
-    }
-}
-
-fn is_wide(c: char) -> bool {
-    matches!(c as u32, 0x1100..=0x115F | 0x2E80..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6)
 }
 
 /// Print a JSON value on stdout.

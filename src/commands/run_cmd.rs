@@ -117,10 +117,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
                 .find(|e| e.file.contains(&format!("{}.y", r.skill)));
             return Err(ExitError::usage(match broken {
                 Some(e) => format!("skill `{}` cannot be loaded: {e}", one_line(&r.skill)),
-                None => format!(
-                    "unknown skill `{}`; `zhi skills list` shows the available ones",
-                    one_line(&r.skill)
-                ),
+                None => set.unknown(&r.skill),
             }));
         }
         let errors = set.check_graph(Some(&[r.skill.as_str()]));

@@ -137,10 +137,7 @@ fn tree_lines(
 
 fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Exit, ExitError> {
     let Some(s) = set.get(name) else {
-        return Err(ExitError::usage(format!(
-            "unknown skill `{}`; `zhi skills list` shows the available ones",
-            one_line(name)
-        )));
+        return Err(ExitError::usage(set.unknown(name)));
     };
     let graph = set.check_graph(Some(&[name]));
     if ctx.global.json {

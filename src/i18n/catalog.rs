@@ -31,7 +31,7 @@ pub const VERBATIM: &[&str] = &[
     "max_output", "floor", "old", "new", "call", "rel", "named", "kind", "target", "shown",
     "display", "choices", "type", "first", "restarts", "protocol", "expected", "limit", "formats",
     "i", "c", "clamped", "levels", "excerpt", "ids", "states", "answers", "collected", "submitted",
-    "depth", "plan", "merged", "missing", "records", "sheet",
+    "depth", "plan", "merged", "missing", "records", "sheet", "names", "last",
 ];
 
 /// Names of log fields (`job=…`).
@@ -247,7 +247,12 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size", "令牌估算：每个中日韩字符计 1 个令牌，其他文字每 4 个字符计 1 个令牌；PDF、办公文档和图片按文件大小估算"),
     // ---- Skills.
     ("unknown skill `{skill}`; `zhi skills list` shows the available ones", "未知技能 `{skill}`；`zhi skills list` 会列出可用的技能"),
+    ("unknown skill `{skill}`; {hint} `zhi skills list` shows the available ones", "未知技能 `{skill}`；{hint}`zhi skills list` 会列出可用的技能"),
     ("unknown skill `{skill}`", "未知技能 `{skill}`"),
+    ("did you mean {names}?", "是不是想用 {names}？"),
+    ("did you mean {names} or {last}?", "是不是想用 {names} 或 {last}？"),
+    (", did you mean {names}?", "，是不是想用 {names}？"),
+    (", did you mean {names} or {last}?", "，是不是想用 {names} 或 {last}？"),
     ("skill `{skill}` cannot be loaded: {e}", "技能 `{skill}` 无法加载：{e}"),
     ("skill `{skill}` is invalid: {e}", "技能 `{skill}` 无效：{e}"),
     ("skipped skill file {e}", "已跳过技能文件 {e}"),
@@ -260,8 +265,11 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("more than {n} files; the rest are not read", "超过 {n} 个文件；其余的不读取"),
     ("its instructions use {named}, but zhi never runs a skill's scripts (there is no shell): this skill needs a shell zhi does not give", "它的说明用到了 {named}，但 zhi 从不运行技能的脚本（没有 shell）：这个技能需要 zhi 不提供的 shell"),
     ("{path}: cannot read skill folder: {e}", "{path}：无法读取技能文件夹：{e}"),
+    ("skill `{skill}`: unknown tool or skill `{name}`{hint} (tools are {tools}, or other skills' names)", "技能 `{skill}`：未知的工具或技能 `{name}`{hint}（工具有 {tools}，或其他技能的名字）"),
     ("skill `{skill}`: unknown tool or skill `{name}` (tools are {tools}, or other skills' names)", "技能 `{skill}`：未知的工具或技能 `{name}`（工具有 {tools}，或其他技能的名字）"),
     ("skill cycle: {chain}", "技能循环：{chain}"),
+    ("cannot write the man page: {e}", "无法写出手册页：{e}"),
+    ("cannot write the man pages: {e}", "无法写出手册页：{e}"),
     ("skills nest deeper than {max}: {chain}", "技能嵌套超过 {max} 层：{chain}"),
     ("empty file: a skill needs at least name, description, system_prompt and tools", "空文件：技能至少需要 `name`、`description`、`system_prompt` 和 `tools`"),
     ("binary file (contains NUL bytes), not a YAML skill", "二进制文件（含有 NUL 字节），不是 YAML 技能"),

@@ -70,6 +70,10 @@ const MODEL_FACING: &[&str] = &["src/agent/tools/", "src/agent/sandbox.rs"];
 /// comes from. Each source is scanned where it is written (an `#[error]`, a `JobError::new`…)
 /// or is not zhi's text at all.
 const PASSED_ON: &[(&str, &str)] = &[
+    (
+        "set.unknown(name)",
+        "skills::unknown_skill's format!, whose messages are in the catalog",
+    ),
     ("JobsFileProblem::NoJobs", "JobsFileProblem's #[error]"),
     (
         "JobsFileProblem::NoInputs{entry:i+,skill:e.skill.clone(),}",

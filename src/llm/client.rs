@@ -167,6 +167,10 @@ struct Inner {
     attempts: AtomicU64,
     /// Ids for tool calls a server sent without one.
     call_ids: AtomicU64,
+    /// Set when the server said how many requests it works on at once (llama.cpp's slots):
+    /// more wait here, where the request timeout does not run, instead of in the server's
+    /// queue, where it does (and a queued request times out, is retried, and queues again).
+    server_slots: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
 }
 
 impl std::fmt::Debug for ChatClient {
@@ -216,6 +220,7 @@ impl ChatClient {
                 pause_until: std::sync::Mutex::new(None),
                 attempts: AtomicU64::new(0),
                 call_ids: AtomicU64::new(0),
+                server_slots: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -247,6 +252,17 @@ impl ChatClient {
     /// not retry). Only ever for the `Authorization` header.
     pub(crate) fn api_key(&self) -> Option<&ApiKey> {
         self.inner.key.as_ref()
+    }
+
+    /// At most `slots` requests at the server at once, from every clone of this client; the
+    /// others wait for one to end before they are sent. Set once (by [`crate::llm::probe`]);
+    /// a later call changes nothing.
+    pub fn hold_to_server_slots(&self, slots: u32) {
+        let permits = usize::try_from(slots.max(1)).unwrap_or(usize::MAX);
+        let _ = self
+            .inner
+            .server_slots
+            .set(Arc::new(tokio::sync::Semaphore::new(permits)));
     }
 
     /// Attempts sent so far by this process (every retry counts).
@@ -450,9 +466,19 @@ impl ChatClient {
                     _ = cancel.cancelled() => return Err(cancelled(attempt)),
                 }
             }
+            // A free slot at the server first: the attempt's timeout starts when it is sent.
+            let slot = match self.inner.server_slots.get() {
+                Some(slots) => tokio::select! {
+                    permit = slots.clone().acquire_owned() => permit.ok(),
+                    _ = cancel.cancelled() => return Err(cancelled(attempt)),
+                },
+                None => None,
+            };
             attempt += 1;
             self.inner.attempts.fetch_add(1, Ordering::Relaxed);
             let outcome = self.attempt(limit, &make, cancel).await.and_then(&accept);
+            // Free for others while this one backs off.
+            drop(slot);
             let mut err = match outcome {
                 Ok(value) => {
                     tracing::debug!(attempt, "model API request succeeded");

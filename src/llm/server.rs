@@ -66,8 +66,16 @@ pub fn is_known_provider(base_url: &str) -> bool {
 /// Asks the server behind `client` for its context window, slots and model, in this order:
 /// llama.cpp's `/props`, the OpenAI-style `/models` (vLLM's `max_model_len`), Ollama's
 /// `/api/show`. Stops at the first answer that gives a context window. Never fails.
+///
+/// A server that names its slots gets no more requests at once than that from `client`
+/// ([`ChatClient::hold_to_server_slots`]): whatever `-j` says, the rest wait in zhi, not in
+/// the server's queue where their timeout would run out.
 pub async fn probe(client: &ChatClient, model: &str) -> ServerInfo {
-    probe_within(client, model, PROBE_TIMEOUT).await
+    let info = probe_within(client, model, PROBE_TIMEOUT).await;
+    if let Some(slots) = info.slots {
+        client.hold_to_server_slots(slots);
+    }
+    info
 }
 
 /// [`probe`] with the per-request limit as a parameter, so tests need not wait 5 s.

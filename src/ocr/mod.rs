@@ -345,8 +345,12 @@ fn page_size(pdf: &Path, page: u32, settings: &EngineSettings) -> Option<(f64, f
     let mut cmd = process::command(&pdfinfo, ["-f", n.as_str(), "-l", n.as_str()]);
     cmd.arg(pdf);
     let done = process::run(cmd, settings.timeout, 1 << 20, settings.cancel.as_ref()).ok()?;
-    let out = String::from_utf8_lossy(&done.stdout);
-    // "Page    3 size: 612 x 792 pts (letter)"
+    size_from_pdfinfo(&String::from_utf8_lossy(&done.stdout), page)
+}
+
+/// A page's size in `pdfinfo -f N -l N`'s output ("Page    3 size: 612 x 792 pts (letter)").
+fn size_from_pdfinfo(out: &str, page: u32) -> Option<(f64, f64)> {
+    let n = page.to_string();
     let line = out.lines().find(|l| {
         let mut words = l.split_whitespace();
         words.next() == Some("Page")
@@ -508,26 +512,19 @@ mod tests {
         assert_eq!(engine.limits().max_bytes, 5 << 20);
     }
 
+    /// `pdfinfo -f 2 -l 2` (22.12) on a PDF whose second page is 2160 × 300 points.
+    const PDFINFO_PAGE_2: &str = "Custom Metadata: no\nMetadata Stream: no\nTagged:          no\n\
+        UserProperties:  no\nSuspects:        no\nForm:            none\nJavaScript:      no\n\
+        Pages:           2\nEncrypted:       no\nPage    2 size:  2160 x 300 pts\n\
+        Page    2 rot:   0\nFile size:       296 bytes\nOptimized:       no\nPDF version:     1.4\n";
+
     #[test]
-    fn page_sizes_come_from_pdfinfo_when_unknown() {
-        if process::find_program("pdfinfo").is_none() {
-            eprintln!("notice: skipping, pdfinfo is not installed");
-            return;
-        }
-        let dir = ScratchDir::new("test").unwrap();
-        let pdf = dir.path().join("a.pdf");
-        std::fs::write(
-            &pdf,
-            b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
-              2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >> endobj\n\
-              3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >> endobj\n\
-              4 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 2160 300] >> endobj\n\
-              trailer << /Root 1 0 R >>\n%%EOF\n",
-        )
-        .unwrap();
-        assert_eq!(page_size(&pdf, 2, &settings()), Some((2160.0, 300.0)));
-        assert_eq!(page_size(&pdf, 1, &settings()), Some((612.0, 792.0)));
-        assert_eq!(page_size(&pdf, 9, &settings()), None);
+    fn page_sizes_are_read_from_pdfinfo() {
+        assert_eq!(size_from_pdfinfo(PDFINFO_PAGE_2, 2), Some((2160.0, 300.0)));
+        assert_eq!(size_from_pdfinfo(PDFINFO_PAGE_2, 1), None);
+        let one_page = "Pages:           1\nPage    1 size:  612 x 792 pts (letter)\n";
+        assert_eq!(size_from_pdfinfo(one_page, 1), Some((612.0, 792.0)));
+        assert_eq!(size_from_pdfinfo("", 9), None);
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! request fits. Each is a usage error (SPEC §10: exit 2, nothing ran); the mapping to the exit
 //! code lives with the exit codes ([`crate::exit`]).
 
-use crate::sanitize::one_line;
 use crate::small_file::{ReadError, TooDeep};
 use std::path::PathBuf;
 
@@ -11,8 +10,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// No skill of that name is loaded.
-    #[error("unknown skill `{}`; `zhi skills list` shows the available ones", one_line(.0))]
-    UnknownSkill(String),
+    #[error("{}", crate::skills::unknown_skill(name, hint))]
+    UnknownSkill {
+        name: String,
+        /// "did you mean `summarize`?", or empty.
+        hint: String,
+    },
 
     /// `-a` without `=`.
     #[error("--arg `{0}` must be KEY=VALUE")]

@@ -164,7 +164,10 @@ pub fn build(
     for req in requests {
         let skill = skills
             .get(&req.skill)
-            .ok_or_else(|| PlanError::UnknownSkill(req.skill.clone()))?;
+            .ok_or_else(|| PlanError::UnknownSkill {
+                name: req.skill.clone(),
+                hint: crate::suggest::did_you_mean(&req.skill, skills.names()),
+            })?;
         args::check_args(skill, &req.args)?;
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();

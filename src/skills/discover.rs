@@ -111,6 +111,11 @@ impl SkillSet {
         self.skills.contains_key(name)
     }
 
+    /// The error for a skill name that is not here, with the names it may have meant.
+    pub fn unknown(&self, name: &str) -> String {
+        unknown_skill(name, &crate::suggest::did_you_mean(name, self.names()))
+    }
+
     /// Load one file's bytes into the set; a later skill of the same name replaces an earlier.
     pub fn add_bytes(&mut self, bytes: &[u8], source: SkillSource) -> Option<String> {
         self.add_loaded(load_str(bytes, source))
@@ -402,5 +407,15 @@ fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {
     }
     for f in folders {
         set.add_folder(&f, make);
+    }
+}
+
+/// "unknown skill `x`; [did you mean `y`?] `zhi skills list` shows the available ones".
+pub fn unknown_skill(skill: &str, hint: &str) -> String {
+    let skill = crate::sanitize::one_line(skill);
+    if hint.is_empty() {
+        format!("unknown skill `{skill}`; `zhi skills list` shows the available ones")
+    } else {
+        format!("unknown skill `{skill}`; {hint} `zhi skills list` shows the available ones")
     }
 }

@@ -11,8 +11,13 @@ pub const MAX_NESTING: usize = 3;
 /// A problem in the skill graph, with the chain that shows it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GraphError {
-    #[error("skill `{skill}`: unknown tool or skill `{name}` (tools are {tools}, or other skills' names)", tools = BUILTIN_TOOLS.join(", "))]
-    Unknown { skill: String, name: String },
+    #[error("skill `{skill}`: unknown tool or skill `{name}`{hint} (tools are {tools}, or other skills' names)", tools = BUILTIN_TOOLS.join(", "))]
+    Unknown {
+        skill: String,
+        name: String,
+        /// ", did you mean `summarize`?", or empty.
+        hint: String,
+    },
     #[error("skill cycle: {}", chain.join(" -> "))]
     Cycle { chain: Vec<String> },
     #[error("skills nest deeper than {MAX_NESTING}: {}", chain.join(" -> "))]
@@ -32,6 +37,20 @@ pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) ->
     errors
 }
 
+/// ", did you mean `summarize`?" for an unknown name among the tools and skills, or empty.
+fn hint(name: &str, skills: &BTreeMap<String, Skill>) -> String {
+    let known = BUILTIN_TOOLS
+        .iter()
+        .copied()
+        .chain(skills.keys().map(String::as_str));
+    let hint = crate::suggest::did_you_mean(name, known);
+    if hint.is_empty() {
+        hint
+    } else {
+        format!(", {hint}")
+    }
+}
+
 fn walk(skills: &BTreeMap<String, Skill>, chain: &mut Vec<String>, errors: &mut Vec<GraphError>) {
     let Some(skill) = chain.last().and_then(|n| skills.get(n)) else {
         return;
@@ -43,6 +62,7 @@ fn walk(skills: &BTreeMap<String, Skill>, chain: &mut Vec<String>, errors: &mut 
                 GraphError::Unknown {
                     skill: skill.name.clone(),
                     name: name.to_string(),
+                    hint: hint(name, skills),
                 },
             );
             continue;

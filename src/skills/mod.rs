@@ -11,7 +11,7 @@ mod preamble;
 
 pub use discover::{
     MAX_RESOURCE_BYTES, MAX_SKILL_FILE_BYTES, SKILL_MD, SkillSet, SkillSource, builtin_sources,
-    discover,
+    discover, unknown_skill,
 };
 pub use graph::{GraphError, MAX_NESTING};
 pub use load::{LoadError, Loaded, load_str};

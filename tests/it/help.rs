@@ -50,3 +50,9 @@ fn batch_help() {
 fn report_help() {
     insta::assert_snapshot!("report", help(&["report"]));
 }
+
+#[test]
+fn completions_and_man_help() {
+    insta::assert_snapshot!("completions", help(&["completions"]));
+    insta::assert_snapshot!("man", help(&["man"]));
+}

@@ -37,17 +37,13 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
     corpus::write_docx(&c("report.docx"), &[GOOD_DOCX, "Revenue grew 12%."]);
     env.write("corpus/control.pdf", corpus::text_pdf(GOOD_PDF));
     env.write("corpus/x.pdf/inside.txt", format!("{GOOD_INNER}\n"));
-    let mut good: BTreeMap<String, &str> = BTreeMap::from([
+    let good: BTreeMap<String, &str> = BTreeMap::from([
         ("corpus/notes.txt".to_string(), GOOD_TEXT),
         ("corpus/report.docx".to_string(), GOOD_DOCX),
         ("corpus/control.pdf".to_string(), GOOD_PDF),
         ("corpus/x.pdf/inside.txt".to_string(), GOOD_INNER),
     ]);
-    // A real PDF nobody here wrote, when it can be fetched.
-    if let Some(real) = crate::extract_docs::fetched("pypdf/resources/crazyones.pdf") {
-        std::fs::copy(real, c("crazyones.pdf")).unwrap();
-        good.insert("corpus/crazyones.pdf".into(), "The Crazy Ones");
-    }
+    // Real PDFs nobody here wrote (a good one, an encrypted one) are run over in `tests/ext`.
 
     // Bad documents.
     let bad_pdf = corpus::text_pdf(BAD_PDF);
@@ -107,7 +103,7 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
             "extract_failed",
             // With pdftotext leading, the worker's survey stops at its depth limit and finds
             // the page empty; alone, pdf-extract recurses until its stack overflows.
-            if crate::extract_docs::have_program("pdftotext") {
+            if crate::reading::on_path("pdftotext") {
                 &["no text found in 1 page"]
             } else {
                 &["no text found in 1 page", "overflowed its stack"]
@@ -134,18 +130,6 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
             &["cannot decode the image"],
         ),
     ];
-    // An encrypted PDF that needs a password (pypdf's test resources), when it can be fetched.
-    if let Some(locked) =
-        crate::extract_docs::fetched("pypdf/resources/encryption/r2-user-password.pdf")
-    {
-        std::fs::copy(locked, c("encrypted.pdf")).unwrap();
-        expected.push((
-            "corpus/encrypted.pdf",
-            "extract_failed",
-            &["needs a password"],
-        ));
-    }
-
     // An unreadable file (chmod 000) means something only for users other than root.
     let locked = env.write("corpus/secret.txt", "BAD-LOCKED-5a5a");
     std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();

@@ -1,25 +1,30 @@
-//! zhi's integration tests: one test binary, one module per area. Each drives the real `zhi`
-//! binary or the library through the product's contract (SPEC.md).
+//! zhi's integration tests, one module per area. Each drives the real `zhi` binary or the
+//! library through the product's contract (SPEC.md). Nothing here needs a program, a document
+//! or a server from outside the repository: tests that do are in `tests/ext`, which reports
+//! the ones this machine cannot run as ignored.
 
 mod agent_skills;
 mod batch;
 mod batch_api;
 mod chunking;
 mod config_cli;
+mod conventions;
 mod corpus;
 mod extract_docs;
 mod help;
 mod hostile_run;
 mod i18n;
 mod llm_client;
-mod local_llm;
 mod ocr_api;
 mod outputs;
 mod plan_cli;
 mod progress;
+mod progress_parse;
+mod reading;
 mod refused_settings;
 mod reliability;
 mod report;
+mod report_fixture;
 mod run_context;
 mod run_fake;
 mod skills_cli;

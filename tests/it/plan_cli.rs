@@ -761,7 +761,10 @@ fn usage_errors_exit_2_with_a_clear_message_and_no_request() {
             &["summarize", "docs", "-a", "style=short"],
             "has no argument `style`",
         ),
-        (&["summarise", "docs"], "unknown skill `summarise`"),
+        (
+            &["summarise", "docs"],
+            "unknown skill `summarise`; did you mean `summarize`?",
+        ),
         (
             &["summarize", "docs/nope.txt"],
             "input `docs/nope.txt` does not exist",

@@ -1,72 +1,10 @@
 //! `zhi report` (SPEC §13): a real run against the fake API, with failures, becomes one HTML
-//! file. The file is checked as text (escaping, no network, links that lead somewhere), and —
-//! when Chromium is installed — as a browser renders it: the failures visible, the sorting
-//! script run, the page in Chinese under `ZHI_LANGUAGE=zh`.
+//! file. The file is checked as text (escaping, no network, links that lead somewhere), also
+//! in Chinese; how a browser renders it is checked in `tests/ext/browser.rs`.
 
-use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, run_skill, show, stderr, stdout};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// A file name that is markup: the report must show it as text.
-const HOSTILE: &str = "docs/<script>alert(1)</script>.txt";
-/// A server message that is markup too.
-const HOSTILE_MESSAGE: &str = "<img src=x onerror=alert(2)> bad request";
-
-/// The document a job's request is about (`Input document: …` opens its first message).
-fn doc_of(req: &Recorded) -> String {
-    req.messages()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .map(crate::support::fake_api::message_text)
-        .and_then(|t| {
-            t.strip_prefix("Input document: ")
-                .map(|r| r.lines().next().unwrap_or("").to_owned())
-        })
-        .unwrap_or_default()
-}
-
-/// `summarize` over five documents: three succeed (one slowly), `docs/bad.txt` fails with
-/// `content_filter`, and [`HOSTILE`] with `api_error` and a [`HOSTILE_MESSAGE`].
-fn run_with_failures() -> (TestEnv, FakeApi) {
-    let env = TestEnv::new();
-    for name in ["a", "b", "c", "bad"] {
-        env.write(&format!("docs/{name}.txt"), format!("Document {name}.\n"));
-    }
-    env.write(HOSTILE, "A document with a hostile name.\n");
-    let api = FakeApi::start(|req| match doc_of(req).as_str() {
-        "docs/bad.txt" => Reply::zhipu_error(400, "1301", "sensitive content"),
-        HOSTILE => Reply::zhipu_error(400, "1214", HOSTILE_MESSAGE),
-        "docs/c.txt" => Reply::delay(
-            Duration::from_millis(300),
-            Reply::text("# c\n\nA slow summary.\n").with_usage(900, 300),
-        ),
-        doc => Reply::text(format!("# {doc}\n\nA summary.\n")).with_usage(120, 40),
-    });
-    let out = run_skill(&env, &api, "summarize", &["docs", "-j", "2"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
-    (env, api)
-}
-
-/// `zhi report ARGS…` in `env`; the report's path as printed, made absolute.
-fn report(env: &TestEnv, args: &[&str], lang: &str) -> PathBuf {
-    let out = env
-        .zhi()
-        .env("ZHI_LANGUAGE", lang)
-        .arg("report")
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let printed = stdout(&out);
-    let path = env.work.join(printed.trim_end());
-    assert!(path.is_file(), "no report at {}", path.display());
-    path
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap()
-}
+use crate::report_fixture::{read, report, run_with_failures, section};
+use crate::testenv::{TestEnv, show, stderr, stdout};
+use std::path::PathBuf;
 
 /// The only run folder of `out/`.
 fn run_dir(env: &TestEnv) -> PathBuf {
@@ -100,17 +38,6 @@ fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8(out).unwrap()
-}
-
-/// The part of a page from the element with `id` to the end of its section.
-fn section<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = html
-        .find(&format!("id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no #{id} in the page"));
-    let end = html[start..]
-        .find("</section>")
-        .map_or(html.len(), |e| start + e);
-    &html[start..end]
 }
 
 /// The report of a run with failures, as a file: written into the run's folder, every record's
@@ -293,10 +220,7 @@ fn report_of_ten_thousand_jobs() {
     }
     std::fs::write(dir.join("results.jsonl"), lines).unwrap();
 
-    let start = Instant::now();
     let path = report(&env, &["-o", "out"], "en");
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(20), "took {took:?}");
     let html = read(&path);
     assert!(html.len() < 12 << 20, "{} bytes", html.len());
     assert_eq!(html.matches("<tr data-i=").count(), 10_000);
@@ -312,176 +236,4 @@ fn report_of_ten_thousand_jobs() {
         charts.matches("<rect").count()
     );
     assert!(html.contains("incomplete"), "no manifest.json: said so");
-}
-
-// --- In a real browser ------------------------------------------------------------------
-
-/// Chromium from the system's packages, if installed.
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
-        .find(|p| p.is_file())
-}
-
-/// Headless Chromium on `url`, in its own process group (killed whole when it ends or after a
-/// minute) with a throw-away profile; `extra` adds flags (`--screenshot=…`). Its stdout.
-fn chromium_run(chrome: &Path, url: &str, extra: &[String]) -> String {
-    use std::os::unix::process::CommandExt;
-    let profile = tempfile::tempdir().unwrap();
-    let out_file = profile.path().join("stdout");
-    let mut child = std::process::Command::new(chrome)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            profile.path().join("p").display()
-        ))
-        .args(extra)
-        .arg(url)
-        .env("HOME", profile.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out_file).unwrap())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("start chromium");
-    let group = child.id() as i32;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // Chromium's helpers (zygote, renderer, GPU) live in its group: none outlives the test.
-    // SAFETY: kill(2) on our own child's process group; no memory is involved.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
-    if status.is_none() {
-        let _ = child.wait();
-        panic!("chromium did not finish within a minute on {url}");
-    }
-    read(&out_file)
-}
-
-/// The rendered page: the failures are visible (names, kinds, in red above the fold), the
-/// sorting script ran, a sort asked for in the address is applied, and the Chinese page
-/// renders as Chinese. Needs Chromium (Debian's `chromium` package).
-#[test]
-fn report_renders_in_headless_chromium() {
-    let Some(chrome) = chromium() else {
-        eprintln!(
-            "report_renders_in_headless_chromium: chromium is not installed (apt-get install chromium); not checked"
-        );
-        return;
-    };
-    let (env, _api) = run_with_failures();
-    let path = report(&env, &["-o", "out"], "en");
-    let url = format!("file://{}", path.display());
-
-    let dom = chromium_run(&chrome, &url, &["--dump-dom".into()]);
-    assert!(dom.contains("</html>"), "no DOM from chromium: {dom}");
-    assert!(
-        dom.contains("id=\"jobs\" data-sorted=\"status:asc\" data-sortable=\"ready\""),
-        "the sorting script did not run"
-    );
-    // Headers became buttons, and the hint that they sort is shown, by the script only.
-    assert!(dom.contains("<button type=\"button\">Duration</button>"));
-    assert!(dom.contains("id=\"sort-hint\">Click a column header"));
-    let failures = section(&dom, "failures");
-    for text in [
-        "2 jobs failed",
-        "docs/bad.txt",
-        "content_filter",
-        "api_error",
-        "docs/&lt;script&gt;alert(1)&lt;/script&gt;.txt",
-        "&lt;img src=x onerror=alert(2)&gt;",
-    ] {
-        assert!(failures.contains(text), "{text} not rendered: {failures}");
-    }
-    assert_eq!(
-        dom.matches("<script").count(),
-        1,
-        "only the page's own script"
-    );
-    assert!(!dom.contains("<img"));
-
-    // A sort named in the address: slowest first.
-    let sorted = chromium_run(
-        &chrome,
-        &format!("{url}#sort=duration:desc"),
-        &["--dump-dom".into()],
-    );
-    assert!(
-        sorted.contains("data-sorted=\"duration:desc\""),
-        "not sorted"
-    );
-    let durations: Vec<u64> = sorted
-        .split("<tr data-i=")
-        .skip(1)
-        .map(|row| {
-            let cell = row.split("<td class=\"num\" data-v=\"").nth(1).unwrap();
-            cell[..cell.find('"').unwrap()].parse().unwrap()
-        })
-        .collect();
-    assert_eq!(durations.len(), 5);
-    assert!(
-        durations.windows(2).all(|w| w[0] >= w[1]),
-        "rows not slowest first: {durations:?}"
-    );
-    assert!(durations[0] >= 300, "the slow job first: {durations:?}");
-
-    // What a person sees: the failures box in red in the first screen.
-    let shot = tempfile::tempdir().unwrap();
-    let png = shot.path().join("report.png");
-    chromium_run(
-        &chrome,
-        &url,
-        &[
-            format!("--screenshot={}", png.display()),
-            "--window-size=1280,900".into(),
-            "--hide-scrollbars".into(),
-        ],
-    );
-    let img = image::open(&png)
-        .unwrap_or_else(|e| panic!("no screenshot: {e}"))
-        .to_rgb8();
-    // #cf222e, the failures' border and badges.
-    let red = img
-        .pixels()
-        .filter(|p| {
-            p[0].abs_diff(0xcf) < 12 && p[1].abs_diff(0x22) < 12 && p[2].abs_diff(0x2e) < 12
-        })
-        .count();
-    assert!(
-        red > 2_000,
-        "the failures are not visible in red: {red} red pixels"
-    );
-
-    // In Chinese.
-    let zh = report(&env, &["-o", "out", "--out", "zh.html"], "zh");
-    let dom = chromium_run(
-        &chrome,
-        &format!("file://{}", zh.display()),
-        &["--dump-dom".into()],
-    );
-    assert!(dom.contains("<html lang=\"zh\">"));
-    assert!(dom.contains("data-sortable=\"ready\""));
-    assert!(section(&dom, "failures").contains("2 个任务失败"));
-    assert!(dom.contains("<button type=\"button\">耗时</button>"));
 }

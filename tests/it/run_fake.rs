@@ -843,3 +843,51 @@ fn bad_inputs_fail_alone() {
     sent.sort();
     assert_eq!(sent, vec!["docs/good1.txt", "docs/good2.md"]);
 }
+
+/// `-j 4` against a server with one slot (llama.cpp's `total_slots`): four documents are in
+/// progress at once, but their requests reach the server one after another, each sent when the
+/// one before was answered. Queued at the server, a request's timeout would run while it
+/// waits; queued in zhi, it does not (here a 1 s timeout holds for 4 × 0.6 s of answers).
+#[test]
+fn requests_wait_in_zhi_not_in_a_one_slot_servers_queue() {
+    let env = TestEnv::new();
+    for i in 0..4 {
+        env.write(
+            &format!("docs/d{i}.txt"),
+            format!("Report {i}: the board approved budget line {i}.\n"),
+        );
+    }
+    let answer = Duration::from_millis(600);
+    let api = FakeApi::server(move |req: &Recorded| {
+        if req.method == "GET" && req.path == "/props" {
+            return Reply::status(
+                200,
+                json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}),
+            );
+        }
+        if !req.is_chat() {
+            return Reply::status(404, json!({"error": {"message": "no route"}}));
+        }
+        Reply::delay(
+            answer,
+            Reply::text("# Summary\n\nThe board approved a budget line."),
+        )
+    });
+    let out = run(
+        &env,
+        &api,
+        "summarize",
+        &["docs", "-j", "4", "--timeout", "1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let mut arrivals: Vec<_> = api.chat_requests().iter().map(|r| r.at).collect();
+    arrivals.sort();
+    assert_eq!(arrivals.len(), 4, "one request a document, no retry");
+    for pair in arrivals.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= answer - Duration::from_millis(50),
+            "two requests at the server at once ({gap:?} apart)"
+        );
+    }
+}

@@ -1,47 +1,59 @@
-//! End to end against a real model: llama.cpp's server with Qwen2.5-Coder-0.5B, started by the
-//! project's own `examples/local-llm/start.sh` (or given as `ZHI_TEST_LLM_URL`). These tests
-//! assert the protocol and the pipeline — tool calls executed, outputs written, manifest true —
-//! never the wording of a 0.5B model.
+//! End to end against a real model: llama.cpp's server with Qwen2.5-Coder-0.5B, named by
+//! `ZHI_TEST_LLM_URL` (`examples/local-llm/start.sh` prints one; `.ci/run` starts it). The
+//! tests never start a server themselves. They assert the protocol and the pipeline — tool
+//! calls executed, outputs written, manifest true — never the wording of a 0.5B model.
 
+use crate::need::{Need, doc};
 use crate::testenv::{TestEnv, latest_records, stderr};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 
-/// The server answers one request at a time: tests that use it take turns.
-static SERVER: OnceLock<Mutex<String>> = OnceLock::new();
+/// The tests of this module and what each needs.
+pub fn tests() -> Vec<crate::Test> {
+    use crate::Test;
+    vec![
+        Test::new(
+            "local_model::summarize_three_documents_on_a_real_model",
+            &[Need::LocalModel],
+            summarize_three_documents_on_a_real_model,
+        ),
+        Test::new(
+            "local_model::translate_a_multi_piece_document_on_a_real_model",
+            &[Need::LocalModel],
+            translate_a_multi_piece_document_on_a_real_model,
+        ),
+        Test::new(
+            "local_model::a_40_kb_english_text_is_split_by_the_servers_window",
+            &[Need::LocalModel, Need::Doc(EN_40K)],
+            a_40_kb_english_text_is_split_by_the_servers_window,
+        ),
+        Test::new(
+            "local_model::a_30_page_pdf_is_split_by_the_servers_window",
+            &[Need::LocalModel, Need::Doc(EN_30_PAGES)],
+            a_30_page_pdf_is_split_by_the_servers_window,
+        ),
+        Test::new(
+            "local_model::an_agent_skill_with_a_reference_over_a_folder_on_a_real_model",
+            &[Need::LocalModel],
+            an_agent_skill_with_a_reference_over_a_folder_on_a_real_model,
+        ),
+    ]
+}
 
+const EN_40K: &str = "debian-reference/en-40k.txt";
+const EN_30_PAGES: &str = "debian-reference/en-30-pages.pdf";
+
+/// The server's base URL. It answers one request at a time: tests that use it take turns.
 fn server() -> MutexGuard<'static, String> {
-    SERVER
-        .get_or_init(|| {
-            let url = match std::env::var("ZHI_TEST_LLM_URL") {
-                Ok(u) if !u.is_empty() => u,
-                _ => {
-                    let script =
-                        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/local-llm/start.sh");
-                    let out = std::process::Command::new("bash")
-                        .arg(&script)
-                        .arg("8085")
-                        .output()
-                        .expect("run examples/local-llm/start.sh");
-                    assert!(
-                        out.status.success(),
-                        "the local model did not start: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    String::from_utf8_lossy(&out.stdout)
-                        .lines()
-                        .last()
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string()
-                }
-            };
-            Mutex::new(url)
-        })
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    static SERVER: Mutex<String> = Mutex::new(String::new());
+    let mut url = SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    if url.is_empty() {
+        // Checked by `Need::LocalModel` before any test ran.
+        *url = std::env::var("ZHI_TEST_LLM_URL").expect("ZHI_TEST_LLM_URL");
+    }
+    url
 }
 
 /// Every output a record names exists with the recorded hash and size.
@@ -55,7 +67,6 @@ fn assert_outputs_true(out: &Path, r: &Value) {
     }
 }
 
-#[test]
 fn summarize_three_documents_on_a_real_model() {
     let url = server();
     let env = TestEnv::new();
@@ -145,7 +156,6 @@ fn summarize_three_documents_on_a_real_model() {
     assert_eq!(manifest["counts"]["succeeded"], succeeded as u64);
 }
 
-#[test]
 fn translate_a_multi_piece_document_on_a_real_model() {
     let url = server();
     let env = TestEnv::new();
@@ -204,7 +214,7 @@ fn translate_a_multi_piece_document_on_a_real_model() {
         assert!(["truncated", "missing_output"].contains(&kind), "{r}");
         assert!(stderr(&out).contains("transcript"), "{}", stderr(&out));
         assert!(!outdir.join("translate/guide.md").exists());
-        eprintln!("notice: the 0.5B model failed a piece past every try: {r}");
+        note!("the 0.5B model failed a piece past every try: {r}");
         return;
     }
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -227,9 +237,7 @@ fn translate_a_multi_piece_document_on_a_real_model() {
 /// the test never accepts is a split that did not happen, a piece that was not asked, or junk
 /// recorded as a success.
 fn summarize_long_document_unconfigured(relative: &str) {
-    let Some(doc) = crate::extract_docs::fetched(relative) else {
-        return;
-    };
+    let doc = doc(relative);
     let url = server();
     let env = TestEnv::new();
     let name = Path::new(relative).file_name().unwrap().to_str().unwrap();
@@ -281,7 +289,7 @@ fn summarize_long_document_unconfigured(relative: &str) {
             stderr(&out)
         );
         assert!(r["outputs"].as_array().is_none_or(|o| o.is_empty()), "{r}");
-        eprintln!("notice: the 0.5B model looped on {name} past every try: {r}");
+        note!("the 0.5B model looped on {name} past every try: {r}");
         return;
     }
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -306,20 +314,17 @@ fn summarize_long_document_unconfigured(relative: &str) {
     assert!(cjk * 20 < summary.chars().count(), "English: {summary}");
 }
 
-#[test]
 fn a_40_kb_english_text_is_split_by_the_servers_window() {
-    summarize_long_document_unconfigured("debian-reference/en-40k.txt");
+    summarize_long_document_unconfigured(EN_40K);
 }
 
-#[test]
 fn a_30_page_pdf_is_split_by_the_servers_window() {
-    summarize_long_document_unconfigured("debian-reference/en-30-pages.pdf");
+    summarize_long_document_unconfigured(EN_30_PAGES);
 }
 
 /// An Agent Skill (SKILL.md with a reference) over a folder on the real model: each
 /// document's declared output is written, records and cache behave as for YAML skills, and a
 /// change to a file in `references/` reruns the jobs.
-#[test]
 fn an_agent_skill_with_a_reference_over_a_folder_on_a_real_model() {
     let url = server();
     let env = TestEnv::new();

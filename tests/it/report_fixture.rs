@@ -1,0 +1,78 @@
+//! A run with failures for `zhi report` to show, shared by the report's file tests
+//! (`tests/it/report.rs`) and its browser test (`tests/ext/browser.rs`).
+
+use crate::support::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, run_skill, show, stdout};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A file name that is markup: the report must show it as text.
+pub const HOSTILE: &str = "docs/<script>alert(1)</script>.txt";
+/// A server message that is markup too.
+pub const HOSTILE_MESSAGE: &str = "<img src=x onerror=alert(2)> bad request";
+
+/// The document a job's request is about (`Input document: …` opens its first message).
+pub fn doc_of(req: &Recorded) -> String {
+    req.messages()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .map(crate::support::fake_api::message_text)
+        .and_then(|t| {
+            t.strip_prefix("Input document: ")
+                .map(|r| r.lines().next().unwrap_or("").to_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// `summarize` over five documents: three succeed (one slowly), `docs/bad.txt` fails with
+/// `content_filter`, and [`HOSTILE`] with `api_error` and a [`HOSTILE_MESSAGE`].
+pub fn run_with_failures() -> (TestEnv, FakeApi) {
+    let env = TestEnv::new();
+    for name in ["a", "b", "c", "bad"] {
+        env.write(&format!("docs/{name}.txt"), format!("Document {name}.\n"));
+    }
+    env.write(HOSTILE, "A document with a hostile name.\n");
+    let api = FakeApi::start(|req| match doc_of(req).as_str() {
+        "docs/bad.txt" => Reply::zhipu_error(400, "1301", "sensitive content"),
+        HOSTILE => Reply::zhipu_error(400, "1214", HOSTILE_MESSAGE),
+        "docs/c.txt" => Reply::delay(
+            Duration::from_millis(300),
+            Reply::text("# c\n\nA slow summary.\n").with_usage(900, 300),
+        ),
+        doc => Reply::text(format!("# {doc}\n\nA summary.\n")).with_usage(120, 40),
+    });
+    let out = run_skill(&env, &api, "summarize", &["docs", "-j", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    (env, api)
+}
+
+/// `zhi report ARGS…` in `env`; the report's path as printed, made absolute.
+pub fn report(env: &TestEnv, args: &[&str], lang: &str) -> PathBuf {
+    let out = env
+        .zhi()
+        .env("ZHI_LANGUAGE", lang)
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let printed = stdout(&out);
+    let path = env.work.join(printed.trim_end());
+    assert!(path.is_file(), "no report at {}", path.display());
+    path
+}
+
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// The part of a page from the element with `id` to the end of its section.
+pub fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in the page"));
+    let end = html[start..]
+        .find("</section>")
+        .map_or(html.len(), |e| start + e);
+    &html[start..end]
+}
