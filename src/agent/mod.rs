@@ -3,6 +3,7 @@
 //! The sandbox is the only way a tool reaches the file system; nothing here may read or write a
 //! path that did not pass its checks.
 
+pub mod chat;
 pub mod outputs;
 pub mod runner;
 pub mod sandbox;

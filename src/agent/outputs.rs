@@ -422,14 +422,49 @@ pub fn looks_like_tool_call(answer: &str) -> bool {
         && squashed.chars().count() < 2000
 }
 
+/// Phrases of a model saying it did the work ("I have written the notes.", "The summary has
+/// been saved."): in a one- or two-line answer they are the whole answer, a claim.
+const DONE_PHRASES: &[&str] = &[
+    "i have written",
+    "i've written",
+    "i wrote",
+    "i have saved",
+    "i've saved",
+    "i saved",
+    "i have created",
+    "i've created",
+    "i have completed",
+    "i've completed",
+    "has been written",
+    "has been saved",
+    "has been created",
+    "have been written",
+    "have been saved",
+    "have been created",
+    "task is complete",
+    "task completed",
+    "已完成",
+    "已经完成",
+    "已保存",
+    "已写好",
+];
+
 /// A short answer that only reports having written a file ("I wrote summary.md: …",
-/// "已写入 notes.md") is a claim, not content.
+/// "已写入 notes.md", "I have written the notes.", "Done.") is a claim, not content.
 pub fn looks_like_claim(answer: &str) -> bool {
     let a = answer.trim();
     if a.chars().count() > 400 || a.lines().filter(|l| !l.trim().is_empty()).count() > 3 {
         return false;
     }
     let lower = a.to_lowercase();
+    let short = a.chars().count() <= 160 && a.lines().filter(|l| !l.trim().is_empty()).count() <= 2;
+    let bare = lower.trim_end_matches(['.', '!', '。', '！']);
+    if short
+        && (matches!(bare, "done" | "ok" | "完成" | "好了")
+            || DONE_PHRASES.iter().any(|p| lower.contains(p)))
+    {
+        return true;
+    }
     let names_file = lower
         .split(|c: char| c.is_whitespace() || "`'\"*:,()（）：，".contains(c))
         .any(|w| {
@@ -525,6 +560,18 @@ mod tests {
         ));
         assert!(!looks_like_claim(
             "The report was written in May about revenue."
+        ));
+        // No file named, but nothing else said either.
+        assert!(looks_like_claim("I have written the notes."));
+        assert!(looks_like_claim("The summary has been saved."));
+        assert!(looks_like_claim("Done."));
+        assert!(looks_like_claim("已完成。"));
+        // Content that happens to use such words is content.
+        assert!(!looks_like_claim(
+            "# Notes\n\nThe board said the audit has been completed; budgets have been saved for Q4.\n\n- Sales up in the north\n- Sales down in the south\n- I wrote this from the minutes of 3 May"
+        ));
+        assert!(!looks_like_claim(
+            "Sales rose in the north and fell in the south."
         ));
     }
 

@@ -5,18 +5,16 @@
 //! job's sandbox inside the tools. A nested skill is a tool that runs this same loop with its
 //! own skill, in the same sandbox, guarded against cycles and depth at run time.
 
+use super::chat::{BoxFuture, Chat};
 use super::outputs::{self, Problem};
 use super::tools::{ToolEnv, ToolKind, Toolbox};
 use super::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
-use crate::llm::ChatClient;
 use crate::llm::{ChatRequest, Message, ToolDef};
 use crate::manifest::Tokens;
 use crate::sanitize::one_line;
 use crate::skills::{self, MAX_NESTING, Skill, SkillSet};
 use serde_json::{Value, json};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -31,7 +29,8 @@ pub const SKILL_TOOL_PREFIX: &str = "skill_";
 /// What one job's agent works with.
 #[derive(Clone)]
 pub struct AgentEnv {
-    pub client: ChatClient,
+    /// The model: the run's one client (its retries and budget), or a scripted one in tests.
+    pub client: Arc<dyn Chat>,
     pub skills: Arc<SkillSet>,
     pub toolbox: Toolbox,
     pub tools: ToolEnv,
@@ -412,8 +411,6 @@ async fn request(
     }
 }
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
 /// Run `skill` with `user_message` to a final answer, as an agent. `chain` holds the skills
 /// above this one (empty for the job's own skill).
 ///
@@ -467,7 +464,6 @@ pub fn run_skill<'a>(
             }
             req.max_tokens = env.max_tokens;
             req.temperature = env.temperature;
-            req.repeat_penalty = env.repeat_penalty;
             req.repeat_penalty = env.repeat_penalty;
             let reply = request(env, skill, turn, &req, stats).await?;
             let calls = reply.message.calls().to_vec();
@@ -929,3 +925,7 @@ fn truncate(s: &str, max: usize) -> String {
         t
     }
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

@@ -545,7 +545,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for p in entries {
         if p.is_dir() {
             rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
+        } else if p.extension().is_some_and(|e| e == "rs")
+            // A test module in a file of its own (`tests.rs`, `runner_tests.rs`) is test code.
+            && !p.file_stem().is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"))
+        {
             out.push(p);
         }
     }

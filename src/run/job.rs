@@ -537,7 +537,7 @@ fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
     let model = run.model(job);
     let budget = run.config.models.budget(&model);
     AgentEnv {
-        client: run.client.clone(),
+        client: Arc::new(run.client.clone()),
         skills: run.skills.clone(),
         toolbox: run.toolbox.clone(),
         tools: ToolEnv {
