@@ -23,20 +23,6 @@ pub enum Exit {
     Terminated = 143,
 }
 
-/// Set by the first SIGINT/SIGTERM of a run; long blocking work (hashing inputs) looks at it
-/// between reads so that a signal ends the run within a second, not when the work is done.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Note that the process was told to stop.
-pub fn interrupt() {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether the process was told to stop.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 impl Exit {
     pub fn code(self) -> u8 {
         self as u8

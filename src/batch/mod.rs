@@ -25,20 +25,15 @@ pub mod record;
 use crate::error::ErrorKind;
 use crate::llm::batch::{BatchApi, BatchInfo, LineOutcome, parse_answer_line, request_line};
 use crate::llm::{ApiError, ChatClient, ChatReply, ChatRequest};
-use crate::manifest::{JobRecord, Status};
+use crate::manifest::{BatchReport, JobRecord, Status, Submitted, Waiting};
 use answers::{Answers, Place};
 use record::{BatchRecord, Request, Stage};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
-
-/// The providers' limits on one batch file (Zhipu: 50,000 requests, 100 MB).
-pub const MAX_REQUESTS: usize = 50_000;
-pub const MAX_BYTES: u64 = 100_000_000;
 
 /// What a run does with its requests.
 #[derive(Debug, Clone)]
@@ -82,43 +77,6 @@ struct Queued {
     body: Vec<u8>,
     sha256: String,
     attempt: u32,
-}
-
-/// A batch submitted by this run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Submitted {
-    pub batch_id: String,
-    pub local_id: String,
-    pub model: String,
-    pub requests: u64,
-}
-
-/// A batch still running at the provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Waiting {
-    pub batch_id: String,
-    pub status: String,
-    pub requests: u64,
-    pub completed: u64,
-    pub failed: u64,
-}
-
-/// The run's batch work, for the manifest (`batches`) and the summary.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchReport {
-    /// Batches whose answers this run downloaded.
-    pub collected: Vec<String>,
-    /// Answers from batches that this run's jobs used.
-    pub answers_used: u64,
-    /// Batches this run created.
-    pub submitted: Vec<Submitted>,
-    /// Requests this run queued (all in `submitted` unless submitting failed).
-    pub queued: u64,
-    /// Batches still running.
-    pub waiting: Vec<Waiting>,
-    /// What went wrong talking to the Batch API, when something did.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
 }
 
 /// The batches of one output folder, for one run.

@@ -232,7 +232,7 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: crate::config
 }
 
 /// What the run did with the provider's Batch API, and when to come back.
-fn print_batches(b: &crate::batch::BatchReport, lang: crate::config::Language) {
+fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language) {
     let zh = lang == crate::config::Language::Zh;
     let list = |ids: Vec<&str>| {
         let mut shown: Vec<&str> = ids.iter().take(5).copied().collect();

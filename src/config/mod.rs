@@ -15,12 +15,13 @@
 
 mod error;
 mod file;
+mod ocr_choice;
 mod setting;
 mod value;
 
-pub use crate::ocr::OcrChoice;
 pub use error::ConfigError;
 pub use file::MAX_CONFIG_FILE_BYTES;
+pub use ocr_choice::OcrChoice;
 pub use setting::LOG_LEVELS;
 pub use value::{
     ApiKey, Concurrency, Language, ModelBudget, OPENAI_BASE_URL, Origin, Provider, RetryPolicy,
@@ -170,6 +171,11 @@ impl Default for RunSettings {
     }
 }
 
+/// The providers' limits on one batch file (Zhipu: 50,000 requests, 100 MB): the most
+/// `batch.max_requests` and `batch.max_bytes` may be.
+pub const BATCH_MAX_REQUESTS: usize = 50_000;
+pub const BATCH_MAX_BYTES: u64 = 100_000_000;
+
 /// Batch mode (`--submit batch`): how large one batch file may grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchLimits {
@@ -182,8 +188,8 @@ pub struct BatchLimits {
 impl Default for BatchLimits {
     fn default() -> Self {
         BatchLimits {
-            max_requests: crate::batch::MAX_REQUESTS,
-            max_bytes: crate::batch::MAX_BYTES,
+            max_requests: BATCH_MAX_REQUESTS,
+            max_bytes: BATCH_MAX_BYTES,
         }
     }
 }

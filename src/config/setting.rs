@@ -9,8 +9,8 @@
 //! a whole number of at least 1 …`. Sections (`retry`, `batch`, `models`) name the field inside
 //! them in a [`Problem`].
 
+use super::OcrChoice;
 use super::value::{Concurrency, Language, ModelBudget, Provider, RetryPolicy};
-use crate::ocr::OcrChoice;
 use crate::small_file::present;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
@@ -270,8 +270,8 @@ pub fn batch(
                 &setting,
                 format!(
                     "{n} is above the provider's limit ({} requests, {} bytes a file)",
-                    crate::batch::MAX_REQUESTS,
-                    crate::batch::MAX_BYTES
+                    super::BATCH_MAX_REQUESTS,
+                    super::BATCH_MAX_BYTES
                 ),
             ));
         }
@@ -279,10 +279,10 @@ pub fn batch(
     };
     let (mut requests, mut bytes) = base;
     if let Some(v) = &f.max_requests {
-        requests = limit("max_requests", v, crate::batch::MAX_REQUESTS as u64)? as usize;
+        requests = limit("max_requests", v, super::BATCH_MAX_REQUESTS as u64)? as usize;
     }
     if let Some(v) = &f.max_bytes {
-        bytes = limit("max_bytes", v, crate::batch::MAX_BYTES)?;
+        bytes = limit("max_bytes", v, super::BATCH_MAX_BYTES)?;
     }
     Ok((requests, bytes))
 }

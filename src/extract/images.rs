@@ -5,10 +5,10 @@
 //! Decoding runs under the `image` crate's allocation limits, so a small file that claims to be
 //! a gigapixel image fails instead of exhausting memory.
 
-use super::scratch::ScratchDir;
 use super::{DocKind, ExtractOptions, Extracted, Method, assemble, usable_chars};
 use crate::error::{ErrorKind, JobError};
 use crate::ocr::ImageLimits;
+use crate::scratch::ScratchDir;
 use image::{DynamicImage, ImageDecoder, ImageReader, imageops::FilterType};
 use std::path::{Path, PathBuf};
 

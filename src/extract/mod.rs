@@ -15,8 +15,6 @@ mod office;
 mod pdf;
 mod pdf_survey;
 mod pdf_worker;
-pub(crate) mod process;
-pub(crate) mod scratch;
 mod text;
 
 use crate::error::{ErrorKind, JobError};

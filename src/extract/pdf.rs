@@ -14,12 +14,12 @@
 
 use super::pdf_survey::PageImage;
 use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage, faithful};
-use super::process::{self, End, Finished};
 use super::{
     DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars,
 };
 use crate::error::{ErrorKind, JobError};
 use crate::ocr::{EngineSettings, OcrEngine, PageShape};
+use crate::subprocess::{self as process, End, Finished};
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;

@@ -2,12 +2,14 @@
 //! run (SPEC §9). They are the run's account of itself: a record is written only for what
 //! really happened, and a reader survives a record torn by a crash.
 
+mod batches;
 pub mod merge;
 mod read;
 pub mod summary;
 mod timestamp;
 mod write;
 
+pub use batches::{BatchReport, Submitted, Waiting};
 pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
 pub use timestamp::Timestamp;
 pub use write::{ManifestWriter, write_atomic, write_csv};
@@ -247,5 +249,5 @@ pub struct RunManifest {
     /// Batch mode, or a run that found batches in the output folder: what was collected,
     /// used, submitted and is still running (SPEC §6 "Batch mode").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batches: Option<crate::batch::BatchReport>,
+    pub batches: Option<BatchReport>,
 }

@@ -15,8 +15,8 @@
 use super::{ApiEngine, ApiOcr};
 use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
-use crate::extract::process;
 use crate::llm::{ApiError, ChatClient, ChatRequest, ContentPart, Message};
+use crate::subprocess as process;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::future::Future;

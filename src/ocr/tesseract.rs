@@ -4,7 +4,7 @@
 
 use super::{EngineSettings, ImageLimits, OcrEngine, join_cjk};
 use crate::error::{ErrorKind, JobError};
-use crate::extract::process;
+use crate::subprocess as process;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

@@ -268,7 +268,7 @@ pub fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<Fi
     let mut buf = vec![0u8; 64 * 1024];
     let mut n_total = 0u64;
     loop {
-        if crate::exit::interrupted() {
+        if crate::interrupt::interrupted() {
             return (None, None, None);
         }
         match f.read(&mut buf) {

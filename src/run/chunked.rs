@@ -7,7 +7,8 @@
 //! Checkpoints go when the job's result is committed. Pieces run concurrently in the run's free
 //! document slots (the job's own slot always makes progress, so pieces cannot starve).
 
-use super::job::{self, JobCtx};
+use super::ask::{JobCtx, ask};
+use super::message::{language_line, push_args, task_line};
 use crate::agent::runner::AgentStats;
 use crate::chunk::{self, Piece};
 use crate::error::{ErrorKind, JobError};
@@ -242,7 +243,7 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         let mut s = AgentStats::default();
         let source: Arc<str> = Arc::from(self.pieces[i].text.as_str());
         let message = (self.message)(&self.pieces[i]);
-        let r = job::ask(
+        let r = ask(
             self.ctx,
             &out,
             &part,
@@ -367,7 +368,7 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool
         _ if !direct => m.push_str("The document is long, so it is processed in parts and the results are combined afterwards. Work on this part only.\n"),
         _ => {}
     }
-    job::push_args(&mut m, job);
+    push_args(&mut m, job);
     if !direct {
         m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
     }
@@ -383,9 +384,9 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool
     }
     let label = format!("{} (part {n}/{total})", job.input);
     m.push_str(&crate::agent::runner::document_block(&label, &p.text));
-    m.push_str(&job::language_line(job, &p.text));
+    m.push_str(&language_line(job, &p.text));
     if direct {
-        m.push_str(&job::task_line(job, skill, "this part"));
+        m.push_str(&task_line(job, skill, "this part"));
     }
     m
 }
@@ -490,7 +491,7 @@ fn reduce<'a>(
         let total = parts.len();
         if chunk::tokens(&all) <= budget || total <= 1 || level >= 8 {
             let message = reduce_message(job, ctx.skill, &all, total, direct);
-            return job::ask(ctx, staging, "reduce", message, None, true, stats)
+            return ask(ctx, staging, "reduce", message, None, true, stats)
                 .await
                 .map(|_| ());
         }
@@ -540,7 +541,7 @@ fn group(parts: &[String], budget: u32) -> Vec<String> {
 
 fn reduce_message(job: &Job, skill: &Skill, results: &str, total: usize, direct: bool) -> String {
     let mut m = format!("Input document: {}\n", job.input);
-    job::push_args(&mut m, job);
+    push_args(&mut m, job);
     m.push_str(&format!(
         "The document was too long to read at once, so it was processed in {total} parts. \
          Below are the results for the parts, in order. Combine them into one result for the whole document, \
@@ -552,9 +553,9 @@ fn reduce_message(job: &Job, skill: &Skill, results: &str, total: usize, direct:
         &format!("{} (results of {total} parts)", job.input),
         results,
     ));
-    m.push_str(&job::language_line(job, results));
+    m.push_str(&language_line(job, results));
     if direct {
-        m.push_str(&job::task_line(
+        m.push_str(&task_line(
             job,
             skill,
             "the whole document, from the part results above",

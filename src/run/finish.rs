@@ -121,7 +121,7 @@ fn manifest(
     tokens: Tokens,
     status: RunStatus,
     reason: Option<String>,
-    batches: Option<crate::batch::BatchReport>,
+    batches: Option<crate::manifest::BatchReport>,
 ) -> RunManifest {
     let (opts, ctx) = (end.opts, end.ctx);
     let (last, peak) = ctx.slots.limits();

@@ -1,34 +1,19 @@
 //! One job, start to end: read the document, stage, run the agent, commit or keep the staging
 //! for inspection, and say so in one record.
 
+use super::ask::{JobCtx, ask};
 use super::context::RunContext;
+use super::message::{document_message, folder_message, task_line};
 use crate::agent::outputs;
-use crate::agent::runner::{self, AgentEnv, AgentStats, Expected};
-use crate::agent::sandbox::Sandbox;
-use crate::agent::tools::ToolEnv;
+use crate::agent::runner::AgentStats;
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
-use crate::skills::Skill;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The repetition penalty sent to llama.cpp servers (its own default is 1.0, off).
-const LLAMA_CPP_REPEAT_PENALTY: f32 = 1.15;
-
-/// The frequency penalty of the fresh request after an answer ran to the length limit.
-const RETRY_FREQUENCY_PENALTY: f32 = 0.5;
-
-/// One job's model work: what every request of it needs besides the run's shared parts.
-pub(super) struct JobCtx<'a> {
-    pub run: &'a RunContext,
-    pub job: &'a Job,
-    pub skill: &'a Skill,
-    pub transcript: Arc<Transcript>,
-}
 
 fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
     JobRecord {
@@ -437,226 +422,6 @@ fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result
 
 /// Run the job's skill once on `message` in a sandbox writing to `dir` (created), with the
 /// job's inputs readable: one direct request when the skill is direct, else the agent loop.
-/// With `require`, the skill's declared outputs must be there at the end (`missing_output`
-/// otherwise); a skill that declares none and writes none has its answer saved as
-/// `response.md`. Returns the answer and the files written (relative to `dir`).
-///
-/// `part` names what of the document this is (`piece-00003`, `reduce`; empty for the whole):
-/// with the job's id it names the request in a batch.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn ask(
-    ctx: &JobCtx<'_>,
-    dir: &Path,
-    part: &str,
-    message: String,
-    source: Option<Arc<str>>,
-    require: bool,
-    stats: &mut AgentStats,
-) -> Result<(String, Vec<PathBuf>), JobError> {
-    let (job, skill) = (ctx.job, ctx.skill);
-    let sandbox = job_sandbox(ctx, dir)?;
-    let env = agent_env(ctx, &sandbox, part);
-    if let Some(file) = skill.direct_output(&job.args) {
-        let language = skill.output_language(&job.args);
-        runner::run_direct(
-            &env,
-            skill,
-            message,
-            &file,
-            source.as_deref(),
-            language.as_deref(),
-            stats,
-        )
-        .await?;
-        return Ok((String::new(), sandbox.written()));
-    }
-    let expected = Expected {
-        files: skill.declared_files(&job.args),
-        source,
-    };
-    let answer = runner::run_skill(&env, skill, message, Vec::new(), stats, &expected).await?;
-    if expected.files.is_empty() {
-        if sandbox.written().is_empty() {
-            if answer.trim().is_empty() {
-                return Err(JobError::new(
-                    ErrorKind::MissingOutput,
-                    "the model gave an empty answer and wrote no file",
-                ));
-            }
-            let target = sandbox
-                .check_write("response.md")
-                .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
-            sandbox.write_new(&target, answer.as_bytes()).map_err(|e| {
-                JobError::new(ErrorKind::Io, format!("cannot write response.md: {e}"))
-            })?;
-        }
-    } else if require {
-        let problems = expected.problems(&env, &sandbox.written());
-        if !problems.is_empty() {
-            let list: Vec<String> = problems.iter().map(|(f, p)| p.describe(f)).collect();
-            return Err(JobError::new(ErrorKind::MissingOutput, list.join("; ")));
-        }
-    }
-    Ok((answer, sandbox.written()))
-}
-
-/// The sandbox of one request of the job: writes go to `dir` (created), the job's inputs and
-/// the skill's resources are readable.
-fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
-    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
-    run.layout.create_dir(dir).map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot create {}: {e}", dir.display()),
-        )
-    })?;
-    let mut builder = Sandbox::builder(dir).exclude(run.layout.output_dir());
-    if job.is_dir {
-        builder = builder.input_dir(job.input.clone(), job.path.clone());
-    } else {
-        builder = builder.input(job.input.clone(), job.path.clone());
-    }
-    for (_, display, path) in &job.extra_inputs {
-        builder = builder.input(display.clone(), path.clone());
-    }
-    // An Agent Skill's references and assets are read like inputs (never written).
-    if let Some(folder) = &skill.folder {
-        for (display, path) in &folder.resources {
-            builder = builder.input(display.clone(), path.clone());
-        }
-    }
-    builder
-        .build()
-        .map(Arc::new)
-        .map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))
-}
-
-/// What the agent needs for one request of the job.
-fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
-    let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
-    let model = run.model(job);
-    let budget = run.config.models.budget(&model);
-    AgentEnv {
-        client: Arc::new(run.client.clone()),
-        skills: run.skills.clone(),
-        toolbox: run.toolbox.clone(),
-        tools: ToolEnv {
-            sandbox: sandbox.clone(),
-            reader: run.reader.clone(),
-            allow_web: run.allow_web,
-        },
-        model,
-        max_tokens: Some(budget.max_output),
-        temperature: run.config.models.temperature,
-        // A small local model at temperature 0 loops on one line until the length limit;
-        // llama.cpp's repetition penalty stops that. Other servers get what they expect.
-        repeat_penalty: run
-            .server
-            .as_ref()
-            .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
-            .map(|_| LLAMA_CPP_REPEAT_PENALTY),
-        // Servers that described themselves (llama.cpp, vLLM, Ollama) take OpenAI's
-        // frequency penalty; known providers get requests as their documentation shows.
-        retry_penalty: run.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
-        cancel: run.cancel.clone(),
-        label: job.input.clone(),
-        transcript: ctx.transcript.clone(),
-        // Only a direct request can go in a batch: the agent loop needs its tools' results
-        // between turns.
-        batch: run
-            .batch
-            .as_ref()
-            .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
-            .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
-        // Tokens show in the progress display as each request ends.
-        spent: Some(run.progress.tokens.clone()),
-    }
-}
-
-/// The first user message: where the document is, the arguments, and its text (and the
-/// texts of the job's other input files).
-pub(super) fn document_message(
-    job: &Job,
-    text: &str,
-    extras: &[(String, String)],
-    direct: bool,
-) -> String {
-    let mut m = format!("Input document: {}\n", job.input);
-    push_args(&mut m, job);
-    if !direct {
-        m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
-    }
-    m.push('\n');
-    m.push_str(&runner::document_block(&job.input, text));
-    for (display, extra) in extras {
-        m.push('\n');
-        m.push_str(&runner::document_block(display, extra));
-    }
-    m.push_str(&language_line(job, text));
-    m
-}
-
-/// The last line of a direct request, after the text: what to answer with. A small model
-/// given the text last takes the prompt's tail for its task and echoes it; asked again
-/// after the text, it does the task.
-pub(super) fn task_line(job: &Job, skill: &Skill, what: &str) -> String {
-    let gist = skill
-        .output_gist()
-        .unwrap_or_else(|| "the result your instructions ask for".to_string());
-    let lang = skill
-        .output_language(&job.args)
-        .map(|l| format!(", in {l}"))
-        .unwrap_or_default();
-    format!("\nNow answer with {gist}{lang}, for {what}, and nothing else.\n")
-}
-
-/// "Write in Chinese." after the document, when its language is plain and no argument names
-/// a target language.
-pub(super) fn language_line(job: &Job, text: &str) -> String {
-    let targeted = ["to", "translate_to", "target", "language"]
-        .iter()
-        .any(|k| job.args.get(*k).is_some_and(|v| !v.trim().is_empty()));
-    match crate::skills::language_of(text) {
-        Some(lang) if !targeted => {
-            format!("\nThe document is in {lang}: write the result in {lang}.\n")
-        }
-        _ => String::new(),
-    }
-}
-
-fn folder_message(job: &Job, output_dir: &Path) -> String {
-    let mut m = format!("Input folder: {}\n", job.input);
-    push_args(&mut m, job);
-    m.push_str("Files in it (read them with file_read, list sub-folders with file_list):\n");
-    let files = cache::folder_files(&job.path, output_dir);
-    for f in files.iter().take(500) {
-        let size = std::fs::metadata(job.path.join(f))
-            .map(|m| m.len())
-            .unwrap_or(0);
-        m.push_str(&format!(
-            "- {}/{} ({size} bytes)\n",
-            job.input.trim_end_matches('/'),
-            f.to_string_lossy()
-        ));
-    }
-    if files.len() > 500 {
-        m.push_str(&format!("… and {} more\n", files.len() - 500));
-    }
-    if files.is_empty() {
-        m.push_str("(the folder is empty)\n");
-    }
-    m
-}
-
-pub(super) fn push_args(m: &mut String, job: &Job) {
-    if !job.args.is_empty() {
-        m.push_str("Arguments:\n");
-        for (k, v) in &job.args {
-            m.push_str(&format!("- {k}: {v}\n"));
-        }
-    }
-}
-
 /// Move the staging folder into place in one rename. An existing job folder is replaced only
 /// when every file in it is what zhi wrote last time; otherwise the job fails with
 /// `output_conflict` and the person's edit stays.

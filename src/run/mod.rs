@@ -5,6 +5,7 @@
 //! failure and token budgets — so that whatever happens, every planned job ends with exactly
 //! one record and the manifest is written.
 
+mod ask;
 mod chunked;
 pub mod context;
 mod eta;
@@ -12,6 +13,7 @@ mod finish;
 mod job;
 mod ledger;
 pub mod lock;
+mod message;
 pub mod progress;
 pub mod reader;
 mod schedule;

@@ -65,7 +65,7 @@ async fn watch_signals(ledger: Arc<Ledger>, grace: std::time::Duration, progress
         _ = term.recv() => libc::SIGTERM,
     };
     ledger.stop(Stop::Signal(first));
-    crate::exit::interrupt();
+    crate::interrupt::interrupt();
     progress.println(&format!(
         "{} received: no new jobs; waiting up to {}s for jobs in flight (signal again to cancel them now)",
         stop::signal_name(first),

@@ -12,6 +12,7 @@ mod docx;
 mod list;
 mod read;
 mod reader;
+mod table;
 mod web;
 pub(crate) mod write;
 mod xlsx;

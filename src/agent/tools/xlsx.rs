@@ -4,7 +4,7 @@
 use rust_xlsxwriter::{ColNum, Format, RowNum, Workbook, Worksheet, XlsxError};
 use serde_json::{Map, Value};
 
-use super::write::{Table, cell_text, table};
+use super::table::{Table, cell_text, table};
 
 const SHEETS_SHAPE: &str =
     r#"{"sheets": [{"name": "Invoices", "headers": ["Item", "Amount"], "rows": [["Tea", 12.5]]}]}"#;

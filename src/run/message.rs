@@ -1,0 +1,92 @@
+//! The user messages of a job's requests: the document (or folder) with its arguments, the
+//! language line and the closing task line of a direct request.
+
+use crate::agent::runner;
+use crate::plan::Job;
+use crate::plan::cache;
+use crate::skills::Skill;
+use std::path::Path;
+
+/// The first user message: where the document is, the arguments, and its text (and the
+/// texts of the job's other input files).
+pub(super) fn document_message(
+    job: &Job,
+    text: &str,
+    extras: &[(String, String)],
+    direct: bool,
+) -> String {
+    let mut m = format!("Input document: {}\n", job.input);
+    push_args(&mut m, job);
+    if !direct {
+        m.push_str("Write your files with file_write using relative names (they go to this job's output folder).\n");
+    }
+    m.push('\n');
+    m.push_str(&runner::document_block(&job.input, text));
+    for (display, extra) in extras {
+        m.push('\n');
+        m.push_str(&runner::document_block(display, extra));
+    }
+    m.push_str(&language_line(job, text));
+    m
+}
+
+/// The last line of a direct request, after the text: what to answer with. A small model
+/// given the text last takes the prompt's tail for its task and echoes it; asked again
+/// after the text, it does the task.
+pub(super) fn task_line(job: &Job, skill: &Skill, what: &str) -> String {
+    let gist = skill
+        .output_gist()
+        .unwrap_or_else(|| "the result your instructions ask for".to_string());
+    let lang = skill
+        .output_language(&job.args)
+        .map(|l| format!(", in {l}"))
+        .unwrap_or_default();
+    format!("\nNow answer with {gist}{lang}, for {what}, and nothing else.\n")
+}
+
+/// "Write in Chinese." after the document, when its language is plain and no argument names
+/// a target language.
+pub(super) fn language_line(job: &Job, text: &str) -> String {
+    let targeted = ["to", "translate_to", "target", "language"]
+        .iter()
+        .any(|k| job.args.get(*k).is_some_and(|v| !v.trim().is_empty()));
+    match crate::skills::language_of(text) {
+        Some(lang) if !targeted => {
+            format!("\nThe document is in {lang}: write the result in {lang}.\n")
+        }
+        _ => String::new(),
+    }
+}
+
+pub(super) fn folder_message(job: &Job, output_dir: &Path) -> String {
+    let mut m = format!("Input folder: {}\n", job.input);
+    push_args(&mut m, job);
+    m.push_str("Files in it (read them with file_read, list sub-folders with file_list):\n");
+    let files = cache::folder_files(&job.path, output_dir);
+    for f in files.iter().take(500) {
+        let size = std::fs::metadata(job.path.join(f))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        m.push_str(&format!(
+            "- {}/{} ({size} bytes)\n",
+            job.input.trim_end_matches('/'),
+            f.to_string_lossy()
+        ));
+    }
+    if files.len() > 500 {
+        m.push_str(&format!("… and {} more\n", files.len() - 500));
+    }
+    if files.is_empty() {
+        m.push_str("(the folder is empty)\n");
+    }
+    m
+}
+
+pub(super) fn push_args(m: &mut String, job: &Job) {
+    if !job.args.is_empty() {
+        m.push_str("Arguments:\n");
+        for (k, v) in &job.args {
+            m.push_str(&format!("- {k}: {v}\n"));
+        }
+    }
+}
