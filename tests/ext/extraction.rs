@@ -511,14 +511,15 @@ fn encrypted_pdfs_read_with_an_empty_password_and_fail_with_a_real_one() {
 /// summarised, the encrypted one fails with a reason, and the model never sees it.
 fn a_run_over_real_pdfs_reads_one_and_fails_the_encrypted_one() {
     use crate::support::{FakeApi, Recorded, Reply};
-    use crate::testenv::{TestEnv, record, run_skill, show};
+    use crate::testenv::{TestEnv, assert_exit, record, run_skill, show};
+    use zhi::exit::Exit;
     let env = TestEnv::new();
     env.write("docs/control.pdf", crate::corpus::hello_pdf());
     std::fs::copy(doc(CRAZYONES_PDF), env.path("docs/crazyones.pdf")).unwrap();
     std::fs::copy(doc(ENCRYPTED_LOCKED[0]), env.path("docs/encrypted.pdf")).unwrap();
     let api = FakeApi::start(|_: &Recorded| Reply::text("Summarised."));
     let out = run_skill(&env, &api, "summarize", &["docs"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     for good in ["docs/control.pdf", "docs/crazyones.pdf"] {
         assert_eq!(record(&env, good)["status"], "succeeded", "{}", show(&out));
     }

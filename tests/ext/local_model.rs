@@ -4,11 +4,12 @@
 //! calls executed, outputs written, manifest true — never the wording of a 0.5B model.
 
 use crate::need::{Need, doc};
-use crate::testenv::{TestEnv, latest_records, stderr};
+use crate::testenv::{TestEnv, assert_exit, latest_records, stderr};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
+use zhi::exit::Exit;
 
 /// The tests of this module and what each needs.
 pub fn tests() -> Vec<crate::Test> {
@@ -98,12 +99,12 @@ fn summarize_three_documents_on_a_real_model() {
         .iter()
         .filter(|r| r["status"] == "succeeded")
         .count();
-    assert_eq!(
-        out.status.code(),
-        Some(if succeeded == 3 { 0 } else { 1 }),
-        "{}",
-        stderr(&out)
-    );
+    let want = if succeeded == 3 {
+        Exit::Success
+    } else {
+        Exit::JobsFailed
+    };
+    assert_exit(&out, want);
     for r in &records {
         // Direct mode: the answer is summary.md; one request, two when the first answer
         // was junk (a loop, a copy, a claim), never a multi-turn tool session.
@@ -209,7 +210,7 @@ fn translate_a_multi_piece_document_on_a_real_model() {
     // try: the job must then say so and commit nothing. What the test never accepts is such
     // an answer recorded as a success.
     if r["status"] != "succeeded" {
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_exit(&out, Exit::JobsFailed);
         let kind = r["error"]["kind"].as_str().unwrap();
         assert!(["truncated", "missing_output"].contains(&kind), "{r}");
         assert!(stderr(&out).contains("transcript"), "{}", stderr(&out));
@@ -217,7 +218,7 @@ fn translate_a_multi_piece_document_on_a_real_model() {
         note!("the 0.5B model failed a piece past every try: {r}");
         return;
     }
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(r["chunks"]["done"], chunks);
     assert!(r["requests"].as_u64().unwrap() >= chunks);
     assert_outputs_true(&outdir, r);
@@ -280,7 +281,7 @@ fn summarize_long_document_unconfigured(relative: &str) {
     let transcript = std::fs::read_to_string(transcript).unwrap();
     assert!(transcript.contains("split into"), "{transcript}");
     if r["status"] != "succeeded" {
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_exit(&out, Exit::JobsFailed);
         let kind = r["error"]["kind"].as_str().unwrap();
         assert!(["truncated", "missing_output"].contains(&kind), "{r}");
         assert!(
@@ -292,7 +293,7 @@ fn summarize_long_document_unconfigured(relative: &str) {
         note!("the 0.5B model looped on {name} past every try: {r}");
         return;
     }
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(r["chunks"]["done"], pieces, "{r}");
     // One request a piece and at least one to combine them.
     assert!(r["requests"].as_u64().unwrap() > pieces, "{r}");

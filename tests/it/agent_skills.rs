@@ -2,9 +2,10 @@
 //! optional `references/`, `assets/` and `scripts/`, run over documents like a YAML skill.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::show;
 use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use crate::testenv::{assert_exit, show};
 use serde_json::{Value, json};
+use zhi::exit::Exit;
 
 const FAST: &str = "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
 
@@ -67,7 +68,7 @@ fn an_instructions_only_skill_md_is_one_direct_request_per_document_and_cached()
         ))
     });
     let out = run(&env, &api, "brief", "docs");
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     // Front matter zhi does not use warns, never fails.
     assert!(stderr(&out).contains("license"), "{}", show(&out));
     let reqs = api.chat_requests();
@@ -95,7 +96,7 @@ fn an_instructions_only_skill_md_is_one_direct_request_per_document_and_cached()
     }
     // A rerun is cached, as for YAML skills.
     let again = run(&env, &api, "brief", "docs");
-    assert_eq!(again.status.code(), Some(0), "{}", show(&again));
+    assert_exit(&again, Exit::Success);
     assert_eq!(api.chat_requests().len(), 2);
     assert!(
         records_by_input(&env.path("out"))
@@ -127,7 +128,7 @@ fn small_references_go_with_the_instructions_and_a_changed_reference_reruns_the_
         Reply::text(format!("# Brief\n\nStyle used: {style}"))
     });
     let out = run(&env, &api, "house-style", "docs/a.txt");
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     // Small text resources go with the instructions: still one direct request.
     let first = api.chat_requests();
     assert_eq!(first.len(), 1);
@@ -143,14 +144,14 @@ fn small_references_go_with_the_instructions_and_a_changed_reference_reruns_the_
 
     // Unchanged: cached. A changed reference: the job runs again.
     let same = run(&env, &api, "house-style", "docs/a.txt");
-    assert_eq!(same.status.code(), Some(0), "{}", show(&same));
+    assert_exit(&same, Exit::Success);
     assert_eq!(api.chat_requests().len(), 1);
     env.write(
         ".zhi/skills/house-style/references/style.md",
         "House style: start with the verb, then the figure.\n",
     );
     let changed = run(&env, &api, "house-style", "docs/a.txt");
-    assert_eq!(changed.status.code(), Some(0), "{}", show(&changed));
+    assert_exit(&changed, Exit::Success);
     assert_eq!(api.chat_requests().len(), 2, "the job ran again");
     let text = std::fs::read_to_string(env.path("out/house-style/docs/a.txt/response.md")).unwrap();
     assert!(text.contains("start with the verb"), "{text}");
@@ -188,7 +189,7 @@ fn large_references_are_read_with_file_read_in_the_agent_loop() {
         )])
     });
     let out = run(&env, &api, "glossary", "docs/a.txt");
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 2);
     assert!(reqs[0].tools_offered().contains(&"file_read".to_string()));
@@ -209,7 +210,7 @@ fn a_skill_whose_instructions_need_its_scripts_is_reported_by_validate() {
     );
     env.write(".zhi/skills/convert/scripts/convert.py", "print('hello')\n");
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     let err = stderr(&out);
     assert!(
         err.contains("convert") && err.contains("scripts/convert.py") && err.contains("shell"),
@@ -221,7 +222,7 @@ fn a_skill_whose_instructions_need_its_scripts_is_reported_by_validate() {
         .args(["skills", "validate", ".zhi/skills/convert"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     // `skills show` lists the script as never run.
     let out = env
         .zhi()
@@ -247,7 +248,7 @@ fn a_malformed_front_matter_is_skipped_with_a_warning_and_fails_validate() {
         "# No front matter\n\nJust instructions.\n",
     );
     let list = env.zhi().args(["skills", "list"]).output().unwrap();
-    assert_eq!(list.status.code(), Some(0), "{}", show(&list));
+    assert_exit(&list, Exit::Success);
     let err = stderr(&list);
     assert!(err.contains("broken/SKILL.md"), "{err}");
     assert!(
@@ -256,11 +257,11 @@ fn a_malformed_front_matter_is_skipped_with_a_warning_and_fails_validate() {
     );
     assert!(!stdout(&list).contains("broken"), "{}", show(&list));
     let validate = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(validate.status.code(), Some(2), "{}", show(&validate));
+    assert_exit(&validate, Exit::Usage);
     // Builtins still run.
     let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
     let out = run(&env, &api, "summarize", "docs/a.txt");
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
 }
 
 #[test]
@@ -271,10 +272,10 @@ fn skills_new_writes_an_agent_skill_folder_that_validates() {
         .args(["skills", "new", "digest-md", "--format", "skill-md"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(env.path(".zhi/skills/digest-md/SKILL.md").is_file());
     let validate = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(validate.status.code(), Some(0), "{}", show(&validate));
+    assert_exit(&validate, Exit::Success);
     let list = env
         .zhi()
         .args(["skills", "list", "--json"])
@@ -288,5 +289,5 @@ fn skills_new_writes_an_agent_skill_folder_that_validates() {
         .args(["skills", "new", "digest-md", "--format", "skill-md"])
         .output()
         .unwrap();
-    assert_eq!(again.status.code(), Some(2), "{}", show(&again));
+    assert_exit(&again, Exit::Usage);
 }

@@ -3,13 +3,14 @@
 //! and `zhi manifest merge`/`show`. Every test drives the real binary against the fake API.
 
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use zhi::exit::Exit;
 use zhi::manifest::{self, JobRecord, Status};
 
 /// Fast retries and a short grace period, so failure paths take milliseconds.
@@ -138,10 +139,6 @@ fn signal(child: &Child, sig: i32) {
     assert_eq!(r, 0, "kill({}, {sig})", child.id());
 }
 
-fn code(o: &std::process::Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
 fn out_dir(env: &TestEnv) -> PathBuf {
     env.path("out")
 }
@@ -187,11 +184,11 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
     let env = env_with_docs(5);
     let api = answering();
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     assert_eq!(api.chat_requests().len(), 5);
 
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     assert_eq!(
         api.chat_requests().len(),
         5,
@@ -213,7 +210,7 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
     // A new content is a new input: exactly that job reruns.
     env.write("docs/d03.txt", "document number 3, revised\n");
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let chat = api.chat_requests();
     assert_eq!(chat.len(), 6, "one job, one request");
     assert_eq!(doc_of(&chat[5]), "docs/d03.txt");
@@ -232,12 +229,12 @@ fn an_edited_output_is_kept_and_forcing_ends_in_output_conflict() {
     let env = env_with_docs(2);
     let api = answering();
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let edited = response(&env, "docs/d00.txt");
     std::fs::write(&edited, "my own notes, do not lose them\n").unwrap();
 
     let o = run(&env, &api, &["--force"]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_exit(&o, Exit::JobsFailed);
     let (_, records) = latest(&env);
     let a = records.iter().find(|r| r.input == "docs/d00.txt").unwrap();
     assert_eq!(a.status, Status::Failed);
@@ -314,7 +311,7 @@ fn sigkill_at_any_point_loses_nothing() {
 
     // The rerun finishes the work.
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let all = runs(&env);
     let (_, last) = all.last().unwrap();
     assert_eq!(last.len(), docs.len());
@@ -348,7 +345,7 @@ fn a_kill_between_commit_and_record_is_not_taken_for_an_edit() {
     let env = env_with_docs(2);
     let api = answering();
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let (dir, records) = latest(&env);
     let lost = records.iter().find(|r| r.input == "docs/d01.txt").unwrap();
     let kept: Vec<&JobRecord> = records
@@ -367,7 +364,7 @@ fn a_kill_between_commit_and_record_is_not_taken_for_an_edit() {
     std::fs::write(&journal, serde_json::to_vec(lost).unwrap()).unwrap();
 
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let st = statuses(&latest(&env).1);
     assert_eq!(
         st["docs/d01.txt"],
@@ -399,7 +396,7 @@ fn a_kill_between_commit_and_record_is_not_taken_for_an_edit() {
     }
     drop(dir);
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_exit(&o, Exit::JobsFailed);
     let rec = latest(&env)
         .1
         .into_iter()
@@ -408,7 +405,7 @@ fn a_kill_between_commit_and_record_is_not_taken_for_an_edit() {
     assert_eq!(rec.error.unwrap().kind.as_str(), "output_conflict");
 }
 
-fn interrupted_by(sig: i32, exit: i32) {
+fn interrupted_by(sig: i32, exit: Exit) {
     let env = env_with_docs(4);
     let api = FakeApi::start(|req| {
         Reply::delay(
@@ -420,7 +417,7 @@ fn interrupted_by(sig: i32, exit: i32) {
     until("a request", || api.count() >= 1);
     signal(&child, sig);
     let o = wait(&mut child, Duration::from_secs(15));
-    assert_eq!(code(&o), exit, "{}", stderr(&o));
+    assert_exit(&o, exit);
     let m = latest_manifest(&env);
     assert_eq!(m["status"], "interrupted");
     assert_eq!(m["counts"]["planned"], 4);
@@ -448,12 +445,12 @@ fn interrupted_by(sig: i32, exit: i32) {
 
 #[test]
 fn sigint_ends_with_130_and_a_manifest() {
-    interrupted_by(libc::SIGINT, 130);
+    interrupted_by(libc::SIGINT, Exit::Interrupted);
 }
 
 #[test]
 fn sigterm_ends_with_143_and_a_manifest() {
-    interrupted_by(libc::SIGTERM, 143);
+    interrupted_by(libc::SIGTERM, Exit::Terminated);
 }
 
 #[test]
@@ -469,7 +466,7 @@ fn a_second_sigint_cancels_jobs_in_flight_at_once() {
     std::thread::sleep(Duration::from_millis(200));
     signal(&child, libc::SIGINT);
     let o = wait(&mut child, Duration::from_secs(15));
-    assert_eq!(code(&o), 130, "{}", stderr(&o));
+    assert_exit(&o, Exit::Interrupted);
     let (_, records) = latest(&env);
     assert_eq!(
         count(&records, Status::Cancelled),
@@ -492,12 +489,12 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     let mut first = spawn(&env, &api, &[]);
     until("the first run's request", || api.count() >= 1);
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 75, "{}", stderr(&o));
+    assert_exit(&o, Exit::TempFail);
     let err = stderr(&o);
     assert!(err.contains(&format!("pid {}", first.id())), "{err}");
     assert!(err.contains("started"), "{err}");
     let o = wait(&mut first, Duration::from_secs(15));
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     assert_eq!(
         api.chat_requests().len(),
         2,
@@ -516,7 +513,7 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     .unwrap();
     env.write("docs/d00.txt", "changed\n");
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     assert!(
         stderr(&o).contains(&format!("stale lock of pid {dead_pid}")),
         "{}",
@@ -533,7 +530,7 @@ fn plan_ids(env: &TestEnv, shard: Option<&str>) -> Vec<(String, String)> {
         cmd.args(["--shard", s]);
     }
     let o = cmd.output().unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     stdout(&o)
         .lines()
         .map(|l| {
@@ -546,7 +543,7 @@ fn plan_ids(env: &TestEnv, shard: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-fn merge(env: &TestEnv, runs: &[&Path]) -> (i32, Value, String) {
+fn merge(env: &TestEnv, runs: &[&Path]) -> (std::process::Output, Value) {
     let o = env
         .zhi()
         .args(["manifest", "merge"])
@@ -556,7 +553,7 @@ fn merge(env: &TestEnv, runs: &[&Path]) -> (i32, Value, String) {
         .unwrap();
     let v: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
-    (code(&o), v, stderr(&o))
+    (o, v)
 }
 
 #[test]
@@ -596,7 +593,7 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
             .arg(api.base_url())
             .output()
             .unwrap();
-        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_exit(&o, Exit::Success);
         let run = manifest::latest_run(&env.path(&format!("shard-{m}"))).unwrap();
         assert!(
             run.run_id.ends_with(&format!("-shard-{m}-of-3")),
@@ -618,8 +615,8 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
         env.path("shard-2"),
         env.path("shard-3"),
     );
-    let (c, v, err) = merge(&env, &[&shard1, &shard2, &shard3]);
-    assert_eq!(c, 0, "{err}");
+    let (o, v) = merge(&env, &[&shard1, &shard2, &shard3]);
+    assert_exit(&o, Exit::Success);
     assert_eq!(v["missing"], serde_json::json!([]));
     assert_eq!(v["counts"]["planned"], 9);
     assert_eq!(v["counts"]["succeeded"], 9);
@@ -641,8 +638,9 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
 
     // Shard 3's machine never reported: its jobs are missing.
     let run1 = manifest::latest_run(&shard1).unwrap().path;
-    let (c, v, err) = merge(&env, &[&run1, &shard2]);
-    assert_eq!(c, 1, "{err}");
+    let (o, v) = merge(&env, &[&run1, &shard2]);
+    assert_exit(&o, Exit::JobsFailed);
+    let err = stderr(&o);
     let missing: BTreeSet<String> = v["missing"]
         .as_array()
         .unwrap()
@@ -663,7 +661,7 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
         .args(["manifest", "show", "-o", "shard-2", "--json"])
         .output()
         .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let s: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(s["shard"], "2/3");
     assert_eq!(
@@ -686,14 +684,14 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
         }
     });
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_exit(&o, Exit::JobsFailed);
     fail_d01.store(false, std::sync::atomic::Ordering::SeqCst);
     let o = run(&env, &api, &[]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
 
     let out = out_dir(&env);
-    let (c, v, err) = merge(&env, &[&out]);
-    assert_eq!(c, 0, "{err}");
+    let (o, v) = merge(&env, &[&out]);
+    assert_exit(&o, Exit::Success);
     assert_eq!(v["counts"]["planned"], 3);
     assert_eq!(
         (
@@ -716,7 +714,7 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
         .args(["manifest", "show", "-o", "out", &first.run_id, "--json"])
         .output()
         .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let s: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(s["run_id"], first.run_id.as_str());
     assert_eq!(s["status"], "completed_with_failures");
@@ -731,7 +729,7 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
         .args(["manifest", "show", "-o", "out"])
         .output()
         .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let text = stdout(&o);
     assert!(
         text.starts_with(&format!(
@@ -755,7 +753,7 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
         .arg(&last.path)
         .output()
         .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     assert!(stdout(&o).contains("incomplete"), "{}", stdout(&o));
     assert!(stdout(&o).contains("planned 3"), "{}", stdout(&o));
 }
@@ -765,7 +763,7 @@ fn the_token_budget_stops_scheduling_in_time() {
     let env = env_with_docs(10);
     let api = answering();
     let o = run(&env, &api, &["--budget-tokens", "250", "-j", "1"]);
-    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert_exit(&o, Exit::Aborted);
     let m = latest_manifest(&env);
     assert_eq!(m["status"], "aborted");
     let (_, records) = latest(&env);
@@ -797,7 +795,7 @@ fn fail_fast_stops_after_the_first_failure() {
         }
     });
     let o = run(&env, &api, &["--fail-fast", "-j", "1"]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_exit(&o, Exit::JobsFailed);
     let (_, records) = latest(&env);
     let st = statuses(&records);
     assert_eq!(st["docs/d00.txt"], Status::Succeeded);
@@ -822,7 +820,7 @@ fn auto_concurrency_halves_on_rate_limits() {
         }
     });
     let o = run(&env, &api, &["-j", "auto", "-v"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let m = latest_manifest(&env);
     let c = &m["concurrency"];
     assert_eq!(c["mode"], "auto");
@@ -914,7 +912,7 @@ fn the_shard_hash_is_pinned() {
         .env("ZHI_SHARD_TOTAL", "3")
         .output()
         .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_exit(&o, Exit::Success);
     let ids: Vec<String> = stdout(&o)
         .lines()
         .map(|l| {

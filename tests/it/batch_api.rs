@@ -4,12 +4,13 @@
 //! two overlapping cron runs; `zhi batch status|cancel`. Every test drives the real binary.
 
 use crate::support::{FakeApi, FakeBatch, Pace, Recorded, Reply};
-use crate::testenv::{TestEnv, show, stderr};
+use crate::testenv::{TestEnv, assert_exit, show, stderr};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
+use zhi::exit::Exit;
 use zhi::manifest::{self, JobRecord, Status};
 
 /// Fast retries and a short grace period.
@@ -117,10 +118,6 @@ fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn code(o: &std::process::Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
 fn out_dir(env: &TestEnv) -> PathBuf {
     env.path("out")
 }
@@ -210,7 +207,7 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
 
     // Submit: every job waits for the batch; nothing is sent to the chat endpoint.
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let err = stderr(&out);
     assert!(
         err.contains("submitted 6 request(s) in 1 batch(es)"),
@@ -241,7 +238,7 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
 
     // A cron run before the batch ends: nothing more is submitted.
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).contains("still running: 1 batch(es), 6 request(s)"),
         "{}",
@@ -256,7 +253,7 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     // The batch ends; the next cron run collects and commits.
     batch.finish_all();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).contains("6 answer(s) used"),
         "{}",
@@ -287,7 +284,7 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
     // A rerun: all cached, no request at all.
     let before = api.count();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(
         api.count(),
         before,
@@ -316,7 +313,7 @@ fn submit_then_collect_commits_what_a_direct_run_would_and_a_rerun_costs_nothing
         .env("ZHI_API_KEY", "test-key")
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let by_input = |rs: Vec<JobRecord>| -> BTreeMap<String, Value> {
         rs.iter().map(|r| (r.input.clone(), essence(r))).collect()
     };
@@ -355,7 +352,7 @@ fn ten_thousand_documents_through_batches() {
 
     let started = Instant::now();
     let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let submitted = started.elapsed();
     let batches = batch.batches();
     assert_eq!(
@@ -367,7 +364,7 @@ fn ten_thousand_documents_through_batches() {
     batch.finish_all();
     let started = Instant::now();
     let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let collected = started.elapsed();
     let records = latest(&env);
     assert_eq!(
@@ -395,7 +392,7 @@ fn ten_thousand_documents_through_batches() {
 
     let before = api.count();
     let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(
         api.count(),
         before,
@@ -457,7 +454,7 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
 
     // One job at a time: the batch's lines are in the documents' order.
     let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "1"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let job_of: BTreeMap<String, String> = latest(&env)
         .iter()
         .map(|r| (r.input.clone(), r.job_id.clone()))
@@ -467,7 +464,7 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     batch.expire_all(5);
 
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = by_input(&latest(&env));
     assert_eq!(state(&r["docs/d00000.txt"]), "succeeded/-");
     assert_eq!(state(&r["docs/d00001.txt"]), "failed/content_filter");
@@ -499,7 +496,7 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     batch.finish_all();
 
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let r = by_input(&latest(&env));
     for i in [2, 3, 5, 6, 7] {
         assert_eq!(
@@ -524,7 +521,7 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
 
     // The third submission of d4 fails too: retry.max_attempts (3) is spent.
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = by_input(&latest(&env));
     assert_eq!(state(&r["docs/d00001.txt"]), "failed/content_filter");
     let d4 = &r["docs/d00004.txt"];
@@ -588,7 +585,7 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
     let api = FakeApi::start(batch.handler());
 
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let job = latest(&env).remove(0);
     let pieces = batch.custom_ids();
     assert!(pieces.len() >= 3, "{pieces:?}");
@@ -602,7 +599,7 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
     batch.finish_all();
 
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let r = latest(&env).remove(0);
     assert_eq!(state(&r), "skipped/batch_pending");
     let chunks = r.chunks.unwrap();
@@ -619,7 +616,7 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
     batch.finish_all();
 
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let r = latest(&env).remove(0);
     assert_eq!(state(&r), "succeeded/-");
     let summary =
@@ -711,7 +708,7 @@ fn a_kill_during_collection_loses_nothing() {
     let slow = Slow::default();
     let api = slow.api(&batch);
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     batch.finish_all();
 
     // 1. While the answers download.
@@ -753,7 +750,7 @@ fn a_kill_during_collection_loses_nothing() {
 
     // The next cron run finishes the work.
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_each_succeeded_once(&env, N);
     let last = latest(&env);
     assert_eq!(
@@ -769,7 +766,7 @@ fn a_kill_during_collection_loses_nothing() {
     assert!(outside_batch_api(&api).is_empty());
     let before = api.count();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(api.count(), before);
     assert_eq!(count(&latest(&env), Status::Cached), N);
 }
@@ -815,7 +812,7 @@ fn a_kill_while_submitting_never_submits_twice() {
     // submits nothing (its requests count as running) and says so.
     slow.fail("GET", "/batches");
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).contains("could not be brought up to date"),
         "{}",
@@ -832,7 +829,7 @@ fn a_kill_while_submitting_never_submits_twice() {
 
     // The next run adopts that batch: nothing is submitted again.
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).contains("still running: 1 batch(es), 20 request(s)"),
         "{}",
@@ -846,7 +843,7 @@ fn a_kill_while_submitting_never_submits_twice() {
 
     batch.finish_all();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_each_succeeded_once(&env, 20);
     assert_eq!(batch.batches().len(), 1);
     assert!(batch.files().is_empty(), "{:?}", batch.files());
@@ -868,7 +865,7 @@ fn two_overlapping_cron_runs_submit_once() {
     });
     let before = api.count();
     let second = submit(&env, &api);
-    assert_eq!(code(&second), 75, "{}", show(&second));
+    assert_exit(&second, Exit::TempFail);
     assert!(
         stderr(&second).contains("is in use by another zhi run"),
         "{}",
@@ -884,14 +881,14 @@ fn two_overlapping_cron_runs_submit_once() {
         "the second run made no request: {meanwhile:?}"
     );
     let first = wait(&mut first, Duration::from_secs(60));
-    assert_eq!(code(&first), 0, "{}", show(&first));
+    assert_exit(&first, Exit::Success);
     assert_eq!(batch.batches().len(), 1);
     slow.clear();
 
     // The next night's two runs: one collects, the other waits its turn.
     batch.finish_all();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_each_succeeded_once(&env, 10);
     assert_eq!(batch.batches().len(), 1);
 }
@@ -916,13 +913,13 @@ fn batch_status_and_cancel() {
     let batch = FakeBatch::new(summary);
     let api = FakeApi::start(batch.handler());
     let out = zhi_batch(&env, &api, &["status"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(stderr(&out).contains("has no batches"), "{}", show(&out));
 
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let out = zhi_batch(&env, &api, &["status"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let table = crate::testenv::stdout(&out);
     assert!(table.starts_with("BATCH"), "{table}");
     let row = table.lines().nth(1).unwrap().to_string();
@@ -944,9 +941,9 @@ fn batch_status_and_cancel() {
     assert_eq!(json[0]["requests"].as_array().unwrap().len(), 6);
 
     let out = zhi_batch(&env, &api, &["cancel", "batch_9"]);
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     let out = zhi_batch(&env, &api, &["cancel"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).contains("batch batch_2: cancelling (6 request(s))"),
         "{}",
@@ -957,7 +954,7 @@ fn batch_status_and_cancel() {
     // The next run finds it cancelled with nothing answered: collected, its files deleted,
     // its requests submitted again.
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let all = batch.batches();
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].status, "cancelled");
@@ -970,7 +967,7 @@ fn batch_status_and_cancel() {
     );
     batch.finish_all();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_each_succeeded_once(&env, 6);
     assert!(batch.files().is_empty());
 }
@@ -1013,7 +1010,7 @@ fn agent_loop_jobs_are_refused_or_run_now() {
             .unwrap()
     };
     let out = run(&[]);
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     assert_eq!(
         kinds(&latest(&env)),
         BTreeMap::from([("failed/not_batchable".into(), 2)])
@@ -1022,7 +1019,7 @@ fn agent_loop_jobs_are_refused_or_run_now() {
     assert_eq!(api.count(), 0);
 
     let out = run(&["--agent-jobs", "run"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(
         kinds(&latest(&env)),
         BTreeMap::from([("succeeded/-".into(), 2)])
@@ -1046,12 +1043,12 @@ fn a_plain_run_uses_batch_answers_and_sends_the_rest_now() {
         }
     });
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     // The batch ends at the next look; two more documents arrive meanwhile.
     batch.set_pace(Pace::Immediate);
     write_docs(&env, 6);
     let out = zhi_run(&env, &api, &[]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(
         kinds(&latest(&env)),
         BTreeMap::from([("succeeded/-".into(), 6)])
@@ -1080,7 +1077,7 @@ fn a_planted_link_or_fifo_in_the_book_cannot_hang_or_lead_out() {
     std::fs::create_dir_all(env.path("out/.zhi")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, env.path("out/.zhi/batches")).unwrap();
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("link"), "{}", show(&out));
     assert_eq!(api.count(), 0);
     assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
@@ -1096,7 +1093,7 @@ fn a_planted_link_or_fifo_in_the_book_cannot_hang_or_lead_out() {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     let out = zhi_run(&env, &api, &["--submit", "batch"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(stderr(&out).contains("FIFO"), "{}", show(&out));
     assert_eq!(batch.batches().len(), 1);
 }
@@ -1114,7 +1111,7 @@ fn batch_files_are_split_at_the_configured_limits() {
     let batch = FakeBatch::new(summary);
     let api = FakeApi::start(batch.handler());
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let uploads: Vec<usize> = api
         .requests()
         .iter()
@@ -1139,7 +1136,7 @@ fn batch_files_are_split_at_the_configured_limits() {
 
     env.write("zhi.yaml", "batch: {max_requests: 60000}\n");
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("batch.max_requests 60000"),
         "{}",
@@ -1154,13 +1151,13 @@ fn a_server_without_a_batch_api_is_said_plainly() {
     let env = env_with_docs(2);
     let api = FakeApi::start(|_| Reply::status(404, serde_json::json!({"error": "not found"})));
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 3, "{}", show(&out));
+    assert_exit(&out, Exit::Aborted);
     assert!(stderr(&out).contains("has no Batch API"), "{}", show(&out));
     assert!(api.chat_requests().is_empty());
     // The upload was refused: nothing is left to look for, the next run says the same.
     assert!(batch_folders(&env).is_empty(), "{:?}", batch_folders(&env));
     let out = submit(&env, &api);
-    assert_eq!(code(&out), 3, "{}", show(&out));
+    assert_exit(&out, Exit::Aborted);
     assert!(
         !stderr(&out).contains("could not be brought up to date"),
         "{}",

@@ -1,10 +1,11 @@
 //! Long documents (SPEC §5) against the fake server: split, run, reassemble — never truncated.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stderr};
+use crate::testenv::{TestEnv, assert_exit};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use zhi::exit::Exit;
 
 /// A small model budget so that pieces are small: map pieces hold 80 tokens (one page below),
 /// map-reduce pieces 1,200.
@@ -87,7 +88,7 @@ fn three_hundred_pages_translated_in_order_with_nothing_lost() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let translation =
         std::fs::read_to_string(env.path("out/translate/book.txt/translation.md")).unwrap();
     let want: Vec<String> = (1..=300).map(|i| format!("MARK-{i:03}")).collect();
@@ -150,7 +151,7 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.chat_requests();
     let reduce: Vec<&Recorded> = reqs
         .iter()
@@ -222,7 +223,7 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
             .unwrap()
     };
     let out = run(&env);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = &records(&env, "out")[0];
     assert_eq!(r["status"], "failed");
     assert_eq!(r["error"]["kind"], "content_filter");
@@ -232,7 +233,7 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
 
     *fail.lock().unwrap() = false;
     let out = run(&env);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let rerun: Vec<Recorded> = api.chat_requests().into_iter().skip(first_run).collect();
     let pieces: BTreeSet<String> = rerun
         .iter()
@@ -283,7 +284,7 @@ fn a_document_just_under_the_budget_is_not_split() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 1);
     assert!(
@@ -300,7 +301,8 @@ fn a_document_just_under_the_budget_is_not_split() {
     env.write("zhi.yaml", BUDGET);
     env.write("long.txt", format!("{doc}\n\n{}", "more ".repeat(200)));
     let api = FakeApi::always(Reply::text("a summary"));
-    env.zhi()
+    let out = env
+        .zhi()
         .args([
             "run",
             "summarize",
@@ -311,8 +313,9 @@ fn a_document_just_under_the_budget_is_not_split() {
             "--base-url",
         ])
         .arg(api.base_url())
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
     assert_eq!(api.chat_requests().len(), 3);
 }
 
@@ -338,7 +341,7 @@ fn chunking_none_fails_too_large_with_sizes() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, Exit::JobsFailed);
     assert_eq!(api.count(), 0);
     let r = &records(&env, "out")[0];
     assert_eq!(r["error"]["kind"], "too_large");

@@ -1,14 +1,16 @@
 //! `zhi config show`: layering and the key that is never printed.
 
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
+
 use serde_json::Value;
+use zhi::exit::Exit;
 
 fn show_json(env: &TestEnv, f: impl FnOnce(&mut assert_cmd::Command)) -> (Value, String) {
     let mut cmd = env.zhi();
     cmd.args(["config", "show", "--json"]);
     f(&mut cmd);
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     (serde_json::from_slice(&out.stdout).unwrap(), stderr(&out))
 }
 
@@ -89,7 +91,7 @@ fn bad_config_is_a_usage_error() {
     let env = TestEnv::new();
     env.write("zhi.yaml", "concurrency: lots\n");
     let out = env.zhi().args(["config", "show"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("zhi.yaml: concurrency `lots`"),
         "{}",

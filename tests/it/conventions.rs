@@ -1,21 +1,23 @@
 //! What a command-line tool is expected to have: shell completions, a man page, a suggestion
 //! for a mistyped subcommand or skill, and tables that fit the terminal.
 
-use crate::testenv::{TestEnv, skill_yaml, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
+
+use zhi::exit::Exit;
 
 #[test]
 fn completions_for_every_shell_name_the_subcommands() {
     let env = TestEnv::new();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = env.zhi().args(["completions", shell]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        assert_exit_for(&out, Exit::Success, shell);
         let script = stdout(&out);
         for word in ["run", "plan", "skills", "manifest", "base-url", "jobs"] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }
     }
     let out = env.zhi().args(["completions", "tcsh"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("bash"), "{}", stderr(&out));
 }
 
@@ -23,7 +25,7 @@ fn completions_for_every_shell_name_the_subcommands() {
 fn the_man_page_is_roff_naming_every_command() {
     let env = TestEnv::new();
     let out = env.zhi().arg("man").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let page = stdout(&out);
     assert!(page.lines().any(|l| l.starts_with(".TH zhi 1")), "{page}");
     for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS"] {
@@ -38,7 +40,7 @@ fn the_man_page_is_roff_naming_every_command() {
     }
 
     let out = env.zhi().args(["man", "--out", "man1"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     for file in [
         "zhi.1",
         "zhi-run.1",
@@ -64,7 +66,7 @@ fn a_mistyped_subcommand_gets_a_suggestion() {
         (&["skills", "shwo"][..], "'show'"),
     ] {
         let out = env.zhi().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_exit_for(&out, Exit::Usage, format!("{args:?}"));
         let err = stderr(&out);
         assert!(err.contains("similar subcommand"), "{args:?}: {err}");
         assert!(err.contains(near), "{args:?}: {err}");
@@ -103,7 +105,7 @@ fn a_mistyped_skill_gets_a_suggestion_wherever_it_is_named() {
     for (args, hint) in cases {
         let out = env.zhi().args(args).output().unwrap();
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_exit_for(&out, Exit::Usage, format!("{args:?}"));
         assert!(err.contains(hint), "{args:?}: {err}");
     }
     // Nothing near: no guess.
@@ -112,7 +114,7 @@ fn a_mistyped_skill_gets_a_suggestion_wherever_it_is_named() {
     // A skill's own `tools` naming a skill that does not exist.
     env.project_skill("mine.yaml", &skill_yaml("mine", "file_read, summarise"));
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("unknown tool or skill `summarise`, did you mean `summarize`?"),
         "{}",
@@ -144,7 +146,7 @@ fn tables_fit_the_width() {
                 .env("COLUMNS", columns)
                 .output()
                 .unwrap();
-            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            assert_exit(&out, Exit::Success);
             let text = stdout(&out);
             let widest = text.lines().map(width).max().unwrap_or(0);
             let max: usize = columns.parse().unwrap();

@@ -533,7 +533,8 @@ fn workers_run_side_by_side_and_stop_when_cancelled() {
 #[test]
 fn text_lost_in_extraction_is_a_warning_in_the_jobs_record() {
     use crate::support::{FakeApi, Recorded, Reply};
-    use crate::testenv::{TestEnv, record, run_skill, show};
+    use crate::testenv::{TestEnv, assert_exit, record, run_skill};
+    use zhi::exit::Exit;
     let env = TestEnv::new();
     env.write("docs/lost.pdf", mostly_unreadable_page());
     env.write("docs/fine.pdf", crate::corpus::hello_pdf());
@@ -541,7 +542,7 @@ fn text_lost_in_extraction_is_a_warning_in_the_jobs_record() {
         Reply::text("A summary of the control page and its ordinary text, in a few words.")
     });
     let out = run_skill(&env, &api, "summarize", &["docs"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let lost = record(&env, "docs/lost.pdf");
     assert_eq!(lost["status"], "succeeded", "{lost}");
     let warnings = lost["warnings"].as_array().expect("warnings");

@@ -1,11 +1,13 @@
 //! `--help` is documentation: its text is snapshotted so a change to it is a reviewed change.
 
-use crate::testenv::{TestEnv, stdout};
+use crate::testenv::{TestEnv, assert_exit_for, stdout};
+
+use zhi::exit::Exit;
 
 fn help(args: &[&str]) -> String {
     let env = TestEnv::new();
     let out = env.zhi().args(args).arg("--help").output().unwrap();
-    assert!(out.status.success(), "{args:?} --help failed");
+    assert_exit_for(&out, Exit::Success, format!("{args:?} --help"));
     stdout(&out)
 }
 

@@ -7,10 +7,11 @@
 
 use crate::corpus;
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit_for, stderr};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use zhi::exit::Exit;
 
 /// Planted in documents; the model must see each good one and none of the bad ones.
 const GOOD_TEXT: &str = "GOOD-TEXT-7f3a: the minutes of the Tuesday meeting.";
@@ -162,13 +163,7 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
     let took = started.elapsed();
     eprintln!("the hostile run took {took:?}\n{}", stderr(&out));
     let _ = std::fs::remove_file(&fifo);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "the run finishes with failures\n{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_for(&out, Exit::JobsFailed, "the run finishes with failures");
 
     let records = records(&env);
     let shown: Vec<String> = records

@@ -6,7 +6,8 @@
 //! another module's; a run's summary starts after its first empty line and is left out here).
 
 use crate::support::FakeApi;
-use crate::testenv::{TestEnv, show, stderr};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr};
+use zhi::exit::Exit;
 
 /// Latin words a Chinese message may hold: the product, formats and acronyms, and the names
 /// the tests use (skills, files).
@@ -95,10 +96,6 @@ fn zh(env: &TestEnv) -> assert_cmd::Command {
     c
 }
 
-fn code(o: &std::process::Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
 #[test]
 fn the_language_check_sees_english() {
     assert_eq!(
@@ -121,7 +118,7 @@ fn a_missing_input_is_told_in_chinese() {
         ])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert_eq!(stderr(&out), "错误：输入 `missing.pdf` 不存在\n");
 }
 
@@ -139,7 +136,7 @@ fn a_folder_where_a_file_belongs_is_told_in_chinese() {
         ])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("任务文件 jobs.d：是文件夹，不是文件"),
         "{}",
@@ -153,7 +150,7 @@ fn an_unknown_skill_is_told_in_chinese() {
     let env = TestEnv::new();
     env.write("a.txt", "hello");
     let out = zh(&env).args(["run", "nosuch", "a.txt"]).output().unwrap();
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).starts_with("错误：未知技能 `nosuch`"),
         "{}",
@@ -177,7 +174,7 @@ fn bad_flag_values_are_told_in_chinese() {
         &["runn", "summarize", "a.txt"],
     ] {
         let out = zh(&env).args(args).output().unwrap();
-        assert_eq!(code(&out), 2, "{args:?}\n{}", show(&out));
+        assert_exit_for(&out, Exit::Usage, format!("{args:?}"));
         assert!(
             stderr(&out).starts_with("错误："),
             "{args:?}\n{}",
@@ -222,7 +219,7 @@ fn a_bad_setting_in_zhi_yaml_is_told_in_chinese() {
         .args(["plan", "summarize", "a.txt"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("zhi.yaml：`timeout` 必须是整数，实际为 `soon`"),
         "{}",
@@ -236,7 +233,7 @@ fn a_bad_setting_in_zhi_yaml_is_told_in_chinese() {
         .args(["plan", "summarize", "a.txt"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).starts_with("警告：配置文件 ")
             && stderr(&out).contains("已忽略未知设置 `colour`"),
@@ -254,7 +251,7 @@ fn a_log_warning_is_in_chinese() {
         .args(["plan", "summarize", "*.md", "a.txt"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(
         stderr(&out).starts_with("警告：通配符 `*.md` 没有匹配到任何文件\n"),
         "{}",
@@ -278,7 +275,7 @@ fn a_document_that_cannot_be_read_fails_in_chinese() {
         .args(["--base-url", &api.base_url(), "-o", "out"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     assert_eq!(
         api.count(),
         0,

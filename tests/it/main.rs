@@ -21,6 +21,7 @@ mod plan_cli;
 mod progress;
 mod progress_parse;
 mod reading;
+mod records_snapshot;
 mod refused_settings;
 mod reliability;
 mod report;

@@ -5,8 +5,8 @@
 //! runtime, no runtime at all).
 
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::show;
 use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{assert_exit, show};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use zhi::error::ErrorKind;
+use zhi::exit::Exit;
 use zhi::llm::{ChatClient, ClientSettings};
 use zhi::ocr::api::ZhipuOcr;
 use zhi::ocr::{ApiEngine, ApiOcr};
@@ -105,7 +106,7 @@ fn glm_ocr_sends_the_image_as_a_data_url_and_prints_the_markdown() {
         }
     });
     let out = extract(&env, &api, "glm-ocr");
-    assert!(out.status.success(), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(stdout(&out), "# Invoice 42\n\nTotal: 12.50 元\n");
 
     let reqs = api.requests();
@@ -126,7 +127,7 @@ fn glm_ocr_failures_are_ocr_failed_but_auth_keeps_its_kind_and_the_key_stays_hid
     let env = env_with_png();
     let api = FakeApi::always(Reply::zhipu_error(400, "1214", "file cannot be parsed"));
     let out = extract(&env, &api, "glm-ocr");
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let err = stderr(&out);
     assert!(err.contains("ocr_failed"), "{err}");
     assert!(err.contains("glm-ocr"), "{err}");
@@ -180,7 +181,7 @@ fn file_extract_uploads_reads_and_deletes_in_that_order() {
     let env = env_with_png();
     let api = files_api(content_answer("Extracted words 提取的文字"), deleted());
     let out = extract(&env, &api, "file-extract");
-    assert!(out.status.success(), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(stdout(&out), "Extracted words 提取的文字\n");
     assert_eq!(
         routes(&api),
@@ -227,7 +228,7 @@ fn file_extract_deletes_the_upload_when_the_content_is_refused() {
         deleted(),
     );
     let out = extract(&env, &api, "file-extract");
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let err = stderr(&out);
     assert!(err.contains("ocr_failed"), "{err}");
     assert!(err.contains("unsupported content"), "{err}");
@@ -246,7 +247,7 @@ fn file_extract_deletes_the_upload_after_every_content_retry_failed() {
     let env = env_with_png();
     let api = files_api(Reply::raw(500, "<html>oops</html>"), deleted());
     let out = extract(&env, &api, "file-extract");
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     assert!(stderr(&out).contains("ocr_failed"), "{}", show(&out));
     assert_eq!(
         routes(&api),
@@ -268,7 +269,7 @@ fn a_failed_delete_does_not_fail_the_document() {
         Reply::raw(500, "delete broke"),
     );
     let out = extract(&env, &api, "file-extract");
-    assert!(out.status.success(), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(stdout(&out), "still here\n");
     let deletes = api
         .requests()
@@ -289,7 +290,7 @@ fn vision_sends_a_prompt_and_an_image_part_to_glm_4v_flash() {
         }
     });
     let out = extract(&env, &api, "vision");
-    assert!(out.status.success(), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(stdout(&out), "# Menu\n\n- Tea 茶\n");
 
     let reqs = api.chat_requests();
@@ -335,7 +336,7 @@ fn auto_without_tesseract_uses_glm_ocr_when_a_key_is_set() {
         .env("ZHI_API_KEY", KEY)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let v: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
     assert_eq!(v["text"], "auto picked glm-ocr");
@@ -352,7 +353,7 @@ fn auto_without_tesseract_or_key_says_how_to_get_an_engine() {
         .env("PATH", empty_path(&env))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let err = stderr(&out);
     assert!(err.contains("ocr_failed"), "{err}");
     assert!(err.contains("install tesseract"), "{err}");
@@ -389,7 +390,7 @@ fn a_run_over_an_image_gives_the_model_the_ocr_text() {
         .args(["--base-url", &base, "-o", "out"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.requests();
     assert_eq!(reqs[0].path, "/v1/layout_parsing");
     let chat = api.chat_requests();

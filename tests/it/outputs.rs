@@ -3,9 +3,10 @@
 //! one request, and every job can be explained from its transcript.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
 use crate::testenv::{files_under, record, run_skill as run, show};
 use serde_json::{Value, json};
+use zhi::exit::Exit;
 
 const FAST: &str = "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
 
@@ -31,7 +32,7 @@ fn a_model_that_only_claims_its_files_ends_missing_output() {
     two_file_skill(&env);
     let api = FakeApi::always(Reply::text("I wrote notes.md and facts.json."));
     let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["status"], "failed", "{r}");
     assert_eq!(r["error"]["kind"], "missing_output", "{r}");
@@ -61,7 +62,7 @@ fn a_direct_skill_that_only_claims_the_summary_ends_missing_output() {
         "I wrote summary-2.md: Q3 revenue rose 12%, driven by exports.",
     ));
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "missing_output", "{r}");
     assert_eq!(
@@ -92,7 +93,7 @@ fn a_plain_answer_is_the_declared_file_in_one_request_without_tools() {
         }
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "1"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(
         std::fs::read_to_string(env.path("out/summarize/docs/a.txt/summary.md")).unwrap(),
         "# Q3\n\nRevenue rose 12% on exports.\n"
@@ -153,7 +154,7 @@ fn a_copy_of_the_input_is_not_a_summary() {
         Reply::text(format!("# Summary\n\n{text}"))
     });
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "missing_output", "{r}");
     assert!(
@@ -178,7 +179,7 @@ fn writing_the_declared_files_ends_the_job_in_one_request() {
         ),
     ]));
     let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(api.chat_requests().len(), 1, "no confirmation turn");
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["status"], "succeeded", "{r}");
@@ -204,7 +205,7 @@ fn a_second_write_of_a_declared_name_gets_a_name_zhi_picks() {
         }
     });
     let out = run(&env, &api, "twice", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let dir = env.path("out/twice/docs/a.txt");
     assert_eq!(std::fs::read_to_string(dir.join("out.md")).unwrap(), "one");
     assert_eq!(
@@ -244,7 +245,7 @@ fn every_job_has_a_transcript_and_none_holds_the_key() {
             .args(["-o", "out"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "round {round}: {}", show(&out));
+        assert_exit_for(&out, Exit::JobsFailed, format!("round {round}"));
         assert!(!stderr(&out).contains(KEY));
         if round == 0 {
             assert!(stderr(&out).contains("transcript"), "{}", show(&out));
@@ -319,7 +320,7 @@ fn the_servers_context_window_drives_splitting() {
         Reply::text("A short part summary.")
     });
     let out = run(&env, &api, "summarize", &["big.txt"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let r = record(&env, "big.txt");
     assert_eq!(r["status"], "succeeded", "{r}");
     assert!(r["chunks"]["total"].as_u64().unwrap() >= 3, "{r}");
@@ -367,7 +368,7 @@ fn llama_cpp_context_exceeded_splits_the_document() {
         Reply::text("A short summary.")
     });
     let out = run(&env, &api, "summarize", &["big.txt"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let r = record(&env, "big.txt");
     assert_eq!(r["status"], "succeeded", "{r}");
     assert!(
@@ -401,7 +402,7 @@ fn a_translation_in_the_wrong_language_is_asked_again_and_then_fails() {
     // The model hands back English, lightly reworded: not a copy, but not Chinese.
     let api = FakeApi::start(|req: &Recorded| Reply::text(document_of(req).replace("## ", "### ")));
     let out = run(&env, &api, "translate", &["docs/guide.md", "-a", "to=中文"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/guide.md");
     assert_eq!(r["error"]["kind"], "missing_output", "{r}");
     assert!(
@@ -445,7 +446,7 @@ fn a_translation_that_leaves_most_of_the_document_out_fails_and_a_whole_one_succ
         }
     });
     let out = run(&env, &api, "translate", &["docs", "-a", "to=chinese"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let bad = record(&env, "docs/guide.md");
     assert_eq!(bad["error"]["kind"], "missing_output", "{bad}");
     assert!(
@@ -475,7 +476,7 @@ fn an_answer_that_echoes_its_instructions_is_not_a_result() {
         "nothing before or after it, no remarks about what you did, no tool calls.",
     ));
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "missing_output", "{r}");
     assert!(

@@ -5,10 +5,11 @@
 //! that counts requests.
 
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::symlink;
+use zhi::exit::Exit;
 
 /// `zhi --json plan ARGS…` → one JSON object per job, asserting exit 0.
 fn plan_json(env: &TestEnv, args: &[&str]) -> Vec<Value> {
@@ -19,12 +20,7 @@ fn plan_json(env: &TestEnv, args: &[&str]) -> Vec<Value> {
         .args(args)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "plan {args:?}\n{}",
-        stderr(&out)
-    );
+    assert_exit_for(&out, Exit::Success, format!("plan {args:?}"));
     stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -37,10 +33,6 @@ fn planned(env: &TestEnv, args: &[&str]) -> Vec<String> {
         .iter()
         .map(|j| j["inputs"][0].as_str().unwrap().to_owned())
         .collect()
-}
-
-fn code(o: &std::process::Output) -> i32 {
-    o.status.code().unwrap_or(-1)
 }
 
 /// A file with a line of text (planning reads text files for the token estimate).
@@ -125,7 +117,7 @@ fn quoted_globs_match_below_their_folder() {
         .args(["plan", "summarize", "docs/**/*.pdf"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("no inputs"), "{}", stderr(&out));
 }
 
@@ -197,7 +189,7 @@ fn exclude_by_name_by_path_and_by_folder() {
         .args(["plan", "summarize", "docs", "--exclude", "a[b"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("--exclude"), "{}", stderr(&out));
 }
 
@@ -246,7 +238,7 @@ fn hidden_files_and_folders_only_with_hidden() {
         .args(["plan", "summarize", "d"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("--hidden"), "{}", stderr(&out));
 }
 
@@ -288,7 +280,7 @@ fn the_output_folder_is_never_an_input() {
         .args(["--json", "plan", "summarize", "docs"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
     // With -o elsewhere: that folder is excluded, the default one is an ordinary folder again.
     let got = planned(&env, &["summarize", ".", "-o", "elsewhere"]);
@@ -307,7 +299,7 @@ fn the_output_folder_given_as_input_is_refused_and_globs_skip_it() {
             .args(["plan", "summarize", input, "-o", "docs/out"])
             .output()
             .unwrap();
-        assert_eq!(code(&out), 2, "{input}: {}", stderr(&out));
+        assert_exit_for(&out, Exit::Usage, input);
         assert!(
             stderr(&out).contains("inside the output folder"),
             "{}",
@@ -319,7 +311,7 @@ fn the_output_folder_given_as_input_is_refused_and_globs_skip_it() {
         .args(["plan", "summarize", "docs/**/*.md", "-o", "docs/out"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("no inputs"), "{}", stderr(&out));
 }
 
@@ -430,7 +422,7 @@ fn a_directory_skill_gets_one_job_per_folder() {
         .args(["plan", "daily-digest", "days/mon/a.txt"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("takes folders"), "{}", stderr(&out));
 }
 
@@ -497,7 +489,7 @@ fn paired_file_templates_resolve_and_a_missing_pair_fails_only_its_job() {
         ])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let row = stdout(&out)
         .lines()
         .find(|l| l.contains("v/b.txt"))
@@ -541,7 +533,7 @@ fn paired_file_templates_resolve_and_a_missing_pair_fails_only_its_job() {
 
     // A required file argument not given at all is a usage error that shows a template.
     let out = env.zhi().args(["plan", "compare", "v"]).output().unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("file2"), "{}", stderr(&out));
 }
 
@@ -579,7 +571,7 @@ fn a_missing_pair_is_a_failed_record_in_run_and_never_reaches_the_model() {
         ])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let runs: Vec<_> = std::fs::read_dir(env.path("out/.zhi/runs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -678,14 +670,14 @@ fn a_jobs_file_plans_several_skills() {
         .args(["plan", "--jobs", "jobs.yaml", "docs"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     env.write("bad.yaml", "- skill: summarise\n  inputs: [docs]\n");
     let out = env
         .zhi()
         .args(["plan", "--jobs", "bad.yaml"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("summarise"), "{}", stderr(&out));
 }
 
@@ -739,7 +731,7 @@ fn job_ids_are_stable_across_runs_and_shards() {
         .args(["--json", "plan", "summarize", "docs"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     for line in stdout(&out).lines() {
         let j: Value = serde_json::from_str(line).unwrap();
         assert_eq!(
@@ -782,7 +774,7 @@ fn usage_errors_exit_2_with_a_clear_message_and_no_request() {
                 .output()
                 .unwrap();
             let err = stderr(&out);
-            assert_eq!(code(&out), 2, "{command} {args:?}: {err}");
+            assert_exit_for(&out, Exit::Usage, format!("{command} {args:?}"));
             assert!(err.contains(needle), "{command} {args:?}: {err}");
             assert!(stdout(&out).is_empty(), "{command} {args:?}");
         }
@@ -811,7 +803,7 @@ fn plan_makes_no_network_request() {
         ])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert!(stdout(&out).contains("docs/p.pdf"), "{}", stdout(&out));
     // The default remote API and no key: still no need for either.
     let out = env
@@ -819,7 +811,7 @@ fn plan_makes_no_network_request() {
         .args(["plan", "summarize", "docs", "--ocr", "glm-ocr"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     // A server that counts: nothing arrives, also with a key set.
     let api = FakeApi::always(Reply::text("no"));
     let out = env
@@ -828,7 +820,7 @@ fn plan_makes_no_network_request() {
         .args(["plan", "summarize", "docs", "--base-url", &api.base_url()])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(api.count(), 0);
 }
 
@@ -865,7 +857,7 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
 
     // The table has the same columns, and the method is stated.
     let out = env.zhi().args(["plan", "summarize", "k"]).output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let table = stdout(&out);
     let row = |name: &str| -> Vec<String> {
         table
@@ -918,7 +910,7 @@ fn plan_table_snapshot() {
         .args(["plan", "summarize", "reports", "--exclude", "old"])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     let shown = format!(
         "--- stdout\n{}--- stderr\n{}",
         env.filter(&stdout(&out)),

@@ -4,8 +4,9 @@
 
 use crate::progress_parse::{Seen, parse};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, show, stderr};
+use crate::testenv::{TestEnv, assert_exit, stderr};
 use std::time::Duration;
+use zhi::exit::Exit;
 
 /// Not on a terminal: plain lines every few seconds with the same numbers — the time left
 /// and tokens that count each answer as it arrives — and no control characters.
@@ -38,7 +39,7 @@ fn plain_lines_say_the_time_left_and_tokens_without_control_characters() {
         .args(["-o", "out"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let err = stderr(&out);
     assert!(
         !err.chars().any(|c| c.is_control() && c != '\n'),
@@ -117,7 +118,7 @@ fn the_summary_says_where_things_went_and_why_jobs_failed() {
             .args(["-o", "out"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        assert_exit(&out, Exit::JobsFailed);
         let err = stderr(&out);
         assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
         let lines: Vec<&str> = err.lines().collect();

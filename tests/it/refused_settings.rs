@@ -5,8 +5,9 @@
 //! reason. Every zhi here runs under a deadline, so a hang fails the test instead of hanging it.
 
 use crate::support::{FakeApi, Reply};
-use crate::testenv::show;
 use crate::testenv::{TestEnv, output_within, stderr, stdout};
+use crate::testenv::{assert_exit, assert_exit_for, show};
+use zhi::exit::Exit;
 
 const DEADLINE_SECS: u64 = 20;
 
@@ -26,7 +27,7 @@ fn refused(env: &TestEnv, api: &FakeApi, extra: &[&str], needles: &[&str]) {
         .args(extra)
         .args(["--base-url", &api.base_url(), "-o", "out"]);
     let out = output_within(&mut cmd, DEADLINE_SECS);
-    assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", show(&out));
+    assert_exit_for(&out, Exit::Usage, format!("{extra:?}"));
     let err = env.filter(&stderr(&out));
     for needle in needles {
         assert!(err.contains(needle), "{extra:?}: `{needle}` in\n{err}");
@@ -113,7 +114,7 @@ fn a_bad_log_level_in_the_environment_is_refused() {
         ]),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("ZHI_LOG_LEVEL"), "{}", show(&out));
     assert_eq!(api.count(), 0);
     // The levels the README names all work.
@@ -124,7 +125,7 @@ fn a_bad_log_level_in_the_environment_is_refused() {
                 .args(["config", "show"]),
             DEADLINE_SECS,
         );
-        assert_eq!(out.status.code(), Some(0), "{level}: {}", show(&out));
+        assert_exit_for(&out, Exit::Success, level);
     }
 }
 
@@ -171,7 +172,7 @@ fn mkfifo(path: &std::path::Path) {
 /// `zhi plan --jobs FILE` exits 2 with every needle in its error.
 fn jobs_refused(env: &TestEnv, file: &str, needles: &[&str]) {
     let out = output_within(env.zhi().args(["plan", "--jobs", file]), DEADLINE_SECS);
-    assert_eq!(out.status.code(), Some(2), "{file}: {}", show(&out));
+    assert_exit_for(&out, Exit::Usage, file);
     let err = stderr(&out);
     assert!(
         !err.contains("untagged enum"),
@@ -241,7 +242,7 @@ fn a_jobs_file_that_is_no_file_is_refused_at_once() {
         ]),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("FIFO"), "{}", show(&out));
     std::fs::create_dir_all(env.path("jobs-dir")).unwrap();
     jobs_refused(&env, "jobs-dir", &["jobs-dir", "folder"]);
@@ -269,12 +270,7 @@ fn refusal(env: &TestEnv, api: &FakeApi, extra: &[&str], vars: &[(&str, &str)]) 
         cmd.args(["--base-url", &api.base_url()]);
     }
     let out = output_within(&mut cmd, DEADLINE_SECS);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{extra:?} {vars:?}: {}",
-        show(&out)
-    );
+    assert_exit_for(&out, Exit::Usage, format!("{extra:?} {vars:?}"));
     assert_eq!(api.count(), 0);
     assert!(no_run_started(env));
     env.filter(&stderr(&out)).trim().to_string()

@@ -2,9 +2,10 @@
 //! reproduces one attack that once got through and checks that it no longer does.
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, records_by_input, stderr, stdout};
 use crate::testenv::{files_under, output_within, record, run_skill as run, show};
 use serde_json::json;
+use zhi::exit::Exit;
 
 const FAST: &str = "retry: {max_attempts: 3, base_delay_ms: 5, max_delay_ms: 10}\n";
 
@@ -31,7 +32,7 @@ fn an_endless_response_body_fails_its_job_and_the_run_goes_on() {
         }
     });
     let out = run(&env, &api, "summarize", &["docs"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let bad = record(&env, "docs/a.txt");
     assert_eq!(bad["error"]["kind"], "api_error", "{bad}");
     assert!(
@@ -65,7 +66,7 @@ fn a_huge_tool_call_is_refused_before_it_is_read_or_sent_back() {
         json!({"path": "notes.md", "content": huge}),
     )]));
     let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "api_error", "{r}");
     // One request: the flood is neither retried nor sent back in a next turn.
@@ -96,7 +97,7 @@ fn file_names_cannot_drive_the_terminal_or_forge_log_lines() {
         .args(["--base-url", &base])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let err = stderr(&out);
     assert!(err.contains("forged line"), "the job is logged: {err}");
     for bad in ['\u{1b}', '\u{7}', '\r'] {
@@ -138,7 +139,7 @@ fn a_job_that_writes_without_end_fails_at_the_files_limit() {
         )
     });
     let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "too_large", "{r}");
     assert!(
@@ -169,7 +170,7 @@ fn a_final_answer_cut_at_the_length_limit_is_not_saved() {
         "length",
     ));
     let out = run(&env, &api, "answer", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "truncated", "{r}");
     assert!(!env.path("out/answer/docs/a.txt/response.md").exists());
@@ -197,7 +198,7 @@ fn a_name_with_a_text_direction_override_is_refused() {
         ]),
     ]);
     let out = run(&env, &api, "notes-and-facts", &["docs/a.txt"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["refused_tool_calls"], 1, "{r}");
     let names: Vec<String> = std::fs::read_dir(env.path("out/notes-and-facts/docs/a.txt"))
@@ -222,7 +223,7 @@ fn results_csv_cells_are_never_formulas() {
         "summarize",
         &["=HYPERLINK(\"http://x\").txt", "@SUM(A1).txt"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let runs = env.path("out/.zhi/runs");
     let run_dir = std::fs::read_dir(&runs)
         .unwrap()
@@ -266,7 +267,7 @@ fn names_that_differ_only_in_non_utf8_bytes_stay_separate_jobs() {
     }
     let api = FakeApi::always(Reply::text("# Summary\n\nDone."));
     let out = run(&env, &api, "summarize", &["docs"]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let records = records_by_input(&env.path("out"));
     assert_eq!(records.len(), 3, "{records:?}");
     let ids: std::collections::BTreeSet<_> =
@@ -330,7 +331,7 @@ fn a_server_that_echoes_the_key_never_gets_it_written_or_printed() {
         .args(["--base-url", &base])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     assert!(
         api.requests().iter().any(|r| r.bearer() == Some(KEY)),
         "the key was sent"
@@ -364,7 +365,7 @@ fn links_planted_in_the_output_folder_are_never_followed() {
     // The skill's folder as a link: the job fails, nothing lands outside.
     std::os::unix::fs::symlink("../outside", out.join("summarize")).unwrap();
     let o = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_exit(&o, Exit::JobsFailed);
     let r = record(&env, "docs/a.txt");
     assert_eq!(r["error"]["kind"], "io", "{r}");
     assert!(
@@ -386,7 +387,7 @@ fn links_planted_in_the_output_folder_are_never_followed() {
         let up = "../".repeat(planted.matches('/').count() + 1);
         std::os::unix::fs::symlink(format!("{up}outside"), &link).unwrap();
         let o = run(&env, &api, "summarize", &["docs/a.txt"]);
-        assert_eq!(o.status.code(), Some(2), "{planted}: {}", show(&o));
+        assert_exit_for(&o, Exit::Usage, planted);
         assert!(stderr(&o).contains("is a link"), "{planted}: {}", show(&o));
         assert_eq!(
             std::fs::read_dir(&outside).unwrap().count(),
@@ -403,7 +404,7 @@ fn a_commit_journal_left_by_a_kill_after_the_record_is_removed_by_the_next_run()
     env.write("docs/a.txt", "The board approved the budget.\n");
     let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
     let o = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_exit(&o, Exit::Success);
     let r = record(&env, "docs/a.txt");
     // What a kill between the record and the journal's removal leaves: the journal.
     let journal = env
@@ -412,7 +413,7 @@ fn a_commit_journal_left_by_a_kill_after_the_record_is_removed_by_the_next_run()
     std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
     std::fs::write(&journal, serde_json::to_vec(&r).unwrap()).unwrap();
     let o = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_exit(&o, Exit::Success);
     assert_eq!(record(&env, "docs/a.txt")["status"], "cached");
     assert!(!journal.exists(), "the journal outlived its record");
     assert_eq!(api.chat_requests().len(), 1);
@@ -437,7 +438,7 @@ fn devices_and_fifos_named_as_inputs_fail_their_own_jobs_at_once() {
             .args(["docs/a.txt", "--base-url", &base, "-o", "out"]),
         30,
     );
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_exit(&o, Exit::JobsFailed);
     let records = records_by_input(&env.path("out"));
     let zero = &records["/dev/zero"];
     assert_eq!(zero["error"]["kind"], "input_error", "{zero}");
@@ -506,7 +507,7 @@ fn a_signal_while_inputs_are_hashed_ends_the_run_at_once() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(143), "{}", show(&o));
+    assert_exit(&o, Exit::Terminated);
     assert!(env.path("out/manifest.json").exists(), "{}", show(&o));
     assert_eq!(api.chat_requests().len(), 0);
 }
@@ -532,7 +533,7 @@ fn a_document_swapped_for_a_link_after_planning_is_not_sent() {
         Reply::text("# Summary\n\nDone.")
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "1"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     for req in api.requests() {
         assert!(
             !req.body_text.contains("TOP SECRET"),
@@ -573,6 +574,6 @@ fn fifos_planted_among_zhis_own_records_do_not_hang_a_run() {
             .args(["--base-url", &base]),
         30,
     );
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_exit(&o, Exit::Success);
     assert!(env.path("out/summarize/docs/a.txt/summary.md").exists());
 }

@@ -3,8 +3,9 @@
 //! in Chinese; how a browser renders it is checked in `tests/ext/browser.rs`.
 
 use crate::report_fixture::{read, report, run_with_failures, section};
-use crate::testenv::{TestEnv, show, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr, stdout};
 use std::path::PathBuf;
+use zhi::exit::Exit;
 
 /// The only run folder of `out/`.
 fn run_dir(env: &TestEnv) -> PathBuf {
@@ -159,7 +160,7 @@ fn report_names_runs_like_manifest_show() {
         .args(["--json", "report", "-o", "out"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["run_id"], id.as_str());
     assert_eq!(v["jobs"], 5);
@@ -174,7 +175,7 @@ fn report_names_runs_like_manifest_show() {
     ];
     for (args, says) in cases {
         let out = env.zhi().arg("report").args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
+        assert_exit_for(&out, Exit::Usage, format!("{args:?}"));
         assert!(stderr(&out).contains(says), "{args:?}: {}", show(&out));
         assert!(stdout(&out).is_empty());
     }

@@ -2,9 +2,10 @@
 //! (`tests/it/report.rs`) and its browser test (`tests/ext/browser.rs`).
 
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, run_skill, show, stdout};
+use crate::testenv::{TestEnv, assert_exit, run_skill, stdout};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use zhi::exit::Exit;
 
 /// A file name that is markup: the report must show it as text.
 pub const HOSTILE: &str = "docs/<script>alert(1)</script>.txt";
@@ -42,7 +43,7 @@ pub fn run_with_failures() -> (TestEnv, FakeApi) {
         doc => Reply::text(format!("# {doc}\n\nA summary.\n")).with_usage(120, 40),
     });
     let out = run_skill(&env, &api, "summarize", &["docs", "-j", "2"]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     (env, api)
 }
 
@@ -55,7 +56,7 @@ pub fn report(env: &TestEnv, args: &[&str], lang: &str) -> PathBuf {
         .args(args)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let printed = stdout(&out);
     let path = env.work.join(printed.trim_end());
     assert!(path.is_file(), "no report at {}", path.display());

@@ -4,9 +4,10 @@
 //! writes.
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, show};
+use crate::testenv::{TestEnv, assert_exit, show};
 use serde_json::{Value, json};
 use std::time::Duration;
+use zhi::exit::Exit;
 
 /// A picture of a page, as a PNG.
 fn page_png() -> Vec<u8> {
@@ -68,7 +69,7 @@ fn rpm_holds_across_chat_and_ocr_requests_together() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.requests();
     let ocr = reqs
         .iter()
@@ -128,7 +129,7 @@ fn an_ocr_rate_limit_slows_the_pool() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let c = &manifest(&env, "out")["concurrency"];
     assert_eq!(c["mode"], "auto");
     let (initial, last) = (c["initial"].as_u64().unwrap(), c["final"].as_u64().unwrap());
@@ -169,7 +170,7 @@ fn a_manifest_that_cannot_be_written_after_the_jobs_ran_is_exit_75() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(75), "{}", show(&out));
+    assert_exit(&out, Exit::TempFail);
     assert!(
         crate::testenv::stderr(&out).contains("cannot write the manifest"),
         "{}",
@@ -229,7 +230,7 @@ fn map_mode_joins_tex_outputs_like_every_text_type() {
         .arg(api.base_url())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let records = env.latest_records("out");
     assert!(
         records[0]["chunks"]["total"].as_u64().unwrap() > 1,

@@ -4,13 +4,14 @@
 //! model was sent.
 
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stdout};
+use crate::testenv::{TestEnv, assert_exit, stdout};
 use crate::testenv::{run_skill as run, show};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use zhi::exit::Exit;
 
 /// Retries without real waiting (the default base delay is 1 s).
 const FAST_RETRY: &str = "retry: {max_attempts: 5, base_delay_ms: 10, max_delay_ms: 50}\n";
@@ -28,10 +29,6 @@ fn fast_env() -> TestEnv {
     let env = TestEnv::new();
     env.write("zhi.yaml", FAST_RETRY);
     env
-}
-
-fn code(o: &std::process::Output) -> i32 {
-    o.status.code().unwrap_or(-1)
 }
 
 /// The only run folder under `out/.zhi/runs/`.
@@ -134,7 +131,7 @@ fn forty_documents_eight_in_flight_each_get_their_own_output() {
         Reply::delay(delay, reply)
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "8"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
 
     for (doc, marker) in &markers {
         let summary = env.path(&format!("out/summarize/{doc}/summary.md"));
@@ -276,7 +273,7 @@ fn a_hostile_model_cannot_leave_the_sandbox() {
     let out_dir = env.path("out");
     let before = snapshot(&root, &out_dir);
     let out = run(&env, &api, "agent", &["docs/a.txt"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
 
     assert_eq!(
         before,
@@ -351,7 +348,7 @@ fn a_link_inside_an_input_folder_does_not_lead_out_of_it() {
         }
     });
     let out = run(&env, &api, "folder-reader", &["box"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 2, "{}", show(&out));
     let results = reqs[1].tool_results();
@@ -390,7 +387,7 @@ fn retry_after_is_honoured() {
         Reply::text("A short summary."),
     ]);
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 2);
     let waited = reqs[1].at - reqs[0].at;
@@ -424,7 +421,7 @@ fn a_1302_storm_is_ridden_out() {
         }
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "6"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let recs = records(&env);
     assert_eq!(recs.len(), 6);
     for (doc, r) in &recs {
@@ -457,7 +454,7 @@ fn abort_on(status_code: u16, zhipu_code: &str, expected_kind: &str) {
         }
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "4"]);
-    assert_eq!(code(&out), 3, "{}", show(&out));
+    assert_exit(&out, Exit::Aborted);
     let reqs = api.chat_requests();
     assert!(
         (1..=4).contains(&reqs.len()),
@@ -524,7 +521,7 @@ fn content_filter_fails_only_its_job() {
         }
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "2"]);
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let for_d2 = api
         .chat_requests()
         .iter()
@@ -565,7 +562,7 @@ fn server_errors_and_invalid_json_are_retried() {
         }
     });
     let out = run(&env, &api, "summarize", &["docs", "-j", "3"]);
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     for (doc, r) in &records(&env) {
         assert_eq!(status(r), "succeeded", "{doc}: {r}");
         assert_eq!(
@@ -590,7 +587,7 @@ fn a_never_ending_tool_loop_ends_with_max_turns() {
     );
     let api = FakeApi::always(Reply::tool_calls(vec![("file_list", json!({}))]));
     let out = run(&env, &api, "looper", &["docs/a.txt"]);
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 4);
     for r in &reqs[..3] {
@@ -673,7 +670,7 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
         "contract-review",
         &["contracts/c.txt", "-a", "file2=contracts/c_old.txt"],
     );
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
 
     let job_dir = env.path("out/contract-review/contracts/c.txt");
     assert_eq!(
@@ -780,7 +777,7 @@ fn json_prints_exactly_the_manifest_on_stdout() {
         ])
         .output()
         .unwrap();
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let text = stdout(&out);
     let v: Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}):\n{text}"));
@@ -812,7 +809,7 @@ fn bad_inputs_fail_alone() {
     std::os::unix::fs::symlink("nowhere.txt", env.path("docs/broken.txt")).unwrap();
     let api = FakeApi::start(|req| Reply::text(format!("summary of {}", doc_of(req).unwrap())));
     let out = run(&env, &api, "summarize", &["docs", "-j", "2"]);
-    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let recs = records(&env);
     assert_eq!(
         recs.keys().cloned().collect::<Vec<_>>(),
@@ -879,7 +876,7 @@ fn requests_wait_in_zhi_not_in_a_one_slot_servers_queue() {
         "summarize",
         &["docs", "-j", "4", "--timeout", "1"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let mut arrivals: Vec<_> = api.chat_requests().iter().map(|r| r.at).collect();
     arrivals.sort();
     assert_eq!(arrivals.len(), 4, "one request a document, no retry");

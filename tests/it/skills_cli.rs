@@ -1,7 +1,9 @@
 //! `zhi skills list|show|validate|new` and every validation error of the skill system.
 
-use crate::testenv::{TestEnv, skill_yaml, stderr, stdout};
+use crate::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
+
 use serde_json::Value;
+use zhi::exit::Exit;
 
 /// SPEC §3: the builtin skills' tools, turn limits and arguments (`*` = required).
 const BUILTINS: &[(&str, &str, u64, &str)] = &[
@@ -73,7 +75,7 @@ fn list_json(env: &TestEnv) -> Vec<Value> {
         .args(["skills", "list", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
         .as_array()
@@ -160,7 +162,7 @@ fn default_model_applies_to_builtins() {
 fn list_table() {
     let env = TestEnv::new();
     let out = env.zhi().args(["skills", "list"]).output().unwrap();
-    assert!(out.status.success());
+    assert_exit(&out, Exit::Success);
     let text = stdout(&out);
     assert!(text.starts_with("NAME"), "{text}");
     insta::assert_snapshot!(text);
@@ -174,7 +176,7 @@ fn show_nested_tree() {
         .args(["skills", "show", "contract-review"])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert_exit(&out, Exit::Success);
     let text = stdout(&out);
     let tree: String = text
         .lines()
@@ -212,7 +214,7 @@ fn show_nested_tree() {
 fn show_unknown_skill_is_a_usage_error() {
     let env = TestEnv::new();
     let out = env.zhi().args(["skills", "show", "nope"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("unknown skill `nope`"));
 }
 
@@ -220,40 +222,42 @@ fn show_unknown_skill_is_a_usage_error() {
 fn validate_all_builtins_is_clean() {
     let env = TestEnv::new();
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert!(stdout(&out).contains("15 skill(s) valid"));
 }
 
-/// Validate the given project skill files; return (exit code, stderr).
-fn validate_files(env: &TestEnv, files: &[(&str, &str)]) -> (i32, String) {
+/// Validate the given project skill files; return how zhi ended and its stderr (temp paths
+/// filtered).
+fn validate_files(env: &TestEnv, files: &[(&str, &str)]) -> (std::process::Output, String) {
     let mut args = vec!["skills".to_string(), "validate".to_string()];
     for (name, yaml) in files {
         env.write(name, yaml);
         args.push(name.to_string());
     }
     let out = env.zhi().args(&args).output().unwrap();
-    (out.status.code().unwrap(), env.filter(&stderr(&out)))
+    let err = env.filter(&stderr(&out));
+    (out, err)
 }
 
 #[test]
 fn cycle_a_b_a_names_the_chain() {
     let env = TestEnv::new();
-    let (code, err) = validate_files(
+    let (out, err) = validate_files(
         &env,
         &[
             ("a.yaml", &skill_yaml("a", "file_read, b")),
             ("b.yaml", &skill_yaml("b", "a")),
         ],
     );
-    assert_eq!(code, 2);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("skill cycle: a -> b -> a"), "{err}");
 }
 
 #[test]
 fn self_cycle() {
     let env = TestEnv::new();
-    let (code, err) = validate_files(&env, &[("a.yaml", &skill_yaml("a", "a"))]);
-    assert_eq!(code, 2);
+    let (out, err) = validate_files(&env, &[("a.yaml", &skill_yaml("a", "a"))]);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("skill cycle: a -> a"), "{err}");
 }
 
@@ -271,7 +275,7 @@ fn nesting_deeper_than_three() {
         env.project_skill(&format!("{n}.yaml"), &skill_yaml(n, t));
     }
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     let err = stderr(&out);
     assert!(
         err.contains("skills nest deeper than 3: a -> b -> c -> d -> e"),
@@ -283,14 +287,14 @@ fn nesting_deeper_than_three() {
         env.project_skill(&format!("{n}.yaml"), &skill_yaml(n, t));
     }
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
 }
 
 #[test]
 fn unknown_tool() {
     let env = TestEnv::new();
-    let (code, err) = validate_files(&env, &[("a.yaml", &skill_yaml("a", "file_read, shell"))]);
-    assert_eq!(code, 2);
+    let (out, err) = validate_files(&env, &[("a.yaml", &skill_yaml("a", "file_read, shell"))]);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("a.yaml"), "{err}");
     assert!(err.contains("unknown tool or skill `shell`"), "{err}");
 }
@@ -298,17 +302,17 @@ fn unknown_tool() {
 #[test]
 fn bad_name() {
     let env = TestEnv::new();
-    let (code, err) = validate_files(&env, &[("bad.yaml", &skill_yaml("-bad", "file_read"))]);
-    assert_eq!(code, 2);
+    let (out, err) = validate_files(&env, &[("bad.yaml", &skill_yaml("-bad", "file_read"))]);
+    assert_exit(&out, Exit::Usage);
     assert!(
         err.contains("bad.yaml: invalid name `-bad`: must start with a letter or digit"),
         "{err}"
     );
-    let (code, err) = validate_files(
+    let (out, err) = validate_files(
         &env,
         &[("sp.yaml", &skill_yaml("'has space'", "file_read"))],
     );
-    assert_eq!(code, 2);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("invalid name `has space`"), "{err}");
 }
 
@@ -318,8 +322,8 @@ fn max_turns_out_of_range() {
         let env = TestEnv::new();
         let yaml =
             skill_yaml("a", "file_read").replace("max_turns: 3", &format!("max_turns: {turns}"));
-        let (code, err) = validate_files(&env, &[("a.yaml", &yaml)]);
-        assert_eq!(code, 2, "max_turns {turns}");
+        let (out, err) = validate_files(&env, &[("a.yaml", &yaml)]);
+        assert_exit_for(&out, Exit::Usage, format!("max_turns {turns}"));
         assert!(
             err.contains(&format!(
                 "max_turns {turns} is outside 1..=50; clamped to {clamped}"
@@ -333,7 +337,7 @@ fn max_turns_out_of_range() {
             .args(["skills", "show", "a", "--json"])
             .output()
             .unwrap();
-        assert!(out.status.success());
+        assert_exit(&out, Exit::Success);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["max_turns"], clamped);
         assert!(stderr(&out).contains("clamped"), "warned");
@@ -343,33 +347,33 @@ fn max_turns_out_of_range() {
 #[test]
 fn empty_binary_and_malformed_files() {
     let env = TestEnv::new();
-    let (code, err) = validate_files(&env, &[("empty.yaml", "")]);
-    assert_eq!(code, 2);
+    let (out, err) = validate_files(&env, &[("empty.yaml", "")]);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("empty.yaml: empty file"), "{err}");
 
-    let (code, err) = validate_files(&env, &[("bin.yaml", "\u{0}\u{1}\u{2}garbage\u{0}")]);
-    assert_eq!(code, 2);
+    let (out, err) = validate_files(&env, &[("bin.yaml", "\u{0}\u{1}\u{2}garbage\u{0}")]);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("bin.yaml: binary file"), "{err}");
 
-    let (code, err) = validate_files(
+    let (out, err) = validate_files(
         &env,
         &[(
             "syntax.yaml",
             "name: a\ndescription: d\nsystem_prompt: [unclosed\ntools: [file_read]\n",
         )],
     );
-    assert_eq!(code, 2);
+    assert_exit(&out, Exit::Usage);
     assert!(err.contains("syntax.yaml: YAML syntax error"), "{err}");
     assert!(err.contains("line 4"), "names the line: {err}");
 
-    let (code, err) = validate_files(
+    let (out, err) = validate_files(
         &env,
         &[(
             "missing.yaml",
             "name: a\ndescription: d\ntools: [file_read]\n",
         )],
     );
-    assert_eq!(code, 2);
+    assert_exit(&out, Exit::Usage);
     assert!(
         err.contains("missing required field `system_prompt`"),
         "{err}"
@@ -380,8 +384,8 @@ fn empty_binary_and_malformed_files() {
 fn unknown_fields_warn_but_validate() {
     let env = TestEnv::new();
     let yaml = format!("{}temperature: 0.2\n", skill_yaml("a", "file_read"));
-    let (code, err) = validate_files(&env, &[("a.yaml", &yaml)]);
-    assert_eq!(code, 0, "{err}");
+    let (out, err) = validate_files(&env, &[("a.yaml", &yaml)]);
+    assert_exit(&out, Exit::Success);
     assert!(err.contains("unknown field `temperature` ignored"), "{err}");
 }
 
@@ -426,7 +430,7 @@ fn broken_user_skill_beside_a_good_one() {
         .args(["skills", "list", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert_exit(&out, Exit::Success);
     let skills: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
         .as_array()
@@ -445,7 +449,7 @@ fn broken_user_skill_beside_a_good_one() {
     );
 
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("broken.yaml"));
 }
 
@@ -457,7 +461,7 @@ fn new_writes_a_valid_template_and_never_overwrites() {
         .args(["skills", "new", "my-skill"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
     assert_eq!(stdout(&out).trim(), "created .zhi/skills/my-skill.yaml");
     let path = env.path(".zhi/skills/my-skill.yaml");
     let before = std::fs::read(&path).unwrap();
@@ -467,7 +471,7 @@ fn new_writes_a_valid_template_and_never_overwrites() {
         .args(["skills", "validate", ".zhi/skills/my-skill.yaml"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, Exit::Success);
 
     std::fs::write(&path, [before.as_slice(), b"# edited\n"].concat()).unwrap();
     let out = env
@@ -475,7 +479,7 @@ fn new_writes_a_valid_template_and_never_overwrites() {
         .args(["skills", "new", "my-skill"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("already exists; not overwritten"));
     assert!(
         std::fs::read_to_string(&path)
@@ -488,5 +492,5 @@ fn new_writes_a_valid_template_and_never_overwrites() {
         .args(["skills", "new", "bad name"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, Exit::Usage);
 }

@@ -6,8 +6,9 @@
 //! instead of hanging it.
 
 use crate::support::{FakeApi, Reply};
-use crate::testenv::show;
 use crate::testenv::{TestEnv, output_within, stderr, stdout};
+use crate::testenv::{assert_exit, show};
+use zhi::exit::Exit;
 
 /// Long enough for a debug build on a busy machine; far shorter than any of the old failures
 /// (a FIFO blocked forever, `/dev/zero` grew until killed, deep nesting took 36 s).
@@ -17,7 +18,7 @@ const DEADLINE_SECS: u64 = 20;
 /// promptly; the first two succeed with a warning naming `file` and `reason`, the last exits 2.
 fn skipped_promptly(env: &TestEnv, file: &str, reason: &str) {
     let out = output_within(env.zhi().args(["skills", "list"]), DEADLINE_SECS);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let err = stderr(&out);
     assert!(
         err.contains("warning: skipped skill file") && err.contains(file) && err.contains(reason),
@@ -40,7 +41,7 @@ fn skipped_promptly(env: &TestEnv, file: &str, reason: &str) {
         ]),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let err = stderr(&out);
     assert!(
         err.contains(file) && err.contains(reason),
@@ -49,7 +50,7 @@ fn skipped_promptly(env: &TestEnv, file: &str, reason: &str) {
     assert!(env.path("out/summarize/docs/a.txt/summary.md").is_file());
 
     let out = output_within(env.zhi().args(["skills", "validate"]), DEADLINE_SECS);
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     let err = stderr(&out);
     assert!(
         err.contains("error:") && err.contains(file) && err.contains(reason),
@@ -78,7 +79,7 @@ fn a_fifo_among_skills_never_blocks() {
         env.zhi().args(["skills", "validate", ".zhi/skills/z.yaml"]),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("FIFO"), "{}", show(&out));
 }
 

@@ -5,6 +5,7 @@
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
+use zhi::exit::Exit;
 
 pub struct TestEnv {
     _root: tempfile::TempDir,
@@ -154,14 +155,79 @@ pub fn output_within(cmd: &mut Command, secs: u64) -> std::process::Output {
     out
 }
 
-/// Exit code, stdout and stderr, for assertion messages.
+/// Exit (by name), stdout and stderr, for assertion messages.
 pub fn show(o: &std::process::Output) -> String {
     format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
+        "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+        exit_name(o.status),
         stdout(o),
         stderr(o)
     )
+}
+
+/// Every exit zhi ends with (SPEC §10), to name the code a process ended with.
+const EXITS: [Exit; 7] = [
+    Exit::Success,
+    Exit::JobsFailed,
+    Exit::Usage,
+    Exit::Aborted,
+    Exit::TempFail,
+    Exit::Interrupted,
+    Exit::Terminated,
+];
+
+/// A new exit does not compile here until it is in [`EXITS`] too.
+const _: fn(Exit) = |e| match e {
+    Exit::Success
+    | Exit::JobsFailed
+    | Exit::Usage
+    | Exit::Aborted
+    | Exit::TempFail
+    | Exit::Interrupted
+    | Exit::Terminated => {}
+};
+
+/// How a process ended, by zhi's name for it: `JobsFailed (1)`, `exit 42 (not a zhi exit)`,
+/// `killed by signal 9`.
+pub fn exit_name(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status.code() {
+        Some(code) => match EXITS.iter().find(|e| i32::from(e.code()) == code) {
+            Some(e) => format!("{e:?} ({code})"),
+            None => format!("exit {code} (not a zhi exit)"),
+        },
+        None => match status.signal() {
+            Some(sig) => format!("killed by signal {sig}"),
+            None => format!("{status:?}"),
+        },
+    }
+}
+
+/// Panic unless zhi ended with `want`, naming both exits and showing stdout and stderr.
+#[track_caller]
+pub fn assert_exit(out: &std::process::Output, want: Exit) {
+    assert_exit_for(out, want, "");
+}
+
+/// [`assert_exit`] for one case of several (`{args:?}`, a file name), named in the message.
+#[track_caller]
+pub fn assert_exit_for(out: &std::process::Output, want: Exit, case: impl std::fmt::Display) {
+    if out.status.code() == Some(i32::from(want.code())) {
+        return;
+    }
+    let case = case.to_string();
+    let case = if case.is_empty() {
+        String::new()
+    } else {
+        format!(" ({case})")
+    };
+    panic!(
+        "zhi should have ended with {want:?} ({}) but ended with {}{case}\n--- stdout\n{}\n--- stderr\n{}",
+        want.code(),
+        exit_name(out.status),
+        stdout(out),
+        stderr(out)
+    );
 }
 
 /// `zhi --no-progress run SKILL ARGS… --base-url FAKE -o out`.

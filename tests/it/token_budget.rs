@@ -5,9 +5,10 @@
 //! document a skill cannot split and that does not fit fails as `too_large`, naming `--tpm`.
 
 use crate::support::{FakeApi, Reply};
-use crate::testenv::show;
+use crate::testenv::assert_exit;
 use crate::testenv::{TestEnv, output_within, stderr, stdout};
 use serde_json::Value;
+use zhi::exit::Exit;
 
 const DEADLINE_SECS: u64 = 30;
 
@@ -42,7 +43,7 @@ fn smallest_that_works(err: &str) -> u32 {
 fn a_tpm_below_one_request_is_refused_naming_the_smallest_that_works() {
     let (env, api) = setup();
     let out = run(&env, &api, &["--tpm", "1000"]);
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     let err = stderr(&out);
     assert!(err.contains("--tpm 1000"), "{err}");
     assert!(err.contains("glm-4-flash"), "names the model: {err}");
@@ -63,14 +64,14 @@ fn a_tpm_below_one_request_is_refused_naming_the_smallest_that_works() {
             .args(["plan", "summarize", "docs", "--tpm", "1000"]),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     assert_eq!(smallest_that_works(&stderr(&out)), floor);
 
     // One less is still refused; the value given works, promptly.
     let out = run(&env, &api, &["--tpm", &(floor - 1).to_string()]);
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     let out = run(&env, &api, &["--tpm", &floor.to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     assert!(env.path("out/summarize/docs/a.txt/summary.md").is_file());
 }
 
@@ -79,7 +80,7 @@ fn a_tpm_from_a_config_file_is_checked_the_same_way() {
     let (env, api) = setup();
     env.write("zhi.yaml", "tpm: 1000\n");
     let out = run(&env, &api, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_exit(&out, Exit::Usage);
     let err = env.filter(&stderr(&out));
     assert!(
         err.contains("tpm 1000") && err.contains("[WORK]/zhi.yaml"),
@@ -109,7 +110,7 @@ fn pieces(env: &TestEnv, extra: &[&str]) -> u64 {
             .args(extra),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_exit(&out, Exit::Success);
     let job: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
     job["pieces"].as_u64().unwrap()
 }
@@ -154,7 +155,7 @@ fn a_document_that_cannot_be_split_and_exceeds_the_tpm_is_too_large() {
         ]),
         DEADLINE_SECS,
     );
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_exit(&out, Exit::JobsFailed);
     let records = crate::testenv::latest_records(&env.path("out"));
     assert_eq!(records.len(), 1);
     let e = &records[0]["error"];
