@@ -3,7 +3,8 @@
 use crate::testenv::{TestEnv, skill_yaml, stderr, stdout};
 use serde_json::Value;
 
-/// SPEC §3: the builtin skills' tools, turn limits and arguments (`*` = required).
+/// docs/skills.md#builtin-skills: the builtin skills' tools, turn limits and arguments (`*` =
+/// required).
 const BUILTINS: &[(&str, &str, u64, &str)] = &[
     ("summarize", "file_read,file_write", 5, "file*"),
     ("translate", "file_read,file_write", 5, "file*,to"),
