@@ -1,5 +1,5 @@
-//! The kinds of failure a job can end with: the vocabulary of SPEC §6/§7/§4 shared by every
-//! stage, so the manifest, the exit code and the retry policy all speak of the same thing.
+//! The kinds of failure a job can end with (docs/outputs.md#error-kinds): the vocabulary shared by
+//! every stage, so the manifest, the exit code and the retry policy all speak of the same thing.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -1,5 +1,5 @@
-//! Exit codes: the public contract of SPEC §10. Scripts, CI and cron branch on these numbers,
-//! so they never change meaning.
+//! Exit codes: the public contract of docs/exit-codes.md#exit-codes. Scripts, CI and cron branch on
+//! these numbers, so they never change meaning.
 
 use crate::config::ConfigError;
 use crate::plan::PlanError;
@@ -36,7 +36,7 @@ impl From<Exit> for std::process::ExitCode {
 }
 
 /// An error that carries the exit code it should end the process with: the one place where
-/// the rooms' typed errors ([`ConfigError`], …) become an exit code (SPEC §10).
+/// the rooms' typed errors ([`ConfigError`], …) become an exit code (docs/exit-codes.md).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct ExitError {

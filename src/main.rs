@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use zhi::cli::Cli;
 
 fn main() -> ExitCode {
-    // The isolated PDF worker (SPEC §4): the same binary, re-executed by the extractor.
+    // The isolated PDF worker (docs/documents.md#pdf): the same binary, re-executed by the
+    // extractor.
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("__pdf-worker")) {
         return zhi::extract::pdf_worker_main(&std::env::args_os().skip(2).collect::<Vec<_>>());
     }

@@ -18,9 +18,9 @@
 # night (a long document that is summarized in pieces takes two nights: the pieces, then the
 # combining request). Documents already done cost nothing: they are cached.
 #
-# Exit codes (SPEC §10): 0 submitted and/or collected, 1 some documents failed (the rest are
-# committed), 2 a usage or configuration error, 3 aborted (bad key or quota), 75 try again
-# later: the output folder is in use by another run, or the Batch API could not be reached to
+# Exit codes (docs/exit-codes.md#exit-codes): 0 submitted and/or collected, 1 some documents failed
+# (the rest are committed), 2 a usage or configuration error, 3 aborted (bad key or quota), 75 try
+# again later: the output folder is in use by another run, or the Batch API could not be reached to
 # submit. Nothing is lost on 75 or on a kill: tomorrow's run picks everything up.
 
 set -u

@@ -10,10 +10,10 @@
 # So the nightly run pays only for new and edited documents, and a night that failed halfway
 # is finished by the next one (failed and unfinished documents are retried, nothing else).
 #
-# Exit codes (SPEC §10): 0 all done, 1 some documents failed (the rest are committed), 2 a
-# usage or configuration error, 3 aborted (bad key, quota, or the token budget below), 75
-# "try again later": the output folder is in use by another run (yesterday's still going) or
-# the API's rate limits outlasted every retry. On 75 this script waits and tries again.
+# Exit codes (docs/exit-codes.md#exit-codes): 0 all done, 1 some documents failed (the rest are
+# committed), 2 a usage or configuration error, 3 aborted (bad key, quota, or the token budget
+# below), 75 "try again later": the output folder is in use by another run (yesterday's still going)
+# or the API's rate limits outlasted every retry. On 75 this script waits and tries again.
 #
 # Rate limits are per process: `--rpm`/`--tpm` limit this run only. If other zhi processes
 # use the same API key at the same time (another cron entry, a CI job), they share the

@@ -1,5 +1,5 @@
-//! Declared outputs decide success (SPEC §3): a job is done only when each file its skill
-//! declares exists, is not empty and, for text, is not the input handed back.
+//! Declared outputs decide success (docs/skills.md#declared-outputs): a job is done only when each
+//! file its skill declares exists, is not empty and, for text, is not the input handed back.
 //!
 //! Small models claim work they did not do ("I wrote summary.md: …") and copy their input;
 //! these checks are what keeps such a run from being recorded as a success.

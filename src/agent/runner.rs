@@ -121,7 +121,8 @@ impl AgentStats {
 /// What a run of a skill must leave, and what it was given (for the copy check).
 #[derive(Debug, Clone, Default)]
 pub struct Expected {
-    /// The declared output files (SPEC §3), names relative to the output folder.
+    /// The declared output files (docs/skills.md#declared-outputs), names relative to the output
+    /// folder.
     pub files: Vec<String>,
     /// The text the skill was given; an output equal to it is a copy, not a result.
     pub source: Option<Arc<str>>,
@@ -203,12 +204,12 @@ fn write_answer(env: &AgentEnv, file: &str, content: &str) -> Result<std::path::
 /// model looped.
 const DIRECT_ROUNDS: u32 = 3;
 
-/// Direct mode (SPEC §3): one request without tools whose answer is `file`'s content. An
-/// answer that is empty or a claim gets one corrective request (the conversation goes on); a
-/// copy of the input, an echo of the instructions, a loop, an answer cut short or (map skills)
-/// one that leaves much of its input out is asked afresh, naming the problem, with a frequency
-/// penalty. A second bad answer fails the job with `missing_output` (or
-/// `truncated`), except that a loop gets one more fresh try ([`DIRECT_ROUNDS`] in all).
+/// Direct mode (docs/skills.md#direct-mode): one request without tools whose answer is `file`'s
+/// content. An answer that is empty or a claim gets one corrective request (the conversation goes
+/// on); a copy of the input, an echo of the instructions, a loop, an answer cut short or (map
+/// skills) one that leaves much of its input out is asked afresh, naming the problem, with a
+/// frequency penalty. A second bad answer fails the job with `missing_output` (or `truncated`),
+/// except that a loop gets one more fresh try ([`DIRECT_ROUNDS`] in all).
 pub async fn run_direct(
     env: &AgentEnv,
     skill: &Skill,

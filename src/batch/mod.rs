@@ -1,6 +1,6 @@
-//! Batch mode (SPEC §6, `zhi run … --submit batch`): the requests of direct jobs go through
-//! the provider's Batch API — half the price, outside the per-minute limits, answered within a
-//! day — and a later run with the same arguments collects the answers.
+//! Batch mode (docs/model-api.md#batch-mode, `zhi run … --submit batch`): the requests of direct
+//! jobs go through the provider's Batch API — half the price, outside the per-minute limits,
+//! answered within a day — and a later run with the same arguments collects the answers.
 //!
 //! The pipeline is not forked. Every job runs as it would directly; only the one place where a
 //! request meets the model asks this book first ([`Book::answer`]): an answer collected from a

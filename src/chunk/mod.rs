@@ -1,6 +1,6 @@
-//! Long documents (SPEC §5): a token budget per model, and a splitter that cuts text on natural
-//! boundaries — pages, headings, paragraphs, then sentences — into pieces that fit. Nothing is
-//! ever dropped: the pieces, joined, are the document.
+//! Long documents (docs/documents.md#long-documents): a token budget per model, and a splitter that
+//! cuts text on natural boundaries — pages, headings, paragraphs, then sentences — into pieces that
+//! fit. Nothing is ever dropped: the pieces, joined, are the document.
 //!
 //! Token estimate: CJK characters (and other wide scripts) count one token each; other text
 //! counts one token per four characters (see `llm::text_tokens`). It errs on the high side for

@@ -128,7 +128,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
             )));
         }
     }
-    // Unknown fields and clamped values warn (SPEC §3), never fail.
+    // Unknown fields and clamped values warn (docs/skills.md#validation), never fail.
     for w in &set.warnings {
         ctx.warn(w);
     }
@@ -355,7 +355,8 @@ struct PlanLine {
     extraction: &'static str,
     /// Estimated input tokens.
     tokens: u64,
-    /// How many pieces a long document is split into (SPEC §5); 0 = too large to run.
+    /// How many pieces a long document is split into (docs/documents.md#splitting); 0 = too large
+    /// to run.
     pieces: u64,
 }
 

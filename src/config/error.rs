@@ -1,6 +1,6 @@
 //! Why settings could not be resolved: which file or variable or flag, which setting, and why.
-//! Every one of these is a usage error (SPEC §10: exit 2, nothing ran); the mapping to the exit
-//! code lives with the exit codes ([`crate::exit`]).
+//! Every one of these is a usage error (exit 2, nothing ran: docs/exit-codes.md#usage-errors); the
+//! mapping to the exit code lives with the exit codes ([`crate::exit`]).
 
 use super::value::Origin;
 use crate::small_file::{ReadError, TooDeep};

@@ -3,7 +3,8 @@
 //! Precedence, highest first:
 //!
 //! 1. command-line flags (`--base-url`, `-m`, `-o`, `-j`, `--rpm`, `--tpm`, `--timeout`, `--ocr`);
-//! 2. `ZHI_*` environment variables (SPEC §12), and the variable `api_key_env` names;
+//! 2. `ZHI_*` environment variables (docs/config.md#environment-variables), and the variable
+//!    `api_key_env` names;
 //! 3. `./zhi.yaml`;
 //! 4. `~/.config/zhi/config.yaml` (`--config FILE` replaces this file and the one above);
 //! 5. built-in defaults.

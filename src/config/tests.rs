@@ -67,7 +67,7 @@ fn key_is_redacted_and_local_needs_none() {
 }
 
 /// `rpm: 0` in a file and `--rpm 0` are one setting's one check: both refused, each naming
-/// where the zero came from (SPEC §10, README "Configuration").
+/// where the zero came from (docs/exit-codes.md#usage-errors, docs/config.md#checked-values).
 #[test]
 fn zero_rpm_is_refused_from_a_file_and_from_the_flag_alike() {
     let dir = tempfile::tempdir().unwrap();

@@ -33,8 +33,8 @@ impl fmt::Display for ApiKey {
     }
 }
 
-/// How requests are retried (SPEC §6): exponential backoff with full jitter, never sooner than
-/// a server's `Retry-After`.
+/// How requests are retried (docs/model-api.md#retries): exponential backoff with full jitter,
+/// never sooner than a server's `Retry-After`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts per request, the first included.
@@ -128,7 +128,7 @@ impl Language {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Concurrency {
     Fixed(usize),
-    /// Adapt to rate limits within 1..=64 (SPEC §6).
+    /// Adapt to rate limits within 1..=64 (docs/model-api.md#adaptive-concurrency).
     Auto,
 }
 
@@ -141,7 +141,7 @@ impl fmt::Display for Concurrency {
     }
 }
 
-/// A model's token budget (SPEC §5).
+/// A model's token budget (docs/documents.md#token-budgets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ModelBudget {
     /// Tokens the model reads and writes in one request.

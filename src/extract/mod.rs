@@ -1,4 +1,4 @@
-//! Document → text: what the model is given for each input (SPEC §4).
+//! Document → text: what the model is given for each input (docs/documents.md).
 //!
 //! Text files are decoded from whatever encoding they are in; PDFs are read through their text
 //! layer in an isolated worker process (PDF parsers panic, overflow their stacks and allocate

@@ -134,10 +134,10 @@ pub fn line_custom_id(line: &[u8]) -> Option<String> {
     }
 }
 
-/// A result or error line. A line with a response (any status) is that response; one with
-/// only an error is classified by its code: `batch_expired`, `batch_cancelled` and codes the
-/// SPEC §6 table does not know are worth another batch, the table's codes decide as they do
-/// for a request sent now.
+/// A result or error line. A line with a response (any status) is that response; one with only an
+/// error is classified by its code: `batch_expired`, `batch_cancelled` and codes the classification
+/// table (docs/model-api.md#error-classification) does not know are worth another batch, the
+/// table's codes decide as they do for a request sent now.
 pub fn parse_answer_line(line: &[u8]) -> Option<AnswerLine> {
     let value: Value = serde_json::from_slice(line).ok()?;
     let custom_id = match value.get("custom_id")? {

@@ -68,7 +68,8 @@ pub struct ClientSettings {
 }
 
 impl ClientSettings {
-    /// Settings with the defaults of SPEC §2/§6: 120 s timeout, 5 attempts, no rate limits.
+    /// Settings with the defaults of docs/cli.md#run-and-plan-flags and docs/model-api.md#retries:
+    /// 120 s timeout, 5 attempts, no rate limits.
     pub fn new(base_url: impl Into<String>, api_key: Option<ApiKey>) -> Self {
         ClientSettings {
             base_url: base_url.into(),
@@ -161,8 +162,8 @@ struct Inner {
     limits: Limits,
     /// Bumped on every rate-limited response; see [`ChatClient::rate_limit_events`].
     rate_limited: watch::Sender<u64>,
-    /// After a rate-limit signal, no request of any worker starts before this instant: the
-    /// whole pool slows down, not just the request that was told to wait (SPEC §6).
+    /// After a rate-limit signal, no request of any worker starts before this instant: the whole
+    /// pool slows down, not just the request that was told to wait (docs/model-api.md#rate-limits).
     pause_until: std::sync::Mutex<Option<tokio::time::Instant>>,
     attempts: AtomicU64,
     /// Ids for tool calls a server sent without one.
@@ -280,9 +281,10 @@ impl ChatClient {
 
     /// One chat completion, with rate limiting, retries and cancellation.
     ///
-    /// Retried per SPEC §6 up to the policy's `max_attempts`; the token budget is charged once
-    /// per call (not per attempt), the request budget once per attempt. On cancellation the
-    /// in-flight request or wait is dropped at once and an error of kind `cancelled` returned.
+    /// Retried per docs/model-api.md#retries up to the policy's `max_attempts`; the token budget is
+    /// charged once per call (not per attempt), the request budget once per attempt. On
+    /// cancellation the in-flight request or wait is dropped at once and an error of kind
+    /// `cancelled` returned.
     pub async fn chat(
         &self,
         req: &ChatRequest,
@@ -320,7 +322,7 @@ impl ChatClient {
         self.reply(response, attempts)
     }
 
-    /// The answer to one request of a batch (SPEC §6 "Batch mode"), as [`ChatClient::chat`]
+    /// The answer to one request of a batch (docs/model-api.md#batch-mode), as [`ChatClient::chat`]
     /// would have returned it had the request been sent now: the same classification of the
     /// status and body, the same completion checks, the same tool-call ids. `attempts` is the
     /// batch attempt that answered.
@@ -621,8 +623,8 @@ impl ChatClient {
         ApiError::new(verdict.kind, verdict.retryable, excerpt(&message, 500))
     }
 
-    /// Classifies a complete response (the SPEC §6 table via [`classify`]); for chat, also
-    /// parses the completion, which is then always `Some`.
+    /// Classifies a complete response (docs/model-api.md#error-classification, via [`classify`]);
+    /// for chat, also parses the completion, which is then always `Some`.
     fn inspect(&self, received: &Received, chat: bool) -> Result<Option<ChatResponse>, ApiError> {
         let status = received.status;
         let success = (200..300).contains(&status);

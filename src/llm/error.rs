@@ -1,10 +1,11 @@
 //! What went wrong with a model API request, and whether trying again can help.
 //!
-//! [`classify`] is the one place that implements the SPEC §6 table: provider error code first,
-//! HTTP status second. Everything that turns a response, a transport failure or a completion's
-//! `finish_reason` into an [`ApiError`] goes through it, so retries, aborts and the manifest
-//! always agree. Messages built here must never contain the API key: the client redacts
-//! server-provided text before it reaches an `ApiError`.
+//! [`classify`] is the one place that implements the table of
+//! docs/model-api.md#error-classification: provider error code first, HTTP status second.
+//! Everything that turns a response, a transport failure or a completion's `finish_reason` into an
+//! [`ApiError`] goes through it, so retries, aborts and the manifest always agree. Messages built
+//! here must never contain the API key: the client redacts server-provided text before it reaches
+//! an `ApiError`.
 
 use crate::error::{ErrorKind, JobError};
 use crate::sanitize::one_line;
@@ -24,7 +25,7 @@ pub struct ApiError {
     pub code: Option<String>,
     /// The server's `Retry-After`, when given.
     pub retry_after: Option<Duration>,
-    /// Whether another attempt may succeed (SPEC §6).
+    /// Whether another attempt may succeed (docs/model-api.md#retries).
     pub retryable: bool,
     /// Attempts made before giving up; 0 when the error was not produced by a request.
     pub attempts: u32,
@@ -125,7 +126,8 @@ pub enum Body<'a> {
     Malformed,
 }
 
-/// One attempt's outcome, as the SPEC §6 table sees it.
+/// One attempt's outcome, as the classification table sees it
+/// (docs/model-api.md#error-classification).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Observed<'a> {
     /// No response in time.
@@ -136,7 +138,7 @@ pub enum Observed<'a> {
     Http { status: u16, body: Body<'a> },
 }
 
-/// The SPEC §6 table. `None` means success.
+/// The classification table (docs/model-api.md#error-classification). `None` means success.
 ///
 /// Provider codes decide first; then the HTTP status; for 2xx responses the body and the
 /// completion's `finish_reason` decide. 408 is treated as a timeout (it is one).

@@ -2,9 +2,9 @@
 //!
 //! One shared [`ChatClient`] per process carries every model API request (chat, and OCR or file
 //! calls through [`ChatClient::send`]), so there is one connection pool, one retry policy, one
-//! classification of failures (SPEC §6) and one per-process budget (`--rpm`, `--tpm`).
-//! This module knows nothing of skills, jobs or files: it speaks HTTP and the OpenAI-shaped
-//! wire format, and never lets the API key out of the `Authorization` header.
+//! classification of failures (docs/model-api.md#error-classification) and one per-process budget
+//! (`--rpm`, `--tpm`). This module knows nothing of skills, jobs or files: it speaks HTTP and the
+//! OpenAI-shaped wire format, and never lets the API key out of the `Authorization` header.
 
 pub mod batch;
 mod client;

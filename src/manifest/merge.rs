@@ -1,6 +1,6 @@
 //! Combining runs: the manifests of several shards (or several runs of one folder) become one
-//! account of the whole plan (SPEC §9, §11). `zhi manifest merge` and `zhi manifest show` read
-//! runs through here.
+//! account of the whole plan (docs/outputs.md#merging-runs, docs/shards.md). `zhi manifest merge`
+//! and `zhi manifest show` read runs through here.
 //!
 //! Merging only reads the runs it is given and writes into the folder it is told to; it never
 //! touches a job's outputs and never rewrites an input run.

@@ -1,6 +1,6 @@
-//! Manifests: one record per job, appended and flushed as each job ends, and one summary per
-//! run (SPEC §9). They are the run's account of itself: a record is written only for what
-//! really happened, and a reader survives a record torn by a crash.
+//! Manifests: one record per job, appended and flushed as each job ends, and one summary per run
+//! (docs/outputs.md#manifests). They are the run's account of itself: a record is written only for
+//! what really happened, and a reader survives a record torn by a crash.
 
 mod batches;
 pub mod merge;
@@ -66,7 +66,7 @@ impl Tokens {
     }
 }
 
-/// Chunk progress of a long document (SPEC §5).
+/// Chunk progress of a long document (docs/documents.md#checkpoints).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunks {
     pub total: u32,
@@ -102,7 +102,7 @@ pub struct JobRecord {
     /// The job's folder, relative to the output folder.
     #[serde(default)]
     pub output_dir: String,
-    /// The cache key the outputs were made under (SPEC §8).
+    /// The cache key the outputs were made under (docs/outputs.md#the-cache).
     #[serde(default)]
     pub cache_key: Option<String>,
     /// Arguments the job ran with.
@@ -247,7 +247,7 @@ pub struct RunManifest {
     #[serde(default)]
     pub requests: u64,
     /// Batch mode, or a run that found batches in the output folder: what was collected,
-    /// used, submitted and is still running (SPEC §6 "Batch mode").
+    /// used, submitted and is still running (docs/model-api.md#batch-mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchReport>,
 }

@@ -1,11 +1,12 @@
-//! The OCR engines that go through the model API (SPEC §4): `glm-ocr` (Zhipu's layout-parsing
-//! endpoint), `file-extract` (Zhipu's files API) and `vision` (a vision chat model).
+//! The OCR engines that go through the model API (docs/documents.md#ocr-engines): `glm-ocr`
+//! (Zhipu's layout-parsing endpoint), `file-extract` (Zhipu's files API) and `vision` (a vision
+//! chat model).
 //!
 //! Every request goes through a [`ChatClient`], so OCR calls get the same retries, failure
-//! classification (SPEC §6), rate limits and cancellation as chat. [`ApiOcr`] is blocking
-//! (extraction runs on blocking threads, and `zhi extract` has no async runtime at all), so
-//! [`ZhipuOcr`] bridges: inside a multi-threaded tokio runtime it blocks in place on that
-//! runtime; anywhere else it drives the request on a small runtime of its own.
+//! classification (docs/model-api.md#error-classification), rate limits and cancellation as chat.
+//! [`ApiOcr`] is blocking (extraction runs on blocking threads, and `zhi extract` has no async
+//! runtime at all), so [`ZhipuOcr`] bridges: inside a multi-threaded tokio runtime it blocks in
+//! place on that runtime; anywhere else it drives the request on a small runtime of its own.
 //!
 //! This module must never leave an uploaded file on the account (it holds at most 100 files):
 //! the delete runs whatever happened to the content request, cancellation included. It must

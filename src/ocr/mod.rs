@@ -1,4 +1,4 @@
-//! OCR engines behind one trait (SPEC §4, `--ocr`).
+//! OCR engines behind one trait (docs/documents.md#ocr-engines, `--ocr`).
 //!
 //! `tesseract` is local and offline: the `tesseract` program, one process per page, pages of a
 //! PDF rasterised by `pdftoppm`. `glm-ocr`, `file-extract` and `vision` go through the model
@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::config::OcrChoice;
 pub use tesseract::Tesseract;
 
-/// The engines that go through the model API (SPEC §4).
+/// The engines that go through the model API (docs/documents.md#ocr-engines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ApiEngine {
     /// `POST <base>/layout_parsing`, model `glm-ocr`; returns markdown.
@@ -87,7 +87,7 @@ pub struct EngineSettings {
     pub cancel: Option<CancellationToken>,
 }
 
-/// The DPI scanned PDF pages are rasterised at (SPEC §4).
+/// The DPI scanned PDF pages are rasterised at (docs/documents.md#ocr-engines).
 pub const PDF_DPI: u32 = 300;
 
 /// One OCR engine. Blocking; called from several threads at once.

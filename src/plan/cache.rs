@@ -1,5 +1,5 @@
-//! Cache status (SPEC §8): a job whose key matches the latest succeeded record for its id, and
-//! whose outputs are still there unchanged, is `cached` and costs no request.
+//! Cache status (docs/outputs.md#the-cache): a job whose key matches the latest succeeded record
+//! for its id, and whose outputs are still there unchanged, is `cached` and costs no request.
 //!
 //! The key is a hash of the zhi prompt version, the skill and its nested skills (their file
 //! hashes), the model, the arguments and the content of every input.

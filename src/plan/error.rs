@@ -1,7 +1,7 @@
-//! Why a plan could not be made: an unknown skill, a bad argument, an input that is not there,
-//! a jobs file that says something else than jobs, a shard out of range, a token budget no
-//! request fits. Each is a usage error (SPEC §10: exit 2, nothing ran); the mapping to the exit
-//! code lives with the exit codes ([`crate::exit`]).
+//! Why a plan could not be made: an unknown skill, a bad argument, an input that is not there, a
+//! jobs file that says something else than jobs, a shard out of range, a token budget no request
+//! fits. Each is a usage error (exit 2, nothing ran: docs/exit-codes.md#usage-errors); the mapping
+//! to the exit code lives with the exit codes ([`crate::exit`]).
 
 use crate::small_file::{ReadError, TooDeep};
 use std::path::PathBuf;

@@ -268,9 +268,9 @@ fn unreadable(e: &walkdir::Error, root: &Path, cwd: &Path) -> Found {
     )
 }
 
-/// A symbolic link met in a walk. Not following links (SPEC §2), a link is skipped, whatever
-/// it points to — a link inside a folder of documents may lead anywhere on the machine. A
-/// broken link is a failed job (returned), so the person hears about it.
+/// A symbolic link met in a walk. Not following links (docs/cli.md#symbolic-links), a link is
+/// skipped, whatever it points to — a link inside a folder of documents may lead anywhere on the
+/// machine. A broken link is a failed job (returned), so the person hears about it.
 fn broken_link(path: &Path, f: Found) -> Option<Found> {
     match std::fs::metadata(path) {
         Ok(_) => {

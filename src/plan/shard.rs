@@ -1,4 +1,5 @@
-//! Shards: which jobs this process does when the work is split across machines (SPEC §11).
+//! Shards: which jobs this process does when the work is split across machines
+//! (docs/shards.md#sharding).
 //!
 //! `hash` (default): a job belongs to shard M of N when FNV-1a-64 of its `job_id` (the 16 hex
 //! characters, as UTF-8 bytes) modulo N equals M−1. The function is fixed here and pinned by

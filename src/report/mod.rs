@@ -1,6 +1,6 @@
 //! `zhi report`: one run as a page a person opens in a browser — counts, what failed and why,
 //! charts of durations and tokens, a sortable table of every job, links to outputs and
-//! transcripts (SPEC §13).
+//! transcripts (docs/display.md#the-run-report).
 //!
 //! The page is one file that works offline and keeps working when copied next to the run: CSS,
 //! script and charts are inline (the charts are SVG drawn here, so they show with scripts off;

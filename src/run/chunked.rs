@@ -1,6 +1,6 @@
-//! Long documents (SPEC §5): a document larger than one request's budget is split into pieces
-//! that run as their own agent runs, then joined (`map`) or combined by one more run over the
-//! piece results (`map-reduce`).
+//! Long documents (docs/documents.md#long-documents): a document larger than one request's budget
+//! is split into pieces that run as their own agent runs, then joined (`map`) or combined by one
+//! more run over the piece results (`map-reduce`).
 //!
 //! Each finished piece is checkpointed under `<OUT>/.zhi/checkpoints/<job-id>/<key>/`, keyed by
 //! the job's cache key and the split, so a rerun after a failure redoes only missing pieces.

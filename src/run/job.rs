@@ -547,7 +547,8 @@ pub fn forget_commit(run: &RunContext, job: &Job) {
 
 /// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.
 fn keep_failed(run: &RunContext, job: &Job, staging: &Path) {
-    // Kept even when empty: the folder says the job ran and wrote nothing (SPEC §8).
+    // Kept even when empty: the folder says the job ran and wrote nothing
+    // (docs/outputs.md#staging-and-commit).
     if !staging.exists() && run.layout.create_dir(staging).is_err() {
         return;
     }

@@ -60,7 +60,8 @@ pub struct RunOptions {
     pub summary: bool,
     /// Cancelled to stop in-flight work at once (the reader's helper programs share it).
     pub cancel: CancellationToken,
-    /// `--submit batch`: direct requests go to the provider's Batch API (SPEC §6).
+    /// `--submit batch`: direct requests go to the provider's Batch API
+    /// (docs/model-api.md#batch-mode).
     pub submit_batch: Option<BatchOptions>,
 }
 

@@ -1,5 +1,6 @@
-//! Documents in flight: a fixed number (`-j N`), or adaptive (`-j auto`, SPEC §6): halve on a
-//! rate-limit signal, grow by one after a run of successes, within 1..=64.
+//! Documents in flight: a fixed number (`-j N`), or adaptive (`-j auto`,
+//! docs/model-api.md#adaptive-concurrency): halve on a rate-limit signal, grow by one after a run
+//! of successes, within 1..=64.
 
 use std::sync::Mutex;
 use tokio::sync::Notify;

@@ -178,10 +178,10 @@ impl SkillSet {
         }
     }
 
-    /// Load an Agent Skill folder (`dir/SKILL.md`, SPEC §3) into the set: its front matter and
-    /// instructions, the files of `references/` and `assets/` its jobs may read (each at most
-    /// [`MAX_RESOURCE_BYTES`]), its `scripts/` (never run), and a content hash over every file
-    /// of the folder, so that a changed reference reruns the jobs.
+    /// Load an Agent Skill folder (`dir/SKILL.md`, docs/skills.md#agent-skills-skillmd) into the
+    /// set: its front matter and instructions, the files of `references/` and `assets/` its jobs
+    /// may read (each at most [`MAX_RESOURCE_BYTES`]), its `scripts/` (never run), and a content
+    /// hash over every file of the folder, so that a changed reference reruns the jobs.
     pub fn add_folder(&mut self, dir: &Path, make: fn(PathBuf) -> SkillSource) -> Option<String> {
         let md = dir.join(SKILL_MD);
         let bytes = match crate::small_file::read(&md, MAX_SKILL_FILE_BYTES) {

@@ -151,13 +151,13 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
     load_fields(f, source, content_hash, warnings)
 }
 
-/// Load an Agent Skill (SPEC §3): `SKILL.md`'s YAML front matter between `---` lines, then
-/// the instructions in Markdown, which become the system prompt. `name` and `description`
-/// are required; without `tools` the skill reads only what it is given (plus `file_read`
-/// when the folder has references or assets to read), and without `output` it declares
-/// `response.md`, so an instructions-only skill runs as one direct request. Unknown front
-/// matter (`license`, `allowed-tools`, `metadata`) warns, never fails. `content_hash` is the
-/// hash of the whole folder.
+/// Load an Agent Skill (docs/skills.md#agent-skills-skillmd): `SKILL.md`'s YAML front matter
+/// between `---` lines, then the instructions in Markdown, which become the system prompt. `name`
+/// and `description` are required; without `tools` the skill reads only what it is given (plus
+/// `file_read` when the folder has references or assets to read), and without `output` it declares
+/// `response.md`, so an instructions-only skill runs as one direct request. Unknown front matter
+/// (`license`, `allowed-tools`, `metadata`) warns, never fails. `content_hash` is the hash of the
+/// whole folder.
 pub fn load_skill_md(
     bytes: &[u8],
     source: SkillSource,

@@ -19,7 +19,7 @@ pub use preamble::{LANGUAGE_PREAMBLE, language_of, system_prompt};
 
 use serde::Serialize;
 
-/// The tools a skill may list besides other skills' names (SPEC §7).
+/// The tools a skill may list besides other skills' names (docs/sandbox.md#tools).
 pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "file_list", "ocr", "web_fetch"];
 
 /// Default turn limit when a skill sets none.
@@ -81,7 +81,7 @@ pub struct InputSpec {
 pub struct OutputSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The files a successful job must leave (SPEC §3 "Declared outputs"). A name may hold
+    /// The files a successful job must leave (docs/skills.md#declared-outputs). A name may hold
     /// `{arg}` placeholders, filled from the job's arguments (`reformatted.{format}`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
@@ -139,7 +139,7 @@ impl ArgType {
     }
 }
 
-/// What happens to a document longer than the model's budget (SPEC §5).
+/// What happens to a document longer than the model's budget (docs/documents.md#chunking-modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Chunking {

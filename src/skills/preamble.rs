@@ -1,5 +1,6 @@
-//! The language preamble that precedes every skill's system prompt (SPEC §3). It lives in one
-//! place so that every skill, builtin or user-written, speaks the reader's language.
+//! The language preamble that precedes every skill's system prompt
+//! (docs/skills.md#language-preamble). It lives in one place so that every skill, builtin or
+//! user-written, speaks the reader's language.
 
 use super::Skill;
 

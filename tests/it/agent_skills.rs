@@ -1,5 +1,6 @@
-//! Agent Skills (SPEC §3): a folder with `SKILL.md` (front matter and Markdown instructions),
-//! optional `references/`, `assets/` and `scripts/`, run over documents like a YAML skill.
+//! Agent Skills (docs/skills.md#agent-skills-skillmd): a folder with `SKILL.md` (front matter and
+//! Markdown instructions), optional `references/`, `assets/` and `scripts/`, run over documents
+//! like a YAML skill.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, records_by_input, stderr, stdout};

@@ -1,6 +1,7 @@
-//! Batch operations (issue 5, SPEC §8–§11): reruns that cost nothing, kills that lose nothing,
-//! one run per output folder, signals, budgets, failure policy, adaptive concurrency, shards
-//! and `zhi manifest merge`/`show`. Every test drives the real binary against the fake API.
+//! Batch operations (issue 5; docs/outputs.md, docs/exit-codes.md, docs/shards.md): reruns that
+//! cost nothing, kills that lose nothing, one run per output folder, signals, budgets, failure
+//! policy, adaptive concurrency, shards and `zhi manifest merge`/`show`. Every test drives the real
+//! binary against the fake API.
 
 use crate::support::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit, stderr, stdout};

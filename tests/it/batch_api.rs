@@ -1,4 +1,4 @@
-//! Batch mode (issue 15, SPEC §6 "Batch mode"): `zhi run … --submit batch` against a fake
+//! Batch mode (issue 15, docs/model-api.md#batch-mode): `zhi run … --submit batch` against a fake
 //! Batch API — submit, collect, rerun; partial failures, expiry and junk answers resubmitted;
 //! a long document's reduce step in a follow-up batch; kills while submitting and collecting;
 //! two overlapping cron runs; `zhi batch status|cancel`. Every test drives the real binary.

@@ -1,4 +1,5 @@
-//! Long documents (SPEC §5) against the fake server: split, run, reassemble — never truncated.
+//! Long documents (docs/documents.md#long-documents) against the fake server: split, run,
+//! reassemble — never truncated.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit};

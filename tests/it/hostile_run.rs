@@ -1,9 +1,9 @@
-//! `zhi run` over a hostile corpus (SPEC §2, §4, §10): cut and byte-flipped PDFs, a PDF whose
-//! form XObject draws itself, a small PDF that inflates to gigabytes, an empty file, a folder
-//! named like a file, a broken link, a binary file named `.txt`, and more, beside good
-//! documents. The run must finish with exit 1; every bad document is its own failed record with
-//! a kind and a reason that names the problem; every good one succeeds; and the model never
-//! sees a byte of a bad document.
+//! `zhi run` over a hostile corpus (docs/cli.md#inputs, docs/documents.md, docs/exit-codes.md): cut
+//! and byte-flipped PDFs, a PDF whose form XObject draws itself, a small PDF that inflates to
+//! gigabytes, an empty file, a folder named like a file, a broken link, a binary file named `.txt`,
+//! and more, beside good documents. The run must finish with exit 1; every bad document is its own
+//! failed record with a kind and a reason that names the problem; every good one succeeds; and the
+//! model never sees a byte of a bad document.
 
 use crate::corpus;
 use crate::support::{FakeApi, Recorded, Reply};

@@ -1,6 +1,7 @@
-//! zhi's own messages in Chinese (SPEC §12, §13): `ZHI_LANGUAGE=zh`, or a Chinese `LANG`, and
-//! a bad input is told in Chinese only — errors, warnings, clap's parse errors, a job's
-//! failure. File names, paths, values as typed, skill names and error kinds stay as they are.
+//! zhi's own messages in Chinese (docs/display.md#languages, docs/config.md#environment-variables):
+//! `ZHI_LANGUAGE=zh`, or a Chinese `LANG`, and a bad input is told in Chinese only — errors,
+//! warnings, clap's parse errors, a job's failure. File names, paths, values as typed, skill names
+//! and error kinds stay as they are.
 //!
 //! What is checked is every line before the end-of-run summary (the summary's words are
 //! another module's; a run's summary starts after its first empty line and is left out here).

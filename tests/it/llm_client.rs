@@ -1,5 +1,5 @@
 //! The chat client against the fake API, through the library: retries, classification,
-//! Retry-After, cancellation, rate limits and key hygiene (SPEC §6).
+//! Retry-After, cancellation, rate limits and key hygiene (docs/model-api.md).
 
 use crate::support::{FakeApi, Recorded, Reply};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! zhi's integration tests, one module per area. Each drives the real `zhi` binary or the
-//! library through the product's contract (SPEC.md). Nothing here needs a program, a document
-//! or a server from outside the repository: tests that do are in `tests/ext`, which reports
-//! the ones this machine cannot run as ignored.
+//! library through the product's contract (docs/README.md). Nothing here needs a program, a
+//! document or a server from outside the repository: tests that do are in `tests/ext`, which
+//! reports the ones this machine cannot run as ignored.
 
 mod agent_skills;
 mod batch;
@@ -10,6 +10,7 @@ mod chunking;
 mod config_cli;
 mod conventions;
 mod corpus;
+mod docs_links;
 mod extract_docs;
 mod help;
 mod hostile_run;

@@ -1,8 +1,8 @@
-//! The OCR engines that go through the model API (SPEC §4): `glm-ocr`, `file-extract`,
-//! `vision` and `auto`'s fallback to glm-ocr, against the fake API. The `zhi extract` tests
-//! drive the real binary (no async runtime there); the library tests call the engine from every
-//! kind of thread extraction runs on (a runtime's blocking pool and workers, a current-thread
-//! runtime, no runtime at all).
+//! The OCR engines that go through the model API (docs/documents.md#ocr-engines): `glm-ocr`,
+//! `file-extract`, `vision` and `auto`'s fallback to glm-ocr, against the fake API. The `zhi
+//! extract` tests drive the real binary (no async runtime there); the library tests call the engine
+//! from every kind of thread extraction runs on (a runtime's blocking pool and workers, a
+//! current-thread runtime, no runtime at all).
 
 use crate::support::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, stderr, stdout};

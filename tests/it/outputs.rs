@@ -1,6 +1,7 @@
-//! Honest results (SPEC §3 "Declared outputs", "Direct mode"; §6 "Knowing the server"; §9
-//! transcripts): a job succeeds only with the files its skill declares, a direct skill costs
-//! one request, and every job can be explained from its transcript.
+//! Honest results (docs/skills.md#declared-outputs, docs/skills.md#direct-mode,
+//! docs/model-api.md#knowing-the-server, docs/outputs.md#transcripts): a job succeeds only
+//! with the files its skill declares, a direct skill costs one request, and every job can be
+//! explained from its transcript.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};

@@ -1,8 +1,8 @@
-//! `zhi plan` (and the planning half of `zhi run`) through the binary (SPEC §2, §4, §11): which
-//! documents a set of paths, folders and quoted globs becomes, in which order, with which ids,
-//! arguments, extraction kinds and token estimates, and what never becomes an input. Planning
-//! must never touch the network: these tests run it against nothing, or against a fake server
-//! that counts requests.
+//! `zhi plan` (and the planning half of `zhi run`) through the binary (docs/cli.md#inputs,
+//! docs/documents.md, docs/shards.md): which documents a set of paths, folders and quoted globs
+//! becomes, in which order, with which ids, arguments, extraction kinds and token estimates, and
+//! what never becomes an input. Planning must never touch the network: these tests run it against
+//! nothing, or against a fake server that counts requests.
 
 use crate::support::{FakeApi, Reply};
 use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
@@ -323,7 +323,8 @@ fn symlinked_folders_are_descended_only_with_follow_links() {
     touch(&env, "shared/deep/s2.txt");
     touch(&env, "docs/target.txt");
     symlink("../shared", env.path("docs/linked")).unwrap();
-    // Without --follow-links no link is followed, a link to a file neither (SPEC §2).
+    // Without --follow-links no link is followed, a link to a file neither
+    // (docs/cli.md#symbolic-links).
     symlink("../shared/s1.txt", env.path("docs/s1-link.txt")).unwrap();
 
     assert_eq!(

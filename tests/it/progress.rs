@@ -1,6 +1,6 @@
-//! What a person sees while a run goes (SPEC §13) when stderr is not a terminal: plain lines
-//! with the time left and the tokens, and the summary at the end. The bar on a real terminal
-//! (tmux) is checked in `tests/ext/terminal.rs`.
+//! What a person sees while a run goes (docs/display.md#progress) when stderr is not a terminal:
+//! plain lines with the time left and the tokens, and the summary at the end. The bar on a real
+//! terminal (tmux) is checked in `tests/ext/terminal.rs`.
 
 use crate::progress_parse::{Seen, parse};
 use crate::support::{FakeApi, Reply};

@@ -1,7 +1,7 @@
-//! Values that would make a run do something other than what the user asked — silently — are
-//! usage errors (SPEC §10: exit 2, nothing ran): limits of zero, settings out of their range,
-//! a settings file that is a folder or a FIFO, a jobs file that does not say what is wrong
-//! with it, a lock file that is a FIFO. Each message names the file or the flag and the
+//! Values that would make a run do something other than what the user asked — silently — are usage
+//! errors (exit 2, nothing ran: docs/exit-codes.md#usage-errors): limits of zero, settings out of
+//! their range, a settings file that is a folder or a FIFO, a jobs file that does not say what is
+//! wrong with it, a lock file that is a FIFO. Each message names the file or the flag and the
 //! reason. Every zhi here runs under a deadline, so a hang fails the test instead of hanging it.
 
 use crate::support::{FakeApi, Reply};

@@ -1,6 +1,6 @@
-//! `zhi report` (SPEC §13): a real run against the fake API, with failures, becomes one HTML
-//! file. The file is checked as text (escaping, no network, links that lead somewhere), also
-//! in Chinese; how a browser renders it is checked in `tests/ext/browser.rs`.
+//! `zhi report` (docs/display.md#the-run-report): a real run against the fake API, with failures,
+//! becomes one HTML file. The file is checked as text (escaping, no network, links that lead
+//! somewhere), also in Chinese; how a browser renders it is checked in `tests/ext/browser.rs`.
 
 use crate::report_fixture::{read, report, run_with_failures, section};
 use crate::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr, stdout};

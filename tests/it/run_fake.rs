@@ -1,7 +1,7 @@
-//! `zhi run` end to end against the fake API (SPEC §2, §6, §7, §8, §9, §10): the real binary,
-//! real documents in a temp folder, a scripted model. Each test asserts what a user would see:
-//! the files in the output folder, the records in the manifest, the exit code, and what the
-//! model was sent.
+//! `zhi run` end to end against the fake API (docs/cli.md, docs/model-api.md, docs/sandbox.md,
+//! docs/outputs.md, docs/exit-codes.md): the real binary, real documents in a temp folder, a
+//! scripted model. Each test asserts what a user would see: the files in the output folder, the
+//! records in the manifest, the exit code, and what the model was sent.
 
 use crate::support::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit, stdout};
@@ -792,10 +792,10 @@ fn json_prints_exactly_the_manifest_on_stdout() {
     assert_eq!(v, run_manifest(&env));
 }
 
-/// A broken link, an empty file of no known type and a binary file beside good documents:
-/// each bad one is its own failed record, the good ones succeed, exit 1. (`.bin` is no
-/// document type of SPEC §4, and an empty file has nothing for the model: it must not cost a
-/// request.)
+/// A broken link, an empty file of no known type and a binary file beside good documents: each bad
+/// one is its own failed record, the good ones succeed, exit 1. (`.bin` is no document type of
+/// docs/documents.md#document-types, and an empty file has nothing for the model: it must not cost
+/// a request.)
 #[test]
 fn bad_inputs_fail_alone() {
     let env = fast_env();

@@ -5,7 +5,8 @@ use crate::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, 
 use serde_json::Value;
 use zhi::exit::Exit;
 
-/// SPEC §3: the builtin skills' tools, turn limits and arguments (`*` = required).
+/// docs/skills.md#builtin-skills: the builtin skills' tools, turn limits and arguments (`*` =
+/// required).
 const BUILTINS: &[(&str, &str, u64, &str)] = &[
     ("summarize", "file_read,file_write", 5, "file*"),
     ("translate", "file_read,file_write", 5, "file*,to"),

@@ -1,4 +1,4 @@
-//! Skill files that are not what they seem (SPEC §3 "Discovery"): a FIFO, a link to an endless
+//! Skill files that are not what they seem (docs/skills.md#discovery): a FIFO, a link to an endless
 //! device, a file nested a hundred thousand levels deep, a file of megabytes. Discovery reads
 //! every skill file for every command, so each must be skipped with a warning naming the file
 //! and the reason — never a hang, a crash or minutes of CPU — and `zhi skills validate` must

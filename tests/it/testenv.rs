@@ -165,7 +165,7 @@ pub fn show(o: &std::process::Output) -> String {
     )
 }
 
-/// Every exit zhi ends with (SPEC §10), to name the code a process ended with.
+/// Every exit zhi ends with (docs/exit-codes.md), to name the code a process ended with.
 const EXITS: [Exit; 7] = [
     Exit::Success,
     Exit::JobsFailed,

@@ -1,6 +1,6 @@
-//! `--tpm` (SPEC §2, §6): a per-minute token budget smaller than one request used to stall a
-//! run without a word — every request waited for a full minute's budget. A budget that no
-//! request can fit is refused at the start (exit 2, naming the setting, its value and the
+//! `--tpm` (docs/model-api.md#rate-limits): a per-minute token budget smaller than one request used
+//! to stall a run without a word — every request waited for a full minute's budget. A budget that
+//! no request can fit is refused at the start (exit 2, naming the setting, its value and the
 //! smallest value that works); a long document is split into pieces whose requests fit it; a
 //! document a skill cannot split and that does not fit fails as `too_large`, naming `--tpm`.
 

@@ -1,5 +1,5 @@
-//! The tools a skill's model may call (SPEC §7): their definitions for the `tools` array and
-//! their execution.
+//! The tools a skill's model may call (docs/sandbox.md): their definitions for the `tools` array
+//! and their execution.
 //!
 //! Arguments come straight from the model and are untrusted twice over: they may be malformed,
 //! and they may carry instructions smuggled in from a document. So every path goes through the
