@@ -354,13 +354,17 @@ impl Config {
             }
             // The locale speaks only when nothing else chose a language.
             None if !self.origins.contains_key("language") => {
-                let locale = env("LC_ALL")
-                    .filter(|v| !v.is_empty())
-                    .or_else(|| env("LANG"))
-                    .unwrap_or_default();
-                if Language::parse(&locale) == Some(Language::Zh) {
+                // The messages' own order (POSIX precedence), so both agree.
+                let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].iter().find_map(|name| {
+                    env(name)
+                        .filter(|v| !v.trim().is_empty())
+                        .map(|v| (*name, v))
+                });
+                if let Some((name, locale)) = locale
+                    && Language::parse(&locale) == Some(Language::Zh)
+                {
                     self.ui.language = Language::Zh;
-                    self.origins.insert("language", at("LANG"));
+                    self.origins.insert("language", at(name));
                 }
             }
             None => {}

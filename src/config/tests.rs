@@ -178,3 +178,29 @@ fn unknown_keys_of_a_file_warn_naming_the_file_and_the_key() {
     assert_eq!(c.models.budget("m").context_window, 9000);
     assert!(c.models.configured.contains("m"));
 }
+
+#[test]
+fn the_locale_is_read_as_the_messages_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let language = |pairs: &[(&str, &str)]| {
+        let mut pairs = pairs.to_vec();
+        pairs.push(("HOME", home.to_str().unwrap()));
+        let c = Config::resolve(&Overrides::default(), &env_of(&pairs), dir.path()).unwrap();
+        c.ui.language
+    };
+    // LC_ALL, then LC_MESSAGES, then LANG: the first that is set decides.
+    assert_eq!(language(&[("LANG", "zh_CN.UTF-8")]), Language::Zh);
+    assert_eq!(
+        language(&[("LC_MESSAGES", "zh_CN.UTF-8"), ("LANG", "C.UTF-8")]),
+        Language::Zh
+    );
+    assert_eq!(
+        language(&[("LC_ALL", "C.UTF-8"), ("LC_MESSAGES", "zh_CN.UTF-8")]),
+        Language::En
+    );
+    assert_eq!(
+        language(&[("LC_ALL", ""), ("LANG", "zh_TW.UTF-8")]),
+        Language::Zh
+    );
+}
