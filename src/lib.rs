@@ -5,7 +5,7 @@
 //! staging, commit) → `manifest` (one record per job).
 
 pub mod agent;
-pub mod batch;
+pub(crate) mod batch;
 pub mod chunk;
 pub mod cli;
 pub mod commands;
@@ -14,17 +14,17 @@ pub mod error;
 pub mod exit;
 pub mod extract;
 pub mod i18n;
-pub mod interrupt;
-pub mod layout;
+pub(crate) mod interrupt;
+pub(crate) mod layout;
 pub mod llm;
 pub mod manifest;
 pub mod ocr;
-pub mod plan;
-pub mod report;
-pub mod run;
+pub(crate) mod plan;
+pub(crate) mod report;
+pub(crate) mod run;
 pub mod sanitize;
 pub(crate) mod scratch;
 pub mod skills;
-pub mod small_file;
+pub(crate) mod small_file;
 pub(crate) mod subprocess;
 pub mod suggest;

@@ -119,9 +119,6 @@ impl ReadTarget {
     pub fn display(&self) -> &str {
         &self.display
     }
-    pub fn origin(&self) -> Origin {
-        self.origin
-    }
     pub fn is_dir(&self) -> bool {
         self.is_dir
     }
@@ -990,7 +987,7 @@ mod tests {
     fn reads_inputs_by_display_real_and_bare_name() {
         let f = fixture();
         let by_display = f.sandbox.check_read("reports/q3.txt").unwrap();
-        assert_eq!(by_display.origin(), Origin::Input);
+        assert_eq!(by_display.origin, Origin::Input);
         assert_eq!(by_display.display(), "reports/q3.txt");
         let real = f.docs.join("q3.txt");
         let by_real = f.sandbox.check_read(real.to_str().unwrap()).unwrap();
@@ -1010,7 +1007,7 @@ mod tests {
     fn reads_files_under_input_folders() {
         let f = fixture();
         let t = f.sandbox.check_read("inbox/sub/b.txt").unwrap();
-        assert_eq!(t.origin(), Origin::InputDir);
+        assert_eq!(t.origin, Origin::InputDir);
         assert_eq!(t.display(), "inbox/sub/b.txt");
         assert!(f.sandbox.check_read("inbox/../outside/secret.txt").is_err());
         assert!(f.sandbox.check_read("inbox/../../etc/passwd").is_err());
@@ -1027,7 +1024,7 @@ mod tests {
         fs::create_dir_all(f.out.join("inbox")).unwrap();
         fs::write(f.out.join("inbox/mine.md"), "m").unwrap();
         let mine = f.sandbox.check_read("inbox/mine.md").unwrap();
-        assert_eq!(mine.origin(), Origin::Output);
+        assert_eq!(mine.origin, Origin::Output);
         let missing = f.sandbox.check_read("inbox/nope.txt").unwrap_err();
         assert!(missing.message().contains("file_list on `inbox`"));
     }
@@ -1037,7 +1034,7 @@ mod tests {
         let f = fixture();
         fs::write(f.out.join("notes.md"), "n").unwrap();
         let t = f.sandbox.check_read("notes.md").unwrap();
-        assert_eq!(t.origin(), Origin::Output);
+        assert_eq!(t.origin, Origin::Output);
         assert_eq!(t.display(), "notes.md");
         assert_eq!(f.sandbox.check_list(".").unwrap().target(), None);
         assert_eq!(f.sandbox.check_list(" ./ ").unwrap().target(), None);

@@ -30,7 +30,7 @@ use answers::{Answers, Place};
 use record::{BatchRecord, Request, Stage};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -147,8 +147,12 @@ impl Ticket {
 
 impl Book {
     /// The book of the output folder `out` (no network): the batches recorded so far.
-    pub fn open(out: &Path, client: ChatClient, settings: Settings) -> Book {
-        let dir = out.join(".zhi").join("batches");
+    pub fn open(
+        layout: &crate::layout::OutputLayout,
+        client: ChatClient,
+        settings: Settings,
+    ) -> Book {
+        let (out, dir) = (layout.output_dir(), layout.batches());
         let mut report = BatchReport::default();
         let records = record::load_all(&dir, &mut |w| report.problems.push(w));
         Book {

@@ -45,7 +45,7 @@ fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<
     } else {
         ctx.cwd.join(&config.run.output_dir)
     };
-    let dir = out.join(".zhi").join("batches");
+    let dir = crate::layout::OutputLayout::new(&out).batches();
     let records = record::load_all_readonly(&dir, &mut |w| ctx.warn(&w));
     Ok(Book {
         config,
@@ -196,15 +196,15 @@ fn cancel(
 ) -> Result<Exit, ExitError> {
     let book = open(ctx, output, base_url)?;
     book.config.api.require_key()?;
-    let zhi_dir = book.out.join(".zhi");
-    if !zhi_dir.is_dir() {
+    let layout = crate::layout::OutputLayout::new(&book.out);
+    if !layout.zhi_dir().is_dir() {
         return Err(ExitError::usage(format!(
             "{} has no batches",
             book.out.display()
         )));
     }
     let _lock = crate::run::lock::RunLock::acquire(
-        &zhi_dir,
+        &layout,
         &format!("batch-cancel-{}", std::process::id()),
     )?;
     // Read again under the lock: a run may have just changed the book.

@@ -21,11 +21,10 @@ mod setting;
 mod value;
 
 pub use error::ConfigError;
-pub use file::MAX_CONFIG_FILE_BYTES;
 pub use ocr_choice::OcrChoice;
 pub use setting::LOG_LEVELS;
 pub use value::{
-    ApiKey, Concurrency, Language, ModelBudget, OPENAI_BASE_URL, Origin, Provider, RetryPolicy,
+    ApiKey, Concurrency, Language, ModelBudget, Origin, Provider, RetryPolicy,
     UNKNOWN_MODEL_BUDGET, ZHIPU_BASE_URL, default_model_budgets,
 };
 

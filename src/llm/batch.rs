@@ -236,10 +236,6 @@ impl BatchApi {
         BatchApi { client }
     }
 
-    pub fn base_url(&self) -> &str {
-        self.client.base_url()
-    }
-
     /// `<base>/<segments…>` ([`ChatClient::url`]).
     fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
         self.client.url(segments)

@@ -79,12 +79,6 @@ impl ZhipuOcr {
         }
     }
 
-    /// Uses another vision chat model for the `vision` engine.
-    pub fn with_vision_model(mut self, model: impl Into<String>) -> Self {
-        self.vision_model = model.into();
-        self
-    }
-
     async fn recognise_async(&self, engine: ApiEngine, file: &Upload) -> Result<String, ApiError> {
         let cancel = self.cancel.clone().unwrap_or_default();
         match engine {

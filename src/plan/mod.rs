@@ -10,10 +10,10 @@ mod jobs_file;
 mod shard;
 
 pub use args::{parse_arg, resolve_args};
-pub use error::{JobsFileProblem, PlanError};
-pub use expand::{ExpandOptions, Found, expand};
-pub use jobs_file::{JobsEntry, read_jobs_file};
-pub use shard::{Shard, ShardMode, shard_from_env};
+pub use error::PlanError;
+pub use expand::{ExpandOptions, expand};
+pub use jobs_file::read_jobs_file;
+pub use shard::{Shard, shard_from_env};
 
 use crate::error::JobError;
 use serde::Serialize;

@@ -2,6 +2,7 @@
 //! the owner's pid and start time; a lock whose process is gone is stale and taken over.
 
 use crate::exit::{Exit, ExitError};
+use crate::layout::OutputLayout;
 use crate::small_file::ReadError;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -50,8 +51,9 @@ pub struct RunLock {
 
 impl RunLock {
     /// Take the lock of `<out>/.zhi/lock`, or fail with exit 75 naming the holder.
-    pub fn acquire(zhi_dir: &Path, run_id: &str) -> Result<RunLock, ExitError> {
-        let path = zhi_dir.join("lock");
+    pub fn acquire(layout: &OutputLayout, run_id: &str) -> Result<RunLock, ExitError> {
+        let path = layout.lock();
+        let zhi_dir = layout.zhi_dir();
         let me = Holder {
             pid: std::process::id(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -215,15 +217,17 @@ mod tests {
     #[test]
     fn a_lock_naming_our_own_pid_that_we_do_not_hold_is_stale() {
         let dir = tempfile::tempdir().unwrap();
+        let layout = OutputLayout::new(dir.path());
+        std::fs::create_dir_all(layout.zhi_dir()).unwrap();
         let stale = Holder {
             pid: std::process::id(),
             started_at: "2020-01-01T00:00:00Z".into(),
             run_id: "old".into(),
             host: hostname(),
         };
-        std::fs::write(dir.path().join("lock"), serde_json::to_vec(&stale).unwrap()).unwrap();
-        let lock = RunLock::acquire(dir.path(), "new").expect("the stale lock is taken over");
-        let again = RunLock::acquire(dir.path(), "other").unwrap_err();
+        std::fs::write(layout.lock(), serde_json::to_vec(&stale).unwrap()).unwrap();
+        let lock = RunLock::acquire(&layout, "new").expect("the stale lock is taken over");
+        let again = RunLock::acquire(&layout, "other").unwrap_err();
         assert_eq!(again.exit, Exit::TempFail);
         assert!(
             again
@@ -233,31 +237,29 @@ mod tests {
             again.message
         );
         drop(lock);
-        assert!(!dir.path().join("lock").exists());
-        drop(RunLock::acquire(dir.path(), "after").unwrap());
+        assert!(!layout.lock().exists());
+        drop(RunLock::acquire(&layout, "after").unwrap());
     }
 
     #[test]
     fn a_lock_of_another_machine_is_never_taken_over() {
         let dir = tempfile::tempdir().unwrap();
+        let layout = OutputLayout::new(dir.path());
+        std::fs::create_dir_all(layout.zhi_dir()).unwrap();
         let theirs = Holder {
             pid: 999_999_999,
             started_at: "2020-01-01T00:00:00Z".into(),
             run_id: "theirs".into(),
             host: Some("another-machine.invalid".into()),
         };
-        std::fs::write(
-            dir.path().join("lock"),
-            serde_json::to_vec(&theirs).unwrap(),
-        )
-        .unwrap();
-        let e = RunLock::acquire(dir.path(), "mine").unwrap_err();
+        std::fs::write(layout.lock(), serde_json::to_vec(&theirs).unwrap()).unwrap();
+        let e = RunLock::acquire(&layout, "mine").unwrap_err();
         assert_eq!(e.exit, Exit::TempFail);
         assert!(
             e.message.contains("on another-machine.invalid"),
             "{}",
             e.message
         );
-        assert!(dir.path().join("lock").exists());
+        assert!(layout.lock().exists());
     }
 }

@@ -23,7 +23,7 @@ pub(super) fn open_output(
         ))
     })?;
     let run_id = super::new_run_id(shard);
-    let lock = super::lock::RunLock::acquire(layout.zhi_dir(), &run_id)?;
+    let lock = super::lock::RunLock::acquire(layout, &run_id)?;
     clean_stale(layout);
     Ok((run_id, lock))
 }
@@ -54,7 +54,7 @@ pub(super) async fn open_batches(
 ) -> Result<crate::batch::Book, ExitError> {
     let batch_api = crate::llm::batch::BatchApi::new(client.clone());
     let mut book = crate::batch::Book::open(
-        layout.output_dir(),
+        layout,
         client.clone(),
         crate::batch::Settings {
             submit: submit.is_some(),

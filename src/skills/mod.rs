@@ -13,9 +13,9 @@ pub use discover::{
     MAX_RESOURCE_BYTES, MAX_SKILL_FILE_BYTES, SKILL_MD, SkillSet, SkillSource, builtin_sources,
     discover, unknown_skill,
 };
-pub use graph::{GraphError, MAX_NESTING};
+pub use graph::MAX_NESTING;
 pub use load::{LoadError, Loaded, load_str};
-pub use preamble::{LANGUAGE_PREAMBLE, language_of, system_prompt};
+pub use preamble::{language_of, system_prompt};
 
 use serde::Serialize;
 

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use super::sandbox::Sandbox;
 
 pub use reader::{DocumentReader, PlainTextReader};
-pub use web::{WebGuardError, check_ip, check_url, redirect_target};
+pub use web::{WebGuardError, check_ip};
 
 /// The most text one `file_read`, `ocr` or `web_fetch` call returns to the model.
 pub const READ_CAP_BYTES: usize = 50 * 1024;

@@ -186,8 +186,10 @@ fn parse_url(raw: &str) -> Result<Url, WebGuardError> {
 }
 
 /// Whether a URL may be fetched, judging everything knowable without DNS (scheme, credentials,
-/// local names, literal addresses in any notation the URL standard accepts).
-pub fn check_url(raw: &str) -> Result<Url, WebGuardError> {
+/// local names, literal addresses in any notation the URL standard accepts): what the fetch
+/// loop does before resolving, as one function for the unit tests.
+#[cfg(test)]
+fn check_url(raw: &str) -> Result<Url, WebGuardError> {
     let url = parse_url(raw)?;
     if let Some(UrlHost::Ip(ip)) = url_host(&url) {
         check_ip(ip)?;
@@ -195,8 +197,10 @@ pub fn check_url(raw: &str) -> Result<Url, WebGuardError> {
     Ok(url)
 }
 
-/// The next hop of a redirect from `current` to `location`, checked like the first URL.
-pub fn redirect_target(current: &Url, location: &str) -> Result<Url, WebGuardError> {
+/// The next hop of a redirect from `current` to `location`, checked like the first URL (as
+/// the fetch loop does before resolving it), for the unit tests.
+#[cfg(test)]
+fn redirect_target(current: &Url, location: &str) -> Result<Url, WebGuardError> {
     next_url(current, location).and_then(|url| check_url(url.as_str()))
 }
 
