@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::agent::sandbox::Sandbox;
-use crate::agent::tools::PlainTextReader;
 use crate::llm::{ApiError, ChatReply, ToolCall, Usage};
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -107,11 +106,7 @@ fn fixture(model: Arc<Scripted>) -> Fixture {
         client: model,
         skills: Arc::new(SkillSet::default()),
         toolbox: super::super::tools::Toolbox::new(),
-        tools: ToolEnv {
-            sandbox: Arc::new(sandbox),
-            reader: Arc::new(PlainTextReader),
-            allow_web: false,
-        },
+        tools: ToolEnv::plain(sandbox),
         model: "glm-4-flash".into(),
         max_tokens: Some(512),
         temperature: None,

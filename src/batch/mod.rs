@@ -568,26 +568,16 @@ impl Book {
         crate::manifest::write_atomic(&folder.join("input.jsonl"), &bytes)
             .map_err(|e| io("the request file", e))?;
         let count = requests.len() as u64;
-        let mut r = BatchRecord {
-            local_id: local_id.clone(),
-            created_at: crate::manifest::Timestamp::now(),
-            base_url: self.settings.base_url.clone(),
-            endpoint: self.settings.endpoint.clone(),
-            model: model.to_string(),
-            stage: Stage::Prepared,
-            file_name: format!("zhi-{local_id}.jsonl"),
-            input_file_id: None,
-            batch_id: None,
-            status: None,
-            request_counts: None,
-            output_file_id: None,
-            error_file_id: None,
-            checked_at: None,
-            collected_at: None,
-            files_deleted: false,
+        let mut r = BatchRecord::prepared(
+            &local_id,
+            crate::manifest::Timestamp::now(),
+            (
+                self.settings.base_url.clone(),
+                self.settings.endpoint.clone(),
+            ),
+            model,
             requests,
-            settled_jobs: Default::default(),
-        };
+        );
         self.save(&r)?;
         self.lock_records().push(r.clone());
         let file_id = match api.upload(&r.file_name, &bytes, cancel).await {

@@ -97,6 +97,37 @@ pub struct BatchRecord {
 }
 
 impl BatchRecord {
+    /// A batch made locally and not yet uploaded: its requests, and nothing asked of the
+    /// provider yet.
+    pub fn prepared(
+        local_id: &str,
+        created_at: Timestamp,
+        (base_url, endpoint): (String, String),
+        model: &str,
+        requests: Vec<Request>,
+    ) -> BatchRecord {
+        BatchRecord {
+            local_id: local_id.to_string(),
+            created_at,
+            base_url,
+            endpoint,
+            model: model.to_string(),
+            stage: Stage::Prepared,
+            file_name: format!("zhi-{local_id}.jsonl"),
+            input_file_id: None,
+            batch_id: None,
+            status: None,
+            request_counts: None,
+            output_file_id: None,
+            error_file_id: None,
+            checked_at: None,
+            collected_at: None,
+            files_deleted: false,
+            requests,
+            settled_jobs: BTreeSet::new(),
+        }
+    }
+
     /// The files zhi created or was given at the provider, still to delete.
     pub fn provider_files(&self) -> Vec<String> {
         [
@@ -188,31 +219,21 @@ mod tests {
     use super::*;
 
     fn record(local_id: &str) -> BatchRecord {
-        BatchRecord {
-            local_id: local_id.into(),
-            created_at: "2025-01-01T00:00:00.000Z".parse().unwrap(),
-            base_url: "https://example.com/v4".into(),
-            endpoint: "/v4/chat/completions".into(),
-            model: "glm-4-flash".into(),
-            stage: Stage::Prepared,
-            file_name: format!("zhi-{local_id}.jsonl"),
-            input_file_id: None,
-            batch_id: None,
-            status: None,
-            request_counts: None,
-            output_file_id: None,
-            error_file_id: None,
-            checked_at: None,
-            collected_at: None,
-            files_deleted: false,
-            requests: vec![Request {
+        BatchRecord::prepared(
+            local_id,
+            "2025-01-01T00:00:00.000Z".parse().unwrap(),
+            (
+                "https://example.com/v4".into(),
+                "/v4/chat/completions".into(),
+            ),
+            "glm-4-flash",
+            vec![Request {
                 custom_id: "j1".into(),
                 job_id: "j1".into(),
                 sha256: "00".into(),
                 attempt: 1,
             }],
-            settled_jobs: BTreeSet::new(),
-        }
+        )
     }
 
     #[test]

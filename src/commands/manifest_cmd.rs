@@ -8,8 +8,9 @@ use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
 use crate::i18n::tr;
 use crate::manifest::merge::{self, LoadedRun, MergeError, RunSource};
+use crate::manifest::summary::counts_line;
 use crate::manifest::summary::{self, RunSummary};
-use crate::manifest::{Counts, RunDir, RunStatus, Tokens};
+use crate::manifest::{RunDir, RunStatus, Tokens};
 use crate::sanitize::one_line;
 use std::path::{Path, PathBuf};
 
@@ -120,20 +121,6 @@ fn seconds(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
 
-fn counts_line(c: &Counts) -> String {
-    if crate::i18n::is_chinese() {
-        format!(
-            "计划 {}  成功 {}  失败 {}  缓存 {}  跳过 {}  取消 {}",
-            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-        )
-    } else {
-        format!(
-            "planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
-            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-        )
-    }
-}
-
 fn tokens_line(t: &Tokens) -> String {
     if crate::i18n::is_chinese() {
         format!("{}（输入 {}，输出 {}）", t.total(), t.prompt, t.completion)
@@ -193,7 +180,7 @@ fn render(s: &RunSummary) -> Vec<String> {
     out.push(format!(
         "  {}{}",
         tr("jobs: ", "任务："),
-        counts_line(&s.counts)
+        counts_line(&s.counts, crate::i18n::is_chinese())
     ));
     out.push(format!(
         "  {}{}  {}{}",
@@ -358,7 +345,11 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
         } else {
             format!("merged {} run(s) into {into}", runs.len())
         },
-        format!("  {}{}", tr("jobs: ", "任务："), counts_line(&m.counts)),
+        format!(
+            "  {}{}",
+            tr("jobs: ", "任务："),
+            counts_line(&m.counts, crate::i18n::is_chinese())
+        ),
         format!("  {}{}", tr("tokens: ", "令牌："), tokens_line(&m.tokens)),
     ];
     if merged.missing.is_empty() {

@@ -137,6 +137,16 @@ impl Layer<'_> {
     }
 
     /// The value of `setting` if the file gives one, checked; its origin noted under `name`.
+    /// [`Layer::take`] for a setting whose key in the file is its name.
+    fn one<T>(
+        &mut self,
+        name: &'static str,
+        v: &Option<Value>,
+        check: impl Fn(&Value) -> Result<T, String>,
+    ) -> Result<Option<T>, ConfigError> {
+        self.take(name, name, v, check)
+    }
+
     fn take<T>(
         &mut self,
         name: &'static str,
@@ -214,22 +224,22 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), 
 
 /// `provider`, `api_key`, `api_key_env`, `base_url`, `timeout`, `retry`.
 fn api(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
-    if let Some(p) = l.take("provider", "provider", &f.provider, setting::provider)? {
+    if let Some(p) = l.one("provider", &f.provider, setting::provider)? {
         l.config.api.provider = p;
     }
-    if let Some(k) = l.take("api_key", "api_key", &f.api_key, setting::api_key)? {
+    if let Some(k) = l.one("api_key", &f.api_key, setting::api_key)? {
         l.config.api.key = Some(super::ApiKey::new(k));
         if let Some(w) = readable_by_others(l.path) {
             l.config.warnings.push(w);
         }
     }
-    if let Some(e) = l.take("api_key_env", "api_key_env", &f.api_key_env, setting::text)? {
+    if let Some(e) = l.one("api_key_env", &f.api_key_env, setting::text)? {
         l.config.api.key_env = e;
     }
-    if let Some(u) = l.take("base_url", "base_url", &f.base_url, setting::base_url)? {
+    if let Some(u) = l.one("base_url", &f.base_url, setting::base_url)? {
         l.config.api.base_url = u;
     }
-    if let Some(t) = l.take("timeout", "timeout", &f.timeout, setting::timeout)? {
+    if let Some(t) = l.one("timeout", &f.timeout, setting::timeout)? {
         l.config.api.timeout = t;
     }
     let base = l.config.api.retry;
@@ -246,29 +256,19 @@ fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
             l.config.run.output_dir = PathBuf::from(o);
         }
     }
-    if let Some(c) = l.take(
-        "concurrency",
-        "concurrency",
-        &f.concurrency,
-        setting::concurrency,
-    )? {
+    if let Some(c) = l.one("concurrency", &f.concurrency, setting::concurrency)? {
         l.config.run.concurrency = c;
     }
-    if let Some(n) = l.take("rpm", "rpm", &f.rpm, setting::per_minute)? {
+    if let Some(n) = l.one("rpm", &f.rpm, setting::per_minute)? {
         l.config.run.rpm = Some(n);
     }
-    if let Some(n) = l.take("tpm", "tpm", &f.tpm, setting::per_minute)? {
+    if let Some(n) = l.one("tpm", &f.tpm, setting::per_minute)? {
         l.config.run.tpm = Some(n);
     }
-    if let Some(o) = l.take("ocr", "ocr", &f.ocr, setting::ocr)? {
+    if let Some(o) = l.one("ocr", &f.ocr, setting::ocr)? {
         l.config.run.ocr = o;
     }
-    if let Some(g) = l.take(
-        "grace_period",
-        "grace_period",
-        &f.grace_period,
-        setting::grace_period,
-    )? {
+    if let Some(g) = l.one("grace_period", &f.grace_period, setting::grace_period)? {
         l.config.run.grace_period = g;
     }
     let b = &l.config.run.batch;
@@ -289,12 +289,7 @@ fn models(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
             l.config.models.default_model = m;
         }
     }
-    if let Some(t) = l.take(
-        "temperature",
-        "temperature",
-        &f.temperature,
-        setting::temperature,
-    )? {
+    if let Some(t) = l.one("temperature", &f.temperature, setting::temperature)? {
         l.config.models.temperature = Some(t);
     }
     let table = l.config.models.clone();
@@ -310,10 +305,10 @@ fn models(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
 
 /// `language`, `log_level`.
 fn ui(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
-    if let Some(lang) = l.take("language", "language", &f.language, setting::language)? {
+    if let Some(lang) = l.one("language", &f.language, setting::language)? {
         l.config.ui.language = lang;
     }
-    if let Some(level) = l.take("log_level", "log_level", &f.log_level, setting::log_level)? {
+    if let Some(level) = l.one("log_level", &f.log_level, setting::log_level)? {
         l.config.ui.log_level = level;
     }
     Ok(())

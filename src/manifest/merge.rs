@@ -350,24 +350,18 @@ mod tests {
     fn success_beats_failure_and_later_beats_earlier() {
         let t1 = "2024-01-01T00:00:01.000Z";
         let t2 = "2024-01-01T00:00:02.000Z";
-        let a = run(
-            "r1",
-            &["a", "b", "c", "d"],
-            vec![
-                record("a", Status::Succeeded, t1),
-                record("b", Status::Failed, t1),
-                record("c", Status::Failed, t1),
-            ],
-        );
-        let b = run(
-            "r2",
-            &["a", "b", "c", "d"],
-            vec![
-                record("a", Status::Failed, t2),
-                record("b", Status::Cached, t2),
-                record("c", Status::Failed, t2),
-            ],
-        );
+        // Jobs a, b, c ended thus in each run; d never ran.
+        let ended = |id: &str, at: &str, statuses: [Status; 3]| {
+            let records = ["a", "b", "c"]
+                .iter()
+                .zip(statuses)
+                .map(|(job, status)| record(job, status, at))
+                .collect();
+            run(id, &["a", "b", "c", "d"], records)
+        };
+        use Status::{Cached, Failed, Succeeded};
+        let a = ended("r1", t1, [Succeeded, Failed, Failed]);
+        let b = ended("r2", t2, [Failed, Cached, Failed]);
         let m = merge(
             &[b, a],
             "merged-x".into(),

@@ -30,6 +30,12 @@ pub enum Status {
 }
 
 impl Status {
+    /// The job was run in this run (to an end or cancelled), not taken from the cache or
+    /// skipped.
+    pub fn ran(self) -> bool {
+        matches!(self, Status::Succeeded | Status::Failed | Status::Cancelled)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Succeeded => "succeeded",

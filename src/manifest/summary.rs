@@ -99,16 +99,7 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
         Some(m) => m.counts.planned,
         None => run.records.len() as u64,
     };
-    let mut ran: Vec<&super::JobRecord> = run
-        .records
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.status,
-                Status::Succeeded | Status::Failed | Status::Cancelled
-            )
-        })
-        .collect();
+    let mut ran: Vec<&super::JobRecord> = run.records.iter().filter(|r| r.status.ran()).collect();
     // Slowest first; equal durations in record order.
     ran.sort_by_key(|r| std::cmp::Reverse(r.duration_ms));
     RunSummary {
@@ -175,17 +166,7 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
         one_line(&m.run_id)
     ));
     let c = &m.counts;
-    out.push(if zh {
-        format!(
-            "  计划 {}  成功 {}  失败 {}  缓存 {}  跳过 {}  取消 {}",
-            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-        )
-    } else {
-        format!(
-            "  planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
-            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-        )
-    });
+    out.push(format!("  {}", counts_line(c, zh)));
     let retries: u64 = records
         .iter()
         .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
@@ -334,6 +315,21 @@ fn shard_from_run_id(run_id: &str) -> Option<String> {
     let (m, n) = rest.split_once("-of-")?;
     let (m, n): (u32, u32) = (m.parse().ok()?, n.parse().ok()?);
     Some(format!("{m}/{n}"))
+}
+
+/// The counts of a run on one line, in Chinese or English.
+pub fn counts_line(c: &super::Counts, zh: bool) -> String {
+    if zh {
+        format!(
+            "计划 {}  成功 {}  失败 {}  缓存 {}  跳过 {}  取消 {}",
+            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        )
+    } else {
+        format!(
+            "planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
+            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
+        )
+    }
 }
 
 #[cfg(test)]

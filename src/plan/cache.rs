@@ -172,26 +172,17 @@ pub fn cache_key(
     let mut h = Sha256::new();
     h.update(PROMPT_VERSION.as_bytes());
     for s in skills.closure(skill) {
-        h.update(b"\0skill\0");
-        h.update(s.name.as_bytes());
-        h.update(b"=");
-        h.update(s.content_hash.as_bytes());
+        super::hash_pair(&mut h, b"\0skill\0", &s.name, &s.content_hash);
     }
     h.update(b"\0model\0");
     h.update(model.as_bytes());
     for (k, v) in args {
-        h.update(b"\0arg\0");
-        h.update(k.as_bytes());
-        h.update(b"=");
-        h.update(v.as_bytes());
+        super::hash_pair(&mut h, b"\0arg\0", k, v);
     }
     h.update(b"\0input\0");
     h.update(input_sha256.as_bytes());
     for (k, sha) in extra {
-        h.update(b"\0extra\0");
-        h.update(k.as_bytes());
-        h.update(b"=");
-        h.update(sha.as_deref().unwrap_or("missing").as_bytes());
+        super::hash_pair(&mut h, b"\0extra\0", k, sha.as_deref().unwrap_or("missing"));
     }
     hex::encode(h.finalize())
 }

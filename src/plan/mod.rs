@@ -21,6 +21,14 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// Hash `tag`, then `key=value`: how ids and cache keys take in named parts.
+pub(crate) fn hash_pair(h: &mut Sha256, tag: &[u8], key: &str, value: &str) {
+    h.update(tag);
+    h.update(key.as_bytes());
+    h.update(b"=");
+    h.update(value.as_bytes());
+}
+
 /// A stable job id: the first 16 hex digits of sha256 over the skill, the input path and the
 /// arguments. The same job has the same id in every run and every shard.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -35,10 +43,7 @@ impl JobId {
         h.update(b"\0");
         h.update(input.as_bytes());
         for (k, v) in args {
-            h.update(b"\0");
-            h.update(k.as_bytes());
-            h.update(b"=");
-            h.update(v.as_bytes());
+            hash_pair(&mut h, b"\0", k, v);
         }
         JobId(hex::encode(&h.finalize()[..8]))
     }

@@ -668,16 +668,7 @@ impl Page<'_> {
     }
 
     fn charts(&mut self, run: &LoadedRun) {
-        let ran: Vec<&JobRecord> = run
-            .records
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.status,
-                    Status::Succeeded | Status::Failed | Status::Cancelled
-                )
-            })
-            .collect();
+        let ran: Vec<&JobRecord> = run.records.iter().filter(|r| r.status.ran()).collect();
         let _ = writeln!(
             self.out,
             "<h2>{}</h2>",
@@ -827,10 +818,7 @@ impl Page<'_> {
             status_label(r.status, self.lang),
             self.file_cell(r),
         );
-        let ran = matches!(
-            r.status,
-            Status::Succeeded | Status::Failed | Status::Cancelled
-        );
+        let ran = r.status.ran();
         let shown_duration = if ran {
             self.dur(r.duration_ms)
         } else {

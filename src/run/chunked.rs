@@ -134,7 +134,14 @@ async fn run_pieces(
     // A piece of a direct skill must give its output; an agent skill's piece may have
     // nothing to write (no table in this part), and the whole job is checked at the end.
     let require = ctx.skill.direct_output(&ctx.job.args).is_some();
-    let work = PieceWork::new(ctx, pieces, ckpt, prefix, require, message);
+    let spec = PieceSpec {
+        list: pieces,
+        ckpt,
+        prefix,
+        require,
+        message,
+    };
+    let work = PieceWork::new(ctx, spec);
     let pending = work.queue.lock().unwrap_or_else(|e| e.into_inner()).len();
     let extras = pending.saturating_sub(1).min(63);
     let mut futs = vec![Box::pin(work.worker(false))];
@@ -145,15 +152,23 @@ async fn run_pieces(
     work.finish(stats)
 }
 
+/// What to do with the pieces of one document (or one reduce level).
+struct PieceSpec<'a, M> {
+    list: &'a [Piece],
+    /// The checkpoint folder: piece `i` is kept in `<ckpt>/<prefix>-<i>`.
+    ckpt: &'a Path,
+    prefix: &'a str,
+    /// Each piece must give the skill's declared output.
+    require: bool,
+    /// A piece's user message.
+    message: M,
+}
+
 /// The pieces of one document (or one reduce level) being worked through by the job's own
 /// worker and any extra workers that got a free slot.
 struct PieceWork<'a, 'c, M> {
     ctx: &'a JobCtx<'c>,
-    pieces: &'a [Piece],
-    ckpt: &'a Path,
-    prefix: &'a str,
-    require: bool,
-    message: M,
+    pieces: PieceSpec<'a, M>,
     queue: Mutex<VecDeque<usize>>,
     results: Mutex<Vec<Option<PieceResult>>>,
     /// Every piece is taken: workers waiting for a slot give up.
@@ -165,14 +180,8 @@ struct PieceWork<'a, 'c, M> {
 
 impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
     /// Pieces checkpointed by an earlier run are done already; the rest are queued.
-    fn new(
-        ctx: &'a JobCtx<'c>,
-        pieces: &'a [Piece],
-        ckpt: &'a Path,
-        prefix: &'a str,
-        require: bool,
-        message: M,
-    ) -> Self {
+    fn new(ctx: &'a JobCtx<'c>, spec: PieceSpec<'a, M>) -> Self {
+        let (pieces, ckpt, prefix) = (spec.list, spec.ckpt, spec.prefix);
         let mut results: Vec<Option<PieceResult>> = (0..pieces.len()).map(|_| None).collect();
         let mut queue = VecDeque::new();
         let id = ctx.job.id.as_str();
@@ -189,11 +198,7 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         }
         PieceWork {
             ctx,
-            pieces,
-            ckpt,
-            prefix,
-            require,
-            message,
+            pieces: spec,
             queue: Mutex::new(queue),
             results: Mutex::new(results),
             drained: CancellationToken::new(),
@@ -235,21 +240,21 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
 
     /// One piece: asked, checkpointed, counted.
     async fn one(&self, i: usize) -> PieceResult {
-        let (job, n) = (self.ctx.job, self.pieces.len());
-        let part = format!("{}-{i:05}", self.prefix);
-        let dir = self.ckpt.join(&part);
+        let (job, n) = (self.ctx.job, self.pieces.list.len());
+        let part = format!("{}-{i:05}", self.pieces.prefix);
+        let dir = self.pieces.ckpt.join(&part);
         let out = dir.join("out");
         let _ = std::fs::remove_dir_all(&out);
         let mut s = AgentStats::default();
-        let source: Arc<str> = Arc::from(self.pieces[i].text.as_str());
-        let message = (self.message)(&self.pieces[i]);
+        let source: Arc<str> = Arc::from(self.pieces.list[i].text.as_str());
+        let message = (self.pieces.message)(&self.pieces.list[i]);
         let r = ask(
             self.ctx,
             &out,
             &part,
             message,
             Some(source),
-            self.require,
+            self.pieces.require,
             &mut s,
         )
         .await;
@@ -292,7 +297,7 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
 
     /// Every piece's result; a piece never started says why.
     fn finish(self, stats: &mut AgentStats) -> Vec<PieceResult> {
-        let n = self.pieces.len();
+        let n = self.pieces.list.len();
         let cancelled = self.ctx.run.cancel.is_cancelled();
         stats.add(
             &self

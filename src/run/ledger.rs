@@ -212,13 +212,8 @@ impl Ledger {
     }
 
     /// Writes the run's manifest (and `results.csv`) once every record is in.
-    pub fn finish(
-        &self,
-        manifest: &RunManifest,
-        output_dir: &Path,
-        records: &[JobRecord],
-    ) -> io::Result<()> {
-        lock(&self.sink).finish(manifest, output_dir, records)
+    pub fn finish(&self, m: &RunManifest, out: &Path, records: &[JobRecord]) -> io::Result<()> {
+        lock(&self.sink).finish(m, out, records)
     }
 }
 

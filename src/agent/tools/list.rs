@@ -126,7 +126,7 @@ fn describe(name: &str, path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{PlainTextReader, ToolKind, Toolbox};
+    use super::super::{ToolKind, Toolbox};
     use super::*;
     use std::os::unix::fs::symlink;
     use tempfile::TempDir;
@@ -146,11 +146,7 @@ mod tests {
             .exclude(root.join("run"))
             .build()
             .unwrap();
-        ToolEnv {
-            sandbox: Arc::new(sandbox),
-            reader: Arc::new(PlainTextReader),
-            allow_web: false,
-        }
+        ToolEnv::plain(sandbox)
     }
 
     #[tokio::test]

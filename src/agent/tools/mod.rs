@@ -209,6 +209,18 @@ pub struct ToolEnv {
     pub allow_web: bool,
 }
 
+#[cfg(test)]
+impl ToolEnv {
+    /// The tools of a test on `sandbox`: documents read as plain text, no web.
+    pub(crate) fn plain(sandbox: Sandbox) -> ToolEnv {
+        ToolEnv {
+            sandbox: Arc::new(sandbox),
+            reader: Arc::new(PlainTextReader),
+            allow_web: false,
+        }
+    }
+}
+
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutcome {

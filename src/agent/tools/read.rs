@@ -62,13 +62,12 @@ pub(super) async fn ocr(mut args: Args, env: &ToolEnv) -> ToolOutcome {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{PlainTextReader, ToolKind, Toolbox};
+    use super::super::{ToolKind, Toolbox};
     use super::*;
     use crate::agent::sandbox::Sandbox;
     use std::fs;
     use std::os::unix::fs::symlink;
     use std::path::Path;
-    use std::sync::Arc;
     use tempfile::TempDir;
 
     fn env(root: &Path) -> ToolEnv {
@@ -80,11 +79,7 @@ mod tests {
             .input("reports/q3.txt", root.join("docs/q3.txt"))
             .build()
             .unwrap();
-        ToolEnv {
-            sandbox: Arc::new(sandbox),
-            reader: Arc::new(PlainTextReader),
-            allow_web: false,
-        }
+        ToolEnv::plain(sandbox)
     }
 
     async fn call(env: &ToolEnv, kind: ToolKind, args: &str) -> ToolOutcome {

@@ -953,14 +953,10 @@ mod tests {
 
     #[tokio::test]
     async fn web_fetch_needs_allow_web() {
-        use super::super::{PlainTextReader, ToolEnv, ToolKind, Toolbox};
+        use super::super::{ToolEnv, ToolKind, Toolbox};
         use crate::agent::sandbox::Sandbox;
         let dir = tempfile::TempDir::new().unwrap();
-        let env = ToolEnv {
-            sandbox: Arc::new(Sandbox::builder(dir.path()).build().unwrap()),
-            reader: Arc::new(PlainTextReader),
-            allow_web: false,
-        };
+        let env = ToolEnv::plain(Sandbox::builder(dir.path()).build().unwrap());
         let out = Toolbox::new()
             .execute(
                 ToolKind::WebFetch,

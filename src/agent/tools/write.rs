@@ -258,7 +258,7 @@ fn csv_text_table(text: &str) -> Option<Table> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{PlainTextReader, ToolKind, Toolbox};
+    use super::super::{ToolKind, Toolbox};
     use super::*;
     use serde_json::json;
     use std::fs;
@@ -280,11 +280,7 @@ mod tests {
             fs::write(root.path().join("outside/keep.txt"), "keep").unwrap();
             let sandbox = Sandbox::builder(&out).build().unwrap();
             Setup {
-                env: ToolEnv {
-                    sandbox: Arc::new(sandbox),
-                    reader: Arc::new(PlainTextReader),
-                    allow_web: false,
-                },
+                env: ToolEnv::plain(sandbox),
                 root,
             }
         }
