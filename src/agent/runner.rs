@@ -7,7 +7,7 @@
 
 use super::chat::{BoxFuture, Chat};
 use super::outputs::{self, Problem};
-use super::tools::{ToolEnv, ToolKind, Toolbox};
+use super::tools::{ToolEnv, ToolKind, ToolOutcome, Toolbox};
 use super::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::llm::{ChatRequest, Message, ToolDef};
@@ -549,7 +549,9 @@ pub fn run_skill<'a>(
             .await;
             for (call, (own, outcome)) in calls.iter().zip(results) {
                 stats.add(&own);
-                let (content, refused) = outcome?;
+                let ToolOutcome {
+                    content, refused, ..
+                } = outcome?;
                 let name = &call.function.name;
                 stats.tool_calls += 1;
                 if refused {
@@ -655,8 +657,8 @@ fn nested_def(nested: &Skill) -> ToolDef {
     )
 }
 
-/// Run one tool call; returns (content for the model, refused). Errors that end the job
-/// (cancellation, auth, quota in a nested skill) propagate.
+/// Run one tool call: what goes back to the model, and whether it was refused. Errors that end
+/// the job (cancellation, auth, quota in a nested skill) propagate.
 async fn call_tool(
     env: &AgentEnv,
     skill: &Skill,
@@ -664,27 +666,23 @@ async fn call_tool(
     arguments: &str,
     chain: &[String],
     stats: &mut AgentStats,
-) -> Result<(String, bool), JobError> {
+) -> Result<ToolOutcome, JobError> {
     let offered = tool_defs(env, skill);
     if !offered.iter().any(|d| d.function.name == name) {
         let names: Vec<&str> = offered.iter().map(|d| d.function.name.as_str()).collect();
-        return Ok((
-            format!(
-                "refused: there is no tool `{}` here; the tools are: {}",
-                one_line(&truncate(name, 80)),
-                names.join(", ")
-            ),
-            true,
-        ));
+        return Ok(ToolOutcome::refused(format!(
+            "there is no tool `{}` here; the tools are: {}",
+            one_line(&truncate(name, 80)),
+            names.join(", ")
+        )));
     }
     if let Some(nested_name) = name.strip_prefix(SKILL_TOOL_PREFIX) {
         return call_nested(env, nested_name, arguments, chain, stats).await;
     }
     let Some(kind) = ToolKind::from_name(name) else {
-        return Ok((format!("refused: unknown tool `{name}`"), true));
+        return Ok(ToolOutcome::refused(format!("unknown tool `{name}`")));
     };
-    let outcome = env.toolbox.execute(kind, arguments, &env.tools).await;
-    Ok((outcome.content, outcome.refused))
+    Ok(env.toolbox.execute(kind, arguments, &env.tools).await)
 }
 
 async fn call_nested(
@@ -693,37 +691,28 @@ async fn call_nested(
     arguments: &str,
     chain: &[String],
     stats: &mut AgentStats,
-) -> Result<(String, bool), JobError> {
+) -> Result<ToolOutcome, JobError> {
     let Some(nested) = env.skills.get(name) else {
-        return Ok((format!("refused: unknown skill `{name}`"), true));
+        return Ok(ToolOutcome::refused(format!("unknown skill `{name}`")));
     };
     if chain.iter().any(|c| c == name) {
-        return Ok((
-            format!(
-                "refused: skill `{name}` is already running in this call chain ({} -> {name}); a skill cannot call itself again",
-                chain.join(" -> ")
-            ),
-            true,
-        ));
+        return Ok(ToolOutcome::refused(format!(
+            "skill `{name}` is already running in this call chain ({} -> {name}); a skill cannot call itself again",
+            chain.join(" -> ")
+        )));
     }
     if chain.len() > MAX_NESTING {
-        return Ok((
-            format!(
-                "refused: skills may nest at most {MAX_NESTING} deep ({} -> {name}); do this step yourself",
-                chain.join(" -> ")
-            ),
-            true,
-        ));
+        return Ok(ToolOutcome::refused(format!(
+            "skills may nest at most {MAX_NESTING} deep ({} -> {name}); do this step yourself",
+            chain.join(" -> ")
+        )));
     }
     let args: serde_json::Map<String, Value> = match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(m)) => m,
         Ok(_) | Err(_) => {
-            return Ok((
-                format!(
-                    "refused: arguments of {SKILL_TOOL_PREFIX}{name} must be a JSON object like {{\"input\": \"what to do\", \"file\": \"path\"}}"
-                ),
-                true,
-            ));
+            return Ok(ToolOutcome::refused(format!(
+                "arguments of {SKILL_TOOL_PREFIX}{name} must be a JSON object like {{\"input\": \"what to do\", \"file\": \"path\"}}"
+            )));
         }
     };
     let mut missing = Vec::new();
@@ -738,13 +727,10 @@ async fn call_nested(
         }
     }
     if !missing.is_empty() {
-        return Ok((
-            format!(
-                "refused: {SKILL_TOOL_PREFIX}{name} needs the argument(s): {}",
-                missing.join(", ")
-            ),
-            true,
-        ));
+        return Ok(ToolOutcome::refused(format!(
+            "{SKILL_TOOL_PREFIX}{name} needs the argument(s): {}",
+            missing.join(", ")
+        )));
     }
     let message = nested_message(env, nested, &args).await;
     let arg_map: std::collections::BTreeMap<String, String> = args
@@ -779,13 +765,10 @@ async fn call_nested(
             // the nested skill wrote is its result then.
             if !missing.is_empty() && new_files.is_empty() {
                 let list: Vec<String> = missing.iter().map(|(f, p)| p.describe(f)).collect();
-                return Ok((
-                    format!(
-                        "error: skill `{name}` ended without its result: {}",
-                        list.join("; ")
-                    ),
-                    false,
-                ));
+                return Ok(ToolOutcome::failed(format!(
+                    "skill `{name}` ended without its result: {}",
+                    list.join("; ")
+                )));
             }
             let written: Vec<String> = env
                 .tools
@@ -794,21 +777,18 @@ async fn call_nested(
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect();
-            Ok((
-                format!(
-                    "skill `{name}` finished. Its answer: {}\nFiles in the output folder now: {}",
-                    answer.trim(),
-                    if written.is_empty() {
-                        "none".into()
-                    } else {
-                        written.join(", ")
-                    }
-                ),
-                false,
-            ))
+            Ok(ToolOutcome::ok(format!(
+                "skill `{name}` finished. Its answer: {}\nFiles in the output folder now: {}",
+                answer.trim(),
+                if written.is_empty() {
+                    "none".into()
+                } else {
+                    written.join(", ")
+                }
+            )))
         }
         Err(e) if e.kind.aborts_run() || e.kind == ErrorKind::Cancelled => Err(e),
-        Err(e) => Ok((format!("error: skill `{name}` failed: {e}"), false)),
+        Err(e) => Ok(ToolOutcome::failed(format!("skill `{name}` failed: {e}"))),
     }
 }
 

@@ -236,7 +236,7 @@ pub struct ToolOutcome {
 }
 
 impl ToolOutcome {
-    fn ok(content: impl Into<String>) -> Self {
+    pub(crate) fn ok(content: impl Into<String>) -> Self {
         ToolOutcome {
             content: content.into(),
             refused: false,
@@ -244,7 +244,7 @@ impl ToolOutcome {
         }
     }
 
-    fn refused(message: impl AsRef<str>) -> Self {
+    pub(crate) fn refused(message: impl AsRef<str>) -> Self {
         ToolOutcome {
             content: format!("refused: {}", message.as_ref()),
             refused: true,
@@ -252,7 +252,7 @@ impl ToolOutcome {
         }
     }
 
-    fn failed(message: impl AsRef<str>) -> Self {
+    pub(crate) fn failed(message: impl AsRef<str>) -> Self {
         ToolOutcome {
             content: format!("error: {}", message.as_ref()),
             refused: false,
