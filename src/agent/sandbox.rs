@@ -68,6 +68,10 @@ impl Refusal {
 pub enum WriteError {
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// The name was free when checked and taken when written (another call of the same turn
+    /// wrote it meanwhile): nothing is overwritten.
+    #[error(transparent)]
+    Exists(Refusal),
     #[error("could not write `{path}`: {source}")]
     Io { path: String, source: io::Error },
 }
@@ -770,16 +774,22 @@ impl Sandbox {
             Ok(file) => file,
             Err(e) => {
                 remove_created(&created);
+                let is_link =
+                    || fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
                 return Err(match e.kind() {
-                    io::ErrorKind::AlreadyExists => Refusal::new(format!(
-                        "`{shown}` already exists and is never overwritten; choose another name"
-                    ))
-                    .into(),
-                    _ if e.raw_os_error() == Some(libc::ELOOP) => Refusal::new(format!(
-                        "`{shown}` is a link; links are never written through. Choose another \
+                    // A link is in the way (O_EXCL does not follow it): refused below.
+                    io::ErrorKind::AlreadyExists if !is_link() => {
+                        WriteError::Exists(Refusal::new(format!(
+                            "`{shown}` already exists and is never overwritten; choose another name"
+                        )))
+                    }
+                    _ if e.raw_os_error() == Some(libc::ELOOP) || is_link() => {
+                        Refusal::new(format!(
+                            "`{shown}` is a link; links are never written through. Choose another \
                          name"
-                    ))
-                    .into(),
+                        ))
+                        .into()
+                    }
                     io::ErrorKind::IsADirectory => {
                         Refusal::new(format!("`{shown}` is a folder; choose a file name")).into()
                     }
@@ -1155,7 +1165,7 @@ mod tests {
         f.sandbox.write_new(&t, b"first").unwrap();
         let err = f.sandbox.write_new(&t, b"second").unwrap_err();
         match err {
-            WriteError::Refused(r) => {
+            WriteError::Exists(r) => {
                 assert!(r.message().contains("already exists"), "{}", r.message());
                 assert!(r.message().contains("another name"));
             }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::table::{Table, cell_text, table};
 use super::{Args, PATH_NAMES, ToolEnv, ToolOutcome, docx, xlsx};
-use crate::agent::sandbox::{Sandbox, WriteError, WriteTarget};
+use crate::agent::sandbox::{Refusal, Sandbox, WriteError, WriteTarget};
 
 /// Extensions written as text, as given (and joined as text when a long document's pieces
 /// each wrote one).
@@ -121,7 +121,7 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
         Ok(Err(Failure::Content(message))) => {
             ToolOutcome::refused(format!("`{shown}` was not written: {message}"))
         }
-        Ok(Err(Failure::Write(WriteError::Refused(refusal)))) => {
+        Ok(Err(Failure::Write(WriteError::Refused(refusal) | WriteError::Exists(refusal)))) => {
             ToolOutcome::refused(refusal.message())
         }
         Ok(Err(Failure::Write(error @ WriteError::Io { .. }))) => {
@@ -139,24 +139,35 @@ fn write(
 ) -> Result<(PathBuf, usize), Failure> {
     let bytes = format.render(content).map_err(Failure::Content)?;
     // On a name clash zhi picks the name (`name-2.ext`, …) rather than have the model guess
-    // one: a model told "choose another name" copies whatever example it was shown.
+    // one: a model told "choose another name" copies whatever example it was shown. The calls
+    // of one turn write concurrently, so a name free when looked at may be taken when written:
+    // then the next one is tried.
     let mut candidate = target.clone();
-    for n in 2..=100 {
+    let mut last = None;
+    for n in 2..=101 {
         // Only a regular file is renamed around; a link in the way is refused by the write.
         let taken = std::fs::symlink_metadata(sandbox.output_dir().join(candidate.rel_path()))
             .is_ok_and(|m| m.is_file());
         if !taken {
-            break;
+            match sandbox.write_new(&candidate, &bytes) {
+                Ok(rel) => return Ok((rel, bytes.len())),
+                Err(WriteError::Exists(refusal)) => last = Some(refusal),
+                Err(e) => return Err(Failure::Write(e)),
+            }
         }
         match sandbox.check_write(&numbered(target.rel_path(), n)) {
             Ok(next) => candidate = next,
             Err(refusal) => return Err(Failure::Write(WriteError::Refused(refusal))),
         }
     }
-    let rel = sandbox
-        .write_new(&candidate, &bytes)
-        .map_err(Failure::Write)?;
-    Ok((rel, bytes.len()))
+    Err(Failure::Write(WriteError::Refused(last.unwrap_or_else(
+        || {
+            Refusal::new(format!(
+                "`{}` and 100 numbered names beside it are taken; choose another name",
+                target.display()
+            ))
+        },
+    ))))
 }
 
 /// `dir/name.ext` → `dir/name-N.ext`.
@@ -369,6 +380,30 @@ mod tests {
             fs::read_to_string(s.out().join("a-2.md")).unwrap(),
             "second"
         );
+    }
+
+    /// The calls of one turn run at once: sixteen writes of one name, none lost, none refused,
+    /// none overwritten, each under its own name.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn writes_of_one_name_at_once_each_get_a_name() {
+        let s = Setup::new();
+        let calls = (0..16).map(|i| s.write("same.md", json!(format!("version {i}"))));
+        let outcomes = futures_util::future::join_all(calls).await;
+        for out in &outcomes {
+            assert!(!out.refused, "{}", out.content);
+        }
+        let mut names: Vec<PathBuf> = outcomes.iter().map(|o| o.wrote.clone().unwrap()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 16, "{names:?}");
+        let mut contents: Vec<String> = names
+            .iter()
+            .map(|n| fs::read_to_string(s.out().join(n)).unwrap())
+            .collect();
+        contents.sort();
+        let mut want: Vec<String> = (0..16).map(|i| format!("version {i}")).collect();
+        want.sort();
+        assert_eq!(contents, want);
     }
 
     #[tokio::test]
