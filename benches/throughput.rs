@@ -32,7 +32,7 @@ const RPM_JOBS: usize = 64;
 const RPM_LATENCY: Duration = Duration::from_millis(50);
 const RPM: u32 = 600;
 
-const REPLY: &str = r#"{"id":"bench","object":"chat.completion","created":1700000000,"model":"glm-4-flash","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}"#;
+const REPLY: &str = r#"{"id":"bench","object":"chat.completion","created":1700000000,"model":"glm-4-flash","choices":[{"index":0,"message":{"role":"assistant","content":"Summary: sales rose in the north and fell in the south."},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}"#;
 
 fn main() {
     let rounds: usize = std::env::var("ZHI_BENCH_ROUNDS")

@@ -1,8 +1,5 @@
-//! Exit codes: the public contract of docs/exit-codes.md#exit-codes. Scripts, CI and cron branch on
-//! these numbers, so they never change meaning.
-
-use crate::config::ConfigError;
-use crate::plan::PlanError;
+//! Exit codes: the public contract of docs/exit-codes.md#exit-codes. Scripts, CI and cron
+//! branch on these numbers, so they never change meaning.
 
 /// How a `zhi` invocation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +32,9 @@ impl From<Exit> for std::process::ExitCode {
     }
 }
 
-/// An error that carries the exit code it should end the process with: the one place where
-/// the rooms' typed errors ([`ConfigError`], …) become an exit code (docs/exit-codes.md).
+/// An error that carries the exit code it should end the process with. The typed errors of
+/// the modules (settings, plan, run) become one in `commands::exit_of`, the one place that
+/// chooses their exit codes (docs/exit-codes.md).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct ExitError {
@@ -61,25 +59,14 @@ impl ExitError {
     }
 
     /// `error` as the process's end with `exit`; its message is the error's.
-    fn from_error(exit: Exit, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn from_error(
+        exit: Exit,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         ExitError {
             exit,
             message: error.to_string(),
             cause: Some(Box::new(error)),
         }
-    }
-}
-
-/// Settings that cannot be resolved: a usage error, nothing ran.
-impl From<ConfigError> for ExitError {
-    fn from(e: ConfigError) -> Self {
-        ExitError::from_error(Exit::Usage, e)
-    }
-}
-
-/// A plan that cannot be made: a usage error, nothing ran.
-impl From<PlanError> for ExitError {
-    fn from(e: PlanError) -> Self {
-        ExitError::from_error(Exit::Usage, e)
     }
 }

@@ -3,6 +3,7 @@
 
 mod batch_cmd;
 mod config_cmd;
+mod exit_of;
 mod extract_cmd;
 mod help_cmd;
 mod manifest_cmd;

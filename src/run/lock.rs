@@ -1,7 +1,7 @@
 //! One run per output folder. The lock is a file created with `create_new` (atomic), holding
 //! the owner's pid and start time; a lock whose process is gone is stale and taken over.
 
-use crate::exit::{Exit, ExitError};
+use super::error::RunError;
 use crate::layout::OutputLayout;
 use crate::small_file::ReadError;
 use serde::{Deserialize, Serialize};
@@ -51,7 +51,7 @@ pub struct RunLock {
 
 impl RunLock {
     /// Take the lock of `<out>/.zhi/lock`, or fail with exit 75 naming the holder.
-    pub fn acquire(layout: &OutputLayout, run_id: &str) -> Result<RunLock, ExitError> {
+    pub fn acquire(layout: &OutputLayout, run_id: &str) -> Result<RunLock, RunError> {
         let path = layout.lock();
         let zhi_dir = layout.zhi_dir();
         let me = Holder {
@@ -68,9 +68,12 @@ impl RunLock {
             {
                 Ok(mut f) => {
                     let body = serde_json::to_vec(&me).unwrap_or_default();
-                    f.write_all(&body).and_then(|_| f.sync_all()).map_err(|e| {
-                        ExitError::usage(format!("cannot write {}: {e}", path.display()))
-                    })?;
+                    f.write_all(&body)
+                        .and_then(|_| f.sync_all())
+                        .map_err(|source| RunError::WriteLock {
+                            path: path.clone(),
+                            source,
+                        })?;
                     held().push(path.clone());
                     return Ok(RunLock { path });
                 }
@@ -81,18 +84,10 @@ impl RunLock {
                         Existing::Garbled => wait_or_clear(&path),
                     }
                 }
-                Err(e) => {
-                    return Err(ExitError::usage(format!(
-                        "cannot create {}: {e}",
-                        path.display()
-                    )));
-                }
+                Err(source) => return Err(RunError::Create { path, source }),
             }
         }
-        Err(ExitError::new(
-            Exit::TempFail,
-            format!("could not take the lock {}", path.display()),
-        ))
+        Err(RunError::LockContended { path })
     }
 }
 
@@ -105,7 +100,7 @@ enum Existing {
     Garbled,
 }
 
-fn read_holder(path: &Path) -> Result<Existing, ExitError> {
+fn read_holder(path: &Path) -> Result<Existing, RunError> {
     let bytes = match crate::small_file::read(path, MAX_LOCK_BYTES) {
         Ok(b) => b,
         Err(ReadError::NotFound) if std::fs::symlink_metadata(path).is_err() => {
@@ -118,10 +113,10 @@ fn read_holder(path: &Path) -> Result<Existing, ExitError> {
                 ReadError::NotFound => "is a symbolic link to nothing".to_string(),
                 e => e.to_string(),
             };
-            return Err(ExitError::usage(format!(
-                "lock file {} {what}; zhi cannot tell whether another run holds it: remove it and run again",
-                path.display()
-            )));
+            return Err(RunError::LockUnjudgeable {
+                path: path.to_path_buf(),
+                what,
+            });
         }
         // Too large or unreadable: garbled, judged by its age.
         Err(_) => return Ok(Existing::Garbled),
@@ -147,27 +142,15 @@ fn take_over_or_refuse(
     zhi_dir: &Path,
     me: &Holder,
     h: Holder,
-) -> Result<(), ExitError> {
+) -> Result<(), RunError> {
     if h.host.is_some() && h.host != me.host || alive(h.pid, path) {
-        let host = match &h.host {
-            Some(host) if h.host != me.host => format!(" on {host}"),
-            _ => String::new(),
-        };
-        return Err(ExitError::new(
-            Exit::TempFail,
-            format!(
-                "output folder {} is in use by another zhi run (pid {}{host}, started {}, run {}); try again when it ends{}",
-                zhi_dir.parent().unwrap_or(zhi_dir).display(),
-                h.pid,
-                h.started_at,
-                h.run_id,
-                if host.is_empty() {
-                    ""
-                } else {
-                    " (a lock of another machine is never taken over: remove it by hand if that run is gone)"
-                }
-            ),
-        ));
+        return Err(RunError::InUse {
+            folder: zhi_dir.parent().unwrap_or(zhi_dir).to_path_buf(),
+            pid: h.pid,
+            host: h.host.clone().filter(|_| h.host != me.host),
+            started: h.started_at,
+            run: h.run_id,
+        });
     }
     tracing::warn!(
         "taking over a stale lock of pid {} (run {})",
@@ -228,13 +211,11 @@ mod tests {
         std::fs::write(layout.lock(), serde_json::to_vec(&stale).unwrap()).unwrap();
         let lock = RunLock::acquire(&layout, "new").expect("the stale lock is taken over");
         let again = RunLock::acquire(&layout, "other").unwrap_err();
-        assert_eq!(again.exit, Exit::TempFail);
+        assert!(matches!(again, RunError::InUse { .. }), "{again}");
+        let message = again.to_string();
         assert!(
-            again
-                .message
-                .contains(&format!("pid {}", std::process::id())),
-            "{}",
-            again.message
+            message.contains(&format!("pid {}, started", std::process::id())),
+            "{message}"
         );
         drop(lock);
         assert!(!layout.lock().exists());
@@ -254,12 +235,13 @@ mod tests {
         };
         std::fs::write(layout.lock(), serde_json::to_vec(&theirs).unwrap()).unwrap();
         let e = RunLock::acquire(&layout, "mine").unwrap_err();
-        assert_eq!(e.exit, Exit::TempFail);
+        assert!(matches!(e, RunError::InUse { .. }), "{e}");
+        let message = e.to_string();
         assert!(
-            e.message.contains("on another-machine.invalid"),
-            "{}",
-            e.message
+            message.contains("(pid 999999999 on another-machine.invalid, started"),
+            "{message}"
         );
+        assert!(message.contains("never taken over"), "{message}");
         assert!(layout.lock().exists());
     }
 }

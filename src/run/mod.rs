@@ -8,6 +8,7 @@
 mod ask;
 mod chunked;
 pub mod context;
+mod error;
 mod eta;
 mod finish;
 mod job;
@@ -22,8 +23,10 @@ pub mod slots;
 mod stop;
 mod watch;
 
+pub use error::RunError;
+
 use crate::config::{Concurrency, Config};
-use crate::exit::{Exit, ExitError};
+use crate::exit::Exit;
 use crate::layout::OutputLayout;
 use crate::manifest::{JobRecord, ManifestWriter, RunManifest};
 use crate::plan::cache::{self, CacheIndex, JobCache};
@@ -90,11 +93,11 @@ pub fn new_run_id(shard: Option<Shard>) -> String {
 }
 
 /// Run the jobs: set up, schedule, drain, record what never ran, write the manifest.
-pub async fn execute(opts: RunOptions) -> Result<RunResult, ExitError> {
+pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let layout = OutputLayout::new(&opts.output_dir);
     let (run_id, _lock) = setup::open_output(&layout, opts.shard)?;
     let started_at = crate::manifest::Timestamp::now();
-    let client = context::client(&opts.config).map_err(ExitError::usage)?;
+    let client = context::client(&opts.config).map_err(RunError::Client)?;
     let book = setup::open_batches(
         &layout,
         &client,
@@ -190,9 +193,11 @@ fn open_ledger(
     opts: &RunOptions,
     progress: &Arc<Progress>,
     slots: &Arc<Slots>,
-) -> Result<Arc<Ledger>, ExitError> {
-    let writer = ManifestWriter::create(run_dir)
-        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", run_dir.display())))?;
+) -> Result<Arc<Ledger>, RunError> {
+    let writer = ManifestWriter::create(run_dir).map_err(|source| RunError::Create {
+        path: run_dir.to_path_buf(),
+        source,
+    })?;
     let rules = StopRules {
         max_failures: opts.max_failures,
         budget_tokens: opts.budget_tokens,
@@ -219,7 +224,7 @@ fn remove_scratch(ctx: &RunContext) {
 }
 
 /// Each job's cache status, inputs hashed in parallel, before anything reaches the model.
-async fn cache_statuses(ctx: &RunContext, opts: &RunOptions) -> Result<Vec<JobCache>, ExitError> {
+async fn cache_statuses(ctx: &RunContext, opts: &RunOptions) -> Result<Vec<JobCache>, RunError> {
     let config = ctx.config.clone();
     let skills = opts.skills.clone();
     let jobs = opts.jobs.clone();
@@ -235,5 +240,5 @@ async fn cache_statuses(ctx: &RunContext, opts: &RunOptions) -> Result<Vec<JobCa
         cache::statuses(&jobs, &index, &skills, &model_of, &out, force)
     })
     .await
-    .map_err(|e| ExitError::usage(format!("planning failed: {e}")))
+    .map_err(|e| RunError::Planning(e.to_string()))
 }

@@ -2,8 +2,8 @@
 //! collect, and what a server that is not a known provider says of itself.
 
 use super::BatchOptions;
+use super::error::RunError;
 use crate::config::{Concurrency, Config, Origin, Provider};
-use crate::exit::{Exit, ExitError};
 use crate::layout::OutputLayout;
 use crate::llm::{ChatClient, ServerInfo};
 use crate::plan::{Job, Shard};
@@ -15,12 +15,10 @@ use tokio_util::sync::CancellationToken;
 pub(super) fn open_output(
     layout: &OutputLayout,
     shard: Option<Shard>,
-) -> Result<(String, super::lock::RunLock), ExitError> {
-    layout.create().map_err(|e| {
-        ExitError::usage(format!(
-            "cannot use output folder {}: {e}",
-            layout.output_dir().display()
-        ))
+) -> Result<(String, super::lock::RunLock), RunError> {
+    layout.create().map_err(|source| RunError::OutputFolder {
+        path: layout.output_dir().to_path_buf(),
+        source,
     })?;
     let run_id = super::new_run_id(shard);
     let lock = super::lock::RunLock::acquire(layout, &run_id)?;
@@ -51,7 +49,7 @@ pub(super) async fn open_batches(
     submit: Option<BatchOptions>,
     run_id: &str,
     cancel: &CancellationToken,
-) -> Result<crate::batch::Book, ExitError> {
+) -> Result<crate::batch::Book, RunError> {
     let batch_api = crate::llm::batch::BatchApi::new(client.clone());
     let mut book = crate::batch::Book::open(
         layout,
@@ -73,12 +71,9 @@ pub(super) async fn open_batches(
         },
     );
     if book.has_batches() {
-        book.collect(&batch_api, cancel).await.map_err(|e| {
-            ExitError::new(
-                Exit::Aborted,
-                format!("the Batch API refused to say how the batches are: {e}"),
-            )
-        })?;
+        book.collect(&batch_api, cancel)
+            .await
+            .map_err(|e| RunError::BatchStatus(e.to_string()))?;
     }
     Ok(book)
 }
