@@ -140,12 +140,18 @@ fn answer(stream: std::net::TcpStream, counter: &AtomicUsize) {
     let mut reader = BufReader::new(stream);
     let mut length = 0usize;
     let mut line = String::new();
+    // Only chat requests count: zhi first asks a server it does not know what it is
+    // (`/props`, `/v1/models`, `/api/show`), and this one answers those like any other.
+    let mut chat = false;
     loop {
         line.clear();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
         let l = line.trim_end();
+        if l.starts_with("POST ") && l.contains("/chat/completions") {
+            chat = true;
+        }
         if l.is_empty() {
             break;
         }
@@ -159,7 +165,9 @@ fn answer(stream: std::net::TcpStream, counter: &AtomicUsize) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
-    counter.fetch_add(1, Ordering::SeqCst);
+    if chat {
+        counter.fetch_add(1, Ordering::SeqCst);
+    }
     let reply = r#"{"id":"bench","object":"chat.completion","created":1700000000,"model":"glm-4-flash","choices":[{"index":0,"message":{"role":"assistant","content":"A short summary."},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}"#;
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

@@ -28,12 +28,21 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
 }
 
 /// A cached job: the earlier record's outputs, no tokens spent now.
-pub fn cached_record(job: &Job, cache: &JobCache) -> JobRecord {
+pub fn cached_record(
+    job: &Job,
+    cache: &JobCache,
+    layout: &crate::layout::OutputLayout,
+) -> JobRecord {
     let prev = cache.previous.as_ref();
     let now = Timestamp::now();
     JobRecord {
         status: Status::Cached,
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
+        // The conversation that made the outputs, in the run that made them: a rerun writes
+        // no file per cached job (10,000 of them would cost seconds on a busy disk).
+        transcript: prev
+            .and_then(|p| p.transcript.clone())
+            .filter(|t| layout.output_dir().join(t).is_file()),
         started_at: Some(now),
         finished_at: Some(now),
         ..base_record(

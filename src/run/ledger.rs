@@ -104,7 +104,11 @@ impl Ledger {
     pub fn record(&self, mut record: JobRecord) -> Option<Stop> {
         let before = self.stopped();
         let written = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            record.transcript = Some(ensure_transcript(&self.run_dir, &record));
+            // A cached job keeps the transcript of the run that made its outputs.
+            let earlier = record.status == Status::Cached && record.transcript.is_some();
+            if !earlier {
+                record.transcript = Some(ensure_transcript(&self.run_dir, &record));
+            }
             lock(&self.sink).append(&record)
         }))
         .unwrap_or_else(|panic| {

@@ -70,7 +70,7 @@ pub(super) async fn run_jobs(
 
 fn record_at_once(ctx: &Arc<RunContext>, ledger: &Ledger, job: &Job, cache: &JobCache) {
     let record = if cache.cached {
-        job::cached_record(job, cache)
+        job::cached_record(job, cache, &ctx.layout)
     } else {
         job::planned_failure(job, cache, ctx)
     };
