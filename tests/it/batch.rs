@@ -3,7 +3,7 @@
 //! policy, adaptive concurrency, shards and `zhi manifest merge`/`show`. Every test drives the real
 //! binary against the fake API.
 
-use crate::support::{FakeApi, Recorded, Reply};
+use crate::support::{FakeApi, Reply};
 use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -35,24 +35,11 @@ fn env_with_docs(n: usize) -> TestEnv {
 fn answering() -> FakeApi {
     FakeApi::start(|req| {
         if req.is_chat() {
-            Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
+            Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
         } else {
             Reply::status(404, serde_json::json!({"error": {"message": "no route"}}))
         }
     })
-}
-
-/// The document a request is about, from the `Input document:` line zhi sends.
-fn doc_of(req: &Recorded) -> String {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(crate::support::fake_api::message_text)
-        .find_map(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
-        })
-        .unwrap_or_default()
 }
 
 /// `zhi run summarize docs -o out --base-url <fake> --no-progress ARGS…`.
@@ -214,7 +201,7 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
     assert_exit(&o, Exit::Success);
     let chat = api.chat_requests();
     assert_eq!(chat.len(), 6, "one job, one request");
-    assert_eq!(doc_of(&chat[5]), "docs/d03.txt");
+    assert_eq!(chat[5].input_document(), "docs/d03.txt");
     let (_, records) = latest(&env);
     let st = statuses(&records);
     assert_eq!(st["docs/d03.txt"], Status::Succeeded);
@@ -278,7 +265,7 @@ fn sigkill_at_any_point_loses_nothing() {
     let api = FakeApi::start(|req| {
         Reply::delay(
             Duration::from_millis(150),
-            Reply::text(format!("summary of {}", doc_of(req))),
+            Reply::text(format!("summary of {}", req.input_document())),
         )
     });
     let committed = |env: &TestEnv| docs.iter().filter(|d| response(env, d).exists()).count();
@@ -411,7 +398,7 @@ fn interrupted_by(sig: i32, exit: Exit) {
     let api = FakeApi::start(|req| {
         Reply::delay(
             Duration::from_millis(400),
-            Reply::text(format!("summary of {}", doc_of(req))),
+            Reply::text(format!("summary of {}", req.input_document())),
         )
     });
     let mut child = spawn(&env, &api, &["-j", "2"]);
@@ -484,7 +471,7 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     let api = FakeApi::start(|req| {
         Reply::delay(
             Duration::from_millis(1200),
-            Reply::text(format!("summary of {}", doc_of(req))),
+            Reply::text(format!("summary of {}", req.input_document())),
         )
     });
     let mut first = spawn(&env, &api, &[]);
@@ -678,10 +665,11 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
     let fail_d01 = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let flag = fail_d01.clone();
     let api = FakeApi::start(move |req| {
-        if doc_of(req) == "docs/d01.txt" && flag.load(std::sync::atomic::Ordering::SeqCst) {
+        if req.input_document() == "docs/d01.txt" && flag.load(std::sync::atomic::Ordering::SeqCst)
+        {
             Reply::zhipu_error(400, "1214", "bad parameter")
         } else {
-            Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
+            Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
         }
     });
     let o = run(&env, &api, &[]);
@@ -789,10 +777,10 @@ fn the_token_budget_stops_scheduling_in_time() {
 fn fail_fast_stops_after_the_first_failure() {
     let env = env_with_docs(5);
     let api = FakeApi::start(|req| {
-        if doc_of(req) == "docs/d01.txt" {
+        if req.input_document() == "docs/d01.txt" {
             Reply::zhipu_error(400, "1214", "bad parameter")
         } else {
-            Reply::text(format!("summary of {}", doc_of(req)))
+            Reply::text(format!("summary of {}", req.input_document()))
         }
     });
     let o = run(&env, &api, &["--fail-fast", "-j", "1"]);
@@ -813,7 +801,7 @@ fn auto_concurrency_halves_on_rate_limits() {
     // Every document's first request is rate limited; its retry succeeds.
     let seen = Mutex::new(HashSet::new());
     let api = FakeApi::start(move |req| {
-        let doc = doc_of(req);
+        let doc = req.input_document();
         if seen.lock().unwrap().insert(doc.clone()) {
             Reply::zhipu_error(429, "1302", "too many requests")
         } else {

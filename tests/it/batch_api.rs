@@ -33,22 +33,9 @@ fn write_docs(env: &TestEnv, n: usize) {
     }
 }
 
-/// The document a request is about, from the `Input document:` line zhi sends.
-fn doc_of(req: &Recorded) -> String {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(crate::support::fake_api::message_text)
-        .find_map(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
-        })
-        .unwrap_or_default()
-}
-
 /// A chat answer per document: its summary, usage 60 + 40.
 fn summary(req: &Recorded) -> Reply {
-    Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
+    Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
 }
 
 /// `zhi --no-progress run summarize docs -o out --base-url <fake> ARGS…`.
@@ -428,7 +415,7 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     let calls: std::sync::Arc<std::sync::Mutex<BTreeMap<String, usize>>> = Default::default();
     let seen = calls.clone();
     let batch = FakeBatch::new(move |req| {
-        let doc = doc_of(req);
+        let doc = req.input_document();
         let n = {
             let mut m = seen.lock().unwrap();
             let n = m.entry(doc.clone()).or_default();
@@ -1053,7 +1040,11 @@ fn a_plain_run_uses_batch_answers_and_sends_the_rest_now() {
         kinds(&latest(&env)),
         BTreeMap::from([("succeeded/-".into(), 6)])
     );
-    let sent: BTreeSet<String> = api.chat_requests().iter().map(doc_of).collect();
+    let sent: BTreeSet<String> = api
+        .chat_requests()
+        .iter()
+        .map(Recorded::input_document)
+        .collect();
     assert_eq!(
         sent,
         BTreeSet::from(["docs/d00004.txt".into(), "docs/d00005.txt".into()]),

@@ -25,7 +25,7 @@ const KEY: &str = "sk-ocr-test-0123456789";
 const FAST_RETRY: &str = "retry: {max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20}\n";
 
 /// A small picture of a page: a white sheet with a few dark bars, as a PNG.
-fn page_png() -> Vec<u8> {
+pub fn page_png() -> Vec<u8> {
     let img = image::GrayImage::from_fn(120, 60, |x, y| {
         if (10..110).contains(&x) && y % 12 < 4 {
             image::Luma([20])
@@ -79,7 +79,8 @@ fn r(method: &str, path: &str) -> (String, String) {
     (method.to_owned(), format!("/api/paas/v4{path}"))
 }
 
-fn layout_answer(md: &str) -> Reply {
+/// The layout-parsing API's answer with `md` as the page's Markdown.
+pub fn layout_answer(md: &str) -> Reply {
     Reply::status(
         200,
         json!({

@@ -60,19 +60,6 @@ fn plain_lines_say_the_time_left_and_tokens_without_control_characters() {
     );
 }
 
-/// The document a request is about (`Input document: …`).
-fn doc_of(req: &crate::support::Recorded) -> String {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(crate::support::fake_api::message_text)
-        .find_map(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
-        })
-        .unwrap_or_default()
-}
-
 /// The summary at the end names the failed jobs with their kind and reason (twenty of them, and
 /// where the rest are), and says where the outputs, the records and the manifest are — in
 /// English and in Chinese.
@@ -86,7 +73,7 @@ fn the_summary_says_where_things_went_and_why_jobs_failed() {
         );
     }
     let api = FakeApi::start(|req| {
-        if doc_of(req) == "docs/d22.txt" {
+        if req.input_document() == "docs/d22.txt" {
             Reply::text("Report twelve, in short.")
         } else {
             Reply::zhipu_error(400, "1301", "unsafe or sensitive content")

@@ -1,7 +1,7 @@
 //! A run with failures for `zhi report` to show, shared by the report's file tests
 //! (`tests/it/report.rs`) and its browser test (`tests/ext/browser.rs`).
 
-use crate::support::{FakeApi, Recorded, Reply};
+use crate::support::{FakeApi, Reply};
 use crate::testenv::{TestEnv, assert_exit, run_skill, stdout};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,19 +12,6 @@ pub const HOSTILE: &str = "docs/<script>alert(1)</script>.txt";
 /// A server message that is markup too.
 pub const HOSTILE_MESSAGE: &str = "<img src=x onerror=alert(2)> bad request";
 
-/// The document a job's request is about (`Input document: …` opens its first message).
-pub fn doc_of(req: &Recorded) -> String {
-    req.messages()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .map(crate::support::fake_api::message_text)
-        .and_then(|t| {
-            t.strip_prefix("Input document: ")
-                .map(|r| r.lines().next().unwrap_or("").to_owned())
-        })
-        .unwrap_or_default()
-}
-
 /// `summarize` over five documents: three succeed (one slowly), `docs/bad.txt` fails with
 /// `content_filter`, and [`HOSTILE`] with `api_error` and a [`HOSTILE_MESSAGE`].
 pub fn run_with_failures() -> (TestEnv, FakeApi) {
@@ -33,7 +20,7 @@ pub fn run_with_failures() -> (TestEnv, FakeApi) {
         env.write(&format!("docs/{name}.txt"), format!("Document {name}.\n"));
     }
     env.write(HOSTILE, "A document with a hostile name.\n");
-    let api = FakeApi::start(|req| match doc_of(req).as_str() {
+    let api = FakeApi::start(|req| match req.input_document().as_str() {
         "docs/bad.txt" => Reply::zhipu_error(400, "1301", "sensitive content"),
         HOSTILE => Reply::zhipu_error(400, "1214", HOSTILE_MESSAGE),
         "docs/c.txt" => Reply::delay(

@@ -3,34 +3,12 @@
 //! and the pieces of a long document's outputs are joined for every text type `file_write`
 //! writes.
 
+use crate::ocr_api::{layout_answer, page_png};
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::testenv::{TestEnv, assert_exit, show};
 use serde_json::{Value, json};
 use std::time::Duration;
 use zhi::exit::Exit;
-
-/// A picture of a page, as a PNG.
-fn page_png() -> Vec<u8> {
-    let img = image::GrayImage::from_fn(120, 60, |x, y| {
-        if (10..110).contains(&x) && y % 12 < 4 {
-            image::Luma([20])
-        } else {
-            image::Luma([250])
-        }
-    });
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png)
-        .expect("encode PNG");
-    out.into_inner()
-}
-
-fn layout_answer() -> Reply {
-    Reply::status(
-        200,
-        json!({"id": "t", "model": "GLM-OCR", "md_results": "# A scanned page\n\nSome words.",
-               "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
-    )
-}
 
 fn scans(env: &TestEnv, n: usize) {
     for i in 0..n {
@@ -50,7 +28,7 @@ fn rpm_holds_across_chat_and_ocr_requests_together() {
     scans(&env, 4);
     let api = FakeApi::start(|req| {
         if req.path.ends_with("/layout_parsing") {
-            layout_answer()
+            layout_answer("# A scanned page\n\nSome words.")
         } else {
             Reply::text("A page with a few words on it, summarised.")
         }
@@ -109,7 +87,7 @@ fn an_ocr_rate_limit_slows_the_pool() {
                 return Reply::zhipu_error(429, "1302", "rate limit reached")
                     .with_header("Retry-After", "1");
             }
-            layout_answer()
+            layout_answer("# A scanned page\n\nSome words.")
         } else {
             Reply::text("A page with a few words on it, summarised.")
         }

@@ -62,6 +62,20 @@ pub struct ToolResult {
 }
 
 impl Recorded {
+    /// The document a job's request is about: the `Input document:` line zhi sends in a
+    /// user message (empty when there is none).
+    pub fn input_document(&self) -> String {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(message_text)
+            .find_map(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
+            })
+            .unwrap_or_default()
+    }
+
     /// `POST …/chat/completions`, under any prefix (`/v1`, `/api/paas/v4`).
     pub fn is_chat(&self) -> bool {
         self.method == "POST" && self.path.ends_with("/chat/completions")
