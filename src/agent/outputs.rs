@@ -453,11 +453,15 @@ const DONE_PHRASES: &[&str] = &[
 /// "已写入 notes.md", "I have written the notes.", "Done.") is a claim, not content.
 pub fn looks_like_claim(answer: &str) -> bool {
     let a = answer.trim();
-    if a.chars().count() > 400 || a.lines().filter(|l| !l.trim().is_empty()).count() > 3 {
+    let (chars, lines) = (
+        a.chars().count(),
+        a.lines().filter(|l| !l.trim().is_empty()).count(),
+    );
+    if chars > 400 || lines > 3 {
         return false;
     }
     let lower = a.to_lowercase();
-    let short = a.chars().count() <= 160 && a.lines().filter(|l| !l.trim().is_empty()).count() <= 2;
+    let short = chars <= 160 && lines <= 2;
     let bare = lower.trim_end_matches(['.', '!', '。', '！']);
     if short
         && (matches!(bare, "done" | "ok" | "完成" | "好了")
