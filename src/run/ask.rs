@@ -27,6 +27,8 @@ pub(super) struct JobCtx<'a> {
     pub transcript: Arc<Transcript>,
 }
 
+/// Run the job's skill once on `message` in a sandbox writing to `dir` (created), with the
+/// job's inputs readable: one direct request when the skill is direct, else the agent loop.
 /// With `require`, the skill's declared outputs must be there at the end (`missing_output`
 /// otherwise); a skill that declares none and writes none has its answer saved as
 /// `response.md`. Returns the answer and the files written (relative to `dir`).

@@ -429,8 +429,6 @@ fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result
     Err(JobError::new(ErrorKind::MissingOutput, list.join("; ")))
 }
 
-/// Run the job's skill once on `message` in a sandbox writing to `dir` (created), with the
-/// job's inputs readable: one direct request when the skill is direct, else the agent loop.
 /// Move the staging folder into place in one rename. An existing job folder is replaced only
 /// when every file in it is what zhi wrote last time; otherwise the job fails with
 /// `output_conflict` and the person's edit stays.
