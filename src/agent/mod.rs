@@ -3,7 +3,9 @@
 //! The sandbox is the only way a tool reaches the file system; nothing here may read or write a
 //! path that did not pass its checks.
 
+pub mod accept;
 pub mod chat;
+pub mod figures;
 pub mod outputs;
 pub mod runner;
 pub mod sandbox;

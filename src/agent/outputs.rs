@@ -4,6 +4,7 @@
 //! Small models claim work they did not do ("I wrote summary.md: …") and copy their input;
 //! these checks are what keeps such a run from being recorded as a success.
 
+use super::accept::Acceptance;
 use std::path::{Path, PathBuf};
 
 /// Why a declared file does not count.
@@ -26,17 +27,73 @@ pub enum Problem {
     Incomplete,
     /// Not in the language the skill declares (`output.language`), judged by its script.
     WrongLanguage(String),
+    /// A tool call or other JSON written out where prose or a table is declared.
+    NotProse,
+    /// Headings with no sentence under them, or a few words where a text is asked.
+    Stub,
+}
+
+/// What may mend a problem: the same conversation told what was wrong (a claim, an empty or
+/// malformed answer), or a fresh request naming it (a copy, a loop, an echo: shown its own
+/// answer, a small model repeats it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    Correct,
+    Fresh,
 }
 
 impl Problem {
+    /// How a try may mend it.
+    pub fn retry(&self) -> Retry {
+        match self {
+            Problem::Missing | Problem::Empty | Problem::Claim | Problem::Invalid(_) => {
+                Retry::Correct
+            }
+            Problem::Copy
+            | Problem::Loop
+            | Problem::Echo
+            | Problem::Incomplete
+            | Problem::WrongLanguage(_)
+            | Problem::NotProse
+            | Problem::Stub => Retry::Fresh,
+        }
+    }
+
+    /// The line added to a fresh request after this problem.
+    pub fn fresh_hint(&self) -> String {
+        match self {
+            Problem::Loop => "Be brief and say each point only once.".into(),
+            Problem::WrongLanguage(lang) => format!("Write your whole answer in {lang}."),
+            Problem::Incomplete => {
+                "Give the result for the whole text above, every part of it, nothing left out."
+                    .into()
+            }
+            Problem::Echo => {
+                "Do not repeat your instructions: answer with the result they ask for.".into()
+            }
+            Problem::NotProse => {
+                "Answer in plain prose (Markdown), not JSON and not a tool call.".into()
+            }
+            Problem::Stub => {
+                "Write full sentences with the content itself, not only headings or a title.".into()
+            }
+            _ => "Do not copy the document out: answer with the result your instructions ask for."
+                .into(),
+        }
+    }
+
     /// What a person (and the model, in its corrective turn) is told.
     pub fn describe(&self, file: &str) -> String {
         match self {
             Problem::Missing => format!("{file} was not written"),
             Problem::Empty => format!("{file} is empty"),
-            Problem::Copy => format!(
-                "{file} is a copy of the input, not the result asked for (if the document is already what was asked, e.g. in the target language, there is nothing to do)"
+            Problem::Copy => format!("{file} is a copy of the input, not the result asked for"),
+            Problem::NotProse => format!(
+                "{file} holds JSON or a tool call written out as text, not the text asked for"
             ),
+            Problem::Stub => {
+                format!("{file} is a stub: headings or a few words, not the text asked for")
+            }
             Problem::Claim => {
                 format!("{file} was not written: the model only said it had written it")
             }
@@ -78,79 +135,23 @@ fn is_numbered_variant(candidate: &str, declared: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// The declared `files` that are not (properly) among `written` (paths relative to `root`),
-/// each with why.
+/// The declared files (one [`Acceptance`] each) that are not (properly) among `written`
+/// (paths relative to `root`), each with why.
 pub fn check_declared(
     root: &Path,
-    files: &[String],
+    declared: &[Acceptance],
     written: &[PathBuf],
-    source: Option<&str>,
 ) -> Vec<(String, Problem)> {
-    files
+    declared
         .iter()
-        .filter_map(|f| {
-            let problem = match find_written(f, written) {
+        .filter_map(|a| {
+            let problem = match find_written(&a.file, written) {
                 None => Some(Problem::Missing),
-                Some(rel) => check_file(&root.join(rel), source),
+                Some(rel) => a.file(&root.join(rel)),
             };
-            problem.map(|p| (f.clone(), p))
+            problem.map(|p| (a.file.clone(), p))
         })
         .collect()
-}
-
-/// Check one written file. `source` is the text the job was given, for the copy check.
-pub fn check_file(path: &Path, source: Option<&str>) -> Option<Problem> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Some(Problem::Missing);
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Some(Problem::Empty);
-    }
-    let text_like = matches!(
-        crate::skills::extension(&path.to_string_lossy()).as_str(),
-        "md" | "markdown" | "txt" | "text" | "csv" | "tsv" | "html" | "htm" | "rst" | "tex"
-    );
-    if text_like && let Ok(text) = std::str::from_utf8(&bytes) {
-        if source.is_some_and(|src| is_copy(text, src)) {
-            return Some(Problem::Copy);
-        }
-        let tabular = text.contains('\t') || path.extension().is_some_and(|e| e == "csv");
-        if !tabular && is_loop(text, source) {
-            return Some(Problem::Loop);
-        }
-    }
-    None
-}
-
-/// Check a plain answer meant to become `file`'s content.
-pub fn check_answer(answer: &str, file: &str, source: Option<&str>) -> Option<Problem> {
-    if answer.trim().is_empty() {
-        return Some(Problem::Empty);
-    }
-    if looks_like_claim(answer) {
-        return Some(Problem::Claim);
-    }
-    if looks_like_tool_call(answer) {
-        return Some(Problem::Invalid(
-            "it is a tool call written out as text, not the content".into(),
-        ));
-    }
-    match crate::skills::extension(file).as_str() {
-        "json" => {
-            if let Err(e) = serde_json::from_str::<serde_json::Value>(answer) {
-                return Some(Problem::Invalid(format!("not JSON ({e})")));
-            }
-        }
-        _ => {
-            if source.is_some_and(|s| is_copy(answer, s)) {
-                return Some(Problem::Copy);
-            }
-            if !file.ends_with(".csv") && is_loop(answer, source) {
-                return Some(Problem::Loop);
-            }
-        }
-    }
-    None
 }
 
 /// The span (in characters, white space ignored) an answer must share with its instructions,
@@ -599,6 +600,10 @@ mod tests {
 
     #[test]
     fn answers_are_checked_for_their_format() {
+        use super::super::accept::Acceptance;
+        let check_answer = |text: &str, file: &str, source: Option<&str>| {
+            Acceptance::composed(file, source.map(std::sync::Arc::from), None).answer(text)
+        };
         assert_eq!(check_answer(" \n", "a.md", None), Some(Problem::Empty));
         assert!(matches!(
             check_answer("{x", "a.json", None),
@@ -611,7 +616,7 @@ mod tests {
         assert_eq!(check_answer(&looping, "a.md", None), Some(Problem::Loop));
         // As repetitive as its input: a faithful rendering, not a loop.
         let source = point.replace("李娜", "Li Na").repeat(12);
-        assert_eq!(check_answer(&looping, "a.md", Some(&source)), None);
+        assert!(!is_loop(&looping, Some(&source)));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! job's sandbox inside the tools. A nested skill is a tool that runs this same loop with its
 //! own skill, in the same sandbox, guarded against cycles and depth at run time.
 
+use super::accept::Acceptance;
 use super::chat::{BoxFuture, Chat};
-use super::outputs::{self, Problem};
+use super::outputs::{self, Problem, Retry};
 use super::tools::{ToolEnv, ToolKind, ToolOutcome, Toolbox};
 use super::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
@@ -75,6 +76,8 @@ pub struct AgentStats {
     /// What reading the job's documents should make a person doubt (text lost in
     /// extraction), for the job's record.
     pub input_warnings: Vec<String>,
+    /// Figures the job's answers state that their sources do not hold.
+    pub ungrounded_figures: Vec<String>,
 }
 
 impl AgentStats {
@@ -90,6 +93,11 @@ impl AgentStats {
         for w in &s.input_warnings {
             if !self.input_warnings.contains(w) {
                 self.input_warnings.push(w.clone());
+            }
+        }
+        for f in &s.ungrounded_figures {
+            if !self.ungrounded_figures.contains(f) {
+                self.ungrounded_figures.push(f.clone());
             }
         }
         if s.served_model.is_some() {
@@ -118,29 +126,40 @@ impl AgentStats {
     }
 }
 
-/// What a run of a skill must leave, and what it was given (for the copy check).
+/// What a run of a skill must leave: one [`Acceptance`] per declared file.
 #[derive(Debug, Clone, Default)]
 pub struct Expected {
-    /// The declared output files (docs/skills.md#declared-outputs), names relative to the output
-    /// folder.
-    pub files: Vec<String>,
-    /// The text the skill was given; an output equal to it is a copy, not a result.
-    pub source: Option<Arc<str>>,
+    pub declared: Vec<Acceptance>,
 }
 
 impl Expected {
+    /// The checks for every file `skill` declares with these arguments, given `source`.
+    pub fn of(
+        skill: &Skill,
+        args: &std::collections::BTreeMap<String, String>,
+        source: Option<Arc<str>>,
+    ) -> Expected {
+        Expected {
+            declared: skill
+                .declared_files(args)
+                .iter()
+                .map(|f| Acceptance::new(skill, args, f, source.clone()))
+                .collect(),
+        }
+    }
+
+    /// The declared file names.
+    pub fn files(&self) -> Vec<String> {
+        self.declared.iter().map(|a| a.file.clone()).collect()
+    }
+
     /// The declared files not (properly) written among `written`, with why.
     pub fn problems(
         &self,
         env: &AgentEnv,
         written: &[std::path::PathBuf],
     ) -> Vec<(String, Problem)> {
-        outputs::check_declared(
-            env.tools.sandbox.output_dir(),
-            &self.files,
-            written,
-            self.source.as_deref(),
-        )
+        outputs::check_declared(env.tools.sandbox.output_dir(), &self.declared, written)
     }
 }
 
@@ -200,39 +219,56 @@ fn write_answer(env: &AgentEnv, file: &str, content: &str) -> Result<std::path::
         .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))
 }
 
-/// Requests a direct job may take: the first, one corrective, and one more fresh try when the
-/// model looped.
+/// Requests a direct job may take: the first, one corrective or fresh try, and one more fresh
+/// try when the model looped or stated figures its document does not hold.
 const DIRECT_ROUNDS: u32 = 3;
 
-/// Direct mode (docs/skills.md#direct-mode): one request without tools whose answer is `file`'s
-/// content. An answer that is empty or a claim gets one corrective request (the conversation goes
-/// on); a copy of the input, an echo of the instructions, a loop, an answer cut short or (map
-/// skills) one that leaves much of its input out is asked afresh, naming the problem, with a
-/// frequency penalty. A second bad answer fails the job with `missing_output` (or `truncated`),
-/// except that a loop gets one more fresh try ([`DIRECT_ROUNDS`] in all).
+/// One direct request: who asks (for the transcript), the system prompt and the first message.
+pub struct DirectAsk {
+    /// The skill (or workflow step) the request is for.
+    pub name: String,
+    pub system: String,
+    pub user: String,
+}
+
+impl DirectAsk {
+    /// The direct request of `skill` for its file `file`.
+    pub fn of(skill: &Skill, file: &str, user: String) -> DirectAsk {
+        DirectAsk {
+            name: skill.name.clone(),
+            system: direct_system_prompt(skill, file),
+            user,
+        }
+    }
+}
+
+/// Direct mode (docs/skills.md#direct-mode): one request without tools whose answer is the
+/// declared file's content, judged by its [`Acceptance`]. A problem that the conversation can
+/// mend (empty, a claim, invalid) gets one corrective request; one that a fresh request may mend
+/// (a copy, a loop, an echo, JSON where prose is asked, a stub, the wrong language, parts left
+/// out, an answer cut short) is asked afresh, naming it, with a frequency penalty. A second bad
+/// answer fails the job with `missing_output` (or `truncated`), except that a loop gets one more
+/// fresh try ([`DIRECT_ROUNDS`] in all). An accepted answer stating figures its source does not
+/// hold is asked once more; the answer with fewer such figures is kept and they are reported.
 pub async fn run_direct(
     env: &AgentEnv,
-    skill: &Skill,
-    user_message: String,
-    file: &str,
-    source: Option<&str>,
-    language: Option<&str>,
+    ask: DirectAsk,
+    accept: &Acceptance,
     stats: &mut AgentStats,
 ) -> Result<std::path::PathBuf, JobError> {
-    let system = direct_system_prompt(skill, file);
-    // Map skills render their input whole: an answer far shorter than it left parts out.
-    let whole = skill.chunking == skills::Chunking::Map;
-    // Map-reduce skills condense it: an answer holding most of it word for word is a copy.
-    let condenses = skill.chunking == skills::Chunking::MapReduce;
-    let fresh = vec![Message::system(system.clone()), Message::user(user_message)];
+    let file = accept.file.as_str();
+    let fresh = vec![Message::system(ask.system.clone()), Message::user(ask.user)];
     let instructions = format!(
         "{}\n{}",
-        without_documents(&system),
+        without_documents(&ask.system),
         without_documents(fresh[1].content.as_deref().unwrap_or_default())
     );
+    let accept = accept.clone().with_instructions(&instructions);
     let mut messages = fresh.clone();
     let mut round = 0;
     let mut penalised = false;
+    // An accepted answer whose figures were asked about again: (content, its ungrounded figures).
+    let mut kept: Option<(String, Vec<String>)> = None;
     loop {
         round += 1;
         if env.cancel.is_cancelled() {
@@ -245,7 +281,7 @@ pub async fn run_direct(
         if penalised {
             req.frequency_penalty = env.retry_penalty;
         }
-        let reply = request(env, skill, round, &req, stats).await?;
+        let reply = request(env, &ask.name, round, &req, stats).await?;
         // A model that calls file_write anyway has still given the content.
         let answer = reply
             .message
@@ -259,28 +295,37 @@ pub async fn run_direct(
         let problem = if truncated {
             None
         } else {
-            outputs::check_answer(&content, file, source).or_else(|| {
-                if condenses && source.is_some_and(|s| outputs::copies_most(&content, s)) {
-                    Some(Problem::Copy)
-                } else if outputs::is_echo(&content, &instructions, source) {
-                    Some(Problem::Echo)
-                } else if let Some(lang) =
-                    language.filter(|l| outputs::is_wrong_language(&content, l))
-                {
-                    Some(Problem::WrongLanguage(lang.to_string()))
-                } else if whole && source.is_some_and(|s| outputs::is_incomplete(&content, file, s))
-                {
-                    Some(Problem::Incomplete)
-                } else {
-                    None
-                }
-            })
+            accept.answer(&content)
         };
         if !truncated && problem.is_none() {
-            let rel = write_answer(env, file, &content)?;
-            env.transcript
-                .note(&format!("the answer was saved as {}", rel.display()));
-            return Ok(rel);
+            let figures = accept.ungrounded(&content);
+            let better = match &kept {
+                Some((_, before)) if before.len() <= figures.len() => None,
+                _ => Some((content.clone(), figures)),
+            };
+            if let Some(b) = better {
+                kept = Some(b);
+            }
+            let (_, figures) = kept.as_ref().expect("kept above");
+            if figures.is_empty() || round >= 2 {
+                return keep(env, stats, file, kept.take().expect("kept above"));
+            }
+            let list = figures.join(", ");
+            let why = format!("{file} states figures the document does not hold: {list}");
+            env.transcript.note(&format!("{why}; asking once more"));
+            messages = fresh.clone();
+            push_hint(
+                &mut messages,
+                &format!(
+                    "Use only figures (numbers, amounts, dates) that the document states. These are not in it: {}.",
+                    figures.join(", ")
+                ),
+            );
+            continue;
+        }
+        if let Some(k) = kept.take() {
+            // The fresh try for figures went wrong: the earlier answer stands.
+            return keep(env, stats, file, k);
         }
         let why = match &problem {
             Some(p) => p.describe(file),
@@ -290,8 +335,8 @@ pub async fn run_direct(
             ),
         };
         env.transcript.note(&why);
-        // Spec: one corrective turn for what is missing; a loop (or an answer cut at the
-        // limit) gets one more fresh try, since sampling, not instructions, decides it.
+        // A loop (or an answer cut at the limit) gets one more fresh try, since sampling, not
+        // instructions, decides it.
         let looped = truncated || problem == Some(Problem::Loop);
         if round == DIRECT_ROUNDS || (round == 2 && !looped) {
             let kind = if truncated {
@@ -299,56 +344,79 @@ pub async fn run_direct(
             } else {
                 ErrorKind::MissingOutput
             };
+            // What the model answered is what a person wants to read next to the reason.
+            keep_rejected(env, file, &content);
             return Err(JobError::new(kind, why));
         }
-        let fresh_try = matches!(
-            problem,
-            Some(Problem::Copy | Problem::Echo | Problem::Incomplete | Problem::WrongLanguage(_))
-        );
-        if looped || fresh_try {
-            // Shown its own loop or its copy of the input, a small model repeats it: ask
-            // afresh, naming what went wrong, with a frequency penalty where the server takes
-            // one.
-            penalised = true;
-            messages = fresh.clone();
-            if let Some(Message { content, .. }) = messages.last_mut() {
-                let text = content.get_or_insert_with(String::new);
-                let answer_in;
-                text.push_str(match &problem {
-                    _ if looped => "\nBe brief and say each point only once.\n",
-                    Some(Problem::WrongLanguage(lang)) => {
-                        answer_in = format!("\nWrite your whole answer in {lang}.\n");
-                        &answer_in
-                    }
-                    Some(Problem::Incomplete) => {
-                        "\nGive the result for the whole text above, every part of it, nothing left out.\n"
-                    }
-                    Some(Problem::Echo) => {
-                        "\nDo not repeat your instructions: answer with the result they ask for.\n"
-                    }
-                    _ => {
-                        "\nDo not copy the document out: answer with the result your instructions ask for.\n"
-                    }
-                });
+        match problem.as_ref().map(Problem::retry) {
+            None | Some(Retry::Fresh) => {
+                // Shown its own loop or its copy of the input, a small model repeats it: ask
+                // afresh, naming what went wrong, with a frequency penalty where the server
+                // takes one.
+                penalised = true;
+                messages = fresh.clone();
+                let hint = match &problem {
+                    None => Problem::Loop.fresh_hint(),
+                    Some(p) => p.fresh_hint(),
+                };
+                push_hint(&mut messages, &hint);
             }
-            continue;
+            Some(Retry::Correct) => {
+                messages.push(Message::assistant(content.trim_end()));
+                messages.push(Message::user(match problem {
+                    Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
+                    Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),
+                    _ => "Your answer was empty. Answer with the content itself.".to_string(),
+                }));
+            }
         }
-        messages.push(Message::assistant(outputs::strip_fence(&answer).trim_end()));
-        messages.push(Message::user(match problem {
-            None
-            | Some(
-                Problem::Loop
-                | Problem::Copy
-                | Problem::Echo
-                | Problem::Incomplete
-                | Problem::WrongLanguage(_),
-            ) => {
-                unreachable!("a looping, copied, echoing or incomplete answer is asked afresh")
+    }
+}
+
+/// The last user message of a fresh request, with a line naming what went wrong before.
+fn push_hint(messages: &mut [Message], hint: &str) {
+    if let Some(Message { content, .. }) = messages.last_mut() {
+        let text = content.get_or_insert_with(String::new);
+        text.push('\n');
+        text.push_str(hint);
+        text.push('\n');
+    }
+}
+
+/// Write an accepted answer as `file`; figures it states that the document does not are
+/// reported with the job.
+fn keep(
+    env: &AgentEnv,
+    stats: &mut AgentStats,
+    file: &str,
+    (content, figures): (String, Vec<String>),
+) -> Result<std::path::PathBuf, JobError> {
+    let rel = write_answer(env, file, &content)?;
+    env.transcript
+        .note(&format!("the answer was saved as {}", rel.display()));
+    if !figures.is_empty() {
+        let list = figures.join(", ");
+        env.transcript.note(&format!(
+            "{file} states figures the document does not hold: {list}"
+        ));
+        for f in figures {
+            if !stats.ungrounded_figures.contains(&f) {
+                stats.ungrounded_figures.push(f);
             }
-            Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
-            Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),
-            Some(_) => "Your answer was empty. Answer with the content itself.".to_string(),
-        }));
+        }
+    }
+    Ok(rel)
+}
+
+/// A rejected answer, kept beside the job's outputs as `<file>.rejected` (never committed:
+/// the job failed) for the person reading why.
+fn keep_rejected(env: &AgentEnv, file: &str, content: &str) {
+    if content.trim().is_empty() {
+        return;
+    }
+    let name = format!("{file}.rejected");
+    if let Ok(target) = env.tools.sandbox.check_write(&name) {
+        let _ = env.tools.sandbox.write_new(&target, content.as_bytes());
     }
 }
 
@@ -367,7 +435,7 @@ fn written_content(m: &Message) -> Option<String> {
 /// One request, counted and written to the transcript.
 async fn request(
     env: &AgentEnv,
-    skill: &Skill,
+    name: &str,
     turn: u32,
     req: &ChatRequest,
     stats: &mut AgentStats,
@@ -391,7 +459,7 @@ async fn request(
         Some(crate::batch::Answer::Send) | None => env.client.chat(req, &env.cancel).await,
     };
     env.transcript
-        .request(&skill.name, turn, req, result.as_ref(), started.elapsed());
+        .request(name, turn, req, result.as_ref(), started.elapsed());
     match result {
         Ok(reply) => {
             stats.count_reply(&reply);
@@ -432,7 +500,7 @@ pub fn run_skill<'a>(
         chain.push(skill.name.clone());
         let tools = tool_defs(env, skill);
         let mut messages = vec![
-            Message::system(agent_system_prompt(skill, &expected.files)),
+            Message::system(agent_system_prompt(skill, &expected.files())),
             Message::user(user_message),
         ];
         // What the model was told, for the echo check of a plain-text answer.
@@ -466,7 +534,7 @@ pub fn run_skill<'a>(
             req.max_tokens = env.max_tokens;
             req.temperature = env.temperature;
             req.repeat_penalty = env.repeat_penalty;
-            let reply = request(env, skill, turn, &req, stats).await?;
+            let reply = request(env, &skill.name, turn, &req, stats).await?;
             let calls = reply.message.calls().to_vec();
             if calls.is_empty() {
                 let answer = reply.message.content.clone().unwrap_or_default();
@@ -483,7 +551,7 @@ pub fn run_skill<'a>(
                 // not as a declared file.
                 let cut = reply.finish_reason.as_deref() == Some("length");
                 if missing.is_empty() {
-                    if cut && expected.files.is_empty() {
+                    if cut && expected.declared.is_empty() {
                         return Err(JobError::new(
                             ErrorKind::Truncated,
                             format!(
@@ -499,10 +567,12 @@ pub fn run_skill<'a>(
                     && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
                 {
                     let content = outputs::strip_fence(&answer);
-                    let source = expected.source.as_deref();
-                    if outputs::check_answer(&content, file, source).is_none()
-                        && !outputs::is_echo(&content, &instructions, source)
-                    {
+                    let accept = expected
+                        .declared
+                        .iter()
+                        .find(|a| &a.file == file)
+                        .map(|a| a.clone().with_instructions(&instructions));
+                    if accept.is_some_and(|a| a.answer(&content).is_none()) {
                         let rel = write_answer(env, file, &content)?;
                         env.transcript.note(&format!(
                             "the model answered in plain text; its answer was saved as {}",
@@ -574,7 +644,7 @@ pub fn run_skill<'a>(
             if let Some((kind, why)) = env.tools.sandbox.fatal() {
                 return Err(JobError::new(kind, why));
             }
-            if !expected.files.is_empty() && problems(env).is_empty() {
+            if !expected.declared.is_empty() && problems(env).is_empty() {
                 return Ok(String::new());
             }
             if correcting {
@@ -732,7 +802,7 @@ async fn call_nested(
             missing.join(", ")
         )));
     }
-    let message = nested_message(env, nested, &args).await;
+    let (message, document) = nested_message(env, nested, &args).await;
     let arg_map: std::collections::BTreeMap<String, String> = args
         .iter()
         .map(|(k, v)| {
@@ -751,10 +821,28 @@ async fn call_nested(
                 .or_insert_with(|| d.clone());
         }
     }
-    let expected = Expected {
-        files: nested.declared_files(&with_defaults),
-        source: None,
-    };
+    let expected = Expected::of(nested, &with_defaults, document.map(Arc::from));
+    // A direct skill is one request on the document the call names, never a loop that
+    // reads it again (docs/skills.md#nested-skills).
+    if nested.direct_output(&with_defaults).is_some()
+        && let [accept] = expected.declared.as_slice()
+    {
+        let user = format!(
+            "{message}\nNow answer with {}, for the document above, and nothing else.\n",
+            nested
+                .output_gist()
+                .unwrap_or_else(|| "the result your instructions ask for".into())
+        );
+        let ask = DirectAsk::of(nested, &accept.file, user);
+        return match run_direct(env, ask, accept, stats).await {
+            Ok(rel) => Ok(ToolOutcome::ok(format!(
+                "skill `{name}` wrote `{}`.",
+                rel.display()
+            ))),
+            Err(e) if e.kind.aborts_run() || e.kind == ErrorKind::Cancelled => Err(e),
+            Err(e) => Ok(ToolOutcome::failed(format!("skill `{name}` failed: {e}"))),
+        };
+    }
     let before = env.tools.sandbox.written().len();
     match run_skill(env, nested, message, chain.to_vec(), stats, &expected).await {
         Ok(answer) => {
@@ -798,7 +886,7 @@ async fn nested_message(
     env: &AgentEnv,
     nested: &Skill,
     args: &serde_json::Map<String, Value>,
-) -> String {
+) -> (String, Option<String>) {
     let input = args
         .get("input")
         .and_then(Value::as_str)
@@ -806,6 +894,7 @@ async fn nested_message(
         .to_string();
     let mut msg = format!("Request from the calling skill: {input}\n");
     let mut doc = None;
+    let mut text_read = None;
     let arg_text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -829,7 +918,11 @@ async fn nested_message(
                     let path = target.path().to_path_buf();
                     let read = tokio::task::spawn_blocking(move || reader.read_text(&path)).await;
                     match read {
-                        Ok(Ok(text)) => document_block(&value, &text),
+                        Ok(Ok(text)) => {
+                            let block = document_block(&value, &text);
+                            text_read = Some(text);
+                            block
+                        }
                         Ok(Err(e)) => format!("(The file {value} could not be read: {e})\n"),
                         Err(e) => format!("(The file {value} could not be read: {e})\n"),
                     }
@@ -848,7 +941,7 @@ async fn nested_message(
         msg.push('\n');
         msg.push_str(&d);
     }
-    msg
+    (msg, text_read)
 }
 
 /// The assistant message as it goes back into the history: tool-call arguments that are not

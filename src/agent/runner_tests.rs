@@ -126,9 +126,12 @@ fn fixture(model: Arc<Scripted>) -> Fixture {
 }
 
 fn expect(files: &[&str]) -> Expected {
+    let source: Arc<str> = Arc::from("Sales rose in the north and fell in the south.\n");
     Expected {
-        files: files.iter().map(|f| f.to_string()).collect(),
-        source: Some("Sales rose in the north and fell in the south.\n".into()),
+        declared: files
+            .iter()
+            .map(|f| Acceptance::composed(f, Some(source.clone()), None))
+            .collect(),
     }
 }
 
@@ -308,16 +311,21 @@ const DIRECT: &str = "name: gist\ndescription: The gist of a document\nsystem_pr
 
 async fn direct(f: &Fixture) -> (Result<std::path::PathBuf, JobError>, AgentStats) {
     let mut stats = AgentStats::default();
-    let result = run_direct(
-        &f.env,
-        &skill(DIRECT),
-        "Input document: report.txt\n\nSales rose in the north and fell in the south.\n".into(),
+    let skill = skill(DIRECT);
+    let accept = Acceptance::new(
+        &skill,
+        &Default::default(),
         "gist.md",
-        Some("Sales rose in the north and fell in the south.\n"),
-        None,
-        &mut stats,
-    )
-    .await;
+        Some(Arc::from(
+            "Sales rose in the north and fell in the south.\n",
+        )),
+    );
+    let ask = DirectAsk::of(
+        &skill,
+        "gist.md",
+        "Input document: report.txt\n\nSales rose in the north and fell in the south.\n".into(),
+    );
+    let result = run_direct(&f.env, ask, &accept, &mut stats).await;
     (result, stats)
 }
 

@@ -3,7 +3,8 @@
 //! ([`super::job`]) and for each piece of a long one ([`super::chunked`]).
 
 use super::context::RunContext;
-use crate::agent::runner::{self, AgentEnv, AgentStats, Expected};
+use crate::agent::accept::Acceptance;
+use crate::agent::runner::{self, AgentEnv, AgentStats, DirectAsk, Expected};
 use crate::agent::sandbox::Sandbox;
 use crate::agent::tools::ToolEnv;
 use crate::agent::transcript::Transcript;
@@ -47,32 +48,29 @@ pub(super) async fn ask(
 ) -> Result<(String, Vec<PathBuf>), JobError> {
     let (job, skill) = (ctx.job, ctx.skill);
     let sandbox = job_sandbox(ctx, dir)?;
-    let env = agent_env(ctx, &sandbox, part);
+    let env = agent_env(
+        ctx,
+        &sandbox,
+        part,
+        Expected::of(skill, &job.args, source.clone()).declared,
+    );
     if let Some(file) = skill.direct_output(&job.args) {
-        let language = skill.output_language(&job.args);
-        runner::run_direct(
-            &env,
-            skill,
-            message,
-            &file,
-            source.as_deref(),
-            language.as_deref(),
-            stats,
-        )
-        .await?;
+        let accept = Acceptance::new(skill, &job.args, &file, source);
+        runner::run_direct(&env, DirectAsk::of(skill, &file, message), &accept, stats).await?;
         return Ok((String::new(), sandbox.written()));
     }
-    let expected = Expected {
-        files: skill.declared_files(&job.args),
-        source,
-    };
+    let expected = Expected::of(skill, &job.args, source.clone());
     let answer = runner::run_skill(&env, skill, message, Vec::new(), stats, &expected).await?;
-    if expected.files.is_empty() {
+    if expected.declared.is_empty() {
         if sandbox.written().is_empty() {
-            if answer.trim().is_empty() {
+            // The answer of a skill that declares nothing is its result: judged like any
+            // declared file (docs/skills.md#declared-outputs).
+            let accept = Acceptance::new(skill, &job.args, "response.md", source);
+            if let Some(problem) = accept.answer(&answer) {
+                let reason = problem.describe("response.md");
                 return Err(JobError::new(
                     ErrorKind::MissingOutput,
-                    "the model gave an empty answer and wrote no file",
+                    format!("the model wrote no file, and {reason}"),
                 ));
             }
             let target = sandbox
@@ -124,7 +122,12 @@ fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
 }
 
 /// What the agent needs for one request of the job.
-fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
+fn agent_env(
+    ctx: &JobCtx<'_>,
+    sandbox: &Arc<Sandbox>,
+    part: &str,
+    declared: Vec<Acceptance>,
+) -> AgentEnv {
     let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
     let model = run.model(job);
     let budget = run.config.models.budget(&model);
@@ -136,6 +139,7 @@ fn agent_env(ctx: &JobCtx<'_>, sandbox: &Arc<Sandbox>, part: &str) -> AgentEnv {
             sandbox: sandbox.clone(),
             reader: run.reader.clone(),
             allow_web: run.allow_web,
+            declared: Arc::new(declared),
         },
         model,
         max_tokens: Some(budget.max_output),

@@ -5,7 +5,7 @@ use super::ask::{JobCtx, ask};
 use super::context::RunContext;
 use super::message::{document_message, folder_message, task_line};
 use crate::agent::outputs;
-use crate::agent::runner::AgentStats;
+use crate::agent::runner::{AgentStats, Expected};
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
@@ -416,12 +416,12 @@ async fn extra_texts(run: &RunContext, job: &Job) -> Vec<(String, String)> {
 
 /// The job's declared outputs, checked once more in the folder that will be committed.
 fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result<(), JobError> {
-    let files = ctx.skill.declared_files(&ctx.job.args);
-    if files.is_empty() {
+    let expected = Expected::of(ctx.skill, &ctx.job.args, source.cloned());
+    if expected.declared.is_empty() {
         return Ok(());
     }
     let written = cache::files_under(staging).unwrap_or_default();
-    let problems = outputs::check_declared(staging, &files, &written, source.map(|s| &**s));
+    let problems = outputs::check_declared(staging, &expected.declared, &written);
     if problems.is_empty() {
         return Ok(());
     }

@@ -273,7 +273,7 @@ impl SkillSet {
             }
             if let Some(s) = self.skills.get(n) {
                 seen.push(&s.name);
-                stack.extend(s.nested_skill_names());
+                stack.extend(s.children());
             }
         }
         seen.sort_unstable();

@@ -22,6 +22,8 @@ pub enum GraphError {
     Cycle { chain: Vec<String> },
     #[error("skills nest deeper than {MAX_NESTING}: {}", chain.join(" -> "))]
     TooDeep { chain: Vec<String> },
+    #[error("skill `{skill}`: {reason}")]
+    Workflow { skill: String, reason: String },
 }
 
 pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) -> Vec<GraphError> {
@@ -34,7 +36,53 @@ pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) ->
         let mut chain = vec![root.to_string()];
         walk(skills, &mut chain, &mut errors);
     }
+    for skill in skills.values().filter(|s| s.is_workflow()) {
+        for reason in workflow_problems(skills, skill) {
+            push_once(
+                &mut errors,
+                GraphError::Workflow {
+                    skill: skill.name.clone(),
+                    reason,
+                },
+            );
+        }
+    }
     errors
+}
+
+/// What is wrong with a workflow's steps given the skills they run: each declared file must
+/// be some step's output, and a skill step without `output` must run a skill that declares
+/// its files.
+fn workflow_problems(skills: &BTreeMap<String, Skill>, w: &Skill) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut outputs: Vec<&str> = Vec::new();
+    for step in &w.steps {
+        if let Some(o) = &step.output {
+            outputs.push(o);
+            continue;
+        }
+        let Some(name) = step.skill() else { continue };
+        let Some(child) = skills.get(name) else {
+            continue;
+        };
+        let files = child.output.iter().flat_map(|o| o.files.iter());
+        let before = outputs.len();
+        outputs.extend(files.map(String::as_str));
+        if outputs.len() == before && !step.for_each_document {
+            problems.push(format!(
+                "step `{}` runs `{name}`, which declares no output file: give the step an `output`",
+                step.id
+            ));
+        }
+    }
+    for f in w.output.iter().flat_map(|o| o.files.iter()) {
+        if !outputs.contains(&f.as_str()) {
+            problems.push(format!(
+                "declares {f}, but no step writes it (set a step's `output: {f}`)"
+            ));
+        }
+    }
+    problems
 }
 
 /// ", did you mean `summarize`?" for an unknown name among the tools and skills, or empty.
@@ -55,7 +103,7 @@ fn walk(skills: &BTreeMap<String, Skill>, chain: &mut Vec<String>, errors: &mut 
     let Some(skill) = chain.last().and_then(|n| skills.get(n)) else {
         return;
     };
-    for name in skill.nested_skill_names() {
+    for name in skill.children() {
         if !skills.contains_key(name) {
             push_once(
                 errors,

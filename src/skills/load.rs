@@ -55,6 +55,8 @@ struct SkillFields {
     output: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     chunking: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    steps: Option<Value>,
     /// Keys no field takes: each is a warning.
     #[serde(flatten)]
     unknown: Mapping,
@@ -290,9 +292,23 @@ fn load_fields(
     let name = required_text("name", &f.name).map_err(fail)?;
     check_name(&name).map_err(|r| fail(format!("invalid name `{name}`: {r}")))?;
     let description = required_text("description", &f.description).map_err(fail)?;
-    let system_prompt = required_text("system_prompt", &f.system_prompt).map_err(fail)?;
+    let steps = match &f.steps {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => super::steps::parse(v, &mut warnings).map_err(fail)?,
+    };
+    // A workflow's steps carry their own instructions: its prompt is optional, and tells
+    // what the skill does when another skill's model calls it as a tool.
+    let system_prompt = if !steps.is_empty() && absent(&f.system_prompt) {
+        description.trim().to_string()
+    } else {
+        required_text("system_prompt", &f.system_prompt).map_err(fail)?
+    };
     let model = optional_text("model", &f.model).map_err(fail)?;
-    let tools = parse_tools(&f.tools, &mut warnings).map_err(fail)?;
+    let tools = if absent(&f.tools) && !steps.is_empty() {
+        Vec::new()
+    } else {
+        parse_tools(&f.tools, &mut warnings).map_err(fail)?
+    };
     let max_turns =
         parse_max_turns(&f.max_turns, &mut warnings, &mut strict_errors).map_err(fail)?;
     let input = parse_input(&f.input, &mut warnings).map_err(fail)?;
@@ -316,6 +332,7 @@ fn load_fields(
             input,
             output,
             chunking,
+            steps,
             source,
             content_hash,
             folder: None,

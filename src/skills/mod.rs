@@ -8,6 +8,7 @@ mod discover;
 mod graph;
 pub mod load;
 mod preamble;
+pub mod steps;
 
 pub use discover::{
     MAX_RESOURCE_BYTES, MAX_SKILL_FILE_BYTES, SKILL_MD, SkillSet, SkillSource, builtin_sources,
@@ -16,6 +17,7 @@ pub use discover::{
 pub use graph::MAX_NESTING;
 pub use load::{LoadError, Loaded, load_str};
 pub use preamble::{language_of, system_prompt};
+pub use steps::{Condition, Step, StepRun};
 
 use serde::Serialize;
 
@@ -41,6 +43,9 @@ pub struct Skill {
     pub input: InputSpec,
     pub output: Option<OutputSpec>,
     pub chunking: Chunking,
+    /// A workflow's steps (docs/skills.md#workflows); empty for other skills.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
     /// Where the skill came from.
     pub source: SkillSource,
     /// sha256 of the skill file's bytes (of every file in its folder, for an Agent Skill):
@@ -194,6 +199,18 @@ impl Skill {
             .filter(|t| !BUILTIN_TOOLS.contains(t))
     }
 
+    /// The skills this one uses: those in `tools` (nested skills the model may call) and those
+    /// its steps run.
+    pub fn children(&self) -> impl Iterator<Item = &str> {
+        self.nested_skill_names()
+            .chain(self.steps.iter().filter_map(Step::skill))
+    }
+
+    /// Whether the skill runs as a workflow of fixed steps.
+    pub fn is_workflow(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
     /// The files a job of this skill must leave, placeholders filled from `args`.
     pub fn declared_files(&self, args: &std::collections::BTreeMap<String, String>) -> Vec<String> {
         self.output
@@ -234,6 +251,9 @@ impl Skill {
         &self,
         args: &std::collections::BTreeMap<String, String>,
     ) -> Option<String> {
+        if self.is_workflow() {
+            return None;
+        }
         let files = self.declared_files(args);
         let [file] = files.as_slice() else {
             return None;

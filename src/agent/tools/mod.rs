@@ -207,6 +207,9 @@ pub struct ToolEnv {
     pub reader: Arc<dyn DocumentReader>,
     /// `--allow-web`: whether `web_fetch` may run at all.
     pub allow_web: bool,
+    /// The job's declared files and their checks: a `file_write` of one is judged before it
+    /// is saved (docs/skills.md#declared-outputs).
+    pub declared: Arc<Vec<crate::agent::accept::Acceptance>>,
 }
 
 #[cfg(test)]
@@ -217,6 +220,7 @@ impl ToolEnv {
             sandbox: Arc::new(sandbox),
             reader: Arc::new(PlainTextReader),
             allow_web: false,
+            declared: Arc::default(),
         }
     }
 }

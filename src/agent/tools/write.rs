@@ -100,6 +100,20 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
         Err(message) => return ToolOutcome::refused(message),
     };
     let shown = target.display();
+    // A declared file is judged as it is written, so the model hears now what is wrong with
+    // it instead of the job failing at the end.
+    if let Value::String(text) = &content
+        && let Some(accept) = env.declared.iter().find(|a| {
+            super::super::outputs::find_written(&a.file, &[target.rel_path().to_path_buf()])
+                .is_some()
+        })
+        && let Some(problem) = accept.answer(text)
+    {
+        return ToolOutcome::refused(format!(
+            "`{shown}` was not written: {}. Write the content your instructions ask for.",
+            problem.describe(&shown)
+        ));
+    }
     let sandbox = Arc::clone(&env.sandbox);
     let done = tokio::task::spawn_blocking(move || write(&sandbox, &target, format, content)).await;
     match done {
@@ -138,6 +152,10 @@ fn write(
     content: Value,
 ) -> Result<(PathBuf, usize), Failure> {
     let bytes = format.render(content).map_err(Failure::Content)?;
+    // A file of nothing is never a result (and never committed).
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Failure::Content("the content is empty".into()));
+    }
     // On a name clash zhi picks the name (`name-2.ext`, …) rather than have the model guess
     // one: a model told "choose another name" copies whatever example it was shown. The calls
     // of one turn write concurrently, so a name free when looked at may be taken when written:

@@ -1,0 +1,403 @@
+//! One acceptance pipeline (docs/skills.md#declared-outputs): whether a declared file is the
+//! result a person asked for, whoever produced it — a direct answer, a plain answer in the agent
+//! loop, a `file_write`, a nested skill, a workflow step. Built once per declared file from the
+//! skill's `output` and the job, it is an ordered list of [`Check`]s; the first that fails names
+//! the [`Problem`], and the problem says whether a fresh try may help ([`Problem::retry`]).
+//!
+//! Figures are judged apart ([`Acceptance::ungrounded`]): a figure the source does not hold
+//! earns one fresh try, then is kept and reported, never silently trusted.
+
+use super::outputs::{self, Problem};
+use crate::skills::{self, Chunking, Skill};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What kind of file a declared name is, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Markdown, plain text and other prose a person reads.
+    Prose,
+    /// CSV or TSV.
+    Table,
+    Json,
+    /// Spreadsheets, Word files, images: judged only for being there and not empty.
+    Binary,
+}
+
+impl FileKind {
+    pub fn of(file: &str) -> FileKind {
+        match skills::extension(file).as_str() {
+            "md" | "markdown" | "txt" | "text" | "rst" | "tex" | "html" | "htm" | "" => {
+                FileKind::Prose
+            }
+            "csv" | "tsv" => FileKind::Table,
+            "json" => FileKind::Json,
+            _ => FileKind::Binary,
+        }
+    }
+}
+
+/// One check of the pipeline, in the order they run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    /// Nothing but white space (or zero bytes).
+    Empty,
+    /// "I wrote summary.md" instead of the content.
+    Claim,
+    /// A tool call, or other JSON, written out where prose or a table is declared.
+    NotProse,
+    /// Not valid JSON where `.json` is declared.
+    Json,
+    /// The input handed back (for condensing skills: most of it, word for word).
+    Copy { condenses: bool },
+    /// The same passages over and over.
+    Loop,
+    /// The instructions handed back.
+    Echo(String),
+    /// Not in the declared language.
+    Language(String),
+    /// A rendering of the whole input that leaves much of it out (map skills).
+    Incomplete,
+    /// Headings with no sentence under them, or a few words where a text is asked.
+    Stub,
+}
+
+/// The checks for one declared file of a job.
+#[derive(Debug, Clone)]
+pub struct Acceptance {
+    /// The declared name, placeholders filled.
+    pub file: String,
+    pub kind: FileKind,
+    checks: Vec<Check>,
+    /// The text the job was given: copies, loops and figures are judged against it.
+    source: Option<Arc<str>>,
+    /// Whether figures are checked against the source (skills that condense it).
+    condenses: bool,
+    /// What the model was told besides the document (numbers in it are not invented).
+    given: String,
+}
+
+impl Acceptance {
+    /// The checks for `file` of a job of `skill` with these arguments, given `source`.
+    pub fn new(
+        skill: &Skill,
+        args: &BTreeMap<String, String>,
+        file: &str,
+        source: Option<Arc<str>>,
+    ) -> Acceptance {
+        let language = skill.output_language(args);
+        let condenses = skill.chunking != Chunking::Map && language.is_none();
+        Acceptance::build(
+            file,
+            source,
+            Shape {
+                condenses,
+                whole: skill.chunking == Chunking::Map,
+                language,
+            },
+        )
+    }
+
+    /// The checks for the answer of a workflow's own `prompt` step: a text drawn from the
+    /// document and the steps before it.
+    pub fn composed(file: &str, source: Option<Arc<str>>, language: Option<String>) -> Acceptance {
+        Acceptance::build(
+            file,
+            source,
+            Shape {
+                condenses: true,
+                whole: false,
+                language,
+            },
+        )
+    }
+
+    fn build(file: &str, source: Option<Arc<str>>, shape: Shape) -> Acceptance {
+        let kind = FileKind::of(file);
+        let mut checks = vec![Check::Empty];
+        match kind {
+            FileKind::Prose | FileKind::Table => {
+                checks.extend([Check::Claim, Check::NotProse]);
+                checks.push(Check::Copy {
+                    condenses: shape.condenses,
+                });
+                if kind == FileKind::Prose {
+                    checks.push(Check::Loop);
+                }
+                if let Some(lang) = shape.language {
+                    checks.push(Check::Language(lang));
+                }
+                if shape.whole {
+                    checks.push(Check::Incomplete);
+                }
+                if kind == FileKind::Prose {
+                    checks.push(Check::Stub);
+                }
+            }
+            FileKind::Json => checks.extend([Check::Claim, Check::Json]),
+            FileKind::Binary => {}
+        }
+        Acceptance {
+            file: file.to_string(),
+            kind,
+            checks,
+            source,
+            condenses: shape.condenses,
+            given: String::new(),
+        }
+    }
+
+    /// Also refuse an answer that hands back these instructions (what the model was told
+    /// besides the document).
+    pub fn with_instructions(mut self, instructions: &str) -> Acceptance {
+        // Before the language, completeness and stub checks: an echo is the first thing to
+        // name.
+        let at = self
+            .checks
+            .iter()
+            .position(|c| {
+                matches!(
+                    c,
+                    Check::Language(_) | Check::Incomplete | Check::Stub | Check::Loop
+                )
+            })
+            .unwrap_or(self.checks.len());
+        if self.kind != FileKind::Binary && self.kind != FileKind::Json {
+            self.checks
+                .insert(at, Check::Echo(instructions.to_string()));
+        }
+        self.given = instructions.to_string();
+        self
+    }
+
+    /// The checks, in order.
+    pub fn checks(&self) -> &[Check] {
+        &self.checks
+    }
+
+    /// The first problem of an answer meant to become the file's content.
+    pub fn answer(&self, text: &str) -> Option<Problem> {
+        let source = self.source.as_deref();
+        self.checks.iter().find_map(|c| judge(c, text, source))
+    }
+
+    /// The first problem of a file on disk (a `file_write`, a nested skill's output, a
+    /// step's), read as the file's kind.
+    pub fn file(&self, path: &Path) -> Option<Problem> {
+        let Ok(bytes) = std::fs::read(path) else {
+            return Some(Problem::Missing);
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Some(Problem::Empty);
+        }
+        match self.kind {
+            FileKind::Binary => None,
+            _ => match std::str::from_utf8(&bytes) {
+                Ok(text) => self.answer(text),
+                Err(_) => Some(Problem::Invalid("not UTF-8 text".into())),
+            },
+        }
+    }
+
+    /// The figures of an accepted answer that its source does not hold (condensing skills
+    /// only; empty when there is no source).
+    pub fn ungrounded(&self, text: &str) -> Vec<String> {
+        match &self.source {
+            Some(src) if self.condenses && self.kind == FileKind::Prose => {
+                super::figures::ungrounded(text, src, &self.given)
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// How a skill's answer relates to its input.
+struct Shape {
+    /// It condenses the input (a summary, notes, an analysis): holding most of it word for word
+    /// is a copy, and figures are checked against it.
+    condenses: bool,
+    /// It renders the input whole (a translation, a proofread text).
+    whole: bool,
+    language: Option<String>,
+}
+
+fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
+    let hit = match check {
+        Check::Empty => text.trim().is_empty(),
+        Check::Claim => outputs::looks_like_claim(text),
+        Check::NotProse => outputs::looks_like_tool_call(text) || is_json_text(text),
+        Check::Json => {
+            return serde_json::from_str::<serde_json::Value>(text)
+                .err()
+                .map(|e| Problem::Invalid(format!("not JSON ({e})")));
+        }
+        Check::Copy { condenses } => source.is_some_and(|s| {
+            outputs::is_copy(text, s) || (*condenses && outputs::copies_most(text, s))
+        }),
+        Check::Loop => outputs::is_loop(text, source),
+        Check::Echo(instructions) => outputs::is_echo(text, instructions, source),
+        Check::Language(lang) => outputs::is_wrong_language(text, lang),
+        Check::Incomplete => source.is_some_and(|s| outputs::is_incomplete(text, "a.md", s)),
+        Check::Stub => is_stub(text, source.map_or(0, words)),
+    };
+    hit.then(|| match check {
+        Check::Empty => Problem::Empty,
+        Check::Claim => Problem::Claim,
+        Check::NotProse => Problem::NotProse,
+        Check::Json => unreachable!("returned above"),
+        Check::Copy { .. } => Problem::Copy,
+        Check::Loop => Problem::Loop,
+        Check::Echo(_) => Problem::Echo,
+        Check::Language(lang) => Problem::WrongLanguage(lang.clone()),
+        Check::Incomplete => Problem::Incomplete,
+        Check::Stub => Problem::Stub,
+    })
+}
+
+/// A JSON object or array (or a cut one) where prose was asked: `{"name": "end"}`, a tool call
+/// spelled out, `[{"clause": …}]`.
+fn is_json_text(text: &str) -> bool {
+    let t = outputs::strip_fence(text);
+    let t = t.trim();
+    let opens = t.starts_with("{\"") || t.starts_with("[{") || t.starts_with("{ \"");
+    opens
+        && (serde_json::from_str::<serde_json::Value>(t).is_ok()
+            || t.ends_with('}')
+            || t.ends_with(']')
+            || !t.contains('\n'))
+}
+
+/// Words of running text: white-space separated words holding a letter, and CJK characters
+/// two to a word.
+fn words(text: &str) -> usize {
+    let latin = text
+        .split_whitespace()
+        .filter(|w| {
+            w.chars()
+                .any(|c| c.is_alphabetic() && !crate::llm::limit::is_cjk(c))
+        })
+        .count();
+    let cjk = text
+        .chars()
+        .filter(|c| crate::llm::limit::is_cjk(*c))
+        .count();
+    latin + cjk / 2
+}
+
+/// Headings with nothing under them, or a few words where a text is asked: a file path, a
+/// title, `## Part 1 of 4` four times. A real answer has a line of running text (three words or
+/// more that is not a heading, a rule or a table's frame) and, for a source of some length
+/// (`source_words`), more than a handful of words in all.
+pub fn is_stub(text: &str, source_words: usize) -> bool {
+    let mut body_words = 0;
+    let mut longest = 0;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.chars().all(|c| "-=*_|: ".contains(c)) {
+            continue;
+        }
+        let w = words(l);
+        body_words += w;
+        longest = longest.max(w);
+    }
+    longest < 3 || (body_words < 6 && source_words >= 40)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prose() -> Acceptance {
+        Acceptance::composed(
+            "review.md",
+            Some(Arc::from(
+                "The supplier delivers 200 units by 1 March 2026 for 4,000 EUR.",
+            )),
+            None,
+        )
+    }
+
+    #[test]
+    fn json_and_tool_calls_are_not_prose() {
+        let a = prose();
+        assert_eq!(a.answer("{\"name\": \"end\"}"), Some(Problem::NotProse));
+        assert_eq!(
+            a.answer("{\"name\": \"skill_analyze\", \"arguments\": {\"file\": \"c.txt\"}}"),
+            Some(Problem::NotProse)
+        );
+        assert_eq!(
+            a.answer("[{\"clause\": 1, \"risk\": \"high\"}]"),
+            Some(Problem::NotProse)
+        );
+        // JSON in a .json file is the point.
+        let j = Acceptance::composed("a.json", None, None);
+        assert_eq!(j.answer("{\"name\": \"end\"}"), None);
+        assert!(matches!(j.answer("{\"a\": "), Some(Problem::Invalid(_))));
+    }
+
+    #[test]
+    fn stubs_are_refused_and_short_real_answers_are_not() {
+        assert!(is_stub(
+            "## Part 1 of 4\n# Long Document\n## Part 2 of 4\n# Long Document\n",
+            900
+        ));
+        assert!(is_stub("contracts/service-agreement.txt", 200));
+        assert!(is_stub("# Review\n\n| Item | Detail |\n|---|---|\n", 200));
+        assert!(!is_stub(
+            "The release adds offline mode and fixes two crashes in sync.",
+            200
+        ));
+        assert!(!is_stub(
+            "# 周报\n\n本周完成了登录模块的重构，修复了三个缺陷。",
+            200
+        ));
+        assert!(is_stub("# 周报\n\n登录", 200));
+        // A few words are enough for a document of a few words, not for a long one.
+        assert!(!is_stub("North up, south down.", 9));
+        assert!(is_stub("North up, south down.", 400));
+    }
+
+    #[test]
+    fn the_order_names_the_first_problem() {
+        let a = prose().with_instructions(
+            "Write a review of the contract for the person who signs it, with risks.",
+        );
+        assert_eq!(a.answer("   "), Some(Problem::Empty));
+        assert_eq!(a.answer("I wrote review.md."), Some(Problem::Claim));
+        assert_eq!(
+            a.answer("Write a review of the contract for the person who signs it, with risks."),
+            Some(Problem::Echo)
+        );
+        assert_eq!(a.answer("Risky."), Some(Problem::Stub));
+        assert_eq!(
+            a.answer("The supplier must deliver 200 units by 1 March 2026; the price is fixed."),
+            None
+        );
+    }
+
+    #[test]
+    fn figures_not_in_the_source_are_named() {
+        let a = prose();
+        assert_eq!(
+            a.ungrounded("200 units by 1 March 2026 for 4,000 EUR, due in Q3 2027."),
+            ["Q3", "2027"]
+        );
+        assert!(a.ungrounded("200 units, 4000 EUR, March 2026").is_empty());
+    }
+
+    #[test]
+    fn binary_files_are_only_checked_for_being_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Acceptance::composed("t.xlsx", None, None);
+        let p = dir.path().join("t.xlsx");
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(a.file(&p), Some(Problem::Empty));
+        std::fs::write(&p, b"PK\x03\x04rest").unwrap();
+        assert_eq!(a.file(&p), None);
+        assert_eq!(
+            a.file(&dir.path().join("none.xlsx")),
+            Some(Problem::Missing)
+        );
+    }
+}
