@@ -49,8 +49,9 @@ pub enum Check {
     NotProse,
     /// Not valid JSON where `.json` is declared.
     Json,
-    /// The input handed back (for condensing skills: most of it, word for word).
-    Copy { condenses: bool },
+    /// The input handed back (for skills that condense it, or render it in another language:
+    /// most of it, word for word).
+    Copy { most: bool },
     /// The same passages over and over.
     Loop,
     /// The instructions handed back.
@@ -88,11 +89,17 @@ impl Acceptance {
     ) -> Acceptance {
         let language = skill.output_language(args);
         let condenses = skill.chunking != Chunking::Map && language.is_none();
+        // A translation into another script shares no long passage with its source.
+        let translates = language.as_deref().is_some_and(|target| {
+            let from = source.as_deref().and_then(skills::language_of);
+            from.and_then(outputs::script_of) != outputs::script_of(target)
+        });
         Acceptance::build(
             file,
             source,
             Shape {
                 condenses,
+                translates,
                 whole: skill.chunking == Chunking::Map,
                 language,
             },
@@ -107,6 +114,7 @@ impl Acceptance {
             source,
             Shape {
                 condenses: true,
+                translates: false,
                 whole: false,
                 language,
             },
@@ -120,7 +128,7 @@ impl Acceptance {
             FileKind::Prose | FileKind::Table => {
                 checks.extend([Check::Claim, Check::NotProse]);
                 checks.push(Check::Copy {
-                    condenses: shape.condenses,
+                    most: shape.condenses || shape.translates,
                 });
                 if kind == FileKind::Prose {
                     checks.push(Check::Loop);
@@ -171,6 +179,14 @@ impl Acceptance {
         self
     }
 
+    /// Figures in `text` (everything the model was given: the other documents of a
+    /// comparison, the outputs of earlier steps) count as grounded too.
+    pub fn grounded_in(mut self, text: &str) -> Acceptance {
+        self.given.push('\n');
+        self.given.push_str(text);
+        self
+    }
+
     /// The checks, in order.
     pub fn checks(&self) -> &[Check] {
         &self.checks
@@ -217,6 +233,9 @@ struct Shape {
     /// It condenses the input (a summary, notes, an analysis): holding most of it word for word
     /// is a copy, and figures are checked against it.
     condenses: bool,
+    /// It renders the input in a language of another script: holding most of it word for word
+    /// is a copy.
+    translates: bool,
     /// It renders the input whole (a translation, a proofread text).
     whole: bool,
     language: Option<String>,
@@ -232,9 +251,8 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
                 .err()
                 .map(|e| Problem::Invalid(format!("not JSON ({e})")));
         }
-        Check::Copy { condenses } => source.is_some_and(|s| {
-            outputs::is_copy(text, s) || (*condenses && outputs::copies_most(text, s))
-        }),
+        Check::Copy { most } => source
+            .is_some_and(|s| outputs::is_copy(text, s) || (*most && outputs::copies_most(text, s))),
         Check::Loop => outputs::is_loop(text, source),
         Check::Echo(instructions) => outputs::is_echo(text, instructions, source),
         Check::Language(lang) => outputs::is_wrong_language(text, lang),
@@ -286,22 +304,32 @@ fn words(text: &str) -> usize {
 }
 
 /// Headings with nothing under them, or a few words where a text is asked: a file path, a
-/// title, `## Part 1 of 4` four times. A real answer has a line of running text (three words or
-/// more that is not a heading, a rule or a table's frame) and, for a source of some length
-/// (`source_words`), more than a handful of words in all.
+/// title, `## Part 1 of 4` four times, one closing line of a review. A real answer has a line
+/// of running text (three words or more that is not a heading, a rule or a table's frame) and,
+/// in all, at least a fortieth of its source's words (`source_words`), between 6 and 12: a
+/// summary of a long document in one sentence passes, a disclaimer does not.
 pub fn is_stub(text: &str, source_words: usize) -> bool {
     let mut body_words = 0;
     let mut longest = 0;
+    let mut body_lines = 0;
     for line in text.lines() {
         let l = line.trim();
         if l.is_empty() || l.starts_with('#') || l.chars().all(|c| "-=*_|: ".contains(c)) {
             continue;
         }
+        body_lines += 1;
         let w = words(l);
         body_words += w;
         longest = longest.max(w);
     }
-    longest < 3 || (body_words < 6 && source_words >= 40)
+    if body_lines == 0 {
+        return true;
+    }
+    // A document of a few words may have an answer of a few words.
+    if source_words < 40 {
+        return false;
+    }
+    longest < 3 || body_words < (source_words / 40).clamp(6, 12)
 }
 
 #[cfg(test)]
@@ -353,9 +381,17 @@ mod tests {
             200
         ));
         assert!(is_stub("# 周报\n\n登录", 200));
+        assert!(is_stub("# Title only\n\n---\n", 5));
+        assert!(!is_stub("Summary.", 5));
         // A few words are enough for a document of a few words, not for a long one.
         assert!(!is_stub("North up, south down.", 9));
         assert!(is_stub("North up, south down.", 400));
+        let disclaimer = "This is an automated review. Not legal advice.";
+        assert!(is_stub(disclaimer, 900));
+        assert!(!is_stub(
+            "The agreement runs 24 months at EUR 4,800 a month; the liability cap of three months of fees is low.",
+            900
+        ));
     }
 
     #[test]
@@ -369,7 +405,7 @@ mod tests {
             a.answer("Write a review of the contract for the person who signs it, with risks."),
             Some(Problem::Echo)
         );
-        assert_eq!(a.answer("Risky."), Some(Problem::Stub));
+        assert_eq!(a.answer("# Review"), Some(Problem::Stub));
         assert_eq!(
             a.answer("The supplier must deliver 200 units by 1 March 2026; the price is fixed."),
             None
@@ -384,6 +420,26 @@ mod tests {
             ["Q3", "2027"]
         );
         assert!(a.ungrounded("200 units, 4000 EUR, March 2026").is_empty());
+    }
+
+    #[test]
+    fn a_translation_that_hands_the_source_back_is_a_copy() {
+        let skill = crate::skills::load_str(
+            b"name: t\ndescription: d\nsystem_prompt: p\ntools: []\noutput:\n  files: [t.md]\n  language: '{to}'\nchunking: map\n",
+            crate::skills::SkillSource::File("t.yaml".into()),
+        )
+        .unwrap()
+        .skill;
+        let src = "Notice to all tenants: the water supply in Building B will be shut off on Tuesday, \
+                   18 November, from 09:00 to 13:00 for pipe repairs. Please store enough water.";
+        let args = [("to".to_string(), "chinese".to_string())].into();
+        let a = Acceptance::new(&skill, &args, "t.md", Some(Arc::from(src)));
+        let handed_back = format!(
+            "### 要翻译的文档\n\n{src}\n\n### 解释\n这个文档是关于关闭水供应的通知，请大家提前储存足够的水。"
+        );
+        assert_eq!(a.answer(&handed_back), Some(Problem::Copy));
+        let translated = "致全体住户：B 栋将于 11 月 18 日星期二 09:00 至 13:00 停水，以便维修管道。请储存足够的水。";
+        assert_eq!(a.answer(translated), None);
     }
 
     #[test]

@@ -148,7 +148,10 @@ fn value(written: &str) -> String {
 /// instructions and arguments the answer was given).
 pub fn ungrounded(answer: &str, source: &str, also: &str) -> Vec<String> {
     // A figure tied to a letter ("Q3", "v2") is grounded only as written: Q3 is no month 3.
-    let written: String = source.nfkc().collect::<String>().to_lowercase();
+    let written: String = format!("{source}\n{also}")
+        .nfkc()
+        .collect::<String>()
+        .to_lowercase();
     let known: HashSet<String> = numbers(source)
         .into_iter()
         .chain(numbers(also))

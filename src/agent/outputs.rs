@@ -386,7 +386,7 @@ pub fn is_copy(output: &str, source: &str) -> bool {
     out.len() <= src.len() + src.len() / 5 && holds_whole(&out, &src)
 }
 
-/// Whether `output` holds most of `source` word for word: at least 80% of the source's
+/// Whether `output` holds most of `source` word for word: at least 60% of the source's
 /// [`LOOP_SPAN`]-character passages (white space ignored; sources of 100 characters or more).
 /// For a skill that condenses (a summary, notes, an analysis) that is the input copied out with
 /// headings and points added around it — a copy, however much is added. A real summary of a
@@ -400,7 +400,7 @@ pub fn copies_most(output: &str, source: &str) -> bool {
     let have: std::collections::HashSet<&[char]> = out.windows(LOOP_SPAN).collect();
     let windows = src.len() - LOOP_SPAN + 1;
     let found = src.windows(LOOP_SPAN).filter(|w| have.contains(w)).count();
-    found * 5 >= windows * 4
+    found * 5 >= windows * 3
 }
 
 fn holds_whole(out: &str, src: &str) -> bool {

@@ -263,7 +263,10 @@ pub async fn run_direct(
         without_documents(&ask.system),
         without_documents(fresh[1].content.as_deref().unwrap_or_default())
     );
-    let accept = accept.clone().with_instructions(&instructions);
+    let accept = accept
+        .clone()
+        .with_instructions(&instructions)
+        .grounded_in(fresh[1].content.as_deref().unwrap_or_default());
     let mut messages = fresh.clone();
     let mut round = 0;
     let mut penalised = false;

@@ -42,7 +42,9 @@ fn skill_json(s: &Skill, default_model: &str) -> Value {
         "name": s.name,
         "description": s.description,
         "model": s.model.as_deref().unwrap_or(default_model),
+        "mode": s.mode(),
         "tools": s.tools,
+        "steps": s.steps,
         "max_turns": s.max_turns,
         "args": s.input.args,
         "chunking": s.chunking.as_str(),
@@ -65,6 +67,7 @@ fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitErro
                 s.name.clone(),
                 s.source.kind().to_string(),
                 s.model.clone().unwrap_or_else(|| default_model.into()),
+                s.mode().to_string(),
                 s.tools.join(","),
                 one_line(&s.description),
             ]
@@ -75,12 +78,60 @@ fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitErro
             tr("NAME", "名称"),
             tr("SOURCE", "来源"),
             tr("MODEL", "模型"),
+            tr("MODE", "方式"),
             tr("TOOLS", "工具"),
             tr("DESCRIPTION", "描述"),
         ],
         &rows,
     );
     Ok(Exit::Success)
+}
+
+/// A workflow's steps, one line each: what the step runs, and when.
+fn step_lines(set: &SkillSet, s: &Skill) -> Vec<String> {
+    let width = s
+        .steps
+        .iter()
+        .map(|st| st.id.chars().count())
+        .max()
+        .unwrap_or(0);
+    s.steps
+        .iter()
+        .map(|st| {
+            let what = match &st.run {
+                skills::StepRun::Skill(name) => {
+                    let mode = set.get(name).map_or("?", Skill::mode);
+                    let each = if st.for_each_document {
+                        tr(", for each document", "，逐个文档")
+                    } else {
+                        ""
+                    };
+                    format!("{name} ({mode}{each})")
+                }
+                skills::StepRun::Prompt { .. } => tr("one request", "一次请求").to_string(),
+                skills::StepRun::Join(ids) => format!("{} {}", tr("join", "拼接"), ids.join(" + ")),
+            };
+            let mut line = format!("{:<width$}  {what}", st.id);
+            if let Some(o) = &st.output {
+                line.push_str(&format!(" -> {o}"));
+            }
+            let deps = st.dependencies();
+            if !deps.is_empty() {
+                line.push_str(&format!(
+                    "{}{}",
+                    tr("  after ", "  在其后："),
+                    deps.join(", ")
+                ));
+            }
+            if let Some(w) = &st.when {
+                line.push_str(&format!("{}{}", tr("  when ", "  条件："), w.text));
+            }
+            if st.optional {
+                line.push_str(tr("  (optional)", "（可选）"));
+            }
+            line
+        })
+        .collect()
 }
 
 fn nested_tree_json(set: &SkillSet, name: &str, chain: &mut Vec<String>) -> Value {
@@ -91,8 +142,14 @@ fn nested_tree_json(set: &SkillSet, name: &str, chain: &mut Vec<String>) -> Valu
         return json!({"name": name, "error": "cycle"});
     }
     chain.push(name.to_string());
-    let nested: Vec<Value> = s
-        .nested_skill_names()
+    let mut names: Vec<&str> = Vec::new();
+    for n in s.children() {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let nested: Vec<Value> = names
+        .into_iter()
         .map(|n| nested_tree_json(set, n, chain))
         .collect();
     chain.pop();
@@ -168,6 +225,7 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
             label("model:", "模型："),
             s.model.as_deref().unwrap_or(default_model)
         );
+        println!("{}{}", label("mode:", "方式："), s.mode());
         println!("{}{}", label("max_turns:", "max_turns："), s.max_turns);
         println!(
             "{}{}",
@@ -222,6 +280,12 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
                     one_line(name),
                     tr(" (never run)", "（从不运行）")
                 );
+            }
+        }
+        if s.is_workflow() {
+            println!("{}", tr("steps:", "步骤："));
+            for l in step_lines(set, s) {
+                println!("  {}", crate::sanitize::for_terminal(&l));
             }
         }
         if s.nested_skill_names().next().is_some() {

@@ -79,6 +79,27 @@ pub struct Chunks {
     pub done: u32,
 }
 
+/// One step of a workflow job (docs/skills.md#workflows), as its record tells it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub id: String,
+    /// The skill the step ran; empty for the workflow's own `prompt` step.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub skill: String,
+    /// `succeeded`, `failed` or `skipped`.
+    pub status: String,
+    #[serde(default)]
+    pub requests: u32,
+    #[serde(default)]
+    pub tokens: Tokens,
+    /// The files the step left in the job's folder, relative to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
+    /// Why it failed or was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// One line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
@@ -126,6 +147,16 @@ pub struct JobRecord {
     /// every extractor found far less text than the page draws.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Figures the outputs state that the job's documents do not hold
+    /// (docs/skills.md#figures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ungrounded_figures: Vec<String>,
+    /// Files the job left that its skill does not declare, relative to the job's folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_files: Vec<String>,
+    /// A workflow's steps, in the order they ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepRecord>,
 }
 
 impl JobRecord {
@@ -157,6 +188,9 @@ impl JobRecord {
             served_model: None,
             transcript: None,
             warnings: Vec::new(),
+            ungrounded_figures: Vec::new(),
+            extra_files: Vec::new(),
+            steps: Vec::new(),
         }
     }
 }

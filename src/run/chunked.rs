@@ -30,6 +30,8 @@ pub struct ChunkState {
     pub counts: Option<Chunks>,
     /// Removed once the job's result is committed.
     pub checkpoint: Option<PathBuf>,
+    /// A workflow's steps, as they ended.
+    pub steps: Vec<crate::manifest::StepRecord>,
 }
 
 /// A finished piece, as checkpointed in `done.json`.

@@ -81,16 +81,24 @@ pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> J
 /// Batch mode, and a job that runs the agent loop: refused (`--agent-jobs refuse`).
 pub fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
     let now = Timestamp::now();
+    let skill = &job.skill;
+    let workflow = run
+        .skills
+        .get(skill)
+        .is_some_and(crate::skills::Skill::is_workflow);
+    let message = if workflow {
+        format!(
+            "skill `{skill}` runs a workflow (each step waits for the ones before it), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch"
+        )
+    } else {
+        format!(
+            "skill `{skill}` runs the agent loop (tools between turns), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch"
+        )
+    };
     JobRecord {
         started_at: Some(now),
         finished_at: Some(now),
-        error: Some(JobError::new(
-            ErrorKind::NotBatchable,
-            format!(
-                "skill `{}` runs the agent loop (tools between turns), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch",
-                job.skill
-            ),
-        )),
+        error: Some(JobError::new(ErrorKind::NotBatchable, message)),
         ..base_record(job, cache, run.model(job))
     }
 }
@@ -150,6 +158,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
         transcript.note(&format!("the job failed: {e}"));
     }
     record.chunks = chunks.counts;
+    record.steps = std::mem::take(&mut chunks.steps);
     take_stats(&mut record, &mut stats, job);
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
@@ -169,6 +178,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
     match result {
         Ok(outputs) => {
             record.status = Status::Succeeded;
+            record.extra_files = extra_files(run, job, &outputs, &record.steps);
             record.outputs = outputs;
             // The pieces of a long document are kept until its result is committed.
             if let Some(dir) = &chunks.checkpoint {
@@ -212,6 +222,13 @@ fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     record.tokens = stats.tokens;
     record.served_model = stats.served_model.clone();
     record.warnings = std::mem::take(&mut stats.input_warnings);
+    record.ungrounded_figures = std::mem::take(&mut stats.ungrounded_figures);
+    if !record.ungrounded_figures.is_empty() {
+        let list = record.ungrounded_figures.join(", ");
+        record.warnings.push(format!(
+            "the output states figures the document does not hold: {list}"
+        ));
+    }
     for warning in &record.warnings {
         tracing::warn!(
             job = %crate::sanitize::one_line(&job.input),
@@ -242,20 +259,51 @@ async fn run_in_staging(
         skill,
         transcript: transcript.clone(),
     };
-    let direct = skill.direct_output(&job.args).is_some();
-
+    if skill.is_workflow() {
+        let text = match job.is_dir {
+            true => None,
+            false => Some(document_text(run, job, cache, stats).await?),
+        };
+        let source: Option<Arc<str>> = text.as_deref().map(Arc::from);
+        super::workflow::run(
+            &ctx,
+            cache,
+            source.clone(),
+            staging,
+            stats,
+            &mut chunks.steps,
+        )
+        .await?;
+        return verify(&ctx, staging, source.as_ref());
+    }
     if job.is_dir {
         let message = folder_message(job, run.layout.output_dir());
         ask(&ctx, staging, "", message, None, true, stats).await?;
         return verify(&ctx, staging, None);
     }
     let text = document_text(run, job, cache, stats).await?;
-    let source: Arc<str> = Arc::from(text.as_str());
+    run_text(&ctx, cache, &text, staging, stats, chunks).await
+}
+
+/// A document's job once its text is read: one request (or the agent loop) when it fits,
+/// else its pieces; then its declared outputs are checked. A workflow's skill step runs here
+/// too, on the text its arguments name.
+pub(super) async fn run_text(
+    ctx: &JobCtx<'_>,
+    cache: &JobCache,
+    text: &str,
+    staging: &Path,
+    stats: &mut AgentStats,
+    chunks: &mut super::chunked::ChunkState,
+) -> Result<(), JobError> {
+    let (run, job, skill, transcript) = (ctx.run, ctx.job, ctx.skill, &ctx.transcript);
+    let direct = skill.direct_output(&job.args).is_some();
+    let source: Arc<str> = Arc::from(text);
     let model = run.model(job);
     let mode = skill.chunking;
     let request = run.config.request_budget(&model);
     let budget = crate::chunk::piece_budget(request, mode, direct);
-    let estimate = crate::chunk::tokens(&text);
+    let estimate = crate::chunk::tokens(text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {
             let limited =
@@ -272,25 +320,15 @@ async fn run_in_staging(
                 ),
             ));
         }
-        split(&ctx, cache, &text, budget, staging, stats, chunks).await?;
-        return verify(&ctx, staging, Some(&source));
+        split(ctx, cache, text, budget, staging, stats, chunks).await?;
+        return verify(ctx, staging, Some(&source));
     }
     let extras = extra_texts(run, job).await;
-    let mut message = document_message(job, &text, &extras, direct);
+    let mut message = document_message(job, text, &extras, direct);
     if direct {
         message.push_str(&task_line(job, skill, "the document above"));
     }
-    match ask(
-        &ctx,
-        staging,
-        "",
-        message,
-        Some(source.clone()),
-        true,
-        stats,
-    )
-    .await
-    {
+    match ask(ctx, staging, "", message, Some(source.clone()), true, stats).await {
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
         Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
@@ -298,13 +336,13 @@ async fn run_in_staging(
             transcript.note("the server said the context was exceeded; splitting the document");
             let _ = std::fs::remove_dir_all(staging);
             let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
-            split(&ctx, cache, &text, smaller, staging, stats, chunks).await?;
+            split(ctx, cache, text, smaller, staging, stats, chunks).await?;
         }
         other => {
             other?;
         }
     }
-    verify(&ctx, staging, Some(&source))
+    verify(ctx, staging, Some(&source))
 }
 
 /// The document's text, extracted off the async threads, from the very file that was planned
@@ -414,8 +452,41 @@ async fn extra_texts(run: &RunContext, job: &Job) -> Vec<(String, String)> {
     out
 }
 
-/// The job's declared outputs, checked once more in the folder that will be committed.
+/// The files of a job's folder that its skill does not declare and no step of it wrote
+/// (docs/outputs.md#job-records).
+fn extra_files(
+    run: &RunContext,
+    job: &Job,
+    outputs: &[OutputFile],
+    steps: &[crate::manifest::StepRecord],
+) -> Vec<String> {
+    let Some(skill) = run.skills.get(&job.skill) else {
+        return Vec::new();
+    };
+    let declared = skill.declared_files(&job.args);
+    outputs
+        .iter()
+        .filter_map(|o| {
+            let rel = Path::new(&o.path).strip_prefix(&job.output_rel).ok()?;
+            let name = rel.to_string_lossy().into_owned();
+            let ours = declared
+                .iter()
+                .any(|d| outputs::find_written(d, &[rel.to_path_buf()]).is_some())
+                || steps.iter().any(|s| s.outputs.contains(&name));
+            (!ours).then_some(name)
+        })
+        .collect()
+}
+
+/// The job's declared outputs, checked once more in the folder that will be committed. Files
+/// of nothing are removed first: they are never a result.
 fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result<(), JobError> {
+    for rel in cache::files_under(staging).unwrap_or_default() {
+        let path = staging.join(&rel);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
     let expected = Expected::of(ctx.skill, &ctx.job.args, source.cloned());
     if expected.declared.is_empty() {
         return Ok(());

@@ -22,6 +22,7 @@ mod setup;
 pub mod slots;
 mod stop;
 mod watch;
+mod workflow;
 
 pub use error::RunError;
 

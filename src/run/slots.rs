@@ -59,6 +59,17 @@ impl Slots {
         }
     }
 
+    /// A free slot now, or none (never waits: a job that holds a slot and waited for another
+    /// could wait for ever).
+    pub fn try_acquire(&self) -> bool {
+        let mut s = self.lock();
+        let free = s.in_use < s.limit;
+        if free {
+            s.in_use += 1;
+        }
+        free
+    }
+
     pub fn release(&self) {
         let mut s = self.lock();
         s.in_use = s.in_use.saturating_sub(1);

@@ -206,6 +206,24 @@ impl Skill {
             .chain(self.steps.iter().filter_map(Step::skill))
     }
 
+    /// How a job of this skill runs with its default arguments: `direct` (one request),
+    /// `workflow` (fixed steps) or `agent` (the model chooses tools, turn by turn).
+    pub fn mode(&self) -> &'static str {
+        let defaults: std::collections::BTreeMap<String, String> = self
+            .input
+            .args
+            .iter()
+            .filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d)))
+            .collect();
+        if self.is_workflow() {
+            "workflow"
+        } else if self.direct_output(&defaults).is_some() {
+            "direct"
+        } else {
+            "agent"
+        }
+    }
+
     /// Whether the skill runs as a workflow of fixed steps.
     pub fn is_workflow(&self) -> bool {
         !self.steps.is_empty()

@@ -53,6 +53,9 @@ pub enum StepRun {
         #[serde(skip_serializing_if = "Option::is_none")]
         task: Option<String>,
     },
+    /// No request: the outputs of these steps, joined in this order (a heading line between
+    /// them is theirs to write).
+    Join(Vec<String>),
 }
 
 /// `when:` — `NAME` (the argument is given and not empty), `NAME == VALUE`, `NAME != VALUE`.
@@ -113,9 +116,19 @@ impl Step {
     pub fn dependencies(&self) -> Vec<String> {
         let mut deps = self.needs.clone();
         let mut texts: Vec<&str> = self.args.values().map(String::as_str).collect();
-        if let StepRun::Prompt { prompt, task } = &self.run {
-            texts.push(prompt);
-            texts.extend(task.as_deref());
+        match &self.run {
+            StepRun::Prompt { prompt, task } => {
+                texts.push(prompt);
+                texts.extend(task.as_deref());
+            }
+            StepRun::Join(ids) => {
+                for id in ids {
+                    if !deps.contains(id) {
+                        deps.push(id.clone());
+                    }
+                }
+            }
+            StepRun::Skill(_) => {}
         }
         texts.extend(self.output.as_deref());
         for t in texts {
@@ -132,7 +145,7 @@ impl Step {
     pub fn skill(&self) -> Option<&str> {
         match &self.run {
             StepRun::Skill(s) => Some(s),
-            StepRun::Prompt { .. } => None,
+            StepRun::Prompt { .. } | StepRun::Join(_) => None,
         }
     }
 }
@@ -190,7 +203,8 @@ fn text_field(m: &Mapping, field: &str) -> Result<Option<String>, String> {
 }
 
 const STEP_FIELDS: &[&str] = &[
-    "id", "skill", "prompt", "task", "args", "output", "needs", "when", "optional", "for_each",
+    "id", "skill", "prompt", "task", "join", "args", "output", "needs", "when", "optional",
+    "for_each",
 ];
 
 fn parse_step(i: usize, m: &Mapping, warnings: &mut Vec<String>) -> Result<Step, String> {
@@ -222,13 +236,31 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
     let skill = text_field(m, "skill")?;
     let prompt = text_field(m, "prompt")?;
     let task = text_field(m, "task")?;
-    let run = match (skill, prompt) {
-        (Some(s), None) if !s.trim().is_empty() => StepRun::Skill(s.trim().to_string()),
-        (None, Some(p)) if !p.trim().is_empty() => StepRun::Prompt { prompt: p, task },
-        (Some(_), Some(_)) => {
-            return Err("it has both `skill` and `prompt`: a step runs one".into());
+    let join = match m.get("join") {
+        None | Some(Value::Null) => None,
+        Some(Value::Sequence(v)) if !v.is_empty() => Some(
+            v.iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| "`join` must list step ids".to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => return Err("`join` must list step ids".into()),
+    };
+    let run = match (skill, prompt, join) {
+        (Some(s), None, None) if !s.trim().is_empty() => StepRun::Skill(s.trim().to_string()),
+        (None, Some(p), None) if !p.trim().is_empty() => StepRun::Prompt { prompt: p, task },
+        (None, None, Some(ids)) => StepRun::Join(ids),
+        (None, None, None) => {
+            return Err("it needs `skill` (a skill to run), `prompt` or `join`".into());
         }
-        _ => return Err("it needs `skill` (a skill to run) or `prompt`".into()),
+        _ => {
+            return Err(
+                "it has more than one of `skill`, `prompt` and `join`: a step does one".into(),
+            );
+        }
     };
     let mut args = BTreeMap::new();
     match m.get("args") {
@@ -260,8 +292,8 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
             ));
         }
     }
-    if matches!(run, StepRun::Prompt { .. }) && output.is_none() {
-        return Err("a `prompt` step needs `output`, the file its answer becomes".into());
+    if !matches!(run, StepRun::Skill(_)) && output.is_none() {
+        return Err("a `prompt` or `join` step needs `output`, the file it writes".into());
     }
     let needs = match m.get("needs") {
         None | Some(Value::Null) => Vec::new(),
@@ -381,10 +413,12 @@ mod tests {
         assert!(e.contains("cycle"), "{e}");
         let e = steps("- {id: a, prompt: p}\n").unwrap_err();
         assert!(e.contains("needs `output`"), "{e}");
+        let e = steps("- {id: a, skill: x}\n- {id: b, join: [a, c], output: b.md}\n").unwrap_err();
+        assert!(e.contains("step `c`"), "{e}");
         let e = steps("- {id: a, skill: x}\n- {id: a, skill: y}\n").unwrap_err();
         assert!(e.contains("two steps"), "{e}");
         let e = steps("- {id: a, skill: x, prompt: p}\n").unwrap_err();
-        assert!(e.contains("both"), "{e}");
+        assert!(e.contains("more than one"), "{e}");
     }
 
     #[test]

@@ -561,11 +561,16 @@ fn a_long_documents_reduce_step_is_a_follow_up_batch() {
         let user = req.last_user_text().unwrap_or_default();
         let found = marks(&user);
         if user.contains("results of") {
-            Reply::text(format!("FINAL {}", found.join(" ")))
+            Reply::text(format!(
+                "FINAL {}. {}",
+                found.join(" "),
+                crate::support::FILLER
+            ))
         } else {
             Reply::text(format!(
-                "RESULT-{}",
-                found.first().cloned().unwrap_or_default()
+                "RESULT-{}. {}",
+                found.first().cloned().unwrap_or_default(),
+                crate::support::FILLER
             ))
         }
     });

@@ -1,6 +1,7 @@
 //! Long documents (docs/documents.md#long-documents) against the fake server: split, run,
 //! reassemble — never truncated.
 
+use crate::support::FILLER;
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit};
 use serde_json::{Value, json};
@@ -128,13 +129,16 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
     let api = FakeApi::start(|r| {
         let user = r.last_user_text().unwrap_or_default();
         if user.contains("results of") {
-            return Reply::text(format!("FINAL {}", markers(&document(r)).join(" ")));
+            return Reply::text(format!(
+                "FINAL {}. {FILLER}",
+                markers(&document(r)).join(" ")
+            ));
         }
         let first = markers(&document(r))
             .into_iter()
             .find(|m| m.starts_with("MARK-"))
             .unwrap_or_default();
-        Reply::text(format!("RESULT-{first}"))
+        Reply::text(format!("RESULT-{first}. {FILLER}"))
     });
     let out = env
         .zhi()
@@ -270,7 +274,7 @@ fn a_document_just_under_the_budget_is_not_split() {
     }
     assert!(zhi::chunk::tokens(&doc) <= budget);
     env.write("short.txt", &doc);
-    let api = FakeApi::always(Reply::text("a summary"));
+    let api = FakeApi::always(Reply::text(FILLER));
     let out = env
         .zhi()
         .args([
@@ -301,7 +305,7 @@ fn a_document_just_under_the_budget_is_not_split() {
     let env = TestEnv::new();
     env.write("zhi.yaml", BUDGET);
     env.write("long.txt", format!("{doc}\n\n{}", "more ".repeat(200)));
-    let api = FakeApi::always(Reply::text("a summary"));
+    let api = FakeApi::always(Reply::text(FILLER));
     let out = env
         .zhi()
         .args([

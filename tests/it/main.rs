@@ -34,3 +34,4 @@ mod skills_hostile;
 mod support;
 mod testenv;
 mod token_budget;
+mod workflows;

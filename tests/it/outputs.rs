@@ -3,6 +3,7 @@
 //! with the files its skill declares, a direct skill costs one request, and every job can be
 //! explained from its transcript.
 
+use crate::support::FILLER;
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
 use crate::testenv::{files_under, record, run_skill as run, show};
@@ -324,7 +325,17 @@ fn the_servers_context_window_drives_splitting() {
                 json!({"error": {"code": 400, "message": "request (3100 tokens) exceeds the available context size (1200 tokens), try increasing it", "type": "exceed_context_size_error"}}),
             );
         }
-        Reply::text("A short part summary.")
+        if req
+            .last_user_text()
+            .unwrap_or_default()
+            .contains("results of")
+        {
+            // Combining the parts' results: something shorter than them.
+            return Reply::text(
+                "The committee agreed on its annual plan and the team's next steps.",
+            );
+        }
+        Reply::text(FILLER)
     });
     let out = run(&env, &api, "summarize", &["big.txt"]);
     assert_exit(&out, Exit::Success);
@@ -372,7 +383,7 @@ fn llama_cpp_context_exceeded_splits_the_document() {
                 json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}}),
             );
         }
-        Reply::text("A short summary.")
+        Reply::text(FILLER)
     });
     let out = run(&env, &api, "summarize", &["big.txt"]);
     assert_exit(&out, Exit::Success);

@@ -159,7 +159,7 @@ fn a_long_document_summarised_in_pieces() {
         doc.push_str("word ");
     }
     env.write("long.txt", doc);
-    let api = FakeApi::always(Reply::text("A summary of this part.").with_usage(200, 20));
+    let api = FakeApi::always(Reply::text(crate::support::FILLER).with_usage(200, 20));
     let out = run_skill(&env, &api, "summarize", &["long.txt"]);
     assert_exit(&out, Exit::Success);
     assert_eq!(api.chat_requests().len(), 3, "two pieces and a reduce pass");

@@ -191,7 +191,7 @@ fn map_mode_joins_tex_outputs_like_every_text_type() {
             .collect();
         Reply::tool_calls(vec![(
             "file_write",
-            json!({"path": "notes.tex", "content": format!("\\section{{{}}}", marks.join(" "))}),
+            json!({"path": "notes.tex", "content": format!("\\section{{{}}}\n{}\n", marks.join(" "), crate::support::FILLER)}),
         )])
     });
     let out = env

@@ -339,7 +339,9 @@ fn a_link_inside_an_input_folder_does_not_lead_out_of_it() {
     );
     let api = FakeApi::start(|req| {
         if req.has_tool_result() {
-            Reply::text("done")
+            Reply::text(
+                "The folder holds notes about INSIDE-5521; the other file could not be read.",
+            )
         } else {
             Reply::tool_calls(vec![
                 ("file_read", json!({"path": "box/notes.txt"})),
@@ -617,6 +619,14 @@ fn a_never_ending_tool_loop_ends_with_max_turns() {
 #[test]
 fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
     let env = fast_env();
+    // An agent skill that chooses its helpers (the builtin contract-review is a workflow).
+    env.project_skill(
+        "reviewer.yaml",
+        "name: reviewer\ndescription: Reviews a contract with helpers\nsystem_prompt: Call the helpers, then write review.md.\n\
+         tools: [file_read, ocr, file_write, file_list, analyze, compare, proofread]\nmax_turns: 6\n\
+         input:\n  args:\n    - {name: file, type: file, required: true}\n    - {name: file2, type: file}\n\
+         output:\n  files: [review.md]\n",
+    );
     env.write(
         "contracts/c.txt",
         "Contract v2. The supplier delivers within 30 days. CLAUSE-Z\n",
@@ -637,11 +647,12 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
             } else {
                 "proofread.md"
             };
-            if req.has_tool_result() {
-                Reply::text(format!("wrote {file}"))
-            } else {
-                write_call(file, &format!("# {file}\n"))
-            }
+            // A direct skill called as a tool is one request without tools: its answer is the
+            // file.
+            assert!(req.tools_offered().is_empty(), "{file}: a direct request");
+            Reply::text(format!(
+                "The supplier delivers within 30 days (CLAUSE-Z), says {file}."
+            ))
         } else {
             match req.tool_results().len() {
                 0 => Reply::tool_calls(vec![
@@ -658,7 +669,10 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
                         json!({"file": "contracts/c.txt", "input": "PROOFREAD the wording"}),
                     ),
                 ]),
-                3 => write_call("review.md", "# Review\n"),
+                3 => write_call(
+                    "review.md",
+                    "# Review\n\nDelivery within 30 days, down from 60.\n",
+                ),
                 _ => Reply::text("Review written."),
             }
         };
@@ -667,20 +681,19 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
     let out = run(
         &env,
         &api,
-        "contract-review",
+        "reviewer",
         &["contracts/c.txt", "-a", "file2=contracts/c_old.txt"],
     );
     assert_exit(&out, Exit::Success);
 
-    let job_dir = env.path("out/contract-review/contracts/c.txt");
+    let job_dir = env.path("out/reviewer/contracts/c.txt");
     assert_eq!(
         files_under(&job_dir),
         vec!["analysis.md", "comparison.md", "proofread.md", "review.md"]
     );
 
     let reqs = api.chat_requests();
-    // top: 2 turns (the nested calls, then review.md); each nested skill: 1 turn, as each
-    // stops once its declared file is written.
+    // top: 2 turns (the nested calls, then review.md); each nested skill: 1 direct request.
     assert_eq!(reqs.len(), 5);
     let (mut prompt, mut completion) = (0, 0);
     for r in &reqs {
@@ -727,18 +740,13 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
             "skill_proofread"
         ])
     );
-    assert_eq!(
-        offered["analyze"],
-        names(&["file_list", "file_read", "file_write", "ocr"])
-    );
-    assert_eq!(
-        offered["compare"],
-        names(&["file_list", "file_read", "file_write", "ocr"])
-    );
-    assert_eq!(
-        offered["proofread"],
-        names(&["file_read", "file_write", "ocr"])
-    );
+    for nested in ["analyze", "compare", "proofread"] {
+        assert!(
+            offered[nested].is_empty(),
+            "{nested}: {:?}",
+            offered[nested]
+        );
+    }
     // The nested skills were given the document they were pointed at.
     for r in reqs
         .iter()
@@ -751,7 +759,7 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
         .iter()
         .find(|r| doc_of(r).is_some() && r.tool_results().len() == 3);
     for t in back.expect("the top skill's second turn").tool_results() {
-        assert!(t.content.contains("finished"), "{}", t.content);
+        assert!(t.content.contains("wrote"), "{}", t.content);
     }
 }
 

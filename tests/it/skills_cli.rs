@@ -32,42 +32,18 @@ const BUILTINS: &[(&str, &str, u64, &str)] = &[
         8,
         "file*,file2*",
     ),
-    (
-        "contract-review",
-        "file_read,ocr,file_write,file_list,analyze,compare,proofread",
-        15,
-        "file*,file2",
-    ),
-    (
-        "daily-digest",
-        "file_list,file_read,ocr,file_write,summarize",
-        15,
-        "dir*",
-    ),
+    // Workflows: fixed steps, no tools of their own (docs/skills.md#workflows).
+    ("contract-review", "", 15, "file*,file2"),
+    ("daily-digest", "", 15, "dir*"),
     (
         "invoice-to-excel",
         "file_list,file_read,ocr,file_write,extract-table,reformat",
         15,
         "dir*",
     ),
-    (
-        "meeting-followup",
-        "file_read,ocr,file_write,meeting-notes,summarize,translate",
-        15,
-        "file*,translate_to",
-    ),
-    (
-        "report-polish",
-        "file_read,ocr,file_write,proofread,analyze,reformat",
-        12,
-        "file*,format",
-    ),
-    (
-        "translate-proofread",
-        "file_read,ocr,file_write,translate,proofread",
-        12,
-        "file*,to",
-    ),
+    ("meeting-followup", "", 15, "file*,translate_to"),
+    ("report-polish", "", 15, "file*,format"),
+    ("translate-proofread", "", 15, "file*,to"),
 ];
 
 fn list_json(env: &TestEnv) -> Vec<Value> {
@@ -100,12 +76,20 @@ fn list_json_is_exactly_the_builtins_of_the_spec() {
             .iter()
             .map(|t| t.as_str().unwrap())
             .collect();
-        let mut want_tools: Vec<&str> = tools.split(',').collect();
+        let mut want_tools: Vec<&str> = tools.split(',').filter(|t| !t.is_empty()).collect();
         let mut got_sorted = got_tools.clone();
         want_tools.sort_unstable();
         got_sorted.sort_unstable();
         assert_eq!(got_sorted, want_tools, "{name} tools");
         assert_eq!(s["max_turns"], *turns, "{name} max_turns");
+        let mode = if tools.is_empty() {
+            "workflow"
+        } else if tools.contains("extract-table") || *name == "extract-table" {
+            "agent"
+        } else {
+            "direct"
+        };
+        assert_eq!(s["mode"], mode, "{name} mode");
         assert_eq!(s["model"], "glm-4-flash", "{name} model");
         assert_eq!(s["source"], "builtin");
         assert!(!s["description"].as_str().unwrap().is_empty());
@@ -170,7 +154,7 @@ fn list_table() {
 }
 
 #[test]
-fn show_nested_tree() {
+fn show_draws_a_workflows_steps() {
     let env = TestEnv::new();
     let out = env
         .zhi()
@@ -179,18 +163,17 @@ fn show_nested_tree() {
         .unwrap();
     assert_exit(&out, Exit::Success);
     let text = stdout(&out);
-    let tree: String = text
+    let steps: String = text
         .lines()
-        .skip_while(|l| !l.starts_with("nested skills:"))
+        .skip_while(|l| !l.starts_with("steps:"))
         .take_while(|l| !l.starts_with("system prompt"))
         .collect::<Vec<_>>()
         .join("\n");
-    insta::assert_snapshot!(tree, @r"
-    nested skills:
-    contract-review
-    ├── analyze (builtin, max_turns 8)
-    ├── compare (builtin, max_turns 8)
-    └── proofread (builtin, max_turns 5)
+    insta::assert_snapshot!(steps, @r"
+    steps:
+      analysis    analyze (direct)  (optional)
+      comparison  compare (direct)  when file2
+      review      one request -> review.md  after analysis, comparison
     ");
 
     let out = env
@@ -205,10 +188,9 @@ fn show_nested_tree() {
         .iter()
         .map(|n| n["name"].as_str().unwrap())
         .collect();
-    assert_eq!(nested, ["analyze", "compare", "proofread"]);
-    let sent = v["system_prompt_sent"].as_str().unwrap();
-    assert!(sent.starts_with("Language rule:"), "preamble comes first");
-    assert!(sent.ends_with(v["system_prompt"].as_str().unwrap().trim_end()));
+    assert_eq!(nested, ["analyze", "compare"]);
+    assert_eq!(v["mode"], "workflow");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 3);
 }
 
 #[test]

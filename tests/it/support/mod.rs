@@ -7,3 +7,7 @@ pub mod fake_batch;
 
 pub use fake_api::{FakeApi, Recorded, Reply, ToolResult};
 pub use fake_batch::{FakeBatch, Pace};
+
+/// A model's answer long enough to be a text, not a stub, for a document of any length
+/// (docs/skills.md#declared-outputs), with no figure in it.
+pub const FILLER: &str = "The part describes the plan, the people who run it and what they decided to do next, in plain words that a busy reader can follow.";
