@@ -128,8 +128,10 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
             )));
         }
     }
-    // Unknown fields and clamped values warn (docs/skills.md#validation), never fail.
-    for w in &set.warnings {
+    // Unknown fields and clamped values warn (docs/skills.md#validation), never fail: the
+    // warnings of the skills this run uses, nested ones included, each once.
+    let used: Vec<&str> = requests.iter().map(|r| r.skill.as_str()).collect();
+    for w in set.warnings_for_run(&used) {
         ctx.warn(w);
     }
 
