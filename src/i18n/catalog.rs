@@ -244,7 +244,8 @@ pub const ENTRIES: &[(&str, &str)] = &[
     (" (shard {label})", "（分片 {label}）"),
     ("{input}: too large for one request, and its skill does not split documents (too_large)", "{input}：对一次请求来说太大，而它的技能不拆分文档（too_large）"),
     ("{input}: long document, split into about {pieces} pieces", "{input}：长文档，将拆成约 {pieces} 段"),
-    ("token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size", "令牌估算：每个中日韩字符计 1 个令牌，其他文字每 4 个字符计 1 个令牌；PDF、办公文档和图片按文件大小估算"),
+    ("token estimate: the text a run sends (a PDF's text layer, an office file's text), CJK characters 1 token each, other text 1 token per 4 characters; a page without text (a scan, an image) {n} tokens", "令牌估算：按运行时发送的文本计（PDF 的文字层、办公文档的文字），每个中日韩字符计 1 个令牌，其他文字每 4 个字符计 1 个令牌；没有文字的页面（扫描件、图片）每页计 {n} 个令牌"),
+    ("~: estimated from the file's size (it could not be read here, or is a folder): a rough figure", "~：按文件大小估算（此处无法读取，或是文件夹）：仅为粗略数字"),
     // ---- Skills.
     ("unknown skill `{skill}`; `zhi skills list` shows the available ones", "未知技能 `{skill}`；`zhi skills list` 会列出可用的技能"),
     ("unknown skill `{skill}`; {hint} `zhi skills list` shows the available ones", "未知技能 `{skill}`；{hint}`zhi skills list` 会列出可用的技能"),
