@@ -166,6 +166,13 @@ fn render(s: &RunSummary) -> Vec<String> {
     if let Some(c) = &s.command {
         out.push(format!("  {}{}", tr("command: ", "命令："), one_line(c)));
     }
+    if let Some(m) = &s.model {
+        out.push(format!(
+            "  {}{}",
+            tr("model: ", "模型："),
+            m.describe(crate::i18n::is_chinese())
+        ));
+    }
     let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
     let (started, finished) = (shown(s.started_at), shown(s.finished_at));
     let took = match (s.started_at, s.finished_at) {
