@@ -50,10 +50,17 @@ pub(super) fn find_run(
     };
     let latest = |out: &Path, runs: Vec<RunDir>| {
         runs.into_iter().next_back().ok_or_else(|| {
-            ExitError::usage(format!(
-                "{} has no runs yet (they are kept in .zhi/runs/)",
-                out.display()
-            ))
+            if std::fs::symlink_metadata(out).is_err() {
+                ExitError::usage(format!(
+                    "{} does not exist (give the output folder of a run: -o, or the folder or id of a run)",
+                    out.display()
+                ))
+            } else {
+                ExitError::usage(format!(
+                    "{} has no runs yet (they are kept in .zhi/runs/)",
+                    out.display()
+                ))
+            }
         })
     };
     let Some(run) = run else {

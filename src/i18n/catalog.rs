@@ -651,6 +651,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("{path} is neither a run folder (results.jsonl, manifest.json) nor an output folder with runs in .zhi/runs/", "{path} 既不是运行文件夹（results.jsonl、manifest.json），也不是在 .zhi/runs/ 下有运行记录的输出文件夹"),
     ("{path} has no runs in .zhi/runs/", "{path} 在 .zhi/runs/ 下没有运行记录"),
     ("{path} has no runs yet (they are kept in .zhi/runs/)", "{path} 还没有运行记录（它们保存在 .zhi/runs/ 下）"),
+    ("{path} does not exist (give the output folder of a run: -o, or the folder or id of a run)", "{path} 不存在（请给出运行的输出目录：-o，或某次运行的文件夹或 ID）"),
     ("no run `{run}` in {path} (give a run id from .zhi/runs/, or the path of a run folder)", "{path} 中没有运行 `{run}`（请给出 .zhi/runs/ 下的运行编号，或运行文件夹的路径）"),
     ("`{run}` matches {n} runs in {path}: {list}", "`{run}` 匹配 {path} 中的 {n} 次运行：{list}"),
     ("-o {path} is one of the runs being merged; write the merge to another folder", "-o {path} 是要合并的运行之一；请把合并结果写到别的文件夹"),
