@@ -6,6 +6,9 @@
 //! starts at once with `-j N`, and the first job to end says nothing of the ones still
 //! running. An estimate is given only once there is something to estimate from — a job that
 //! ran and ended, or a piece of each long document running — and never before.
+//!
+//! A job still running past the average is evidence as well: the estimate must grow while it
+//! overruns, never stand still at "a little more" (docs/display.md#progress).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
