@@ -69,13 +69,18 @@ echo "== zhi run summarize examples/docs --base-url $URL"
 "$ZHI" --config "$CONFIG" run summarize examples/docs --base-url "$URL" || status=$?
 echo
 echo "== outputs"
-find "$ZHI_OUTPUT_DIR/summarize" -type f | sort
-find "$ZHI_OUTPUT_DIR/summarize" -type f -name '*.md' -print0 | sort -z |
-  while IFS= read -r -d '' f; do
-    echo "--- $f"
-    cat "$f"
-    echo
-  done
+# A run where every job failed leaves no folder: the manifest below says why.
+if [ -d "$ZHI_OUTPUT_DIR/summarize" ]; then
+  find "$ZHI_OUTPUT_DIR/summarize" -type f | sort
+  find "$ZHI_OUTPUT_DIR/summarize" -type f -name '*.md' -print0 | sort -z |
+    while IFS= read -r -d '' f; do
+      echo "--- $f"
+      cat "$f"
+      echo
+    done
+else
+  echo "(none)"
+fi
 echo "== zhi manifest show"
 "$ZHI" manifest show -o "$ZHI_OUTPUT_DIR" || true
 echo
