@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The quick start without an API key: install zhi (`cargo install --path . --locked`, into
-# ~/.cargo/bin), start a small local model, summarize the sample documents in examples/docs,
-# and show the outputs and the manifest.
+# ~/.cargo/bin), start a small local model, point zhi at it (~/.config/zhi/config.yaml, when
+# there is none yet), summarize the sample documents in examples/docs, and show the outputs,
+# the manifest and what to try next.
 #
 #   examples/local-demo.sh            (from the repository root; LOCAL_LLM_PORT=8085)
 #
-# Needs Rust 1.89 or later, python3 with venv, and curl; about 2.5 GB of disk for the build
-# (target/) and 600 MB for the model (~/.cache/zhi-local-llm), ~540 MB of it downloaded once.
+# Needs Rust 1.89 or later, python3 with venv, and curl; about 1.2 GB of disk for the release
+# build (target/), 600 MB for the model (~/.cache/zhi-local-llm), ~540 MB of it downloaded once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "== installing zhi (cargo install --path . --locked)"
-cargo install --path . --locked --quiet
+if [ ! -x target/release/zhi ]; then
+  echo "building zhi in release mode: the first build takes 10-25 minutes on 2 cores"
+fi
+cargo install --path . --locked
 BIN=${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin
 ZHI=$BIN/zhi
 if [ "$(command -v zhi)" = "$ZHI" ]; then
@@ -32,6 +36,28 @@ fi
 
 URL=$(examples/local-llm/start.sh "${LOCAL_LLM_PORT:-8085}" | tail -n 1)
 echo "local model at $URL"
+
+# Every later zhi command should find the local model with no flag: the user's settings file
+# says where it is, unless there is one already (then it is left alone, and the line to add,
+# or the variable to export, is printed).
+USER_CONFIG=$HOME/.config/zhi/config.yaml
+if [ ! -e "$USER_CONFIG" ]; then
+  mkdir -p "$(dirname "$USER_CONFIG")"
+  cat >"$USER_CONFIG" <<EOF
+# Written by examples/local-demo.sh: zhi uses the local model it started
+# (examples/local-llm/start.sh starts it again, stop.sh stops it). For the Zhipu API instead,
+# delete the base_url line and set ZHI_API_KEY.
+base_url: $URL
+EOF
+  echo "wrote $USER_CONFIG (base_url: $URL): every zhi command now uses the local model"
+elif grep -qxF "base_url: $URL" "$USER_CONFIG"; then
+  echo "$USER_CONFIG already points zhi at the local model"
+else
+  echo "$USER_CONFIG exists and was left as it is; for the local model, add this line to it:"
+  echo "  base_url: $URL"
+  echo "or, for this shell only:"
+  echo "  export ZHI_BASE_URL=$URL"
+fi
 export ZHI_OUTPUT_DIR=${ZHI_OUTPUT_DIR:-zhi-output}
 # Deterministic sampling. zhi asks the server its context window and slots (one slot: one
 # request at a time) by itself.
@@ -43,15 +69,26 @@ echo "== zhi run summarize examples/docs --base-url $URL"
 "$ZHI" --config "$CONFIG" run summarize examples/docs --base-url "$URL" || status=$?
 echo
 echo "== outputs"
-find "$ZHI_OUTPUT_DIR/summarize" -type f | sort
-find "$ZHI_OUTPUT_DIR/summarize" -type f -name '*.md' -print0 | sort -z |
-  while IFS= read -r -d '' f; do
-    echo "--- $f"
-    cat "$f"
-    echo
-  done
+# A run where every job failed leaves no folder: the manifest below says why.
+if [ -d "$ZHI_OUTPUT_DIR/summarize" ]; then
+  find "$ZHI_OUTPUT_DIR/summarize" -type f | sort
+  find "$ZHI_OUTPUT_DIR/summarize" -type f -name '*.md' -print0 | sort -z |
+    while IFS= read -r -d '' f; do
+      echo "--- $f"
+      cat "$f"
+      echo
+    done
+else
+  echo "(none)"
+fi
 echo "== zhi manifest show"
 "$ZHI" manifest show -o "$ZHI_OUTPUT_DIR" || true
 echo
-echo "(the model keeps running for more tries: stop it with examples/local-llm/stop.sh)"
+cat <<EOF
+== next (the README's "After the demo")
+  zhi run summarize ~/some-folder     your own documents, every file under the folder
+  zhi report                          the latest run as one web page (prints a file:// link)
+  zhi skills new brief                your own skill: .zhi/skills/brief.yaml, then zhi run brief …
+(the model keeps running for more tries: stop it with examples/local-llm/stop.sh)
+EOF
 exit $status

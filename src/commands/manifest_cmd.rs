@@ -50,10 +50,17 @@ pub(super) fn find_run(
     };
     let latest = |out: &Path, runs: Vec<RunDir>| {
         runs.into_iter().next_back().ok_or_else(|| {
-            ExitError::usage(format!(
-                "{} has no runs yet (they are kept in .zhi/runs/)",
-                out.display()
-            ))
+            if std::fs::symlink_metadata(out).is_err() {
+                ExitError::usage(format!(
+                    "{} does not exist (give the output folder of a run: -o, or the folder or id of a run)",
+                    out.display()
+                ))
+            } else {
+                ExitError::usage(format!(
+                    "{} has no runs yet (they are kept in .zhi/runs/)",
+                    out.display()
+                ))
+            }
         })
     };
     let Some(run) = run else {
@@ -165,6 +172,13 @@ fn render(s: &RunSummary) -> Vec<String> {
     }
     if let Some(c) = &s.command {
         out.push(format!("  {}{}", tr("command: ", "命令："), one_line(c)));
+    }
+    if let Some(m) = &s.model {
+        out.push(format!(
+            "  {}{}",
+            tr("model: ", "模型："),
+            m.describe(crate::i18n::is_chinese())
+        ));
     }
     let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
     let (started, finished) = (shown(s.started_at), shown(s.finished_at));

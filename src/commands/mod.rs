@@ -100,28 +100,105 @@ pub fn print_json(v: &serde_json::Value) {
     );
 }
 
-/// The kind of extraction a job's input needs and its estimated tokens.
-pub fn estimate(job: &crate::plan::Job, output_dir: &std::path::Path) -> (&'static str, u64) {
+/// Tokens a page without a text layer (a scan, a photo) is counted for: about what OCR reads
+/// off a full page of print.
+pub const OCR_PAGE_TOKENS: u64 = 1_000;
+
+/// What `zhi plan` says a job's input will cost (docs/cli.md#zhi-plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Estimate {
+    /// How the document is read (`text`, `pdf`, `office`, `ocr`, `folder`, `unsupported`).
+    pub extraction: &'static str,
+    /// Estimated input tokens.
+    pub tokens: u64,
+    /// What the figure comes from.
+    pub from: EstimatedFrom,
+}
+
+/// What an estimate was made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EstimatedFrom {
+    /// The text a run will send, counted (a PDF's or office file's text layer, a text file).
+    Text,
+    /// The text layer, and [`OCR_PAGE_TOKENS`] for each page without one.
+    TextAndPages,
+    /// The file's size, when it could not be read here: a rough figure.
+    Size,
+}
+
+impl EstimatedFrom {
+    /// The name `zhi --json plan` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EstimatedFrom::Text => "text",
+            EstimatedFrom::TextAndPages => "text_and_pages",
+            EstimatedFrom::Size => "size",
+        }
+    }
+}
+
+/// The kind of extraction a job's input needs and its estimated tokens: text counted where it
+/// can be read cheaply — text files, a PDF's text layer (no OCR), an office file's text —
+/// pages without text at [`OCR_PAGE_TOKENS`] each; the file's size only when it cannot be read.
+pub fn estimate(job: &crate::plan::Job, output_dir: &std::path::Path) -> Estimate {
+    use crate::extract::DocKind;
+    let counted = |extraction, tokens| Estimate {
+        extraction,
+        tokens,
+        from: EstimatedFrom::Text,
+    };
     if job.is_dir {
         let bytes: u64 = crate::plan::cache::folder_files(&job.path, output_dir)
             .iter()
             .filter_map(|f| std::fs::metadata(job.path.join(f)).ok())
             .map(|m| m.len())
             .sum();
-        return ("folder", bytes / 4);
+        return Estimate {
+            extraction: "folder",
+            tokens: bytes / 4,
+            from: EstimatedFrom::Size,
+        };
     }
-    let size = std::fs::metadata(&job.path).map(|m| m.len()).unwrap_or(0);
-    match crate::extract::doc_kind(&job.path) {
-        Some(crate::extract::DocKind::Pdf) => ("pdf", size / 10),
-        Some(crate::extract::DocKind::Office) => ("office", size / 8),
-        Some(crate::extract::DocKind::Image) => ("ocr", 1_000),
-        Some(crate::extract::DocKind::Text) => match std::fs::read(&job.path) {
-            Ok(bytes) => (
-                "text",
-                crate::llm::text_tokens(&String::from_utf8_lossy(&bytes)),
-            ),
-            Err(_) => ("text", 0),
+    let kind = crate::extract::doc_kind(&job.path);
+    let (extraction, per_byte) = match kind {
+        Some(DocKind::Pdf) => ("pdf", 10),
+        Some(DocKind::Office) => ("office", 8),
+        Some(DocKind::Image) => ("ocr", 0),
+        Some(DocKind::Text) => {
+            // Read as it is, without the encoding detection of a run: planning a large tree
+            // reads every text file.
+            return match std::fs::read(&job.path) {
+                Ok(bytes) => counted(
+                    "text",
+                    crate::llm::text_tokens(&String::from_utf8_lossy(&bytes)),
+                ),
+                Err(_) => counted("text", 0),
+            };
+        }
+        None => return counted("unsupported", 0),
+    };
+    let opts = crate::extract::ExtractOptions {
+        ocr: crate::extract::OcrChoice::Off,
+        ..crate::extract::ExtractOptions::default()
+    };
+    match crate::extract::text_layer(&job.path, &opts) {
+        Ok(layer) => Estimate {
+            extraction,
+            tokens: crate::llm::text_tokens(&layer.text)
+                + u64::from(layer.pages_without_text) * OCR_PAGE_TOKENS,
+            from: if layer.pages_without_text == 0 {
+                EstimatedFrom::Text
+            } else {
+                EstimatedFrom::TextAndPages
+            },
         },
-        None => ("unsupported", 0),
+        Err(_) => {
+            let size = std::fs::metadata(&job.path).map(|m| m.len()).unwrap_or(0);
+            Estimate {
+                extraction,
+                tokens: size.checked_div(per_byte).unwrap_or(OCR_PAGE_TOKENS),
+                from: EstimatedFrom::Size,
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! `zhi report [RUN]`: write a run's HTML report and print where it is. The run is named as
+//! `zhi report [RUN]`: write a run's HTML report and print its absolute `file://` link. The run is named as
 //! for `zhi manifest show`; the report is the only file written, atomically.
 
 use super::{Ctx, print_json};
@@ -6,7 +6,7 @@ use crate::exit::{Exit, ExitError};
 use crate::i18n::{self, tr};
 use crate::manifest::merge::LoadedRun;
 use crate::sanitize::one_line;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The report's file name in the run's folder, unless `--out` names another place.
 pub const REPORT_FILE: &str = "report.html";
@@ -69,20 +69,19 @@ pub fn run(
         ))
     })?;
 
+    // An absolute link a terminal lets a person open, wherever they run it from.
+    let url = reqwest::Url::from_file_path(&path)
+        .map(String::from)
+        .unwrap_or_else(|()| path.display().to_string());
     if ctx.global.json {
         print_json(&serde_json::json!({
             "run_id": loaded.run_id,
             "report": path.display().to_string(),
+            "url": url,
             "jobs": loaded.records.len(),
         }));
     } else {
-        println!("{}", one_line(&shown(&ctx.cwd, &path)));
+        println!("{}", one_line(&url));
     }
     Ok(Exit::Success)
-}
-
-/// The path as the person typed it or as short as it can be said: relative to the working
-/// folder when it is under it.
-fn shown(cwd: &Path, path: &Path) -> String {
-    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
 }

@@ -128,8 +128,10 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
             )));
         }
     }
-    // Unknown fields and clamped values warn (docs/skills.md#validation), never fail.
-    for w in &set.warnings {
+    // Unknown fields and clamped values warn (docs/skills.md#validation), never fail: the
+    // warnings of the skills this run uses, nested ones included, each once.
+    let used: Vec<&str> = requests.iter().map(|r| r.skill.as_str()).collect();
+    for w in set.warnings_for_run(&used) {
         ctx.warn(w);
     }
 
@@ -336,6 +338,7 @@ pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                 "status": line.status,
                 "extraction": line.extraction,
                 "estimated_tokens": line.tokens,
+                "estimated_from": line.from.as_str(),
                 "pieces": line.pieces,
                 "output_dir": job.output_rel.to_string_lossy(),
                 "error": job.problem,
@@ -355,13 +358,19 @@ struct PlanLine {
     extraction: &'static str,
     /// Estimated input tokens.
     tokens: u64,
+    /// What the estimate was made from.
+    from: super::EstimatedFrom,
     /// How many pieces a long document is split into (docs/documents.md#splitting); 0 = too large
     /// to run.
     pieces: u64,
 }
 
 fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCache) -> PlanLine {
-    let (extraction, tokens) = super::estimate(job, &prepared.output_dir);
+    let super::Estimate {
+        extraction,
+        tokens,
+        from,
+    } = super::estimate(job, &prepared.output_dir);
     let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
         let model = prepared.config.models.model_for(s.model.as_deref());
         let budget = u64::from(crate::chunk::piece_budget(
@@ -379,6 +388,7 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
         status: PlanStatus::of(job, cache),
         extraction,
         tokens,
+        from,
         pieces,
     }
 }
@@ -396,7 +406,11 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
                 one_line(&job.input),
                 line.extraction.to_string(),
                 line.status.to_string(),
-                line.tokens.to_string(),
+                // A figure from the file's size is rough: marked.
+                match line.from {
+                    super::EstimatedFrom::Size => format!("~{}", line.tokens),
+                    _ => line.tokens.to_string(),
+                },
             ]
         })
         .collect();
@@ -444,7 +458,13 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
             )),
         }
     }
-    notice(
-        "token estimate: CJK characters count 1 token each, other text 1 token per 4 characters; PDFs, office files and images are estimated from file size",
-    );
+    notice(&format!(
+        "token estimate: the text a run sends (a PDF's text layer, an office file's text), CJK characters 1 token each, other text 1 token per 4 characters; a page without text (a scan, an image) {} tokens",
+        super::OCR_PAGE_TOKENS
+    ));
+    if lines.iter().any(|l| l.from == super::EstimatedFrom::Size) {
+        notice(
+            "~: estimated from the file's size (it could not be read here, or is a folder): a rough figure",
+        );
+    }
 }

@@ -15,11 +15,11 @@ pub fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
     let set = skills::discover(config.config_dir.as_deref(), &ctx.cwd);
     match cmd {
         SkillsCommand::List => {
-            report_load_problems(ctx, &set);
+            report_load_problems(ctx, &set, &[]);
             list(ctx, &set, &config.models.default_model)
         }
         SkillsCommand::Show { name } => {
-            report_load_problems(ctx, &set);
+            report_load_problems(ctx, &set, &[name.as_str()]);
             show(ctx, &set, &name, &config.models.default_model)
         }
         SkillsCommand::Validate { files } => validate(ctx, set, &files),
@@ -27,12 +27,13 @@ pub fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
     }
 }
 
-/// Broken user skill files are skipped, but never silently.
-fn report_load_problems(ctx: &Ctx, set: &SkillSet) {
+/// Broken user skill files are skipped, but never silently; the warnings of the skills in
+/// `about` are shown (those of other skills wait until they are used or validated).
+fn report_load_problems(ctx: &Ctx, set: &SkillSet, about: &[&str]) {
     for e in &set.broken {
         ctx.warn(&format!("skipped skill file {e}"));
     }
-    for w in &set.warnings {
+    for w in set.warnings_about(about) {
         ctx.warn(w);
     }
 }
@@ -325,16 +326,13 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
     if files.is_empty() {
         errors.extend(set.broken.iter().map(ToString::to_string));
         errors.extend(set.strict_errors.iter().map(ToString::to_string));
-        warnings.extend(set.warnings.iter().cloned());
+        let all: Vec<&str> = set.names().collect();
+        warnings.extend(set.warnings_about(&all).into_iter().map(str::to_string));
         errors.extend(set.check_graph(None).iter().map(ToString::to_string));
         checked.extend(set.names().map(str::to_string));
     } else {
         // Files are checked against everything discovered, so they may name other skills.
-        let before = (
-            set.broken.len(),
-            set.strict_errors.len(),
-            set.warnings.len(),
-        );
+        let before = (set.broken.len(), set.strict_errors.len());
         let mut roots = Vec::new();
         for f in files {
             // An Agent Skill is named by its folder or its SKILL.md.
@@ -368,8 +366,13 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
                 .iter()
                 .map(ToString::to_string),
         );
-        warnings.extend(set.warnings[before.2..].iter().cloned());
         let root_refs: Vec<&str> = roots.iter().map(String::as_str).collect();
+        warnings.extend(
+            set.warnings
+                .iter()
+                .filter(|w| w.skill.as_deref().is_some_and(|s| root_refs.contains(&s)))
+                .map(|w| w.text.clone()),
+        );
         for e in set.check_graph(Some(&root_refs)) {
             let file = roots
                 .iter()
@@ -459,7 +462,8 @@ chunking: none
 const SKILL_MD_TEMPLATE: &str = r#"---
 name: __NAME__
 description: What this skill does, in one line (shown by `zhi skills list`)
-# Optional, zhi's own fields (other tools' fields such as license or metadata only warn):
+# The format's license, compatibility, metadata and allowed-tools are accepted (zhi does
+# not use them). Optional, zhi's own fields:
 # tools: [file_read]           # default: none (references/ or assets/ add file_read)
 # model: glm-4-flash
 # max_turns: 5

@@ -393,6 +393,44 @@ pub fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, JobError
     Ok(extracted)
 }
 
+/// What a document holds before any OCR: for an estimate of what a run will send
+/// (`zhi plan`), without the cost of OCR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextLayer {
+    /// The text extraction finds without OCR.
+    pub text: String,
+    /// Pages (PDF pages, slides, sheets; 1 for other files).
+    pub pages: u32,
+    /// Pages with too little text to use: a run reads them by OCR (an image is one).
+    pub pages_without_text: u32,
+}
+
+/// The text layer of `path` and its pages without one ([`TextLayer`]): a PDF's text as
+/// [`extract`] reads it with OCR off, an office file's text, an image as one page without
+/// text. Errors as [`extract`]'s.
+pub fn text_layer(path: &Path, opts: &ExtractOptions) -> Result<TextLayer, JobError> {
+    let kind = doc_kind(path).ok_or_else(|| unsupported(path))?;
+    let len = check_input(path)?;
+    if kind != DocKind::Pdf && len > opts.max_input_bytes {
+        return Err(too_large(len, opts.max_input_bytes));
+    }
+    let whole = |e: Extracted| TextLayer {
+        pages: e.pages.len().max(1) as u32,
+        pages_without_text: 0,
+        text: e.text,
+    };
+    match kind {
+        DocKind::Pdf => pdf::text_layer(path, opts),
+        DocKind::Office => office::extract(path).map(whole),
+        DocKind::Text => text::extract(path, opts).map(whole),
+        DocKind::Image => Ok(TextLayer {
+            text: String::new(),
+            pages: 1,
+            pages_without_text: 1,
+        }),
+    }
+}
+
 /// OCR `path` even where it has a text layer (the agent's `ocr` tool): every page of a PDF is
 /// rasterised and read by the configured engine; an image is read as by [`extract`]. Other
 /// kinds fail with `unsupported_type`.

@@ -184,6 +184,35 @@ pub(super) fn extract(
     })
 }
 
+/// The text layer alone, as [`extract`] reads it but with no OCR: the number of pages, their
+/// text, and how many pages hold no usable text (what OCR would read in a run). For
+/// `zhi plan`'s estimate: a page count and a text layer are a cheap read; OCR is not.
+pub(super) fn text_layer(path: &Path, opts: &ExtractOptions) -> Result<super::TextLayer, JobError> {
+    let mut notes = Notes::default();
+    let poppler = opts
+        .pdftotext
+        .then(|| process::find_program("pdftotext"))
+        .flatten();
+    let (count, pages) = match poppler {
+        Some(program) => read_led_by_pdftotext(path, opts, &program, &mut notes)?,
+        None => read_by_worker(path, opts, &mut notes)?,
+    };
+    let with_text = pages
+        .values()
+        .filter(|p| usable_chars(&p.text) >= opts.min_page_chars)
+        .count() as u32;
+    let text = pages
+        .into_values()
+        .map(|p| p.text)
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Ok(super::TextLayer {
+        text,
+        pages: count,
+        pages_without_text: count.saturating_sub(with_text),
+    })
+}
+
 /// pdftotext reads every page while the worker surveys what each page draws; the worker is
 /// then handed pdftotext's count for each page and reads again, with pdf-extract and lopdf, the
 /// pages where pdftotext found less than the page draws; the fullest text of each page wins.

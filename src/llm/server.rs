@@ -43,6 +43,20 @@ pub struct ServerInfo {
     pub slots: Option<u32>,
     /// The model name the server reports (it may differ from the one asked for).
     pub model: Option<String>,
+    /// What the server says it runs under that name, when it says more than the name: a
+    /// llama.cpp server's model file (`qwen2.5-coder-0.5b-instruct.gguf` behind the alias
+    /// `glm-4-flash`), a vLLM model's `root`. A local server often answers to the name zhi
+    /// asks for whatever it runs; this is what it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_source: Option<String>,
+}
+
+impl ServerInfo {
+    /// What the server runs, for a person: `qwen2.5-coder-0.5b-instruct.gguf`, or the model
+    /// name when that is all it said.
+    pub fn runs(&self) -> Option<&str> {
+        self.model_source.as_deref().or(self.model.as_deref())
+    }
 }
 
 /// Whether `base_url` belongs to a hosted provider whose limits zhi knows. Anything else
@@ -200,6 +214,7 @@ fn absorb(found: &mut ServerInfo, info: Option<ServerInfo>) -> bool {
         context_window: first.context_window.or(second.context_window),
         slots: first.slots.or(second.slots),
         model: first.model.or(second.model),
+        model_source: first.model_source.or(second.model_source),
     };
     found.context_window.is_some()
 }
@@ -239,15 +254,16 @@ fn from_llama_props(v: &Value) -> Option<ServerInfo> {
     if settings.is_none() && v.get("total_slots").is_none() {
         return None;
     }
-    let model = v.get("model_alias").and_then(text).or_else(|| {
-        let path = v.get("model_path").and_then(text)?;
+    let file = v.get("model_path").and_then(text).and_then(|path| {
         let name = path.rsplit(['/', '\\']).next()?;
         Some(name.to_owned()).filter(|n| !n.is_empty())
     });
+    let model = v.get("model_alias").and_then(text).or_else(|| file.clone());
     Some(ServerInfo {
         kind: Some("llama.cpp".to_owned()),
         context_window: settings.and_then(|s| s.get("n_ctx")).and_then(count),
         slots: v.get("total_slots").and_then(count),
+        model_source: file.filter(|f| Some(f) != model.as_ref()),
         model,
     })
 }
@@ -271,11 +287,15 @@ fn from_models(v: &Value, model: &str) -> Option<ServerInfo> {
     } else {
         "openai-compatible"
     };
+    let model = entry.get("id").and_then(text);
+    // vLLM: `root` is the model a `--served-model-name` stands for.
+    let root = entry.get("root").and_then(text);
     Some(ServerInfo {
         kind: Some(kind.to_owned()),
         context_window: max_model_len.or_else(|| meta?.get("n_ctx").and_then(count)),
         slots: None,
-        model: entry.get("id").and_then(text),
+        model_source: root.filter(|r| Some(r) != model.as_ref()),
+        model,
     })
 }
 
@@ -316,6 +336,7 @@ fn from_ollama_show(v: &Value) -> Option<ServerInfo> {
         context_window,
         slots: None,
         model: None,
+        model_source: None,
     })
 }
 
@@ -439,6 +460,7 @@ mod tests {
             context_window: ctx,
             slots,
             model: model.map(str::to_owned),
+            model_source: None,
         }
     }
 
@@ -565,10 +587,15 @@ mod tests {
         });
         let (addr, seen) = serve(route, false).await;
         let found = probe_fast(&client(&format!("http://{addr}/v1"), Some("sk-1")), "m").await;
+        // The alias zhi asked for, and the file the server runs under it.
         assert_eq!(
             found,
-            info("llama.cpp", Some(4096), Some(1), Some("glm-4-flash"))
+            ServerInfo {
+                model_source: Some("qwen.gguf".into()),
+                ..info("llama.cpp", Some(4096), Some(1), Some("glm-4-flash"))
+            }
         );
+        assert_eq!(found.runs(), Some("qwen.gguf"));
         // The first answer with a window ends the probe; the key goes along.
         assert_eq!(paths(&seen), ["/props"]);
         let seen = seen.lock().unwrap();

@@ -60,6 +60,78 @@ pub struct RunSummary {
     pub slowest: Vec<JobLine>,
     /// Lines of `results.jsonl` that did not parse (a crash mid-write).
     pub torn_lines: usize,
+    /// The model zhi asked for, and what the server said answered and runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSeen>,
+}
+
+/// The model of a run: the name zhi asked for, beside what the server said — the model it
+/// said answered, and what it runs under that name (a local server answers to any name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelSeen {
+    /// The name zhi asked for (most jobs', when several).
+    pub asked: String,
+    /// The model the server said answered (most requests').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served: Option<String>,
+    /// What the server says it runs under that name (docs/model-api.md#knowing-the-server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<String>,
+}
+
+impl ModelSeen {
+    /// The model of a run, from its manifest (when it wrote one) and its records.
+    pub fn of(m: Option<&RunManifest>, records: &[JobRecord]) -> Option<ModelSeen> {
+        let asked = most_common(records.iter().map(|r| r.model.as_str()))?;
+        let served = m
+            .and_then(|m| m.served_model.clone())
+            .or_else(|| most_common(records.iter().filter_map(|r| r.served_model.as_deref())));
+        let runs = m
+            .and_then(|m| m.server.as_ref())
+            .and_then(|s| s.model_source.clone());
+        Some(ModelSeen {
+            asked,
+            served,
+            runs,
+        })
+    }
+
+    /// Whether the server said more than the name zhi asked for.
+    pub fn says_more(&self) -> bool {
+        self.runs.is_some() || self.served.as_ref().is_some_and(|s| *s != self.asked)
+    }
+
+    /// `glm-4-flash, answered as glm-4-flash-250414 (the server runs qwen2.5.gguf)`.
+    pub fn describe(&self, zh: bool) -> String {
+        let mut out = one_line(&self.asked);
+        if let Some(served) = self.served.as_ref().filter(|s| **s != self.asked) {
+            out += &if zh {
+                format!("，应答的是 {}", one_line(served))
+            } else {
+                format!(", answered as {}", one_line(served))
+            };
+        }
+        if let Some(runs) = &self.runs {
+            out += &if zh {
+                format!("（服务器运行的是 {}）", one_line(runs))
+            } else {
+                format!(" (the server runs {})", one_line(runs))
+            };
+        }
+        out
+    }
+}
+
+/// The most frequent non-empty name (the first of equals in name order).
+fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in names.filter(|n| !n.is_empty()) {
+        *seen.entry(n).or_default() += 1;
+    }
+    let top = seen.values().copied().max()?;
+    seen.into_iter()
+        .find(|(_, n)| *n == top)
+        .map(|(m, _)| m.to_string())
 }
 
 fn line(r: &super::JobRecord) -> JobLine {
@@ -131,6 +203,7 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
         requests: run.records.iter().map(|r| u64::from(r.requests)).sum(),
         slowest: ran.into_iter().take(SLOWEST).map(line).collect(),
         torn_lines: run.torn_lines,
+        model: ModelSeen::of(m, &run.records),
     }
 }
 
@@ -189,6 +262,14 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
             m.requests
         )
     });
+    // What answered, when the server said more than the name zhi asked for.
+    if let Some(model) = ModelSeen::of(Some(m), records).filter(ModelSeen::says_more) {
+        out.push(format!(
+            "  {}{}",
+            if zh { "模型 " } else { "model " },
+            model.describe(zh)
+        ));
+    }
 
     // Where everything is.
     let output_dir = Path::new(&m.output_dir);

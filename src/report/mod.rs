@@ -496,8 +496,21 @@ impl Page<'_> {
         if !skills.is_empty() {
             let _ = write!(what, "{} {}", self.t("skill", "技能"), list(&skills));
         }
+        if let Some(asked) = s.model.as_ref().map(|m| m.asked.as_str()) {
+            models.insert(asked);
+        }
         if !models.is_empty() {
             let _ = write!(what, " · {} {}", self.t("model", "模型"), list(&models));
+        }
+        // A local server answers to the name zhi asks for, whatever it runs: say what it runs.
+        if let Some(runs) = s.model.as_ref().and_then(|m| m.runs.as_deref()) {
+            let _ = write!(
+                what,
+                " {} <b>{}</b>{}",
+                self.t("(the server runs", "（服务器运行的是"),
+                html::text(runs),
+                self.t(")", "）")
+            );
         }
         if let Some(url) = m.and_then(|m| m.base_url.as_deref()) {
             let _ = write!(what, " · API <code>{}</code>", html::text(url));

@@ -6,6 +6,9 @@
 //! starts at once with `-j N`, and the first job to end says nothing of the ones still
 //! running. An estimate is given only once there is something to estimate from — a job that
 //! ran and ended, or a piece of each long document running — and never before.
+//!
+//! A job still running past the average is evidence as well: the estimate must grow while it
+//! overruns, never stand still at "a little more" (docs/display.md#progress).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,6 +24,11 @@ const SIMULATED: u64 = 4096;
 /// A running job that has run longer than the average is still expected to need this
 /// share of the average: it is not done until it is.
 const OVERRUN_SHARE: f64 = 0.1;
+
+/// ... and this share of the time it has run past the average: a job that overruns the
+/// estimate pushes the estimate out as it goes, instead of leaving it frozen at the share
+/// above (a job twice as long as the average is expected to need half the average more).
+const OVERRUN_GROWTH: f64 = 0.5;
 
 /// A job that is running.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,7 +69,7 @@ pub fn seconds_left(w: &Work) -> Option<f64> {
     if w.running.is_empty() && w.waiting == 0 {
         return Some(0.0);
     }
-    let per_job = mean(w.recent);
+    let per_job = pace(w.recent, w.running);
     let loads = w
         .running
         .iter()
@@ -89,6 +97,25 @@ fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
+/// The seconds a job takes: the mean of the latest jobs that ended, where each running job
+/// (in one piece) that has already run longer than that mean counts too, at the time it has
+/// run so far — the least it will take. One slow job is evidence that jobs are slower than
+/// the ones that ended said, and the estimate grows with it every second it overruns.
+fn pace(recent: &[f64], running: &[Running]) -> Option<f64> {
+    let ended = mean(recent)?;
+    let recent = &recent[recent.len().saturating_sub(RECENT)..];
+    let overrunning: Vec<f64> = running
+        .iter()
+        .filter(|r| r.pieces.is_none() && r.elapsed > ended)
+        .map(|r| r.elapsed)
+        .collect();
+    if overrunning.is_empty() {
+        return Some(ended);
+    }
+    let n = recent.len() + overrunning.len();
+    Some((recent.iter().sum::<f64>() + overrunning.iter().sum::<f64>()) / n as f64)
+}
+
 /// What one running job still needs.
 fn remaining(r: &Running, per_job: Option<f64>) -> Option<f64> {
     match r.pieces {
@@ -100,7 +127,10 @@ fn remaining(r: &Running, per_job: Option<f64>) -> Option<f64> {
         }
         // Split, and no piece answered yet: nothing says how long its pieces take.
         Some(p) if p.left > 0 => None,
-        _ => per_job.map(|d| (d - r.elapsed).max(d * OVERRUN_SHARE)),
+        _ => per_job.map(|d| {
+            let overrun = (r.elapsed - d).max(0.0);
+            (d - r.elapsed).max(d * OVERRUN_SHARE + overrun * OVERRUN_GROWTH)
+        }),
     }
 }
 
@@ -209,6 +239,7 @@ mod tests {
 
     #[test]
     fn a_job_past_the_average_still_needs_some_time() {
+        // The pace becomes (2 + 3) / 2 = 2.5 s; the job is 0.5 s past it: 0.25 + 0.25.
         let running = [plain(3.0)];
         let w = Work {
             wall: 5.0,
@@ -217,7 +248,37 @@ mod tests {
             running: &running,
             waiting: 0,
         };
-        assert!(close(seconds_left(&w), 0.2));
+        assert!(close(seconds_left(&w), 0.5), "{:?}", seconds_left(&w));
+    }
+
+    #[test]
+    fn a_job_that_overruns_the_estimate_pushes_it_out() {
+        // One slot, three documents: the first took 6 s; the second has been running much
+        // longer. The estimate must grow with every second it runs, never stay frozen.
+        let at = |elapsed: f64| {
+            let running = [plain(elapsed)];
+            let w = Work {
+                wall: 6.0 + elapsed,
+                busy: 6.0,
+                recent: &[6.0],
+                running: &running,
+                waiting: 1,
+            };
+            seconds_left(&w).unwrap()
+        };
+        // Within the average: the usual countdown, 6 - 2 + 6.
+        assert!((at(2.0) - 10.0).abs() < 1e-6, "{}", at(2.0));
+        let mut last = at(6.0);
+        for second in 7..=240 {
+            let now = at(f64::from(second));
+            assert!(
+                now >= last + 0.5,
+                "{second} s in: {now} s left, {last} s a second before"
+            );
+            last = now;
+        }
+        // Four minutes in, the estimate speaks of minutes, not of seconds.
+        assert!(last > 180.0, "{last}");
     }
 
     #[test]

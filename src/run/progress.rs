@@ -1,7 +1,8 @@
 //! What a person sees while a run goes: one progress bar on a terminal; plain lines every few
 //! seconds elsewhere (CI, cron), with no control characters. Both show the same numbers: jobs
-//! done of all, running, failed, tokens (added as each answer arrives, not when its job ends),
-//! pieces of long documents, and the time left.
+//! done of all, running (and for how long the longest-running job has run, so a long request
+//! shows as time passing, not as a frozen line), failed, tokens (added as each answer arrives,
+//! not when its job ends), pieces of long documents, and the time left.
 //!
 //! The time left is "—" until it can be estimated, and never comes from the bar's own
 //! arithmetic (elapsed time over position), which counts cached jobs that took no time and
@@ -193,6 +194,10 @@ impl Counters {
             waiting: c.to_run.saturating_sub(c.ran + running.len() as u64),
         };
         let left = eta::seconds_left(&work);
+        let longest = running
+            .iter()
+            .map(|r| r.elapsed)
+            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
         drop(c);
         let chunks_total = self.chunks_total.load(Ordering::Relaxed);
         Snapshot {
@@ -205,6 +210,7 @@ impl Counters {
                 .then(|| (self.chunks_done.load(Ordering::Relaxed), chunks_total)),
             // While anything is left, never "0s".
             left: left.map(|s| (s.round() as u64).max(u64::from(s > 0.0))),
+            longest: longest.map(|s| s as u64),
         }
     }
 }
@@ -221,23 +227,31 @@ pub struct Snapshot {
     pub pieces: Option<(u64, u64)>,
     /// Seconds left, when they can be estimated.
     pub left: Option<u64>,
+    /// Whole seconds the longest-running job has run, while any runs.
+    pub longest: Option<u64>,
 }
 
 impl Snapshot {
-    /// What follows the bar: running, failed, tokens, pieces and the time left.
+    /// What follows the bar: running (with the time the longest-running job has run, from
+    /// its first second on), failed, tokens, pieces and the time left.
     pub fn status(&self, lang: Lang) -> String {
         let tokens = count(self.tokens);
         let left = self
             .left
             .map_or_else(|| "—".to_string(), |s| duration(s, lang));
+        let longest = self
+            .longest
+            .filter(|&s| s > 0 && self.running > 0)
+            .map(|s| running_for(s, lang));
         match lang {
             Lang::En => {
                 let pieces = self
                     .pieces
                     .map(|(d, t)| format!(", pieces {d}/{t}"))
                     .unwrap_or_default();
+                let longest = longest.map(|l| format!(" ({l})")).unwrap_or_default();
                 format!(
-                    "{} running, {} failed, {tokens} tokens{pieces}, ETA {left}",
+                    "{} running{longest}, {} failed, {tokens} tokens{pieces}, ETA {left}",
                     self.running, self.failed
                 )
             }
@@ -246,8 +260,9 @@ impl Snapshot {
                     .pieces
                     .map(|(d, t)| format!("，分块 {d}/{t}"))
                     .unwrap_or_default();
+                let longest = longest.map(|l| format!("（{l}）")).unwrap_or_default();
                 format!(
-                    "进行中 {}，失败 {}，令牌 {tokens}{pieces}，预计剩余 {left}",
+                    "进行中 {}{longest}，失败 {}，令牌 {tokens}{pieces}，剩余 {left}",
                     self.running, self.failed
                 )
             }
@@ -297,6 +312,18 @@ fn duration(secs: u64, lang: Lang) -> String {
         (Lang::Zh, 60..3600) => format!("{m}分{s:02}秒"),
         (Lang::Zh, 3600..86_400) => format!("{h}小时{m:02}分"),
         (Lang::Zh, _) => format!("{d}天{h:02}小时"),
+    }
+}
+
+/// How long a job has run, in at most six columns: to the second for its first hour (so the
+/// display moves every second), then in whole hours, then days: `8s`, `4m05s`, `3h`, `2d`.
+fn running_for(secs: u64, lang: Lang) -> String {
+    match (lang, secs) {
+        (_, 0..3600) => duration(secs, lang),
+        (Lang::En, 3600..86_400) => format!("{}h", secs / 3600),
+        (Lang::En, _) => format!("{}d", secs / 86_400),
+        (Lang::Zh, 3600..86_400) => format!("{}小时", secs / 3600),
+        (Lang::Zh, _) => format!("{}天", secs / 86_400),
     }
 }
 
@@ -432,6 +459,34 @@ mod tests {
     }
 
     #[test]
+    fn a_long_request_shows_time_passing_and_pushes_the_time_left_out() {
+        // Three documents, one slot: the first took 6 s, the second runs for minutes.
+        let c = Counters::new(3);
+        let t0 = Instant::now();
+        c.start_at("a", t0);
+        c.end_at("a", Status::Succeeded, t0 + secs(6.0));
+        // As the scheduler does when a job leaves its slot.
+        c.in_flight.fetch_sub(1, Ordering::Relaxed);
+        c.start_at("b", t0 + secs(6.0));
+        let mut last: Option<Snapshot> = None;
+        for second in 1..=240u64 {
+            let s = c.snapshot_at(t0 + secs(6.0 + second as f64));
+            assert_eq!(s.longest, Some(second));
+            if let Some(last) = &last {
+                assert_ne!(s.status(Lang::En), last.status(Lang::En), "{second} s in");
+                if second > 6 {
+                    assert!(s.left >= last.left, "{second} s in: {s:?} after {last:?}");
+                }
+            }
+            last = Some(s);
+        }
+        assert_eq!(
+            last.unwrap().status(Lang::En),
+            "1 running (4m00s), 0 failed, 0 tokens, ETA 3m14s"
+        );
+    }
+
+    #[test]
     fn a_long_document_counts_its_pieces() {
         let c = Counters::new(1);
         let t0 = Instant::now();
@@ -461,6 +516,7 @@ mod tests {
             tokens: 999_999_999_999,
             pieces: Some((99_999, 99_999)),
             left: Some(99 * 86_400),
+            longest: Some(99 * 86_400),
         }
     }
 
@@ -470,8 +526,9 @@ mod tests {
             let line = worst().line(lang);
             assert!(columns(&line) <= 100, "{} columns: {line}", columns(&line));
             assert!(!line.chars().any(char::is_control), "{line}");
-            // The bar's line: spinner, done/total, at least ten columns of bar, the status.
-            let bar_line = 2 + "99999/99999 ".len() + 10 + 1 + columns(&worst().status(lang));
+            // The bar's line: spinner, done/total, at least eight columns of bar (every number
+            // at its widest at once), the status.
+            let bar_line = 2 + "99999/99999 ".len() + 8 + 1 + columns(&worst().status(lang));
             assert!(
                 bar_line <= 100,
                 "{bar_line} columns: {}",
@@ -490,6 +547,7 @@ mod tests {
             tokens: 1234,
             pieces: None,
             left: None,
+            longest: None,
         };
         assert_eq!(
             s.line(Lang::En),
@@ -497,20 +555,21 @@ mod tests {
         );
         assert_eq!(
             s.line(Lang::Zh),
-            "zhi：完成 3/20，进行中 2，失败 1，令牌 1234，预计剩余 —"
+            "zhi：完成 3/20，进行中 2，失败 1，令牌 1234，剩余 —"
         );
         let s = Snapshot {
             pieces: Some((4, 10)),
             left: Some(7384),
+            longest: Some(65),
             ..s
         };
         assert_eq!(
             s.line(Lang::En),
-            "zhi: 3/20 done, 2 running, 1 failed, 1234 tokens, pieces 4/10, ETA 2h03m"
+            "zhi: 3/20 done, 2 running (1m05s), 1 failed, 1234 tokens, pieces 4/10, ETA 2h03m"
         );
         assert_eq!(
             s.line(Lang::Zh),
-            "zhi：完成 3/20，进行中 2，失败 1，令牌 1234，分块 4/10，预计剩余 2小时03分"
+            "zhi：完成 3/20，进行中 2（1分05秒），失败 1，令牌 1234，分块 4/10，剩余 2小时03分"
         );
     }
 

@@ -85,12 +85,23 @@ pub fn builtin_sources() -> &'static [(&'static str, &'static str)] {
     )
 }
 
+/// A warning from loading a skill: shown when that skill is used or validated, not on every
+/// command that discovers skills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillWarning {
+    /// The skill it is about; `None` for a skill folder that could not be read at all.
+    pub skill: Option<String>,
+    /// `file: message`.
+    pub text: String,
+}
+
 /// Every discovered skill, by name, with what went wrong on the way.
 #[derive(Debug, Default, Clone)]
 pub struct SkillSet {
     skills: BTreeMap<String, Skill>,
-    /// Per-file warnings: `file: message`.
-    pub warnings: Vec<String>,
+    /// Warnings about the skills loaded (a skill replaced by a later one of its name takes
+    /// its warnings with it).
+    pub warnings: Vec<SkillWarning>,
     /// Files that could not be loaded.
     pub broken: Vec<LoadError>,
     /// Problems a run tolerates but `skills validate` reports (e.g. clamped max_turns).
@@ -111,6 +122,33 @@ impl SkillSet {
         self.skills.contains_key(name)
     }
 
+    /// The warnings a command that uses or validates `names` shows, each once: those about
+    /// these skills, and about folders that could not be read.
+    pub fn warnings_about<'a>(&'a self, names: &[&str]) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for w in &self.warnings {
+            let about = w.skill.as_deref().is_none_or(|s| names.contains(&s));
+            if about && !out.contains(&w.text.as_str()) {
+                out.push(&w.text);
+            }
+        }
+        out
+    }
+
+    /// The warnings a run of `skills` shows: those of the skills and of every skill they
+    /// call, nested ones included.
+    pub fn warnings_for_run(&self, skills: &[&str]) -> Vec<&str> {
+        let mut used: Vec<&str> = Vec::new();
+        for s in skills {
+            for nested in self.closure(s) {
+                if !used.contains(&nested.name.as_str()) {
+                    used.push(&nested.name);
+                }
+            }
+        }
+        self.warnings_about(&used)
+    }
+
     /// The error for a skill name that is not here, with the names it may have meant.
     pub fn unknown(&self, name: &str) -> String {
         unknown_skill(name, &crate::suggest::did_you_mean(name, self.names()))
@@ -125,8 +163,14 @@ impl SkillSet {
         match loaded {
             Ok(loaded) => {
                 let label = loaded.skill.source.label();
+                let name = loaded.skill.name.clone();
+                self.warnings.retain(|w| w.skill.as_ref() != Some(&name));
+                let about = |text: String| SkillWarning {
+                    skill: Some(name.clone()),
+                    text,
+                };
                 for w in loaded.warnings {
-                    self.warnings.push(format!("{label}: {w}"));
+                    self.warnings.push(about(format!("{label}: {w}")));
                 }
                 for e in loaded.strict_errors {
                     self.strict_errors.push(LoadError {
@@ -143,13 +187,12 @@ impl SkillSet {
                     };
                     let stem = named.and_then(|s| s.to_str()).unwrap_or_default();
                     if stem != loaded.skill.name {
-                        self.warnings.push(format!(
+                        self.warnings.push(about(format!(
                             "{label}: file name does not match the skill name `{}`",
                             loaded.skill.name
-                        ));
+                        )));
                     }
                 }
-                let name = loaded.skill.name.clone();
                 self.skills.insert(name.clone(), loaded.skill);
                 Some(name)
             }
@@ -194,24 +237,22 @@ impl SkillSet {
                 return None;
             }
         };
-        let label = md.display().to_string();
         let walked = walk_folder(dir);
         let mut resources = Vec::new();
         let mut scripts = Vec::new();
+        // Said of the skill once it has loaded (with the file's name, as every warning).
+        let mut warnings = walked.warnings.clone();
         for (rel, len) in &walked.files {
             let top = rel.split('/').next().unwrap_or_default();
             match top {
-                "references" | "assets" if *len > MAX_RESOURCE_BYTES => self.warnings.push(format!(
-                    "{label}: {rel} is larger than {}, the limit for a skill's resource; it is not readable",
+                "references" | "assets" if *len > MAX_RESOURCE_BYTES => warnings.push(format!(
+                    "{rel} is larger than {}, the limit for a skill's resource; it is not readable",
                     crate::small_file::human_bytes(MAX_RESOURCE_BYTES)
                 )),
                 "references" | "assets" => resources.push((rel.clone(), dir.join(rel))),
                 "scripts" => scripts.push(rel.clone()),
                 _ => {}
             }
-        }
-        for w in &walked.warnings {
-            self.warnings.push(format!("{label}: {w}"));
         }
         let loaded = super::load::load_skill_md(
             &bytes,
@@ -220,6 +261,7 @@ impl SkillSet {
             !resources.is_empty(),
         )
         .map(|mut l| {
+            l.warnings = warnings.into_iter().chain(l.warnings).collect();
             // Instructions that name a script need a shell to follow them.
             let body = &l.skill.system_prompt;
             let used: Vec<&String> = scripts
@@ -376,8 +418,10 @@ fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
         Err(e) => {
-            set.warnings
-                .push(format!("{}: cannot read skill folder: {e}", dir.display()));
+            set.warnings.push(SkillWarning {
+                skill: None,
+                text: format!("{}: cannot read skill folder: {e}", dir.display()),
+            });
             return;
         }
     };

@@ -157,8 +157,9 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
 /// between `---` lines, then the instructions in Markdown, which become the system prompt. `name`
 /// and `description` are required; without `tools` the skill reads only what it is given (plus
 /// `file_read` when the folder has references or assets to read), and without `output` it declares
-/// `response.md`, so an instructions-only skill runs as one direct request. Unknown front matter
-/// (`license`, `allowed-tools`, `metadata`) warns, never fails. `content_hash` is the hash of the
+/// `response.md`, so an instructions-only skill runs as one direct request. The format's other
+/// fields (`license`, `compatibility`, `metadata`, `allowed-tools`) are known and not used;
+/// front matter no format defines warns, never fails. `content_hash` is the hash of the
 /// whole folder.
 pub fn load_skill_md(
     bytes: &[u8],
@@ -200,6 +201,8 @@ pub fn load_skill_md(
     if map.contains_key("system_prompt") {
         warnings.push("unknown front-matter field `system_prompt` ignored".to_string());
     }
+    let mut map = map;
+    take_format_fields(&mut map, &mut warnings);
     let (mut f, odd): (SkillFields, _) = fields(map).map_err(fail)?;
     for k in f.unknown.keys().filter_map(Value::as_str) {
         warnings.push(format!("unknown front-matter field `{k}` ignored"));
@@ -233,6 +236,34 @@ pub fn load_skill_md(
         f.output = Some(Value::Mapping(output));
     }
     load_fields(f, source, content_hash, warnings)
+}
+
+/// The fields the Agent Skills format defines beyond `name` and `description`: known, so
+/// never "unknown", and not used by zhi (`allowed-tools` pre-approves tools in agents that ask
+/// before using one; zhi's tools are the skill's `tools`). Each is taken out of `map`; one of
+/// the wrong shape warns.
+const FORMAT_FIELDS: [&str; 4] = ["license", "compatibility", "metadata", "allowed-tools"];
+
+fn take_format_fields(map: &mut Mapping, warnings: &mut Vec<String>) {
+    for key in FORMAT_FIELDS {
+        let Some(v) = map.remove(key) else { continue };
+        match (key, &v) {
+            (_, Value::Null)
+            | ("metadata", Value::Mapping(_))
+            | ("allowed-tools", Value::Sequence(_))
+            | ("license" | "allowed-tools", Value::String(_)) => {}
+            ("compatibility", Value::String(s)) if s.chars().count() <= 500 => {}
+            ("compatibility", Value::String(_)) => warnings.push(
+                "front-matter field `compatibility` is longer than 500 characters; ignored"
+                    .to_string(),
+            ),
+            ("metadata", _) => warnings
+                .push("front-matter field `metadata` should be a mapping; ignored".to_string()),
+            _ => warnings.push(format!(
+                "front-matter field `{key}` should be a string; ignored"
+            )),
+        }
+    }
 }
 
 /// The front matter and the body of a Markdown file that starts with a `---` line.

@@ -70,8 +70,9 @@ fn an_instructions_only_skill_md_is_one_direct_request_per_document_and_cached()
     });
     let out = run(&env, &api, "brief", "docs");
     assert_exit(&out, Exit::Success);
-    // Front matter zhi does not use warns, never fails.
-    assert!(stderr(&out).contains("license"), "{}", show(&out));
+    // The format's own fields (license, metadata) are known: no warning.
+    assert!(!stderr(&out).contains("license"), "{}", show(&out));
+    assert!(!stderr(&out).contains("unknown"), "{}", show(&out));
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 2, "one request a document");
     for r in &reqs {
@@ -291,4 +292,55 @@ fn skills_new_writes_an_agent_skill_folder_that_validates() {
         .output()
         .unwrap();
     assert_exit(&again, Exit::Usage);
+}
+
+/// The Agent Skills format's fields (`license`, `compatibility`, `metadata`, `allowed-tools`)
+/// never warn; a field no format defines warns when its skill is used, shown, or validated —
+/// once — and never on a run of another skill or on `skills list`.
+#[test]
+fn a_skills_warning_comes_when_it_is_used_or_validated_and_once() {
+    let env = env();
+    env.write(
+        ".zhi/skills/known/SKILL.md",
+        "---\nname: known\ndescription: Fields of the format\nlicense: MIT\n\
+         compatibility: Needs nothing\nmetadata:\n  author: someone\n  version: \"1.0\"\n\
+         allowed-tools: Read\n---\n\nWrite a two-line brief of the document.\n",
+    );
+    env.write(
+        ".zhi/skills/odd/SKILL.md",
+        "---\nname: odd\ndescription: A field no format has\nflavour: spicy\n---\n\n\
+         Write a two-line brief of the document.\n",
+    );
+    let api = FakeApi::always(Reply::text("# Brief\n\nThe budget was approved, on time."));
+    let warned = |out: &std::process::Output| stderr(out).matches("`flavour`").count();
+
+    // Another skill's run, the list: nothing about `odd`.
+    let out = run(&env, &api, "summarize", "docs/a.txt");
+    assert_exit(&out, Exit::Success);
+    assert_eq!(warned(&out), 0, "{}", show(&out));
+    let list = env.zhi().args(["skills", "list"]).output().unwrap();
+    assert_eq!(warned(&list), 0, "{}", show(&list));
+    // Its own run, `skills show` and `skills validate`: once each.
+    let out = run(&env, &api, "odd", "docs");
+    assert_exit(&out, Exit::Success);
+    assert_eq!(warned(&out), 1, "{}", show(&out));
+    for args in [
+        &["skills", "show", "odd"][..],
+        &["skills", "validate"],
+        &["skills", "validate", ".zhi/skills/odd"],
+    ] {
+        let out = env.zhi().args(args).output().unwrap();
+        assert_eq!(warned(&out), 1, "{args:?}: {}", show(&out));
+    }
+    // The format's fields: never a warning, and the skill is valid.
+    let out = run(&env, &api, "known", "docs");
+    assert_exit(&out, Exit::Success);
+    assert!(!stderr(&out).contains("warning"), "{}", show(&out));
+    let out = env
+        .zhi()
+        .args(["skills", "validate", ".zhi/skills/known"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    assert!(stderr(&out).trim().is_empty(), "{}", show(&out));
 }

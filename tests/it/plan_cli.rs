@@ -876,9 +876,63 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
     assert_eq!(row("k/sheet.xlsx")[3], "office");
     let err = stderr(&out);
     assert!(
-        err.contains("CJK characters count 1 token each"),
+        err.contains("CJK characters 1 token each"),
         "the method is stated: {err}"
     );
+}
+
+/// A PDF is estimated from its text layer and its pages, not its size: a page of 68
+/// characters in a file padded to 200 kB (as embedded fonts pad real ones) is about 17 tokens,
+/// not 20,000; a page without text counts as a page to OCR; a PDF that cannot be read is
+/// estimated from its size, and the table marks that figure as rough.
+#[test]
+fn plan_estimates_a_pdf_from_its_text_layer_not_its_size() {
+    use crate::corpus::{BOX, HELLO, byte_flipped, one_page_pdf, stream, text_content};
+    let env = TestEnv::new();
+    let padded = one_page_pdf(
+        BOX,
+        "",
+        &text_content(HELLO),
+        &[stream("", &vec![b'x'; 200_000])],
+    );
+    assert!(padded.len() > 200_000);
+    env.write("k/padded.pdf", &padded);
+    env.write("k/scan.pdf", one_page_pdf(BOX, "", b"", &[]));
+    env.write("k/broken.pdf", byte_flipped(&padded));
+    let jobs = plan_json(&env, &["summarize", "k"]);
+    let by_input: BTreeMap<&str, &Value> = jobs
+        .iter()
+        .map(|j| (j["inputs"][0].as_str().unwrap(), j))
+        .collect();
+    let estimate = |i: &str| {
+        (
+            by_input[i]["estimated_tokens"].as_u64().unwrap(),
+            by_input[i]["estimated_from"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (tokens, from) = estimate("k/padded.pdf");
+    assert!((15..=25).contains(&tokens), "{tokens} tokens");
+    assert_eq!(from, "text");
+    assert_eq!(estimate("k/scan.pdf"), (1000, "text_and_pages".into()));
+    let (tokens, from) = estimate("k/broken.pdf");
+    assert_eq!(from, "size");
+    assert!(tokens > 1000, "{tokens}");
+
+    let out = env.zhi().args(["plan", "summarize", "k"]).output().unwrap();
+    assert_exit(&out, Exit::Success);
+    let table = stdout(&out);
+    let last = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(name))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(last("broken.pdf").starts_with('~'), "{table}");
+    assert!(!last("padded.pdf").starts_with('~'), "{table}");
+    let err = stderr(&out);
+    assert!(err.contains("~: estimated from the file's size"), "{err}");
 }
 
 /// A 2×2 PNG.

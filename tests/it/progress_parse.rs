@@ -46,9 +46,13 @@ pub struct Seen {
     /// `None` for "—".
     pub eta: Option<f64>,
     pub tokens: f64,
+    /// How long the longest-running job has run (`2 running (1m05s)`), when shown.
+    #[allow(dead_code)]
+    pub longest: Option<f64>,
 }
 
-/// The progress numbers in a line: `… 3/20 … 45 tokens, ETA 8s` (bar or plain line).
+/// The progress numbers in a line: `… 3/20 … 2 running (12s) … 45 tokens, ETA 8s` (bar or
+/// plain line).
 pub fn parse(line: &str, at: f64) -> Option<Seen> {
     let words: Vec<&str> = line
         .split(|c: char| c.is_whitespace() || c == ',')
@@ -62,6 +66,12 @@ pub fn parse(line: &str, at: f64) -> Option<Seen> {
         Some(seconds(eta_text)?)
     };
     let tokens_at = words.iter().position(|w| *w == "tokens")?;
+    let longest = words
+        .iter()
+        .position(|w| *w == "running")
+        .and_then(|i| words.get(i + 1))
+        .and_then(|w| w.strip_prefix('(')?.strip_suffix(')'))
+        .and_then(seconds);
     let (done, total) = words.iter().find_map(|w| {
         let (d, t) = w.split_once('/')?;
         Some((d.parse().ok()?, t.parse().ok()?))
@@ -72,5 +82,6 @@ pub fn parse(line: &str, at: f64) -> Option<Seen> {
         total,
         eta,
         tokens: tokens(words[tokens_at.checked_sub(1)?])?,
+        longest,
     })
 }

@@ -4,7 +4,7 @@
 
 use crate::report_fixture::{read, report, run_with_failures, section};
 use crate::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr, stdout};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use zhi::exit::Exit;
 
 /// The only run folder of `out/`.
@@ -165,11 +165,18 @@ fn report_names_runs_like_manifest_show() {
     assert_eq!(v["run_id"], id.as_str());
     assert_eq!(v["jobs"], 5);
     assert!(v["report"].as_str().unwrap().ends_with("report.html"));
+    assert!(
+        Path::new(v["report"].as_str().unwrap()).is_absolute(),
+        "{v}"
+    );
+    assert!(v["url"].as_str().unwrap().starts_with("file:///"), "{v}");
 
-    // What is not there.
-    let cases: [(&[&str], &str); 4] = [
+    // What is not there: a folder without runs, a folder that does not exist.
+    std::fs::create_dir(env.path("empty")).unwrap();
+    let cases: [(&[&str], &str); 5] = [
         (&["-o", "out", "nope"], "no run `nope`"),
-        (&["-o", "elsewhere"], "has no runs yet"),
+        (&["-o", "empty"], "has no runs yet"),
+        (&["-o", "elsewhere"], "elsewhere does not exist"),
         (&["-o", "out", "--out", "missing/r.html"], "no folder"),
         (&["-o", "out", "--out", "reports"], "is a folder"),
     ];
@@ -179,6 +186,18 @@ fn report_names_runs_like_manifest_show() {
         assert!(stderr(&out).contains(says), "{args:?}: {}", show(&out));
         assert!(stdout(&out).is_empty());
     }
+    // `manifest show` finds runs the same way, and says the same.
+    let out = env
+        .zhi()
+        .args(["manifest", "show", "-o", "elsewhere"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        stderr(&out).contains("elsewhere does not exist"),
+        "{}",
+        show(&out)
+    );
 }
 
 /// `ZHI_LANGUAGE=zh`: the page is Chinese and says so; records stay as they were.

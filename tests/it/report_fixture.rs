@@ -44,9 +44,17 @@ pub fn report(env: &TestEnv, args: &[&str], lang: &str) -> PathBuf {
         .output()
         .unwrap();
     assert_exit(&out, Exit::Success);
+    // An absolute file:// link.
     let printed = stdout(&out);
-    let path = env.work.join(printed.trim_end());
-    assert!(path.is_file(), "no report at {}", path.display());
+    let url = reqwest::Url::parse(printed.trim_end())
+        .unwrap_or_else(|e| panic!("not a link ({e}): {printed}"));
+    assert_eq!(url.scheme(), "file", "{printed}");
+    let path = url.to_file_path().unwrap();
+    assert!(
+        path.is_absolute() && path.is_file(),
+        "no report at {}",
+        path.display()
+    );
     path
 }
 

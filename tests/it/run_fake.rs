@@ -896,3 +896,83 @@ fn requests_wait_in_zhi_not_in_a_one_slot_servers_queue() {
         );
     }
 }
+
+/// A local server answers to the name zhi asks for (`glm-4-flash`) whatever it runs: what it
+/// says it runs (llama.cpp's model file) is recorded in the manifest and shown beside that
+/// name by the end of the run, `manifest show` and `zhi report`.
+#[test]
+fn the_model_a_local_server_runs_is_shown_beside_the_name_zhi_asked_for() {
+    let env = TestEnv::new();
+    env.write(
+        "docs/a.txt",
+        "The board approved the budget of 4.2 million.\n",
+    );
+    let api = FakeApi::server(|req: &Recorded| {
+        if req.method == "GET" && req.path == "/props" {
+            return Reply::status(
+                200,
+                json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1,
+                       "model_alias": "glm-4-flash",
+                       "model_path": "/cache/qwen2.5-coder-0.5b-instruct.gguf"}),
+            );
+        }
+        if !req.is_chat() {
+            return Reply::status(404, json!({"error": {"message": "no route"}}));
+        }
+        Reply::text("# Summary\n\nThe board approved the budget.")
+    });
+    let out = run(&env, &api, "summarize", &["docs"]);
+    assert_exit(&out, Exit::Success);
+    let said = "glm-4-flash (the server runs qwen2.5-coder-0.5b-instruct.gguf)";
+    assert!(
+        show(&out).contains(&format!("model {said}")),
+        "{}",
+        show(&out)
+    );
+
+    let runs = env.path("out/.zhi/runs");
+    let run_dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["server"]["model"], "glm-4-flash", "{manifest}");
+    assert_eq!(
+        manifest["server"]["model_source"], "qwen2.5-coder-0.5b-instruct.gguf",
+        "{manifest}"
+    );
+
+    let shown = env
+        .zhi()
+        .args(["manifest", "show", "-o", "out"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&shown).contains(&format!("model: {said}")),
+        "{}",
+        show(&shown)
+    );
+    let json = env
+        .zhi()
+        .args(["--json", "manifest", "show", "-o", "out"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["model"]["asked"], "glm-4-flash", "{v}");
+    assert_eq!(
+        v["model"]["runs"], "qwen2.5-coder-0.5b-instruct.gguf",
+        "{v}"
+    );
+
+    let report = env.zhi().args(["report", "-o", "out"]).output().unwrap();
+    assert_exit(&report, Exit::Success);
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("(the server runs <b>qwen2.5-coder-0.5b-instruct.gguf</b>)"),
+        "{html}"
+    );
+}
