@@ -294,18 +294,35 @@ pub fn cjk_share(text: &str) -> f64 {
     }
 }
 
-/// Whether `answer` is plainly not in `language`: Han-script output with under 30% of its
-/// estimated tokens CJK, or Latin-script output with over 10%. Short answers (under 20
+/// Whether `answer` is plainly not in `language`: Han-script output with under 65% of its
+/// estimated tokens CJK or with English sentences in it, or
+/// Latin-script output with over 10%. Short answers (under 20
 /// estimated tokens) and languages zhi cannot tell by script are not judged.
 pub fn is_wrong_language(answer: &str, language: &str) -> bool {
     if crate::chunk::tokens(answer) < 20 {
         return false;
     }
     match script_of(language) {
-        Some(Script::Han) => cjk_share(answer) < 0.3,
+        Some(Script::Han) => cjk_share(answer) < 0.65 || holds_english(answer),
         Some(Script::Latin) => cjk_share(answer) > 0.1,
         None => false,
     }
+}
+
+/// Whether a text meant to be Chinese or Japanese has English sentences in it: names, terms
+/// and headers stay in Latin letters in such a text, but lowercase English words ("wanted",
+/// "meeting", "soon") do not, beyond one for every twenty CJK characters (a small model's
+/// half-translated sentences).
+fn holds_english(text: &str) -> bool {
+    let english = text
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_lowercase()))
+        .count();
+    let cjk = text
+        .chars()
+        .filter(|c| crate::llm::limit::is_cjk(*c))
+        .count();
+    english >= 6 && english * 20 >= cjk
 }
 
 /// Inputs under this many estimated tokens are not judged for completeness.
@@ -644,6 +661,10 @@ mod tests {
         assert!(is_wrong_language(english, "chinese"));
         assert!(!is_wrong_language(chinese, "chinese"));
         assert!(is_wrong_language(chinese, "english"));
+        // Chinese and English mixed in one text is not a Chinese translation.
+        let mixed = "尊敬的Tom Becker，我希望这消息找到你 well。我 wanted to bring一些更新 on我们的产品 \
+                     sync meeting today。感谢您对这 matter的 attention。我期待听到从你 soon。";
+        assert!(is_wrong_language(mixed, "chinese"));
         assert!(!is_wrong_language(english, "english"));
         // Languages zhi cannot tell, and answers too short to judge, pass.
         assert!(!is_wrong_language(english, "ko"));
