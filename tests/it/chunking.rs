@@ -270,7 +270,7 @@ fn a_document_just_under_the_budget_is_not_split() {
     }
     assert!(zhi::chunk::tokens(&doc) <= budget);
     env.write("short.txt", &doc);
-    let api = FakeApi::always(Reply::text("a summary"));
+    let api = FakeApi::always(Reply::text("The text repeats one word."));
     let out = env
         .zhi()
         .args([
@@ -301,7 +301,7 @@ fn a_document_just_under_the_budget_is_not_split() {
     let env = TestEnv::new();
     env.write("zhi.yaml", BUDGET);
     env.write("long.txt", format!("{doc}\n\n{}", "more ".repeat(200)));
-    let api = FakeApi::always(Reply::text("a summary"));
+    let api = FakeApi::always(Reply::text("The text repeats one word."));
     let out = env
         .zhi()
         .args([
