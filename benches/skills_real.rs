@@ -65,10 +65,7 @@ fn main() {
     let docs = make_docs(&work);
     let pairs = make_pairs(&work);
 
-    let (url, server) = match std::env::var("ZHI_BENCH_LLM_URL") {
-        Ok(u) if !u.is_empty() => (u, None),
-        _ => start_server(),
-    };
+    let (url, server) = common::local_model(8087);
     let only: Option<BTreeSet<String>> = std::env::var("ZHI_BENCH_SKILLS")
         .ok()
         .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
@@ -124,12 +121,7 @@ fn main() {
         eprintln!("{name}: {}/{} succeeded", row.succeeded, row.jobs);
         rows.push((name.clone(), row));
     }
-    if let Some(dir) = server {
-        let _ = Command::new("bash")
-            .arg(repo().join("examples/local-llm/stop.sh"))
-            .arg(dir)
-            .status();
-    }
+    common::stop_local_model(server);
 
     let table = render(&rows);
     println!("{table}");
@@ -140,29 +132,6 @@ fn main() {
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn start_server() -> (String, Option<PathBuf>) {
-    let dir = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("zhi-local-llm");
-    let out = Command::new("bash")
-        .arg(repo().join("examples/local-llm/start.sh"))
-        .arg("8087")
-        .arg(&dir)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run examples/local-llm/start.sh");
-    assert!(out.status.success(), "the local model did not start");
-    let url = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    (url, Some(dir))
 }
 
 /// The fixed set, in `work/docs/`: what cannot be had here (no fetched documents, no

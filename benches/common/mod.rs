@@ -1,5 +1,6 @@
 //! Helpers shared by the benches that drive programs: timing a child with its peak memory,
-//! finding programs, and the fetched real documents (`scripts/fetch-test-docs.sh`).
+//! finding programs, the fetched real documents (`scripts/fetch-test-docs.sh`), and the
+//! project's local model.
 
 #![allow(dead_code)]
 
@@ -157,5 +158,46 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
     );
     for r in rows {
         line(r.iter().map(String::as_str).collect());
+    }
+}
+
+/// The local model's base URL: `ZHI_BENCH_LLM_URL` when set (a running server, left running),
+/// else the project's own llama.cpp server started on `port` (`examples/local-llm/start.sh`),
+/// with the folder to give [`stop_local_model`] at the end.
+pub fn local_model(port: u16) -> (String, Option<PathBuf>) {
+    if let Ok(url) = std::env::var("ZHI_BENCH_LLM_URL")
+        && !url.is_empty()
+    {
+        return (url, None);
+    }
+    let dir = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join("zhi-local-llm");
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/local-llm/start.sh"))
+        .arg(port.to_string())
+        .arg(&dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run examples/local-llm/start.sh");
+    assert!(out.status.success(), "the local model did not start");
+    let url = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    (url, Some(dir))
+}
+
+/// Stop the server [`local_model`] started (nothing when it used a running one).
+pub fn stop_local_model(dir: Option<PathBuf>) {
+    if let Some(dir) = dir {
+        let _ = Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/local-llm/stop.sh"))
+            .arg(dir)
+            .status();
     }
 }

@@ -191,7 +191,7 @@ pub fn direct_system_prompt(skill: &Skill, file: &str) -> String {
         _ => "the Markdown itself",
     };
     format!(
-        "{}\n\nYour answer is saved as the result file as it is, so answer with {what}: nothing before or after it, no remarks about what you did, no tool calls.",
+        "{}\n\nYour answer is saved as the result file as it is: answer with {what}, no remarks, no tool calls.",
         skills::system_prompt(skill)
     )
 }

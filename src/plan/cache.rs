@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// Bumped whenever the way zhi talks to the model changes (preamble, message layout, tools):
 /// outputs made under another version are redone.
-pub const PROMPT_VERSION: &str = "zhi-prompt-1";
+pub const PROMPT_VERSION: &str = "zhi-prompt-2";
 
 /// The latest usable record of each job id in an output folder.
 #[derive(Debug, Default)]

@@ -6,10 +6,9 @@ use super::Skill;
 
 /// Prepended to every system prompt.
 pub const LANGUAGE_PREAMBLE: &str = "\
-Language rule: write your answer and every file you write in the language of the input \
-document. If an argument names a target language (`to`, `translate_to`, `target`), write \
-what is meant for that language entirely in it. Headings, labels, list markers and table \
-headers follow the same rule. Never mix languages within one text.";
+Language rule: write in the language of the input document or, when an argument (`to`, \
+`translate_to`, `target`) names a target language, in that one; headings, labels and table \
+headers too. Never mix languages in one text.";
 
 /// The system prompt sent to the model: the preamble, then the skill's own prompt.
 pub fn system_prompt(skill: &Skill) -> String {

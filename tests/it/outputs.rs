@@ -491,7 +491,7 @@ fn an_answer_that_echoes_its_instructions_is_not_a_result() {
     );
     // What a 0.5B model says when its prompt ends with the rules: the rules' last words.
     let api = FakeApi::always(Reply::text(
-        "nothing before or after it, no remarks about what you did, no tool calls.",
+        "Your answer is saved as the result file as it is: answer with the Markdown itself, no remarks, no tool calls.",
     ));
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
     assert_exit(&out, Exit::JobsFailed);
