@@ -127,14 +127,15 @@ impl Acceptance {
         match kind {
             FileKind::Prose | FileKind::Table => {
                 checks.extend([Check::Claim, Check::NotProse]);
+                // A text in the wrong language is named so before anything else it is.
+                if let Some(lang) = shape.language {
+                    checks.push(Check::Language(lang));
+                }
                 checks.push(Check::Copy {
                     most: shape.condenses || shape.translates,
                 });
                 if kind == FileKind::Prose {
                     checks.push(Check::Loop);
-                }
-                if let Some(lang) = shape.language {
-                    checks.push(Check::Language(lang));
                 }
                 if shape.whole {
                     checks.push(Check::Incomplete);
@@ -159,15 +160,15 @@ impl Acceptance {
     /// Also refuse an answer that hands back these instructions (what the model was told
     /// besides the document).
     pub fn with_instructions(mut self, instructions: &str) -> Acceptance {
-        // Before the language, completeness and stub checks: an echo is the first thing to
-        // name.
+        // Before the copy, loop, completeness and stub checks: an echo is the first thing to
+        // name once the language is right.
         let at = self
             .checks
             .iter()
             .position(|c| {
                 matches!(
                     c,
-                    Check::Language(_) | Check::Incomplete | Check::Stub | Check::Loop
+                    Check::Copy { .. } | Check::Incomplete | Check::Stub | Check::Loop
                 )
             })
             .unwrap_or(self.checks.len());
@@ -423,7 +424,7 @@ mod tests {
     }
 
     #[test]
-    fn a_translation_that_hands_the_source_back_is_a_copy() {
+    fn a_translation_that_hands_the_source_back_is_refused() {
         let skill = crate::skills::load_str(
             b"name: t\ndescription: d\nsystem_prompt: p\ntools: []\noutput:\n  files: [t.md]\n  language: '{to}'\nchunking: map\n",
             crate::skills::SkillSource::File("t.yaml".into()),
@@ -437,7 +438,10 @@ mod tests {
         let handed_back = format!(
             "### 要翻译的文档\n\n{src}\n\n### 解释\n这个文档是关于关闭水供应的通知，请大家提前储存足够的水。"
         );
-        assert_eq!(a.answer(&handed_back), Some(Problem::Copy));
+        assert!(matches!(
+            a.answer(&handed_back),
+            Some(Problem::Copy | Problem::WrongLanguage(_))
+        ));
         let translated = "致全体住户：B 栋将于 11 月 18 日星期二 09:00 至 13:00 停水，以便维修管道。请储存足够的水。";
         assert_eq!(a.answer(translated), None);
     }
