@@ -77,6 +77,8 @@ pub struct Acceptance {
     condenses: bool,
     /// What the model was told besides the document (numbers in it are not invented).
     given: String,
+    /// Texts the answer was drawn from, each of which it may not copy out on its own.
+    parts: Vec<Arc<str>>,
 }
 
 impl Acceptance {
@@ -154,6 +156,7 @@ impl Acceptance {
             source,
             condenses: shape.condenses,
             given: String::new(),
+            parts: Vec::new(),
         }
     }
 
@@ -188,6 +191,13 @@ impl Acceptance {
         self
     }
 
+    /// An answer drawn from several texts may not copy out any one of them (a digest's
+    /// overview that is one document's summary).
+    pub fn with_parts(mut self, parts: &[Arc<str>]) -> Acceptance {
+        self.parts = parts.to_vec();
+        self
+    }
+
     /// The checks, in order.
     pub fn checks(&self) -> &[Check] {
         &self.checks
@@ -196,7 +206,17 @@ impl Acceptance {
     /// The first problem of an answer meant to become the file's content.
     pub fn answer(&self, text: &str) -> Option<Problem> {
         let source = self.source.as_deref();
-        self.checks.iter().find_map(|c| judge(c, text, source))
+        self.checks.iter().find_map(|c| match c {
+            Check::Copy { most: true }
+                if self
+                    .parts
+                    .iter()
+                    .any(|p| outputs::is_copy(text, p) || outputs::copies_most(text, p)) =>
+            {
+                Some(Problem::Copy)
+            }
+            _ => judge(c, text, source),
+        })
     }
 
     /// The first problem of a file on disk (a `file_write`, a nested skill's output, a

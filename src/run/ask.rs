@@ -26,6 +26,9 @@ pub(super) struct JobCtx<'a> {
     pub job: &'a Job,
     pub skill: &'a Skill,
     pub transcript: Arc<Transcript>,
+    /// The separate texts a workflow's own request is given (the document, each step's
+    /// output): its answer may not copy out any one of them (docs/skills.md#workflows).
+    pub inputs: Vec<Arc<str>>,
 }
 
 /// Run the job's skill once on `message` in a sandbox writing to `dir` (created), with the
@@ -55,7 +58,7 @@ pub(super) async fn ask(
         Expected::of(skill, &job.args, source.clone()).declared,
     );
     if let Some(file) = skill.direct_output(&job.args) {
-        let accept = Acceptance::new(skill, &job.args, &file, source);
+        let accept = Acceptance::new(skill, &job.args, &file, source).with_parts(&ctx.inputs);
         runner::run_direct(&env, DirectAsk::of(skill, &file, message), &accept, stats).await?;
         return Ok((String::new(), sandbox.written()));
     }

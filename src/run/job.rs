@@ -258,6 +258,7 @@ async fn run_in_staging(
         job,
         skill,
         transcript: transcript.clone(),
+        inputs: Vec::new(),
     };
     if skill.is_workflow() {
         let text = match job.is_dir {

@@ -35,6 +35,8 @@ struct Ended {
     outputs: Vec<String>,
     /// The text of its output (for a `for_each` step, every document's, each under its name).
     text: Option<String>,
+    /// Its texts one by one (a `for_each` step's, one per document).
+    pieces: Vec<String>,
 }
 
 /// What one step came to.
@@ -181,6 +183,7 @@ async fn run_step(
                 succeeded: false,
                 outputs: Vec::new(),
                 text: None,
+                pieces: Vec::new(),
             };
             (ended, fatal)
         }
@@ -486,6 +489,7 @@ async fn run_child(
         job: &sub_job,
         skill: child,
         transcript: ctx.transcript.clone(),
+        inputs: Vec::new(),
     };
     let sub_cache = step_cache(cache, sub_job.id.as_str());
     let mut chunks = ChunkState::default();
@@ -540,6 +544,10 @@ fn place(
     Ok(Ended {
         succeeded: true,
         outputs,
+        pieces: (!text.is_empty())
+            .then(|| text.clone())
+            .into_iter()
+            .collect(),
         text: (!text.is_empty()).then_some(text),
     })
 }
@@ -564,6 +572,7 @@ fn place_one(staging: &Path, dir: &Path, from: &str, to: &str) -> Result<Ended, 
     Ok(Ended {
         succeeded: true,
         outputs: vec![to.to_string()],
+        pieces: text.iter().cloned().collect(),
         text,
     })
 }
@@ -592,6 +601,7 @@ async fn for_each(
     let docs = crate::plan::cache::folder_files(&job.path, ctx.run.layout.output_dir());
     let mut outputs = Vec::new();
     let mut text = String::new();
+    let mut pieces = Vec::new();
     let mut failures = Vec::new();
     for rel in &docs {
         let display = format!(
@@ -649,6 +659,7 @@ async fn for_each(
                     let one = place_one(staging, &dir, &found.to_string_lossy(), &to)?;
                     if let Some(t) = one.text {
                         text.push_str(&format!("## {display}\n\n{}\n\n", t.trim()));
+                        pieces.push(t);
                     }
                     outputs.extend(one.outputs);
                 }
@@ -679,6 +690,7 @@ async fn for_each(
         succeeded: true,
         outputs,
         text: Some(text),
+        pieces,
     })
 }
 
@@ -699,6 +711,17 @@ async fn prompt_step(
     let (run, job, workflow) = (ctx.run, ctx.job, ctx.skill);
     let own = Skill {
         system_prompt: fill(prompt, values),
+        // One request on what it is given, whatever the job's input is (a folder too).
+        input: crate::skills::InputSpec {
+            description: None,
+            args: vec![crate::skills::ArgSpec {
+                name: "file".into(),
+                kind: ArgType::File,
+                required: true,
+                default: None,
+                description: None,
+            }],
+        },
         tools: Vec::new(),
         steps: Vec::new(),
         chunking: crate::skills::Chunking::None,
@@ -719,7 +742,11 @@ async fn prompt_step(
         .filter_map(|id| ended.get(id).map(|e| (id, e)))
         .filter(|(_, e)| e.succeeded)
         .filter_map(|(id, e)| {
-            let name = e.outputs.first().cloned().unwrap_or_else(|| id.clone());
+            // One file by its name; a step of many (one per document) by the step's.
+            let name = match e.outputs.as_slice() {
+                [one] => one.clone(),
+                _ => id.to_string(),
+            };
             e.text.clone().map(|t| (name, t))
         })
         .collect();
@@ -759,11 +786,22 @@ async fn prompt_step(
     }
     message.push_str(&language_line(job, source.as_deref().unwrap_or(&all)));
     message.push_str(&task_line(job, &own, "the document above"));
+    let mut parts: Vec<Arc<str>> = step
+        .dependencies()
+        .iter()
+        .filter_map(|id| ended.get(id))
+        .flat_map(|e| e.pieces.iter())
+        .map(|t| Arc::from(t.as_str()))
+        .collect();
+    if with_doc && let Some(src) = &source {
+        parts.push(src.clone());
+    }
     let sub = JobCtx {
         run,
         job,
         skill: &own,
         transcript: ctx.transcript.clone(),
+        inputs: parts,
     };
     let part = format!("step-{}", step.id);
     ask(

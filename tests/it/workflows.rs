@@ -370,3 +370,78 @@ fn skills_validate_names_a_workflow_that_writes_no_declared_file() {
         "{err}"
     );
 }
+
+/// The summary the fake gives of each note, by its name.
+fn note_summary(r: &Recorded) -> String {
+    let doc = r.input_document();
+    let what = if doc.contains("sales") {
+        "Two customers signed contracts and the pipeline for the fourth quarter grew."
+    } else if doc.contains("incident") {
+        "The nightly backup failed because the disk was full; old snapshots were deleted."
+    } else {
+        "The payment gateway bug is fixed and a load test went well on Friday."
+    };
+    what.to_string()
+}
+
+fn notes_env() -> TestEnv {
+    let env = env();
+    env.write("notes/sales.txt", "Sales: Harbor Foods and Keller Bau signed; the pipeline for the fourth quarter grew again this week.\n");
+    env.write("notes/incident.txt", "Incident: the nightly backup failed because the backup disk was full; snapshots older than a month were deleted.\n");
+    env.write("notes/standup.txt", "Standup: the payment gateway timeout bug is fixed and deployed; the load test on Friday went well.\n");
+    env
+}
+
+#[test]
+fn daily_digest_is_a_request_per_document_and_one_overview() {
+    let env = notes_env();
+    let api = FakeApi::start(|r: &Recorded| {
+        if r.system_prompt()
+            .unwrap_or_default()
+            .contains("short summaries")
+        {
+            Reply::text(
+                "# Digest\n\nTwo customers signed, the backup failed on a full disk and the payment bug is fixed.",
+            )
+        } else {
+            Reply::text(note_summary(r))
+        }
+    });
+    let out = run(&env, &api, "daily-digest", &["notes"]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(api.chat_requests().len(), 4, "{}", show(&out));
+    let digest = std::fs::read_to_string(env.path("out/daily-digest/notes/digest.md")).unwrap();
+    assert!(digest.starts_with("# Digest"), "{digest}");
+    for part in [
+        "customers signed contracts",
+        "disk was full",
+        "load test went well",
+    ] {
+        assert!(digest.contains(part), "{part}: {digest}");
+    }
+}
+
+#[test]
+fn an_overview_that_is_one_documents_summary_is_a_copy() {
+    let env = notes_env();
+    let api = FakeApi::start(|r: &Recorded| {
+        if r.system_prompt()
+            .unwrap_or_default()
+            .contains("short summaries")
+        {
+            Reply::text(
+                "The nightly backup failed because the disk was full; old snapshots were deleted.",
+            )
+        } else {
+            Reply::text(note_summary(r))
+        }
+    });
+    let out = run(&env, &api, "daily-digest", &["notes"]);
+    assert_exit(&out, Exit::JobsFailed);
+    let r = record(&env, "notes");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("step `overview`") && msg.contains("copy"),
+        "{msg}"
+    );
+}
