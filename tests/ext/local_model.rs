@@ -112,14 +112,12 @@ fn summarize_three_documents_on_a_real_model() {
         let requests = r["requests"].as_u64().unwrap();
         // The 0.5B model may hand a short document back twice (at temperature 0 the release
         // notes come back as themselves): a copy is then a failure, never a summary.
+        // A junk answer (a copy, a stub, JSON, the wrong language) is a failure, never a
+        // summary: asked afresh once, a loop twice.
         if r["status"] != "succeeded" {
             assert_eq!(r["error"]["kind"], "missing_output", "{r}");
-            assert!(
-                r["error"]["message"].as_str().unwrap().contains("copy"),
-                "{r}"
-            );
             assert!(r["outputs"].as_array().is_none_or(|o| o.is_empty()), "{r}");
-            assert_eq!(requests, 2, "{r}");
+            assert!((2..=3).contains(&requests), "{r}");
             continue;
         }
         assert!((1..=2).contains(&requests), "{r}");

@@ -172,7 +172,7 @@ fn show_draws_a_workflows_steps() {
     insta::assert_snapshot!(steps, @r"
     steps:
       analysis    analyze (direct)  (optional)
-      comparison  compare (direct)  when file2
+      comparison  compare (direct)  when file2  (optional)
       review      one request -> review.md  after analysis, comparison
     ");
 
