@@ -351,22 +351,7 @@ async fn step_input(
     ended: &BTreeMap<String, Ended>,
 ) -> Result<StepInput, JobError> {
     let job = ctx.job;
-    let mut args: BTreeMap<String, String> = step
-        .args
-        .iter()
-        .map(|(k, v)| (k.clone(), fill(v, values)))
-        .collect();
-    let primary = child
-        .primary_arg()
-        .map(|a| a.name.clone())
-        .unwrap_or_else(|| "file".into());
-    args.entry(primary.clone())
-        .or_insert_with(|| job.input.clone());
-    for a in &child.input.args {
-        if let Some(d) = &a.default {
-            args.entry(a.name.clone()).or_insert_with(|| d.clone());
-        }
-    }
+    let (args, primary) = step_args(step, child, values, &job.input, false);
     let mut extra_inputs = Vec::new();
     let mut main = None;
     for a in child.input.args.iter().filter(|a| a.kind == ArgType::File) {
@@ -404,6 +389,36 @@ async fn step_input(
         text,
         extra_inputs,
     })
+}
+
+/// A skill step's arguments: its templates filled, its skill's first file argument the job's
+/// document unless the step names another (`document`; always it, for each document), and the
+/// skill's defaults for the rest. Also the name of that first argument.
+fn step_args(
+    step: &Step,
+    child: &Skill,
+    values: &BTreeMap<String, String>,
+    document: &str,
+    always: bool,
+) -> (BTreeMap<String, String>, String) {
+    let mut args: BTreeMap<String, String> = step
+        .args
+        .iter()
+        .map(|(k, v)| (k.clone(), fill(v, values)))
+        .collect();
+    let primary = child
+        .primary_arg()
+        .map(|a| a.name.clone())
+        .unwrap_or_else(|| "file".into());
+    if always || !args.contains_key(&primary) {
+        args.insert(primary.clone(), document.to_string());
+    }
+    for a in &child.input.args {
+        if let Some(d) = &a.default {
+            args.entry(a.name.clone()).or_insert_with(|| d.clone());
+        }
+    }
+    (args, primary)
 }
 
 /// The file a step's file argument names.
@@ -621,21 +636,7 @@ async fn for_each(
                 continue;
             }
         };
-        let mut args: BTreeMap<String, String> = step
-            .args
-            .iter()
-            .map(|(k, v)| (k.clone(), fill(v, values)))
-            .collect();
-        let primary = child
-            .primary_arg()
-            .map(|a| a.name.clone())
-            .unwrap_or_else(|| "file".into());
-        args.insert(primary, display.clone());
-        for a in &child.input.args {
-            if let Some(d) = &a.default {
-                args.entry(a.name.clone()).or_insert_with(|| d.clone());
-            }
-        }
+        let (args, _) = step_args(step, child, values, &display, true);
         let input = StepInput {
             args,
             display: display.clone(),
