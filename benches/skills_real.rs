@@ -108,7 +108,7 @@ fn main() {
             let status = cmd.status().expect("run zhi");
             row.wall += t.elapsed();
             let outdir = work.join(&out);
-            let records = latest_records(&outdir);
+            let records = common::latest_records(&outdir);
             if records.is_empty() {
                 eprintln!("{name}: zhi exited {status} with no records");
             }
@@ -432,24 +432,6 @@ fn figures_of(text: &str) -> BTreeSet<String> {
         }
     }
     out
-}
-
-fn latest_records(outdir: &Path) -> Vec<Value> {
-    let runs = outdir.join(".zhi/runs");
-    let Some(latest) = std::fs::read_dir(&runs)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .max()
-    else {
-        return Vec::new();
-    };
-    std::fs::read_to_string(latest.join("results.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 fn render(rows: &[(String, Row)]) -> String {

@@ -22,7 +22,7 @@ mod common;
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The plain request, before the paper's text.
@@ -105,7 +105,10 @@ fn main() {
         wall: t.elapsed(),
         ..Method::default()
     };
-    let records = latest_records(&work.join("out"));
+    let records: BTreeMap<String, Value> = common::latest_records(&work.join("out"))
+        .into_iter()
+        .filter_map(|r| Some((r["input"].as_str()?.to_string(), r)))
+        .collect();
     if records.is_empty() {
         eprintln!("zhi exited {status} with no records");
     }
@@ -252,25 +255,6 @@ async fn chat(client: &reqwest::Client, url: &str, body: &Value) -> Result<(Stri
         .ok_or("no answer")?;
     let prompt = reply["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
     Ok((answer.to_string(), prompt))
-}
-
-/// The records of the output folder's latest run, by input.
-fn latest_records(outdir: &Path) -> BTreeMap<String, Value> {
-    let Some(latest) = std::fs::read_dir(outdir.join(".zhi/runs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .max()
-    else {
-        return BTreeMap::new();
-    };
-    std::fs::read_to_string(latest.join("results.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|r| Some((r["input"].as_str()?.to_string(), r)))
-        .collect()
 }
 
 /// Lowercased words, punctuation stripped.

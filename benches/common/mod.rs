@@ -201,3 +201,21 @@ pub fn stop_local_model(dir: Option<PathBuf>) {
             .status();
     }
 }
+
+/// The records of an output folder's latest run (`results.jsonl`), in file order.
+pub fn latest_records(outdir: &Path) -> Vec<serde_json::Value> {
+    let Some(latest) = std::fs::read_dir(outdir.join(".zhi/runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .max()
+    else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(latest.join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}

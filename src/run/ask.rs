@@ -51,18 +51,17 @@ pub(super) async fn ask(
 ) -> Result<(String, Vec<PathBuf>), JobError> {
     let (job, skill) = (ctx.job, ctx.skill);
     let sandbox = job_sandbox(ctx, dir)?;
-    let env = agent_env(
-        ctx,
-        &sandbox,
-        part,
-        Expected::of(skill, &job.args, source.clone()).declared,
-    );
-    if let Some(file) = skill.direct_output(&job.args) {
-        let accept = Acceptance::new(skill, &job.args, &file, source).with_parts(&ctx.inputs);
-        runner::run_direct(&env, DirectAsk::of(skill, &file, message), &accept, stats).await?;
+    let mut expected = Expected::of(skill, &job.args, source.clone());
+    for a in &mut expected.declared {
+        *a = a.clone().with_parts(&ctx.inputs);
+    }
+    let env = agent_env(ctx, &sandbox, part, expected.declared.clone());
+    if let Some(file) = skill.direct_output(&job.args)
+        && let Some(accept) = expected.declared.iter().find(|a| a.file == file)
+    {
+        runner::run_direct(&env, DirectAsk::of(skill, &file, message), accept, stats).await?;
         return Ok((String::new(), sandbox.written()));
     }
-    let expected = Expected::of(skill, &job.args, source.clone());
     let answer = runner::run_skill(&env, skill, message, Vec::new(), stats, &expected).await?;
     if expected.declared.is_empty() {
         if sandbox.written().is_empty() {

@@ -176,25 +176,35 @@ fn a_failing_step_fails_the_job_naming_the_step() {
 const AGENT: &str = "name: two-notes\ndescription: Notes and facts\nsystem_prompt: Write notes and facts.\n\
     tools: [file_read, file_write]\nmax_turns: 4\noutput:\n  files: [notes.md, facts.md]\n";
 
-#[test]
-fn an_agent_that_writes_json_or_a_tool_call_as_text_fails_missing_output() {
+/// A test world with the two-file agent skill and one document.
+fn agent_env() -> TestEnv {
     let env = env();
     env.project_skill("two-notes.yaml", AGENT);
     env.write(
         "docs/a.txt",
         "Revenue rose 12% in the third quarter, driven by exports to Asia.\n",
     );
+    env
+}
+
+/// One turn of `file_write` calls, one per (path, content).
+fn writes(files: &[(&str, &str)]) -> Reply {
+    Reply::tool_calls(
+        files
+            .iter()
+            .map(|(path, content)| ("file_write", json!({"path": path, "content": content})))
+            .collect(),
+    )
+}
+
+#[test]
+fn an_agent_that_writes_json_or_a_tool_call_as_text_fails_missing_output() {
+    let env = agent_env();
     let api = FakeApi::start(|r: &Recorded| {
         if !r.has_tool_result() {
-            Reply::tool_calls(vec![
-                (
-                    "file_write",
-                    json!({"path": "notes.md", "content": "{\"name\": \"end\"}"}),
-                ),
-                (
-                    "file_write",
-                    json!({"path": "facts.md", "content": "Revenue rose 12% in the third quarter."}),
-                ),
+            writes(&[
+                ("notes.md", "{\"name\": \"end\"}"),
+                ("facts.md", "Revenue rose 12% in the third quarter."),
             ])
         } else {
             Reply::text("{\"name\": \"skill_analyze\", \"arguments\": {\"file\": \"docs/a.txt\"}}")
@@ -216,28 +226,17 @@ fn an_agent_that_writes_json_or_a_tool_call_as_text_fails_missing_output() {
 
 #[test]
 fn files_the_skill_does_not_declare_are_listed_and_empty_ones_dropped() {
-    let env = env();
-    env.project_skill("two-notes.yaml", AGENT);
-    env.write(
-        "docs/a.txt",
-        "Revenue rose 12% in the third quarter, driven by exports to Asia.\n",
-    );
+    let env = agent_env();
     let api = FakeApi::start(|r: &Recorded| {
         if !r.has_tool_result() {
-            Reply::tool_calls(vec![
+            writes(&[
                 (
-                    "file_write",
-                    json!({"path": "notes.md", "content": "Revenue rose in the third quarter because exports to Asia grew."}),
+                    "notes.md",
+                    "Revenue rose in the third quarter because exports to Asia grew.",
                 ),
-                (
-                    "file_write",
-                    json!({"path": "facts.md", "content": "- Revenue: up 12% in the third quarter."}),
-                ),
-                (
-                    "file_write",
-                    json!({"path": "scratch.md", "content": "draft of the notes before editing them"}),
-                ),
-                ("file_write", json!({"path": "empty.md", "content": ""})),
+                ("facts.md", "- Revenue: up 12% in the third quarter."),
+                ("scratch.md", "draft of the notes before editing them"),
+                ("empty.md", ""),
             ])
         } else {
             Reply::text("done")
@@ -274,15 +273,12 @@ fn a_direct_skill_called_as_a_tool_is_one_direct_request() {
                 json!({"file": "docs/a.txt", "input": "summarize"}),
             )])
         } else if r.tool_results().len() == 1 {
-            Reply::tool_calls(vec![
+            writes(&[
                 (
-                    "file_write",
-                    json!({"path": "brief.md", "content": "Revenue grew in the third quarter thanks to exports."}),
+                    "brief.md",
+                    "Revenue grew in the third quarter thanks to exports.",
                 ),
-                (
-                    "file_write",
-                    json!({"path": "data.md", "content": "- growth: 12% in the third quarter"}),
-                ),
+                ("data.md", "- growth: 12% in the third quarter"),
             ])
         } else {
             Reply::text("done")
