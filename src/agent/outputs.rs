@@ -404,21 +404,37 @@ pub fn is_copy(output: &str, source: &str) -> bool {
 }
 
 /// Whether `output` holds most of `source` word for word: at least 60% of the source's
-/// [`LOOP_SPAN`]-character passages (white space ignored; sources of 100 characters or more).
+/// [`LOOP_SPAN`]-character passages ([`CJK_SPAN`] for a mostly CJK source; white space
+/// ignored; sources of 40 characters or more).
 /// For a skill that condenses (a summary, notes, an analysis) that is the input copied out with
 /// headings and points added around it — a copy, however much is added. A real summary of a
 /// document shares a few names and figures with it, not most of its passages.
 pub fn copies_most(output: &str, source: &str) -> bool {
     let src: Vec<char> = squash(source).chars().collect();
-    if src.len() < 100 {
+    // Forty characters: a three-line Chinese note is that short, and handed back with its
+    // numbers dropped it is still the note.
+    if src.len() < 40 {
+        return false;
+    }
+    // A CJK character carries about what three Latin letters do: passages of Chinese are
+    // compared at 8 characters, as much as 20 of English.
+    let span = if cjk_share(source) > 0.5 {
+        CJK_SPAN
+    } else {
+        LOOP_SPAN
+    };
+    if src.len() < span {
         return false;
     }
     let out: Vec<char> = squash(output).chars().collect();
-    let have: std::collections::HashSet<&[char]> = out.windows(LOOP_SPAN).collect();
-    let windows = src.len() - LOOP_SPAN + 1;
-    let found = src.windows(LOOP_SPAN).filter(|w| have.contains(w)).count();
+    let have: std::collections::HashSet<&[char]> = out.windows(span).collect();
+    let windows = src.len() - span + 1;
+    let found = src.windows(span).filter(|w| have.contains(w)).count();
     found * 5 >= windows * 3
 }
+
+/// The passage length [`copies_most`] compares in a mostly Chinese or Japanese source.
+const CJK_SPAN: usize = 8;
 
 fn holds_whole(out: &str, src: &str) -> bool {
     src.chars().count() >= 100 && out.contains(src)
@@ -719,5 +735,13 @@ mod tests {
         let summary = "# Release 2.4\n\nOffline mode for 30 days of documents, two crash fixes, \
                        sync 40% faster; 1.x support ends in March.";
         assert!(!copies_most(summary, doc));
+        // A three-line Chinese note handed back without its numbering is the note.
+        let note = "产品周会纪要（11月18日）\n参会：张伟、李娜、王强\n1. 新版本定于12月1日发布，李娜负责发布说明。\n\
+                    2. 客户反馈导出功能太慢，王强本周内给出优化方案。\n3. 下次会议改到周四下午三点。";
+        let handed_back = "产品周会纪要（11月18日）\n\n参会：张伟、李娜、王强\n\n\
+                           新版本定于12月1日发布，李娜负责发布说明。\n\n客户反馈导出功能太慢，王强本周内给出优化方案。\n\n\
+                           下次会议改到周四下午三点。";
+        assert!(copies_most(handed_back, note));
+        assert!(!copies_most("新版本12月1日发布；导出太慢，王强本周给出方案；下次会议周四。", note));
     }
 }
