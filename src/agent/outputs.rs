@@ -742,6 +742,9 @@ mod tests {
                            新版本定于12月1日发布，李娜负责发布说明。\n\n客户反馈导出功能太慢，王强本周内给出优化方案。\n\n\
                            下次会议改到周四下午三点。";
         assert!(copies_most(handed_back, note));
-        assert!(!copies_most("新版本12月1日发布；导出太慢，王强本周给出方案；下次会议周四。", note));
+        assert!(!copies_most(
+            "新版本12月1日发布；导出太慢，王强本周给出方案；下次会议周四。",
+            note
+        ));
     }
 }
