@@ -517,7 +517,7 @@ fn a_run_over_real_pdfs_reads_one_and_fails_the_encrypted_one() {
     env.write("docs/control.pdf", crate::corpus::hello_pdf());
     std::fs::copy(doc(CRAZYONES_PDF), env.path("docs/crazyones.pdf")).unwrap();
     std::fs::copy(doc(ENCRYPTED_LOCKED[0]), env.path("docs/encrypted.pdf")).unwrap();
-    let api = FakeApi::start(|_: &Recorded| Reply::text("Summarised."));
+    let api = FakeApi::start(|_: &Recorded| Reply::text(crate::support::FILLER));
     let out = run_skill(&env, &api, "summarize", &["docs"]);
     assert_exit(&out, Exit::JobsFailed);
     for good in ["docs/control.pdf", "docs/crazyones.pdf"] {
