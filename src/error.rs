@@ -28,6 +28,10 @@ pub enum ErrorKind {
     /// The job ended without every file its skill declares (or left one empty, or a copy of
     /// the input), after one corrective turn.
     MissingOutput,
+    /// An extraction skill's answer was not a JSON object valid against its schema after one
+    /// corrective request, or (`grounding: required`) a required value was found nowhere in
+    /// the document.
+    InvalidOutput,
     /// The model's answer was cut at its length limit (`finish_reason: length`).
     Truncated,
     /// The input is of a kind zhi cannot read.
@@ -71,6 +75,7 @@ impl ErrorKind {
             ErrorKind::ContextTooLong => "context_too_long",
             ErrorKind::MaxTurns => "max_turns",
             ErrorKind::MissingOutput => "missing_output",
+            ErrorKind::InvalidOutput => "invalid_output",
             ErrorKind::Truncated => "truncated",
             ErrorKind::UnsupportedType => "unsupported_type",
             ErrorKind::ExtractFailed => "extract_failed",

@@ -6,6 +6,7 @@
 pub mod accept;
 pub mod chat;
 pub mod figures;
+pub mod grounding;
 pub mod outputs;
 pub mod runner;
 pub mod sandbox;

@@ -30,6 +30,10 @@ pub struct ChatRequest {
     /// OpenAI's frequency penalty; zhi sends it only when asking again after a looping answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f32>,
+    /// What shape the answer must have (`{"type": "json_schema", …}` or `{"type":
+    /// "json_object"}`), for extraction skills; the server enforces it where it can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
     /// Always `false`: zhi reads whole completions, never streams.
     #[serde(default)]
     pub stream: bool,
@@ -47,6 +51,7 @@ impl ChatRequest {
             max_tokens: None,
             repeat_penalty: None,
             frequency_penalty: None,
+            response_format: None,
             stream: false,
         }
     }

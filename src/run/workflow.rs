@@ -733,6 +733,7 @@ async fn prompt_step(
             )),
             files: vec![file.to_string()],
             language: workflow.output.as_ref().and_then(|o| o.language.clone()),
+            ..OutputSpec::default()
         }),
         ..workflow.clone()
     };

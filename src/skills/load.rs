@@ -7,7 +7,7 @@
 //! is named in words a skill author can act on.
 
 use super::{
-    ArgSpec, ArgType, Chunking, DEFAULT_MAX_TURNS, InputSpec, MAX_TURNS_RANGE, OutputSpec, Skill,
+    ArgSpec, ArgType, Chunking, DEFAULT_MAX_TURNS, InputSpec, MAX_TURNS_RANGE, OutputSpec, GroundingRule, SchemaSpec, Skill,
     SkillSource,
 };
 use crate::small_file::present;
@@ -99,6 +99,10 @@ struct OutputFields {
     files: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     language: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    schema: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    grounding: Option<Value>,
     #[serde(flatten)]
     unknown: Mapping,
 }
@@ -335,7 +339,8 @@ fn load_fields(
         required_text("system_prompt", &f.system_prompt).map_err(fail)?
     };
     let model = optional_text("model", &f.model).map_err(fail)?;
-    let tools = if absent(&f.tools) && !steps.is_empty() {
+    let extraction = matches!(&f.output, Some(Value::Mapping(m)) if m.get("schema").is_some_and(|v| !v.is_null()));
+    let tools = if absent(&f.tools) && (!steps.is_empty() || extraction) {
         Vec::new()
     } else {
         parse_tools(&f.tools, &mut warnings).map_err(fail)?
@@ -343,7 +348,18 @@ fn load_fields(
     let max_turns =
         parse_max_turns(&f.max_turns, &mut warnings, &mut strict_errors).map_err(fail)?;
     let input = parse_input(&f.input, &mut warnings).map_err(fail)?;
-    let output = parse_output(&f.output, &mut warnings).map_err(fail)?;
+    let (output, schema_bytes) = parse_output(&f.output, &source, &input, &mut warnings).map_err(fail)?;
+    // A schema read from beside the skill is part of what the skill is.
+    let content_hash = match schema_bytes {
+        Some(bytes) => {
+            let mut h = Sha256::new();
+            h.update(content_hash.as_bytes());
+            h.update(b"\0schema\0");
+            h.update(&bytes);
+            hex::encode(h.finalize())
+        }
+        None => content_hash,
+    };
     let chunking = match optional_text("chunking", &f.chunking).map_err(fail)? {
         None => Chunking::None,
         Some(s) => Chunking::parse(s.trim()).ok_or_else(|| {
@@ -434,19 +450,24 @@ fn parse_max_turns(
     }
 }
 
-/// `output`: a description, or a mapping of description, files and language.
+/// `output`: a description, or a mapping of description, files, language, schema and
+/// grounding. Returns the bytes of a schema file read from beside the skill (part of its hash).
 fn parse_output(
     v: &Option<Value>,
+    source: &SkillSource,
+    input: &InputSpec,
     warnings: &mut Vec<String>,
-) -> Result<Option<OutputSpec>, String> {
+) -> Result<(Option<OutputSpec>, Option<Vec<u8>>), String> {
     let m = match v {
-        None | Some(Value::Null) => return Ok(None),
+        None | Some(Value::Null) => return Ok((None, None)),
         Some(Value::String(s)) => {
-            return Ok(Some(OutputSpec {
-                description: Some(s.clone()),
-                files: Vec::new(),
-                language: None,
-            }));
+            return Ok((
+                Some(OutputSpec {
+                    description: Some(s.clone()),
+                    ..OutputSpec::default()
+                }),
+                None,
+            ));
         }
         Some(Value::Mapping(m)) => m,
         Some(v) => {
@@ -464,24 +485,102 @@ fn parse_output(
         odd.iter()
             .map(|k| format!("non-string key {k:?} in `output` ignored")),
     );
-    Ok(Some(OutputSpec {
-        description: o
-            .description
-            .as_ref()
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        files: parse_output_files(o.files.as_ref())?,
-        language: match &o.language {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(v) => {
-                return Err(format!(
-                    "`output.language` must be a string, found {}",
-                    value_kind(v)
-                ));
+    let (schema, schema_bytes) = parse_schema(o.schema.as_ref(), source, input)?;
+    let mut files = parse_output_files(o.files.as_ref())?;
+    if schema.is_some() {
+        match files.as_slice() {
+            [] => files.push(super::schema::EXTRACTED_FILE.to_string()),
+            [one] if super::extension(one) == "json" => {}
+            _ => {
+                return Err(
+                    "an extraction skill (`output.schema`) writes one `.json` file: leave `output.files` out (it is `extracted.json`) or name one"
+                        .into(),
+                );
             }
-        },
-    }))
+        }
+    }
+    let grounding = match o.grounding.as_ref() {
+        None | Some(Value::Null) => GroundingRule::Flag,
+        Some(Value::String(s)) if s == "flag" || s == "optional" => GroundingRule::Flag,
+        Some(Value::String(s)) if s == "required" => GroundingRule::Required,
+        Some(v) => {
+            return Err(format!(
+                "`output.grounding` must be `flag` or `required`, found {}",
+                match v {
+                    Value::String(s) => format!("`{s}`"),
+                    other => value_kind(other).to_string(),
+                }
+            ));
+        }
+    };
+    if grounding == GroundingRule::Required && schema.is_none() {
+        warnings.push("`output.grounding` applies to extraction skills (`output.schema`) only; ignored".into());
+    }
+    Ok((
+        Some(OutputSpec {
+            description: o
+                .description
+                .as_ref()
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            files,
+            language: match &o.language {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(v) => {
+                    return Err(format!(
+                        "`output.language` must be a string, found {}",
+                        value_kind(v)
+                    ));
+                }
+            },
+            schema,
+            grounding,
+        }),
+        schema_bytes,
+    ))
+}
+
+/// `output.schema`: the schema inline, a file beside the skill, or `"{arg}"` for the file a
+/// job's argument names.
+fn parse_schema(
+    v: Option<&Value>,
+    source: &SkillSource,
+    input: &InputSpec,
+) -> Result<(Option<SchemaSpec>, Option<Vec<u8>>), String> {
+    match v {
+        None | Some(Value::Null) => Ok((None, None)),
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            if let Some(arg) = s.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+                if !input.args.iter().any(|a| a.name == arg) {
+                    return Err(format!(
+                        "`output.schema` names the argument `{arg}`, which `input.args` does not declare"
+                    ));
+                }
+                return Ok((Some(SchemaSpec::Arg(arg.to_string())), None));
+            }
+            let Some(dir) = source.path().and_then(std::path::Path::parent) else {
+                return Err(format!(
+                    "`output.schema` names the file `{s}`, but this skill is not in a folder to find it in"
+                ));
+            };
+            let path = dir.join(s);
+            let value = super::schema::read_schema_file(&path)?;
+            let bytes = serde_json::to_vec(&value).unwrap_or_default();
+            Ok((Some(SchemaSpec::Inline(value)), Some(bytes)))
+        }
+        Some(v @ Value::Mapping(_)) => {
+            let value: serde_json::Value = serde_json::to_value(v)
+                .map_err(|e| format!("`output.schema` cannot be read as JSON: {e}"))?;
+            super::schema::check(&value).map_err(|e| format!("`output.schema`: {e}"))?;
+            Ok((Some(SchemaSpec::Inline(value)), None))
+        }
+        Some(v) => Err(format!(
+            "`output.schema` must be a JSON Schema (a mapping), a file name or `{{argument}}`, found {}",
+            value_kind(v)
+        )),
+    }
 }
 
 /// `input`: a description and the arguments; without it, one required `file`.

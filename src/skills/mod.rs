@@ -8,6 +8,7 @@ mod discover;
 mod graph;
 pub mod load;
 mod preamble;
+pub mod schema;
 pub mod steps;
 
 pub use discover::{
@@ -17,6 +18,7 @@ pub use discover::{
 pub use graph::MAX_NESTING;
 pub use load::{LoadError, Loaded, load_str};
 pub use preamble::{language_of, system_prompt};
+pub use schema::{GroundingRule, SchemaSpec};
 pub use steps::{Condition, Step, StepRun};
 
 use serde::Serialize;
@@ -94,6 +96,16 @@ pub struct OutputSpec {
     /// translation). A language zhi knows by name or code is checked by its script.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// The JSON Schema of an extraction skill's answer (docs/extract.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaSpec>,
+    /// What a value found nowhere in the document does to the job.
+    #[serde(skip_serializing_if = "is_flag")]
+    pub grounding: GroundingRule,
+}
+
+fn is_flag(g: &GroundingRule) -> bool {
+    *g == GroundingRule::Flag
 }
 
 /// Extensions of declared outputs that direct mode can write from a plain answer.
@@ -207,7 +219,8 @@ impl Skill {
     }
 
     /// How a job of this skill runs with its default arguments: `direct` (one request),
-    /// `workflow` (fixed steps) or `agent` (the model chooses tools, turn by turn).
+    /// `extract` (one request whose answer is a JSON object of its schema), `workflow` (fixed
+    /// steps) or `agent` (the model chooses tools, turn by turn).
     pub fn mode(&self) -> &'static str {
         let defaults: std::collections::BTreeMap<String, String> = self
             .input
@@ -217,11 +230,18 @@ impl Skill {
             .collect();
         if self.is_workflow() {
             "workflow"
+        } else if self.schema().is_some() {
+            "extract"
         } else if self.direct_output(&defaults).is_some() {
             "direct"
         } else {
             "agent"
         }
+    }
+
+    /// The schema of an extraction skill (docs/extract.md).
+    pub fn schema(&self) -> Option<&SchemaSpec> {
+        self.output.as_ref().and_then(|o| o.schema.as_ref())
     }
 
     /// Whether the skill runs as a workflow of fixed steps.
