@@ -10,5 +10,6 @@ pub mod grounding;
 pub mod outputs;
 pub mod runner;
 pub mod sandbox;
+pub mod structured;
 pub mod tools;
 pub mod transcript;

@@ -413,7 +413,7 @@ fn keep(
 
 /// A rejected answer, kept beside the job's outputs as `<file>.rejected` (never committed:
 /// the job failed) for the person reading why.
-fn keep_rejected(env: &AgentEnv, file: &str, content: &str) {
+pub(super) fn keep_rejected(env: &AgentEnv, file: &str, content: &str) {
     if content.trim().is_empty() {
         return;
     }
@@ -436,7 +436,7 @@ fn written_content(m: &Message) -> Option<String> {
 }
 
 /// One request, counted and written to the transcript.
-async fn request(
+pub(super) async fn request(
     env: &AgentEnv,
     name: &str,
     turn: u32,

@@ -151,6 +151,10 @@ pub struct JobRecord {
     /// (docs/skills.md#figures).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ungrounded_figures: Vec<String>,
+    /// An extraction job's validity and where each value is in the document
+    /// (docs/extract.md#grounding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extraction: Option<crate::agent::grounding::Extraction>,
     /// Files the job left that its skill does not declare, relative to the job's folder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_files: Vec<String>,
@@ -189,6 +193,7 @@ impl JobRecord {
             transcript: None,
             warnings: Vec::new(),
             ungrounded_figures: Vec::new(),
+            extraction: None,
             extra_files: Vec::new(),
             steps: Vec::new(),
         }

@@ -6,6 +6,8 @@ use super::context::RunContext;
 use crate::agent::accept::Acceptance;
 use crate::agent::runner::{self, AgentEnv, AgentStats, DirectAsk, Expected};
 use crate::agent::sandbox::Sandbox;
+use crate::agent::structured::{self, Schema};
+use crate::skills::SchemaSpec;
 use crate::agent::tools::ToolEnv;
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
@@ -56,6 +58,16 @@ pub(super) async fn ask(
         *a = a.clone().with_parts(&ctx.inputs);
     }
     let env = agent_env(ctx, &sandbox, part, expected.declared.clone());
+    if let Some(schema) = job_schema(ctx)? {
+        let file = skill
+            .direct_output(&job.args)
+            .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
+        let system = structured::system_prompt(&skill.system_prompt, &schema);
+        let kind = ctx.run.server.as_ref().and_then(|s| s.kind.as_deref());
+        let format = schema.response_format(kind, &ctx.run.config.api.base_url);
+        structured::run(&env, &skill.name, system, message, &schema, format, &file, stats).await?;
+        return Ok((String::new(), sandbox.written()));
+    }
     if let Some(file) = skill.direct_output(&job.args)
         && let Some(accept) = expected.declared.iter().find(|a| a.file == file)
     {
@@ -90,6 +102,42 @@ pub(super) async fn ask(
         }
     }
     Ok((answer, sandbox.written()))
+}
+
+/// The schema of an extraction job (docs/extract.md): the skill's own, or the file its
+/// argument names.
+pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
+    let Some(spec) = ctx.skill.schema() else {
+        return Ok(None);
+    };
+    let bad = |why: String| JobError::new(ErrorKind::InputError, why);
+    let value = match spec {
+        SchemaSpec::Inline(v) => v.clone(),
+        SchemaSpec::Arg(name) => {
+            let path = schema_path(ctx.job, name).ok_or_else(|| {
+                bad(format!(
+                    "skill `{}` takes its schema from the argument `{name}`: give it with -a {name}=FILE",
+                    ctx.skill.name
+                ))
+            })?;
+            crate::skills::schema::read_schema_file(&path).map_err(bad)?
+        }
+    };
+    Schema::new(value).map(Some).map_err(bad)
+}
+
+/// The file a job's schema argument names.
+pub(super) fn schema_path(job: &Job, arg: &str) -> Option<PathBuf> {
+    job.extra_inputs
+        .iter()
+        .find(|(a, _, _)| a == arg)
+        .map(|(_, _, p)| p.clone())
+        .or_else(|| {
+            job.args
+                .get(arg)
+                .filter(|v| !v.trim().is_empty())
+                .map(PathBuf::from)
+        })
 }
 
 /// The sandbox of one request of the job: writes go to `dir` (created), the job's inputs and

@@ -32,6 +32,8 @@ pub struct ChunkState {
     pub checkpoint: Option<PathBuf>,
     /// A workflow's steps, as they ended.
     pub steps: Vec<crate::manifest::StepRecord>,
+    /// An extraction job's validity and grounding.
+    pub extraction: Option<crate::agent::grounding::Extraction>,
 }
 
 /// A finished piece, as checkpointed in `done.json`.
@@ -110,6 +112,9 @@ pub(super) async fn run(
         return Err(e);
     }
 
+    if skill.schema().is_some() {
+        return merge_extracted(skill, job, &pieces, &finished, staging);
+    }
     match skill.chunking {
         Chunking::Map => join_pieces(&ckpt, &finished, staging),
         _ => {
@@ -367,6 +372,10 @@ fn save_done(dir: &Path, d: &PieceDone) -> Result<(), JobError> {
 
 fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool) -> String {
     let n = p.index + 1;
+    if skill.schema().is_some() {
+        let label = format!("{} (part {n}/{total})", job.input);
+        return super::message::extraction_message(&label, &p.text);
+    }
     let mut m = format!("Input document: {} — part {n} of {total}\n", job.input);
     // A small model in direct mode takes explanations of the process for content to write
     // about; a map piece still needs to know it must do all of its part.
@@ -396,6 +405,34 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool
         m.push_str(&task_line(job, skill, "this part"));
     }
     m
+}
+
+/// An extraction job's pieces: their objects merged into one (docs/extract.md#long-documents).
+fn merge_extracted(
+    skill: &Skill,
+    job: &Job,
+    pieces: &[Piece],
+    finished: &[(PathBuf, PieceDone)],
+    staging: &Path,
+) -> Result<(), JobError> {
+    let io =
+        |e: std::io::Error| JobError::new(ErrorKind::Io, format!("cannot merge the pieces: {e}"));
+    let file = skill
+        .direct_output(&job.args)
+        .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
+    let mut parts = Vec::new();
+    for ((dir, _), piece) in finished.iter().zip(pieces) {
+        let bytes = std::fs::read(dir.join("out").join(&file)).map_err(io)?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            JobError::new(ErrorKind::Io, format!("a piece's {file} cannot be read: {e}"))
+        })?;
+        parts.push((value, piece.text.as_str()));
+    }
+    let merged = crate::agent::structured::merge(&parts);
+    std::fs::create_dir_all(staging).map_err(io)?;
+    let mut bytes = serde_json::to_vec_pretty(&merged).unwrap_or_default();
+    bytes.push(b'\n');
+    std::fs::write(staging.join(&file), bytes).map_err(io)
 }
 
 /// `map`: text files of the same name are joined in piece order; other files are kept per

@@ -3,7 +3,7 @@
 
 use super::ask::{JobCtx, ask};
 use super::context::RunContext;
-use super::message::{document_message, folder_message, task_line};
+use super::message::{document_message, extraction_message, folder_message, task_line};
 use crate::agent::outputs;
 use crate::agent::runner::{AgentStats, Expected};
 use crate::agent::transcript::Transcript;
@@ -158,6 +158,17 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
         transcript.note(&format!("the job failed: {e}"));
     }
     record.chunks = chunks.counts;
+    record.extraction = chunks.extraction.take();
+    if let Err(e) = &result
+        && e.kind == ErrorKind::InvalidOutput
+        && record.extraction.is_none()
+    {
+        record.extraction = Some(crate::agent::grounding::Extraction {
+            valid: false,
+            errors: vec![e.message.clone()],
+            ..Default::default()
+        });
+    }
     record.steps = std::mem::take(&mut chunks.steps);
     take_stats(&mut record, &mut stats, job);
     let result = match result {
@@ -322,13 +333,19 @@ pub(super) async fn run_text(
             ));
         }
         split(ctx, cache, text, budget, staging, stats, chunks).await?;
-        return verify(ctx, staging, Some(&source));
+        verify(ctx, staging, Some(&source))?;
+        return ground(ctx, text, staging, chunks);
     }
-    let extras = extra_texts(run, job).await;
-    let mut message = document_message(job, text, &extras, direct);
-    if direct {
-        message.push_str(&task_line(job, skill, "the document above"));
-    }
+    let message = if skill.schema().is_some() {
+        extraction_message(&job.input, text)
+    } else {
+        let extras = extra_texts(run, job).await;
+        let mut message = document_message(job, text, &extras, direct);
+        if direct {
+            message.push_str(&task_line(job, skill, "the document above"));
+        }
+        message
+    };
     match ask(ctx, staging, "", message, Some(source.clone()), true, stats).await {
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
@@ -343,7 +360,68 @@ pub(super) async fn run_text(
             other?;
         }
     }
-    verify(ctx, staging, Some(&source))
+    verify(ctx, staging, Some(&source))?;
+    ground(ctx, text, staging, chunks)
+}
+
+/// An extraction job's object, looked for value by value in the document's text
+/// (docs/extract.md#grounding); with `grounding: required`, a required field found nowhere
+/// fails the job.
+fn ground(
+    ctx: &JobCtx<'_>,
+    text: &str,
+    staging: &Path,
+    chunks: &mut super::chunked::ChunkState,
+) -> Result<(), JobError> {
+    let Some(output) = ctx.skill.output.as_ref().filter(|o| o.schema.is_some()) else {
+        return Ok(());
+    };
+    let Some(file) = ctx.skill.direct_output(&ctx.job.args) else {
+        return Ok(());
+    };
+    let object: serde_json::Value = std::fs::read(staging.join(&file))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let found = crate::agent::grounding::ground(text, &object);
+    if !found.ungrounded.is_empty() {
+        let list = found.ungrounded.join(", ");
+        ctx.transcript
+            .note(&format!("values found nowhere in the document: {list}"));
+    }
+    let Some(schema) = super::ask::job_schema(ctx)? else {
+        return Ok(());
+    };
+    let required: Vec<&str> = schema
+        .fields
+        .iter()
+        .filter(|f| f.required)
+        .map(|f| f.path.as_str())
+        .collect();
+    let missing: Vec<String> = found
+        .ungrounded
+        .iter()
+        .cloned()
+        .filter(|p| {
+            required
+                .iter()
+                .any(|r| p.as_str() == *r || p.starts_with(&format!("{r}[")))
+        })
+        .collect();
+    let fail = output.grounding == crate::skills::GroundingRule::Required && !missing.is_empty();
+    chunks.extraction = Some(found);
+    if fail {
+        let list = missing;
+        return Err(JobError::new(
+            ErrorKind::InvalidOutput,
+            format!(
+                "required values found nowhere in {} (grounding: required): {}",
+                ctx.job.input,
+                list.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The document's text, extracted off the async threads, from the very file that was planned

@@ -30,6 +30,15 @@ pub(super) fn document_message(
     m
 }
 
+/// The message of an extraction request: the document (or one part of it), then the task.
+pub(super) fn extraction_message(label: &str, text: &str) -> String {
+    format!(
+        "Input document: {label}\n\n{}{}",
+        runner::document_block(label, text),
+        crate::agent::structured::TASK_LINE
+    )
+}
+
 /// The last line of a direct request, after the text: what to answer with. A small model
 /// given the text last takes the prompt's tail for its task and echoes it; asked again
 /// after the text, it does the task.

@@ -71,6 +71,7 @@ pub fn builtin_sources() -> &'static [(&'static str, &'static str)] {
         "translate.yaml",
         "extract-text.yaml",
         "extract-table.yaml",
+        "extract.yaml",
         "analyze.yaml",
         "proofread.yaml",
         "reformat.yaml",

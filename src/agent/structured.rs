@@ -1,0 +1,287 @@
+//! The request of an extraction skill (docs/extract.md): one direct request whose answer is a
+//! JSON object, shaped by the server where it can (`response_format`), validated against the
+//! skill's schema; an invalid answer gets one corrective request quoting what is wrong, then
+//! the job fails with `invalid_output`.
+
+use super::runner::{AgentEnv, AgentStats, keep_rejected, request};
+use crate::error::{ErrorKind, JobError};
+use crate::llm::{ChatRequest, Message};
+use crate::skills::schema::{self, Field};
+use serde_json::{Value, json};
+
+/// An extraction job's schema, compiled.
+pub struct Schema {
+    pub value: Value,
+    pub fields: Vec<Field>,
+    validator: jsonschema::Validator,
+}
+
+impl Schema {
+    pub fn new(value: Value) -> Result<Schema, String> {
+        schema::check(&value)?;
+        let validator = jsonschema::validator_for(&value)
+            .map_err(|e| format!("not a valid JSON Schema: {e}"))?;
+        Ok(Schema {
+            fields: schema::fields(&value),
+            value,
+            validator,
+        })
+    }
+
+    /// What is wrong with `answer` (at most five reasons), or the object it holds.
+    pub fn parse(&self, answer: &str) -> Result<Value, Vec<String>> {
+        let Some(value) = json_object(answer) else {
+            return Err(vec!["the answer is not a JSON object".to_string()]);
+        };
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                let what = crate::sanitize::one_line(&e.to_string());
+                if at.is_empty() {
+                    what
+                } else {
+                    format!("{at}: {what}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// What the server is asked to enforce. llama.cpp, vLLM and Ollama take the schema (as a
+    /// grammar); OpenAI takes it too, strict where the schema allows; other providers (Zhipu
+    /// among them) take `json_object`.
+    pub fn response_format(&self, server_kind: Option<&str>, base_url: &str) -> Value {
+        let openai = reqwest::Url::parse(base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .is_some_and(|h| h == "api.openai.com");
+        if matches!(server_kind, Some("llama.cpp" | "vllm" | "ollama")) || openai {
+            let mut format = json!({"name": "extraction", "schema": self.value});
+            if openai && schema::strict_ok(&self.value) {
+                format["strict"] = Value::Bool(true);
+            }
+            json!({"type": "json_schema", "json_schema": format})
+        } else {
+            json!({"type": "json_object"})
+        }
+    }
+}
+
+/// The first JSON object in an answer: the whole answer, inside a code fence, or between its
+/// first `{` and last `}`.
+fn json_object(answer: &str) -> Option<Value> {
+    let t = super::outputs::strip_fence(answer);
+    let t = t.trim();
+    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(t) {
+        return Some(v);
+    }
+    let (start, end) = (t.find('{')?, t.rfind('}')?);
+    (start < end)
+        .then(|| serde_json::from_str::<Value>(&t[start..=end]).ok())
+        .flatten()
+        .filter(Value::is_object)
+}
+
+/// The system prompt of an extraction request: the skill's own, the fields, and how to answer.
+pub fn system_prompt(skill_prompt: &str, schema: &Schema) -> String {
+    format!(
+        "{}\n\nThe fields:\n{}\n\nAnswer with one JSON object holding these fields, and nothing else: no code fence, no remarks. Copy names, codes and numbers as the document writes them; a number is a JSON number without currency signs or thousands separators; a date is YYYY-MM-DD. Leave out a field the document does not state, or make it null where the field allows.",
+        skill_prompt.trim_end(),
+        schema::describe(&schema.fields)
+    )
+}
+
+/// The last line of an extraction request, after the document.
+pub const TASK_LINE: &str =
+    "\nNow answer with the JSON object of the fields above for the document above, and nothing else.\n";
+
+/// Run the extraction request; the validated object is written as `file` (pretty-printed).
+pub async fn run(
+    env: &AgentEnv,
+    name: &str,
+    system: String,
+    user: String,
+    schema: &Schema,
+    response_format: Value,
+    file: &str,
+    stats: &mut AgentStats,
+) -> Result<Value, JobError> {
+    let mut messages = vec![Message::system(system), Message::user(user)];
+    let mut last = String::new();
+    let mut errors = Vec::new();
+    for round in 1..=2 {
+        if env.cancel.is_cancelled() {
+            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+        }
+        let mut req = ChatRequest::new(env.model.clone(), messages.clone());
+        req.max_tokens = env.max_tokens;
+        req.temperature = env.temperature;
+        req.repeat_penalty = env.repeat_penalty;
+        req.response_format = Some(response_format.clone());
+        let reply = request(env, name, round, &req, stats).await?;
+        last = reply.message.content.clone().unwrap_or_default();
+        let cut = reply.finish_reason.as_deref() == Some("length");
+        match schema.parse(&last) {
+            Ok(value) if !cut => {
+                write(env, file, &value)?;
+                env.transcript
+                    .note(&format!("the answer is valid against the schema; saved as {file}"));
+                return Ok(value);
+            }
+            Ok(_) => {
+                errors = vec![format!(
+                    "the answer was cut at the length limit ({} tokens)",
+                    env.max_tokens.unwrap_or(0)
+                )];
+            }
+            Err(e) => errors = e,
+        }
+        let why = errors.join("; ");
+        env.transcript
+            .note(&format!("the answer is not valid against the schema: {why}"));
+        messages.push(Message::assistant(last.trim_end()));
+        messages.push(Message::user(format!(
+            "Your answer is not valid: {why}. Answer again with only the JSON object of the fields."
+        )));
+    }
+    keep_rejected(env, file, &last);
+    Err(JobError::new(
+        ErrorKind::InvalidOutput,
+        format!(
+            "the answer is not a JSON object valid against the schema after one corrective request: {}",
+            errors.join("; ")
+        ),
+    ))
+}
+
+/// The objects of a long document's pieces as one (in piece order): arrays concatenated
+/// without repeats, objects merged field by field, a scalar taken from the first piece whose
+/// text holds it, else from the first piece that gives one.
+pub fn merge(parts: &[(Value, &str)]) -> Value {
+    let hays: Vec<super::grounding::Haystack<'_>> = parts
+        .iter()
+        .map(|(_, text)| super::grounding::Haystack::new(text))
+        .collect();
+    let values: Vec<&Value> = parts.iter().map(|(v, _)| v).collect();
+    merge_values(&values, &hays)
+}
+
+fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack<'_>]) -> Value {
+    let present: Vec<(usize, &Value)> = values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(i, v)| (i, *v))
+        .collect();
+    let Some(&(_, first)) = present.first() else {
+        return Value::Null;
+    };
+    match first {
+        Value::Object(_) => {
+            let mut keys: Vec<&String> = Vec::new();
+            for (_, v) in &present {
+                for k in v.as_object().into_iter().flat_map(|m| m.keys()) {
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
+            let mut out = serde_json::Map::new();
+            for k in keys {
+                let column: Vec<&Value> = values
+                    .iter()
+                    .map(|v| v.get(k.as_str()).unwrap_or(&Value::Null))
+                    .collect();
+                out.insert(k.clone(), merge_values(&column, hays));
+            }
+            Value::Object(out)
+        }
+        Value::Array(_) => {
+            let mut out: Vec<Value> = Vec::new();
+            for (_, v) in &present {
+                for item in v.as_array().into_iter().flatten() {
+                    if !out.contains(item) {
+                        out.push(item.clone());
+                    }
+                }
+            }
+            Value::Array(out)
+        }
+        _ => present
+            .iter()
+            .find(|(i, v)| {
+                hays[*i].locate(v).how != super::grounding::Match::None
+            })
+            .map_or(first, |(_, v)| v)
+            .clone(),
+    }
+}
+
+fn write(env: &AgentEnv, file: &str, value: &Value) -> Result<(), JobError> {
+    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+    bytes.push(b'\n');
+    let sandbox = &env.tools.sandbox;
+    let target = sandbox
+        .check_write(file)
+        .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
+    sandbox
+        .write_new(&target, &bytes)
+        .map(|_| ())
+        .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Schema {
+        Schema::new(json!({"type": "object", "properties": {
+            "number": {"type": "string"}, "total": {"type": "number"}},
+            "required": ["number", "total"]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn answers_are_parsed_from_fences_and_prose_and_validated() {
+        let s = schema();
+        assert!(s.parse("```json\n{\"number\": \"A1\", \"total\": 5}\n```").is_ok());
+        assert!(s.parse("Here it is: {\"number\": \"A1\", \"total\": 5} Done.").is_ok());
+        let errors = s.parse("{\"number\": \"A1\", \"total\": \"five\"}").unwrap_err();
+        assert!(errors[0].starts_with("/total:"), "{errors:?}");
+        let errors = s.parse("{\"number\": \"A1\"}").unwrap_err();
+        assert!(errors[0].contains("total"), "{errors:?}");
+        assert_eq!(s.parse("no json here").unwrap_err(), ["the answer is not a JSON object"]);
+    }
+
+    #[test]
+    fn pieces_merge_arrays_without_repeats_and_take_scalars_where_they_are_found() {
+        let merged = merge(&[
+            (json!({"number": "A-1", "total": 10, "items": [{"n": "tea"}]}), "Invoice A-1, items: tea"),
+            (json!({"number": "B-9", "total": 99, "items": [{"n": "tea"}, {"n": "cake"}]}), "tea, cake; total 99"),
+        ]);
+        assert_eq!(
+            merged,
+            json!({"number": "A-1", "total": 99, "items": [{"n": "tea"}, {"n": "cake"}]})
+        );
+    }
+
+    #[test]
+    fn servers_that_take_a_schema_get_it_and_others_get_json_object() {
+        let s = schema();
+        let f = s.response_format(Some("llama.cpp"), "http://127.0.0.1:8080/v1");
+        assert_eq!(f["type"], "json_schema");
+        assert_eq!(f["json_schema"]["schema"], s.value);
+        let f = s.response_format(None, "https://open.bigmodel.cn/api/paas/v4");
+        assert_eq!(f, json!({"type": "json_object"}));
+        let f = s.response_format(None, "https://api.openai.com/v1");
+        assert_eq!(f["type"], "json_schema");
+        assert!(f["json_schema"].get("strict").is_none(), "not strict-ready");
+    }
+}
