@@ -339,6 +339,11 @@ pub struct RunArgs {
     /// cannot carry it): refuse them (they fail with not_batchable), or run them now directly
     #[arg(long, value_enum, value_name = "WHAT", default_value_t = AgentJobs::Refuse)]
     pub agent_jobs: AgentJobs,
+
+    /// Extraction skills: one table row per item of this array field (e.g. items), not one per
+    /// document
+    #[arg(long, value_name = "FIELD")]
+    pub rows: Option<String>,
 }
 
 /// `--submit`.

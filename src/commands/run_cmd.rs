@@ -198,6 +198,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                 run_agent_jobs: a.agent_jobs == crate::cli::AgentJobs::Run,
             },
         ),
+        table_rows: a.rows.clone(),
     };
     let summary = opts.summary;
     let language = opts.config.ui.language;

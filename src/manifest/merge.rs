@@ -253,6 +253,7 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
         server: None,
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
         batches: None,
+        tables: Vec::new(),
     };
     Merged {
         manifest,

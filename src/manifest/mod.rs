@@ -12,7 +12,7 @@ mod write;
 pub use batches::{BatchReport, Submitted, Waiting};
 pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
 pub use timestamp::Timestamp;
-pub use write::{ManifestWriter, write_atomic, write_csv};
+pub use write::{ManifestWriter, formula_safe, write_atomic, write_csv};
 
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
@@ -295,4 +295,8 @@ pub struct RunManifest {
     /// used, submitted and is still running (docs/model-api.md#batch-mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchReport>,
+    /// The extraction tables this run rebuilt, relative to the output folder
+    /// (docs/extract.md#the-folders-table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<String>,
 }

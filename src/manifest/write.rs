@@ -106,7 +106,7 @@ const CSV_HEADERS: &[&str] = &[
 /// A text cell that a spreadsheet would take for a formula (`=`, `+`, `-`, `@`, or a tab or
 /// carriage return before one) gets a leading `'`, so a file named `=HYPERLINK(…)` or a
 /// server's message stays text when `results.csv` is opened.
-fn cell(s: &str) -> std::borrow::Cow<'_, str> {
+pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
     if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{s}").into()
     } else {
@@ -115,7 +115,7 @@ fn cell(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `results.csv`: the records, flat, for spreadsheets. Text cells are kept from being read
-/// as formulas ([`cell`]).
+/// as formulas ([`formula_safe`]).
 pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
     let mut body = Vec::new();
     {
@@ -130,13 +130,13 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
                 .join(";");
             w.write_record([
                 r.job_id.as_str(),
-                &cell(&r.skill),
-                &cell(&r.input),
+                &formula_safe(&r.skill),
+                &formula_safe(&r.input),
                 r.input_sha256.as_deref().unwrap_or(""),
                 &r.input_bytes.map(|b| b.to_string()).unwrap_or_default(),
                 r.status.as_str(),
-                &cell(&outputs),
-                &cell(&r.model),
+                &formula_safe(&outputs),
+                &formula_safe(&r.model),
                 &r.turns.to_string(),
                 &r.attempts.to_string(),
                 &r.requests.to_string(),
@@ -147,8 +147,8 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
                 &r.finished_at.map(|t| t.to_string()).unwrap_or_default(),
                 &r.duration_ms.to_string(),
                 r.error.as_ref().map(|e| e.kind.as_str()).unwrap_or(""),
-                &cell(r.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
-                &cell(r.transcript.as_deref().unwrap_or("")),
+                &formula_safe(r.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
+                &formula_safe(r.transcript.as_deref().unwrap_or("")),
             ])
             .map_err(io::Error::other)?;
         }

@@ -74,7 +74,19 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     end.book.settle(&records);
     let batches =
         (end.book.has_batches() || end.opts.submit_batch.is_some()).then(|| end.book.report());
-    let manifest = manifest(&end, &records, counts, tokens, status, reason, batches);
+    let mut manifest = manifest(&end, &records, counts, tokens, status, reason, batches);
+    // Extraction skills: the folder's tables, rebuilt from every record (this run's first).
+    let (tables, problems) = super::tables::write(
+        end.ctx.layout.output_dir(),
+        &end.opts.jobs,
+        &end.opts.skills,
+        &records,
+        end.opts.table_rows.as_deref(),
+    );
+    for p in problems {
+        end.progress.println(&format!("warning: {p}"));
+    }
+    manifest.tables = tables;
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
     // never "nothing ran"; the records appended so far stay in results.jsonl.
     let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir(), &records) {
@@ -164,6 +176,7 @@ fn manifest(
         server: ctx.server.clone(),
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
         batches,
+        tables: Vec::new(),
     }
 }
 

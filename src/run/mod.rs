@@ -21,6 +21,7 @@ mod schedule;
 mod setup;
 pub mod slots;
 mod stop;
+mod tables;
 mod watch;
 mod workflow;
 
@@ -67,6 +68,8 @@ pub struct RunOptions {
     /// `--submit batch`: direct requests go to the provider's Batch API
     /// (docs/model-api.md#batch-mode).
     pub submit_batch: Option<BatchOptions>,
+    /// `--rows PATH`: the extraction tables get a row per item of this array field.
+    pub table_rows: Option<String>,
 }
 
 /// Batch mode's choices.

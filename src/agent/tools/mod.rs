@@ -15,7 +15,7 @@ mod reader;
 mod table;
 mod web;
 pub(crate) mod write;
-mod xlsx;
+pub(crate) mod xlsx;
 
 use std::path::PathBuf;
 use std::sync::Arc;

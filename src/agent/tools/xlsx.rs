@@ -18,7 +18,7 @@ const MAX_EXACT_INTEGER: f64 = 999_999_999_999_999.0;
 /// The widest a column gets from autofit, in pixels.
 const MAX_COLUMN_PIXELS: u32 = 400;
 
-pub(super) fn render(content: &Value) -> Result<Vec<u8>, String> {
+pub(crate) fn render(content: &Value) -> Result<Vec<u8>, String> {
     let sheets = sheets(content)?;
     let mut workbook = Workbook::new();
     let bold = Format::new().set_bold();

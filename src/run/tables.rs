@@ -1,0 +1,383 @@
+//! One table per extraction skill (docs/extract.md#the-folders-table): at the end of every run,
+//! `<OUT>/tables/<name>.jsonl`, `.csv` and `.xlsx`, rebuilt from the latest record of every job
+//! of that skill in the output folder (this run's, cached ones included, and earlier runs'),
+//! one row per document — a failed one too, with its status and error.
+
+use crate::agent::structured::Schema;
+use crate::manifest::{JobRecord, Status};
+use crate::plan::Job;
+use crate::skills::schema::Field;
+use crate::skills::{SchemaSpec, SkillSet};
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// One table to build: its name, skill, schema and the arguments that pick its records.
+struct Spec {
+    name: String,
+    skill: String,
+    schema: Schema,
+    /// For a schema given as an argument: (argument, value) every record of the table has.
+    arg: Option<(String, String)>,
+    /// The declared file holding each job's object.
+    file: String,
+}
+
+/// The table name of a job: `<skill>`, or `<skill>-<schema file's stem>` when the schema is an
+/// argument (`extract-invoice`).
+fn table_name(skill: &str, schema_value: Option<&str>) -> String {
+    match schema_value {
+        Some(v) => {
+            let name = Path::new(v)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let stem = name
+                .trim_end_matches(".json")
+                .trim_end_matches(".yaml")
+                .trim_end_matches(".yml")
+                .trim_end_matches(".schema");
+            let stem: String = stem
+                .chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            format!("{skill}-{stem}")
+        }
+        None => skill.to_string(),
+    }
+}
+
+/// The tables this run's jobs feed, each with its schema as the run resolves it.
+fn specs(jobs: &[Job], skills: &SkillSet) -> Vec<Spec> {
+    let mut out: Vec<Spec> = Vec::new();
+    for job in jobs {
+        let Some(skill) = skills.get(&job.skill) else {
+            continue;
+        };
+        let Some(spec) = skill.schema() else {
+            continue;
+        };
+        let (value, arg) = match spec {
+            SchemaSpec::Inline(v) => (v.clone(), None),
+            SchemaSpec::Arg(name) => {
+                let Some(path) = super::ask::schema_path(job, name) else {
+                    continue;
+                };
+                let Ok(v) = crate::skills::schema::read_schema_file(&path) else {
+                    continue;
+                };
+                let shown = job.args.get(name).cloned().unwrap_or_default();
+                (v, Some((name.clone(), shown)))
+            }
+        };
+        let name = table_name(&skill.name, arg.as_ref().map(|(_, v)| v.as_str()));
+        if out.iter().any(|s| s.name == name) {
+            continue;
+        }
+        let Ok(schema) = Schema::new(value) else {
+            continue;
+        };
+        let file = skill
+            .direct_output(&job.args)
+            .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
+        out.push(Spec {
+            name,
+            skill: skill.name.clone(),
+            schema,
+            arg,
+            file,
+        });
+    }
+    out
+}
+
+/// Write every table this run feeds; returns the files written (relative to `out`) and what
+/// went wrong, for the run's summary.
+pub fn write(
+    out: &Path,
+    jobs: &[Job],
+    skills: &SkillSet,
+    current: &[JobRecord],
+    rows: Option<&str>,
+) -> (Vec<String>, Vec<String>) {
+    let specs = specs(jobs, skills);
+    if specs.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let history = latest_records(out, current);
+    let (mut written, mut problems) = (Vec::new(), Vec::new());
+    for spec in &specs {
+        let mut records: Vec<&JobRecord> = history
+            .iter()
+            .filter(|r| r.skill == spec.skill)
+            .filter(|r| {
+                spec.arg
+                    .as_ref()
+                    .is_none_or(|(k, v)| r.args.get(k) == Some(v))
+            })
+            .collect();
+        records.sort_by(|a, b| a.input.cmp(&b.input));
+        let table = Table::build(spec, out, &records, rows);
+        let dir = out.join("tables");
+        let base = dir.join(&spec.name);
+        let result = std::fs::create_dir_all(&dir)
+            .and_then(|()| table.write_jsonl(&base.with_extension("jsonl")))
+            .and_then(|()| table.write_csv(&base.with_extension("csv")))
+            .and_then(|()| table.write_xlsx(&base.with_extension("xlsx")));
+        match result {
+            Ok(()) => {
+                for ext in ["csv", "jsonl", "xlsx"] {
+                    written.push(format!("tables/{}.{ext}", spec.name));
+                }
+            }
+            Err(e) => problems.push(format!("cannot write the table tables/{}: {e}", spec.name)),
+        }
+        if let Some(why) = &table.rows_problem {
+            problems.push(why.clone());
+        }
+    }
+    (written, problems)
+}
+
+/// The latest record of every job in the output folder: this run's first, then earlier runs',
+/// newest first.
+fn latest_records(out: &Path, current: &[JobRecord]) -> Vec<JobRecord> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut all = Vec::new();
+    for r in current {
+        if seen.insert(r.job_id.clone()) {
+            all.push(r.clone());
+        }
+    }
+    for run in crate::manifest::list_runs(out).iter().rev() {
+        let Ok((records, _)) = crate::manifest::read_records(&run.path) else {
+            continue;
+        };
+        for r in records {
+            if seen.insert(r.job_id.clone()) {
+                all.push(r);
+            }
+        }
+    }
+    all
+}
+
+/// The table in memory: columns, and each row's values by column.
+struct Table {
+    columns: Vec<String>,
+    rows: Vec<Map<String, Value>>,
+    /// Sheets of arrays of objects for the workbook: (array's path, its items' columns, rows
+    /// with `file` first).
+    sheets: Vec<(String, Vec<String>, Vec<Map<String, Value>>)>,
+    /// Why `--rows` could not be followed.
+    rows_problem: Option<String>,
+}
+
+impl Table {
+    fn build(spec: &Spec, out: &Path, records: &[&JobRecord], rows: Option<&str>) -> Table {
+        let fields = &spec.schema.fields;
+        let per_item = rows.and_then(|p| {
+            fields
+                .iter()
+                .find(|f| f.path == p && f.kind.contains("array"))
+        });
+        let rows_problem = match (rows, per_item) {
+            (Some(p), None) => Some(format!(
+                "--rows {p}: table {} has no array field `{p}`; one row per document",
+                spec.name
+            )),
+            _ => None,
+        };
+        let mut columns = vec!["file".to_string(), "status".to_string()];
+        for f in fields {
+            if per_item.is_some_and(|a| a.path == f.path) {
+                columns.extend(item_columns(f));
+            } else {
+                columns.push(f.path.clone());
+            }
+        }
+        columns.push("ungrounded".into());
+        columns.push("error".into());
+        let mut sheets: Vec<(String, Vec<String>, Vec<Map<String, Value>>)> = fields
+            .iter()
+            .filter(|f| !f.items.is_empty() && per_item.is_none_or(|a| a.path != f.path))
+            .map(|f| {
+                let mut cols = vec!["file".to_string()];
+                cols.extend(f.items.iter().map(|i| i.path.clone()));
+                (f.path.clone(), cols, Vec::new())
+            })
+            .collect();
+        let mut table_rows = Vec::new();
+        for r in records {
+            let object = extracted(out, r, &spec.file);
+            let mut base = Map::new();
+            base.insert("file".into(), Value::String(r.input.clone()));
+            base.insert("status".into(), Value::String(r.status.as_str().into()));
+            if let Some(obj) = &object {
+                for f in fields {
+                    if per_item.is_some_and(|a| a.path == f.path) {
+                        continue;
+                    }
+                    let v = crate::skills::schema::at(obj, &f.path)
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    base.insert(f.path.clone(), v);
+                }
+                for (path, _, sheet_rows) in &mut sheets {
+                    let items = crate::skills::schema::at(obj, path)
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    for item in items {
+                        let mut row = Map::new();
+                        row.insert("file".into(), Value::String(r.input.clone()));
+                        if let Value::Object(m) = item {
+                            row.extend(m);
+                        }
+                        sheet_rows.push(row);
+                    }
+                }
+            }
+            let ungrounded = r
+                .extraction
+                .as_ref()
+                .map(|e| e.ungrounded.join(", "))
+                .unwrap_or_default();
+            base.insert("ungrounded".into(), Value::String(ungrounded));
+            let error = r.error.as_ref().map_or(String::new(), |e| {
+                format!("{}: {}", e.kind, crate::sanitize::one_line(&e.message))
+            });
+            base.insert("error".into(), Value::String(error));
+            match (per_item, &object) {
+                (Some(a), Some(obj)) => {
+                    let items = crate::skills::schema::at(obj, &a.path)
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    if items.is_empty() {
+                        table_rows.push(base.clone());
+                    }
+                    for item in items {
+                        let mut row = base.clone();
+                        for c in item_columns(a) {
+                            let key = c.trim_start_matches(&format!("{}.", a.path)).to_string();
+                            row.insert(c, item.get(&key).cloned().unwrap_or(Value::Null));
+                        }
+                        table_rows.push(row);
+                    }
+                }
+                _ => table_rows.push(base),
+            }
+        }
+        Table {
+            columns,
+            rows: table_rows,
+            sheets,
+            rows_problem,
+        }
+    }
+
+    fn write_jsonl(&self, path: &Path) -> std::io::Result<()> {
+        let mut body = Vec::new();
+        for row in &self.rows {
+            let ordered: Map<String, Value> = self
+                .columns
+                .iter()
+                .map(|c| (c.clone(), row.get(c).cloned().unwrap_or(Value::Null)))
+                .collect();
+            serde_json::to_writer(&mut body, &ordered).map_err(std::io::Error::other)?;
+            body.push(b'\n');
+        }
+        crate::manifest::write_atomic(path, &body)
+    }
+
+    fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+        let mut body = Vec::new();
+        {
+            let mut w = csv::Writer::from_writer(&mut body);
+            w.write_record(&self.columns).map_err(std::io::Error::other)?;
+            for row in &self.rows {
+                let cells: Vec<String> = self.columns.iter().map(|c| csv_cell(row.get(c))).collect();
+                w.write_record(&cells).map_err(std::io::Error::other)?;
+            }
+            w.flush()?;
+        }
+        crate::manifest::write_atomic(path, &body)
+    }
+
+    fn write_xlsx(&self, path: &Path) -> std::io::Result<()> {
+        let sheet = |name: &str, columns: &[String], rows: &[Map<String, Value>]| {
+            let cells: Vec<Value> = rows
+                .iter()
+                .map(|row| {
+                    Value::Array(
+                        columns
+                            .iter()
+                            .map(|c| xlsx_cell(row.get(c)))
+                            .collect(),
+                    )
+                })
+                .collect();
+            json!({"name": name, "headers": columns, "rows": cells})
+        };
+        let mut sheets = vec![sheet("rows", &self.columns, &self.rows)];
+        for (name, cols, rows) in &self.sheets {
+            sheets.push(sheet(name, cols, rows));
+        }
+        let bytes = crate::agent::tools::xlsx::render(&json!({ "sheets": sheets }))
+            .map_err(std::io::Error::other)?;
+        crate::manifest::write_atomic(path, &bytes)
+    }
+}
+
+/// The columns of an array's items when each item is a row (`items.name`, `items.amount`).
+fn item_columns(array: &Field) -> Vec<String> {
+    if array.items.is_empty() {
+        return vec![array.path.clone()];
+    }
+    array
+        .items
+        .iter()
+        .map(|i| format!("{}.{}", array.path, i.path))
+        .collect()
+}
+
+/// A job's extracted object, from its declared file in the output folder.
+fn extracted(out: &Path, r: &JobRecord, file: &str) -> Option<Value> {
+    if !matches!(r.status, Status::Succeeded | Status::Cached) {
+        return None;
+    }
+    let o = r
+        .outputs
+        .iter()
+        .find(|o| Path::new(&o.path).file_name() == Path::new(file).file_name())?;
+    let bytes = crate::small_file::read_io(&out.join(&o.path), 64 << 20).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// A CSV cell: text kept from being read as a formula, numbers as written, arrays and objects
+/// as JSON.
+fn csv_cell(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => crate::manifest::formula_safe(s).into_owned(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(other) => crate::manifest::formula_safe(&other.to_string()).into_owned(),
+    }
+}
+
+/// A workbook cell: numbers stay numbers, arrays and objects as JSON text.
+fn xlsx_cell(v: Option<&Value>) -> Value {
+    match v {
+        None | Some(Value::Null) => Value::String(String::new()),
+        Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => v.clone(),
+        Some(other) => Value::String(other.to_string()),
+    }
+}
