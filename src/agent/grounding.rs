@@ -291,7 +291,10 @@ fn normalize(s: &str) -> String {
 fn push_normalized(c: char, i: usize, norm: &mut Vec<char>, map: &mut Vec<usize>) {
     let mut buf = [0u8; 4];
     for n in c.encode_utf8(&mut buf).nfkc() {
-        if matches!(n, '\u{200b}'..='\u{200f}' | '\u{feff}' | '\u{00ad}' | '\u{2060}') {
+        if matches!(
+            n,
+            '\u{200b}'..='\u{200f}' | '\u{feff}' | '\u{00ad}' | '\u{2060}'
+        ) {
             continue;
         }
         if n.is_whitespace() {
@@ -324,9 +327,11 @@ fn number_in(s: &str) -> Option<f64> {
         .chars()
         .filter(|c| *c != ',' && *c != ' ')
         .collect();
-    (!t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
-        .then(|| t.parse().ok())
-        .flatten()
+    (!t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
+    .then(|| t.parse().ok())
+    .flatten()
 }
 
 /// The ways a document may write the number `v`: plain, with two decimals, with thousands
@@ -351,7 +356,14 @@ fn number_spellings(v: f64) -> Vec<String> {
         }
     }
     let mut out = Vec::new();
-    for (group, point) in [("", "."), (",", "."), (" ", "."), (".", ","), (" ", ","), ("", ",")] {
+    for (group, point) in [
+        ("", "."),
+        (",", "."),
+        (" ", "."),
+        (".", ","),
+        (" ", ","),
+        ("", ","),
+    ] {
         let w = grouped(whole, group);
         if short.is_none() {
             out.push(format!("{neg}{w}"));
@@ -456,7 +468,10 @@ mod tests {
         assert_eq!(l.how, Match::Normalized);
         assert_eq!(span(text, &l), "ＩＮＶ-0042");
         let l = hay.locate(&json!("2026-10-12"));
-        assert_eq!((l.how, span(text, &l).as_str()), (Match::Normalized, "12 October 2026"));
+        assert_eq!(
+            (l.how, span(text, &l).as_str()),
+            (Match::Normalized, "12 October 2026")
+        );
         let l = hay.locate(&json!(1130));
         assert_eq!(span(text, &l), "1.130,00");
         let l = hay.locate(&json!(1130.0));
@@ -465,7 +480,11 @@ mod tests {
         assert_eq!(span(text, &l), "2026年10月2日");
         let l = hay.locate(&json!("Date"));
         assert_eq!((l.how, l.start, l.end), (Match::Exact, Some(17), Some(21)));
-        assert_eq!(hay.locate(&json!(130)).how, Match::None, "part of a larger number");
+        assert_eq!(
+            hay.locate(&json!(130)).how,
+            Match::None,
+            "part of a larger number"
+        );
         assert_eq!(hay.locate(&json!("INV-0043")).how, Match::None);
     }
 
@@ -476,11 +495,16 @@ mod tests {
         let l = hay.locate(&json!("北京星河科技有限公司"));
         assert_eq!(l.how, Match::Normalized);
         assert_eq!(span(text, &l), "北 京 星 河 科 技 有 限 公 司");
-        let l = hay.locate(&json!("the supplier shall deliver goods within thirty days of the order"));
+        let l = hay.locate(&json!(
+            "the supplier shall deliver goods within thirty days of the order"
+        ));
         assert_eq!(l.how, Match::Fuzzy);
         assert!(span(text, &l).contains("deliver the goods"));
         assert_eq!(
-            hay.locate(&json!("the buyer may return anything at any time for a refund")).how,
+            hay.locate(&json!(
+                "the buyer may return anything at any time for a refund"
+            ))
+            .how,
             Match::None
         );
     }

@@ -99,8 +99,7 @@ pub fn system_prompt(skill_prompt: &str, schema: &Schema) -> String {
 }
 
 /// The last line of an extraction request, after the document.
-pub const TASK_LINE: &str =
-    "\nNow answer with the JSON object of the fields above for the document above, and nothing else.\n";
+pub const TASK_LINE: &str = "\nNow answer with the JSON object of the fields above for the document above, and nothing else.\n";
 
 /// Run the extraction request; the validated object is written as `file` (pretty-printed).
 pub async fn run(
@@ -131,8 +130,9 @@ pub async fn run(
         match schema.parse(&last) {
             Ok(value) if !cut => {
                 write(env, file, &value)?;
-                env.transcript
-                    .note(&format!("the answer is valid against the schema; saved as {file}"));
+                env.transcript.note(&format!(
+                    "the answer is valid against the schema; saved as {file}"
+                ));
                 return Ok(value);
             }
             Ok(_) => {
@@ -144,8 +144,9 @@ pub async fn run(
             Err(e) => errors = e,
         }
         let why = errors.join("; ");
-        env.transcript
-            .note(&format!("the answer is not valid against the schema: {why}"));
+        env.transcript.note(&format!(
+            "the answer is not valid against the schema: {why}"
+        ));
         messages.push(Message::assistant(last.trim_end()));
         messages.push(Message::user(format!(
             "Your answer is not valid: {why}. Answer again with only the JSON object of the fields."
@@ -216,9 +217,7 @@ fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack<'_>]) -> V
         }
         _ => present
             .iter()
-            .find(|(i, v)| {
-                hays[*i].locate(v).how != super::grounding::Match::None
-            })
+            .find(|(i, v)| hays[*i].locate(v).how != super::grounding::Match::None)
             .map_or(first, |(_, v)| v)
             .clone(),
     }
@@ -251,20 +250,37 @@ mod tests {
     #[test]
     fn answers_are_parsed_from_fences_and_prose_and_validated() {
         let s = schema();
-        assert!(s.parse("```json\n{\"number\": \"A1\", \"total\": 5}\n```").is_ok());
-        assert!(s.parse("Here it is: {\"number\": \"A1\", \"total\": 5} Done.").is_ok());
-        let errors = s.parse("{\"number\": \"A1\", \"total\": \"five\"}").unwrap_err();
+        assert!(
+            s.parse("```json\n{\"number\": \"A1\", \"total\": 5}\n```")
+                .is_ok()
+        );
+        assert!(
+            s.parse("Here it is: {\"number\": \"A1\", \"total\": 5} Done.")
+                .is_ok()
+        );
+        let errors = s
+            .parse("{\"number\": \"A1\", \"total\": \"five\"}")
+            .unwrap_err();
         assert!(errors[0].starts_with("/total:"), "{errors:?}");
         let errors = s.parse("{\"number\": \"A1\"}").unwrap_err();
         assert!(errors[0].contains("total"), "{errors:?}");
-        assert_eq!(s.parse("no json here").unwrap_err(), ["the answer is not a JSON object"]);
+        assert_eq!(
+            s.parse("no json here").unwrap_err(),
+            ["the answer is not a JSON object"]
+        );
     }
 
     #[test]
     fn pieces_merge_arrays_without_repeats_and_take_scalars_where_they_are_found() {
         let merged = merge(&[
-            (json!({"number": "A-1", "total": 10, "items": [{"n": "tea"}]}), "Invoice A-1, items: tea"),
-            (json!({"number": "B-9", "total": 99, "items": [{"n": "tea"}, {"n": "cake"}]}), "tea, cake; total 99"),
+            (
+                json!({"number": "A-1", "total": 10, "items": [{"n": "tea"}]}),
+                "Invoice A-1, items: tea",
+            ),
+            (
+                json!({"number": "B-9", "total": 99, "items": [{"n": "tea"}, {"n": "cake"}]}),
+                "tea, cake; total 99",
+            ),
         ]);
         assert_eq!(
             merged,

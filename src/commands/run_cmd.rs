@@ -168,6 +168,7 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
     prepared.config.api.require_key()?;
+    check_schemas(&prepared.jobs, &prepared.skills)?;
     if prepared.jobs.is_empty() {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
         ctx.warn("this shard has no jobs");
@@ -468,4 +469,27 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
             "~: estimated from the file's size (it could not be read here, or is a folder): a rough figure",
         );
     }
+}
+
+/// An extraction skill's schema given as an argument is read before anything runs: a schema
+/// that cannot be read or is not one stops the run with its file named (exit 2).
+fn check_schemas(
+    jobs: &[crate::plan::Job],
+    skills: &crate::skills::SkillSet,
+) -> Result<(), ExitError> {
+    let mut seen = std::collections::HashSet::new();
+    for job in jobs {
+        let Some(crate::skills::SchemaSpec::Arg(name)) =
+            skills.get(&job.skill).and_then(|s| s.schema())
+        else {
+            continue;
+        };
+        let Some(path) = job.arg_path(name) else {
+            continue;
+        };
+        if seen.insert(path.clone()) {
+            crate::skills::schema::read_schema_file(&path).map_err(ExitError::usage)?;
+        }
+    }
+    Ok(())
 }

@@ -121,6 +121,21 @@ pub struct Job {
 }
 
 impl Job {
+    /// The file an argument names: a file-type argument's resolved path, else the value as a
+    /// path.
+    pub fn arg_path(&self, name: &str) -> Option<PathBuf> {
+        self.extra_inputs
+            .iter()
+            .find(|(a, _, _)| a == name)
+            .map(|(_, _, p)| p.clone())
+            .or_else(|| {
+                self.args
+                    .get(name)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(PathBuf::from)
+            })
+    }
+
     /// Every input the job may read: the primary and the file arguments.
     pub fn input_paths(&self) -> impl Iterator<Item = (&str, &std::path::Path)> {
         std::iter::once((self.input.as_str(), self.path.as_path())).chain(

@@ -7,11 +7,11 @@ use crate::agent::accept::Acceptance;
 use crate::agent::runner::{self, AgentEnv, AgentStats, DirectAsk, Expected};
 use crate::agent::sandbox::Sandbox;
 use crate::agent::structured::{self, Schema};
-use crate::skills::SchemaSpec;
 use crate::agent::tools::ToolEnv;
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::plan::Job;
+use crate::skills::SchemaSpec;
 use crate::skills::Skill;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,7 +65,17 @@ pub(super) async fn ask(
         let system = structured::system_prompt(&skill.system_prompt, &schema);
         let kind = ctx.run.server.as_ref().and_then(|s| s.kind.as_deref());
         let format = schema.response_format(kind, &ctx.run.config.api.base_url);
-        structured::run(&env, &skill.name, system, message, &schema, format, &file, stats).await?;
+        structured::run(
+            &env,
+            &skill.name,
+            system,
+            message,
+            &schema,
+            format,
+            &file,
+            stats,
+        )
+        .await?;
         return Ok((String::new(), sandbox.written()));
     }
     if let Some(file) = skill.direct_output(&job.args)
@@ -114,7 +124,7 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
     let value = match spec {
         SchemaSpec::Inline(v) => v.clone(),
         SchemaSpec::Arg(name) => {
-            let path = schema_path(ctx.job, name).ok_or_else(|| {
+            let path = ctx.job.arg_path(name).ok_or_else(|| {
                 bad(format!(
                     "skill `{}` takes its schema from the argument `{name}`: give it with -a {name}=FILE",
                     ctx.skill.name
@@ -124,20 +134,6 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
         }
     };
     Schema::new(value).map(Some).map_err(bad)
-}
-
-/// The file a job's schema argument names.
-pub(super) fn schema_path(job: &Job, arg: &str) -> Option<PathBuf> {
-    job.extra_inputs
-        .iter()
-        .find(|(a, _, _)| a == arg)
-        .map(|(_, _, p)| p.clone())
-        .or_else(|| {
-            job.args
-                .get(arg)
-                .filter(|v| !v.trim().is_empty())
-                .map(PathBuf::from)
-        })
 }
 
 /// The sandbox of one request of the job: writes go to `dir` (created), the job's inputs and

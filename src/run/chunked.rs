@@ -424,7 +424,10 @@ fn merge_extracted(
     for ((dir, _), piece) in finished.iter().zip(pieces) {
         let bytes = std::fs::read(dir.join("out").join(&file)).map_err(io)?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            JobError::new(ErrorKind::Io, format!("a piece's {file} cannot be read: {e}"))
+            JobError::new(
+                ErrorKind::Io,
+                format!("a piece's {file} cannot be read: {e}"),
+            )
         })?;
         parts.push((value, piece.text.as_str()));
     }

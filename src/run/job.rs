@@ -38,6 +38,8 @@ pub fn cached_record(
     JobRecord {
         status: Status::Cached,
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
+        // What was found where in the document is as true of the same outputs now.
+        extraction: prev.and_then(|p| p.extraction.clone()),
         // The conversation that made the outputs, in the run that made them: a rerun writes
         // no file per cached job (10,000 of them would cost seconds on a busy disk).
         transcript: prev

@@ -66,7 +66,7 @@ fn specs(jobs: &[Job], skills: &SkillSet) -> Vec<Spec> {
         let (value, arg) = match spec {
             SchemaSpec::Inline(v) => (v.clone(), None),
             SchemaSpec::Arg(name) => {
-                let Some(path) = super::ask::schema_path(job, name) else {
+                let Some(path) = job.arg_path(name) else {
                     continue;
                 };
                 let Ok(v) = crate::skills::schema::read_schema_file(&path) else {
@@ -218,7 +218,12 @@ impl Table {
             let object = extracted(out, r, &spec.file);
             let mut base = Map::new();
             base.insert("file".into(), Value::String(r.input.clone()));
-            base.insert("status".into(), Value::String(r.status.as_str().into()));
+            // A cached job's row is the row its result earned: a rerun rewrites the same table.
+            let status = match r.status {
+                Status::Cached => Status::Succeeded,
+                other => other,
+            };
+            base.insert("status".into(), Value::String(status.as_str().into()));
             if let Some(obj) = &object {
                 for f in fields {
                     if per_item.is_some_and(|a| a.path == f.path) {
@@ -301,9 +306,11 @@ impl Table {
         let mut body = Vec::new();
         {
             let mut w = csv::Writer::from_writer(&mut body);
-            w.write_record(&self.columns).map_err(std::io::Error::other)?;
+            w.write_record(&self.columns)
+                .map_err(std::io::Error::other)?;
             for row in &self.rows {
-                let cells: Vec<String> = self.columns.iter().map(|c| csv_cell(row.get(c))).collect();
+                let cells: Vec<String> =
+                    self.columns.iter().map(|c| csv_cell(row.get(c))).collect();
                 w.write_record(&cells).map_err(std::io::Error::other)?;
             }
             w.flush()?;
@@ -315,14 +322,7 @@ impl Table {
         let sheet = |name: &str, columns: &[String], rows: &[Map<String, Value>]| {
             let cells: Vec<Value> = rows
                 .iter()
-                .map(|row| {
-                    Value::Array(
-                        columns
-                            .iter()
-                            .map(|c| xlsx_cell(row.get(c)))
-                            .collect(),
-                    )
-                })
+                .map(|row| Value::Array(columns.iter().map(|c| xlsx_cell(row.get(c))).collect()))
                 .collect();
             json!({"name": name, "headers": columns, "rows": cells})
         };

@@ -7,8 +7,8 @@
 //! is named in words a skill author can act on.
 
 use super::{
-    ArgSpec, ArgType, Chunking, DEFAULT_MAX_TURNS, InputSpec, MAX_TURNS_RANGE, OutputSpec, GroundingRule, SchemaSpec, Skill,
-    SkillSource,
+    ArgSpec, ArgType, Chunking, DEFAULT_MAX_TURNS, GroundingRule, InputSpec, MAX_TURNS_RANGE,
+    OutputSpec, SchemaSpec, Skill, SkillSource,
 };
 use crate::small_file::present;
 use serde::Deserialize;
@@ -348,7 +348,8 @@ fn load_fields(
     let max_turns =
         parse_max_turns(&f.max_turns, &mut warnings, &mut strict_errors).map_err(fail)?;
     let input = parse_input(&f.input, &mut warnings).map_err(fail)?;
-    let (output, schema_bytes) = parse_output(&f.output, &source, &input, &mut warnings).map_err(fail)?;
+    let (output, schema_bytes) =
+        parse_output(&f.output, &source, &input, &mut warnings).map_err(fail)?;
     // A schema read from beside the skill is part of what the skill is.
     let content_hash = match schema_bytes {
         Some(bytes) => {
@@ -514,7 +515,10 @@ fn parse_output(
         }
     };
     if grounding == GroundingRule::Required && schema.is_none() {
-        warnings.push("`output.grounding` applies to extraction skills (`output.schema`) only; ignored".into());
+        warnings.push(
+            "`output.grounding` applies to extraction skills (`output.schema`) only; ignored"
+                .into(),
+        );
     }
     Ok((
         Some(OutputSpec {

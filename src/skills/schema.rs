@@ -76,8 +76,7 @@ pub fn check(schema: &Value) -> Result<(), String> {
         || !map.get("properties").is_some_and(Value::is_object)
     {
         return Err(
-            "the top level must be `type: object` with `properties` (the fields to extract)"
-                .into(),
+            "the top level must be `type: object` with `properties` (the fields to extract)".into(),
         );
     }
     jsonschema::validator_for(schema)
@@ -149,7 +148,11 @@ fn walk(schema: &Value, prefix: &str, out: &mut Vec<Field>) {
 fn kinds(prop: &Value) -> Vec<String> {
     let mut kinds: Vec<String> = match prop.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(String::from).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
         _ if prop.get("enum").is_some() => vec!["string".into()],
         _ if prop.get("properties").is_some() => vec!["object".into()],
         _ => vec!["string".into()],

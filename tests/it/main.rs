@@ -12,6 +12,7 @@ mod conventions;
 mod corpus;
 mod docs_links;
 mod extract_docs;
+mod extraction;
 mod help;
 mod hostile_run;
 mod i18n;

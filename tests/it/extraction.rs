@@ -1,0 +1,336 @@
+//! Structured extraction (docs/extract.md): one request a document whose answer is validated
+//! against the schema, every value looked for in the document, and one table for the folder.
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
+use serde_json::{Value, json};
+use zhi::exit::Exit;
+
+const FAST: &str = "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
+
+const SCHEMA: &str = r#"{"type": "object", "properties": {
+  "invoice_number": {"type": "string", "description": "The invoice number"},
+  "seller": {"type": "string"},
+  "total": {"type": "number"},
+  "items": {"type": "array", "items": {"type": "object", "properties": {
+     "name": {"type": "string"}, "amount": {"type": "number"}}}}},
+  "required": ["invoice_number", "total"]}"#;
+
+const ACME: &str = "ACME SUPPLIES LTD\nInvoice number: INV-0042\nOffice chairs 480.00\n\
+                    Standing desk 650.00\nTotal due: 1,130.00 GBP\n";
+const GLOBEX: &str =
+    "Globex Corporation\nInvoice GX-7\nConsulting 2.000,50 EUR\nTotal: 2.000,50 EUR\n";
+
+fn env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", FAST);
+    env.write("invoice.schema.json", SCHEMA);
+    env.write("invoices/acme.txt", ACME);
+    env.write("invoices/globex.txt", GLOBEX);
+    env
+}
+
+/// Answers by the document in the request: Acme's true values, Globex's with a made-up seller
+/// and total.
+fn answers(r: &Recorded) -> Reply {
+    let doc = r.input_document();
+    let v = if doc.contains("acme") {
+        json!({"invoice_number": "INV-0042", "seller": "ACME SUPPLIES LTD", "total": 1130,
+               "items": [{"name": "Office chairs", "amount": 480}, {"name": "Standing desk", "amount": 650}]})
+    } else {
+        json!({"invoice_number": "GX-7", "seller": "Initech", "total": 3999, "items": []})
+    };
+    Reply::text(v.to_string())
+}
+
+fn extract(env: &TestEnv, api: &FakeApi, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["invoices", "-a", "schema=invoice.schema.json"];
+    args.extend_from_slice(extra);
+    run(env, api, "extract", &args)
+}
+
+fn csv_rows(env: &TestEnv, name: &str) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(env.path(&format!("out/tables/{name}.csv"))).unwrap();
+    let mut rows = vec![r.headers().unwrap().iter().map(String::from).collect()];
+    rows.extend(
+        r.records()
+            .map(|x| x.unwrap().iter().map(String::from).collect()),
+    );
+    rows
+}
+
+#[test]
+fn values_found_nowhere_are_flagged_in_the_record_and_the_table() {
+    let env = env();
+    let api = FakeApi::start(answers);
+    let out = extract(&env, &api, &[]);
+    assert_exit(&out, Exit::Success);
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2, "one request a document: {}", show(&out));
+    for r in &reqs {
+        // A server that does not describe itself gets json_object, and the fields in the prompt.
+        assert_eq!(r.body["response_format"], json!({"type": "json_object"}));
+        assert!(
+            r.system_prompt()
+                .unwrap()
+                .contains("- invoice_number (string, required): The invoice number")
+        );
+    }
+    let acme = record(&env, "invoices/acme.txt");
+    assert_eq!(acme["status"], "succeeded");
+    assert_eq!(acme["extraction"]["valid"], true);
+    assert_eq!(acme["extraction"]["ungrounded"], json!([]));
+    // Offsets point at the value in the text zhi read.
+    let at = &acme["extraction"]["fields"]["invoice_number"];
+    let (s, e) = (
+        at["start"].as_u64().unwrap() as usize,
+        at["end"].as_u64().unwrap() as usize,
+    );
+    let found: String = ACME.chars().skip(s).take(e - s).collect();
+    assert_eq!(
+        (found.as_str(), at["match"].as_str()),
+        ("INV-0042", Some("exact"))
+    );
+    let total = &acme["extraction"]["fields"]["total"];
+    assert_eq!(
+        total["match"], "normalized",
+        "1130 is written 1,130.00: {acme}"
+    );
+    let globex = record(&env, "invoices/globex.txt");
+    assert_eq!(globex["status"], "succeeded", "kept, and flagged");
+    assert_eq!(
+        globex["extraction"]["ungrounded"],
+        json!(["seller", "total"])
+    );
+    let saved: Value = serde_json::from_slice(
+        &std::fs::read(env.path("out/extract/invoices/globex.txt/extracted.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["seller"], "Initech");
+
+    let rows = csv_rows(&env, "extract-invoice");
+    assert_eq!(
+        rows[0],
+        [
+            "file",
+            "status",
+            "invoice_number",
+            "seller",
+            "total",
+            "items",
+            "ungrounded",
+            "error"
+        ]
+    );
+    assert_eq!(rows.len(), 3, "a row per document: {rows:?}");
+    assert_eq!(
+        &rows[1][..5],
+        [
+            "invoices/acme.txt",
+            "succeeded",
+            "INV-0042",
+            "ACME SUPPLIES LTD",
+            "1130"
+        ]
+    );
+    assert_eq!(rows[2][6], "seller, total");
+    let jsonl = std::fs::read_to_string(env.path("out/tables/extract-invoice.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    assert_eq!(first["items"][1]["name"], "Standing desk");
+    // The workbook: the rows, and a sheet of the line items.
+    use calamine::Reader;
+    let mut book: calamine::Xlsx<_> =
+        calamine::open_workbook(env.path("out/tables/extract-invoice.xlsx")).unwrap();
+    assert_eq!(book.sheet_names(), ["rows", "items"]);
+    let items = book.worksheet_range("items").unwrap();
+    assert_eq!(items.get_size(), (3, 3), "a header and two items");
+    assert_eq!(items.get((2, 1)).unwrap().to_string(), "Standing desk");
+    let manifest: Value = serde_json::from_str(&show_manifest(&env)).unwrap();
+    assert!(
+        manifest["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "tables/extract-invoice.csv")
+    );
+}
+
+fn show_manifest(env: &TestEnv) -> String {
+    let runs = env.path("out/.zhi/runs");
+    let mut dirs: Vec<_> = std::fs::read_dir(runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    std::fs::read_to_string(dirs.last().unwrap().join("manifest.json")).unwrap()
+}
+
+#[test]
+fn an_answer_that_is_not_json_fails_invalid_output_after_one_corrective_request() {
+    let env = env();
+    std::fs::remove_file(env.path("invoices/globex.txt")).unwrap();
+    let api = FakeApi::start(|_: &Recorded| {
+        Reply::text("The invoice number is INV-0042 and the total is 1,130.00.")
+    });
+    let out = extract(&env, &api, &[]);
+    assert_exit(&out, Exit::JobsFailed);
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2, "{}", show(&out));
+    assert!(
+        reqs[1]
+            .last_user_text()
+            .unwrap()
+            .contains("not a JSON object")
+    );
+    let r = record(&env, "invoices/acme.txt");
+    assert_eq!(r["error"]["kind"], "invalid_output", "{r}");
+    assert_eq!(r["extraction"]["valid"], false);
+    // The failed document is a row of the table, with its error.
+    let rows = csv_rows(&env, "extract-invoice");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1][1], "failed");
+    assert!(rows[1][7].starts_with("invalid_output:"), "{rows:?}");
+    // The answer is kept for a person to read, never committed.
+    assert!(!env.path("out/extract/invoices/acme.txt").exists());
+}
+
+#[test]
+fn a_schema_invalid_answer_then_a_valid_one_succeeds_in_two_requests() {
+    let env = env();
+    std::fs::remove_file(env.path("invoices/globex.txt")).unwrap();
+    let api = FakeApi::sequence(vec![
+        Reply::text(r#"{"invoice_number": "INV-0042", "total": "1,130.00"}"#),
+        Reply::text(r#"{"invoice_number": "INV-0042", "total": 1130}"#),
+    ]);
+    let out = extract(&env, &api, &[]);
+    assert_exit(&out, Exit::Success);
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2);
+    let correction = reqs[1].last_user_text().unwrap();
+    assert!(
+        correction.contains("/total"),
+        "the validation error is quoted: {correction}"
+    );
+    let r = record(&env, "invoices/acme.txt");
+    assert_eq!(r["extraction"]["valid"], true);
+    assert_eq!(r["requests"], 2);
+}
+
+#[test]
+fn a_rerun_pays_nothing_and_rewrites_the_same_table_and_a_changed_document_changes_its_row() {
+    let env = env();
+    let api = FakeApi::start(answers);
+    assert_exit(&extract(&env, &api, &[]), Exit::Success);
+    let table = std::fs::read(env.path("out/tables/extract-invoice.csv")).unwrap();
+    let jsonl = std::fs::read(env.path("out/tables/extract-invoice.jsonl")).unwrap();
+    let before = api.chat_requests().len();
+    assert_exit(&extract(&env, &api, &[]), Exit::Success);
+    assert_eq!(api.chat_requests().len(), before, "nothing to pay");
+    assert_eq!(
+        std::fs::read(env.path("out/tables/extract-invoice.csv")).unwrap(),
+        table
+    );
+    assert_eq!(
+        std::fs::read(env.path("out/tables/extract-invoice.jsonl")).unwrap(),
+        jsonl
+    );
+    env.write("invoices/acme.txt", ACME.replace("INV-0042", "INV-0043"));
+    let api2 = FakeApi::start(|_: &Recorded| {
+        Reply::text(json!({"invoice_number": "INV-0043", "total": 1130}).to_string())
+    });
+    assert_exit(&extract(&env, &api2, &[]), Exit::Success);
+    assert_eq!(api2.chat_requests().len(), 1, "only the changed document");
+    let rows = csv_rows(&env, "extract-invoice");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1][2], "INV-0043");
+    assert_eq!(rows[2][2], "GX-7", "the unchanged one keeps its row");
+}
+
+#[test]
+fn rows_makes_a_row_per_line_item() {
+    let env = env();
+    let api = FakeApi::start(answers);
+    let out = extract(&env, &api, &["--rows", "items"]);
+    assert_exit(&out, Exit::Success);
+    let rows = csv_rows(&env, "extract-invoice");
+    assert_eq!(
+        rows[0],
+        [
+            "file",
+            "status",
+            "invoice_number",
+            "seller",
+            "total",
+            "items.name",
+            "items.amount",
+            "ungrounded",
+            "error"
+        ]
+    );
+    // Acme's two items, and Globex (no items) as one row.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(
+        &rows[2][..7],
+        [
+            "invoices/acme.txt",
+            "succeeded",
+            "INV-0042",
+            "ACME SUPPLIES LTD",
+            "1130",
+            "Standing desk",
+            "650"
+        ]
+    );
+    assert_eq!(rows[3][0], "invoices/globex.txt");
+}
+
+#[test]
+fn grounding_required_fails_a_job_whose_required_value_is_found_nowhere() {
+    let env = env();
+    env.write(
+        ".zhi/skills/invoice-strict.yaml",
+        format!(
+            "name: invoice-strict\ndescription: Invoice fields, every required one found in the invoice\nsystem_prompt: Take the fields of one invoice.\noutput:\n  schema: invoice.schema.json\n  grounding: required\n"
+        ),
+    );
+    env.write(".zhi/skills/invoice.schema.json", SCHEMA);
+    let api = FakeApi::start(answers);
+    let out = run(&env, &api, "invoice-strict", &["invoices"]);
+    assert_exit(&out, Exit::JobsFailed);
+    assert_eq!(
+        record(&env, "invoices/acme.txt")["status"],
+        "succeeded",
+        "{}",
+        show(&out)
+    );
+    let r = record(&env, "invoices/globex.txt");
+    assert_eq!(r["error"]["kind"], "invalid_output", "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("total") && !msg.contains("seller"),
+        "only required fields: {msg}"
+    );
+    // A schema beside the skill gives the table the skill's name.
+    assert_eq!(csv_rows(&env, "invoice-strict").len(), 3);
+}
+
+#[test]
+fn a_schema_that_is_not_json_stops_the_run_before_anything_is_asked_naming_its_file() {
+    let env = env();
+    env.write("bad.schema.json", "{\"type\": \"object\", \"properties\": ");
+    let api = FakeApi::start(answers);
+    let out = run(
+        &env,
+        &api,
+        "extract",
+        &["invoices", "-a", "schema=bad.schema.json"],
+    );
+    assert_exit(&out, Exit::Usage);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.schema.json") && stderr.contains("not JSON"),
+        "{stderr}"
+    );
+    assert!(api.chat_requests().is_empty(), "nothing was asked");
+}
