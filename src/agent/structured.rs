@@ -153,13 +153,12 @@ pub async fn run(
         )));
     }
     keep_rejected(env, file, &last);
-    Err(JobError::new(
-        ErrorKind::InvalidOutput,
+    Err(JobError::new(ErrorKind::InvalidOutput, {
+        let list = errors.join("; ");
         format!(
-            "the answer is not a JSON object valid against the schema after one corrective request: {}",
-            errors.join("; ")
-        ),
-    ))
+            "the answer is not a JSON object valid against the schema after one corrective request: {list}"
+        )
+    }))
 }
 
 /// The objects of a long document's pieces as one (in piece order): arrays concatenated

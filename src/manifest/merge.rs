@@ -337,6 +337,7 @@ mod tests {
             server: None,
             requests: 0,
             batches: None,
+            tables: Vec::new(),
         };
         LoadedRun {
             run_id: id.into(),

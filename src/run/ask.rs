@@ -126,8 +126,8 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
         SchemaSpec::Arg(name) => {
             let path = ctx.job.arg_path(name).ok_or_else(|| {
                 bad(format!(
-                    "skill `{}` takes its schema from the argument `{name}`: give it with -a {name}=FILE",
-                    ctx.skill.name
+                    "skill `{skill}` takes its schema from the argument `{name}`: give it with -a {name}=FILE",
+                    skill = ctx.skill.name
                 ))
             })?;
             crate::skills::schema::read_schema_file(&path).map_err(bad)?

@@ -84,7 +84,8 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         end.opts.table_rows.as_deref(),
     );
     for p in problems {
-        end.progress.println(&format!("warning: {p}"));
+        end.progress
+            .println(&format!("warning: {reason}", reason = p));
     }
     manifest.tables = tables;
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),

@@ -338,16 +338,7 @@ pub(super) async fn run_text(
         verify(ctx, staging, Some(&source))?;
         return ground(ctx, text, staging, chunks);
     }
-    let message = if skill.schema().is_some() {
-        extraction_message(&job.input, text)
-    } else {
-        let extras = extra_texts(run, job).await;
-        let mut message = document_message(job, text, &extras, direct);
-        if direct {
-            message.push_str(&task_line(job, skill, "the document above"));
-        }
-        message
-    };
+    let message = first_message(run, job, skill, text, direct).await;
     match ask(ctx, staging, "", message, Some(source.clone()), true, stats).await {
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
@@ -364,6 +355,26 @@ pub(super) async fn run_text(
     }
     verify(ctx, staging, Some(&source))?;
     ground(ctx, text, staging, chunks)
+}
+
+/// The first message of a job whose document fits one request: the document (and its other
+/// inputs), then the task for a direct request; for an extraction, the document and the task.
+async fn first_message(
+    run: &RunContext,
+    job: &Job,
+    skill: &crate::skills::Skill,
+    text: &str,
+    direct: bool,
+) -> String {
+    if skill.schema().is_some() {
+        return extraction_message(&job.input, text);
+    }
+    let extras = extra_texts(run, job).await;
+    let mut m = document_message(job, text, &extras, direct);
+    if direct {
+        m.push_str(&task_line(job, skill, "the document above"));
+    }
+    m
 }
 
 /// An extraction job's object, looked for value by value in the document's text
@@ -413,14 +424,10 @@ fn ground(
     let fail = output.grounding == crate::skills::GroundingRule::Required && !missing.is_empty();
     chunks.extraction = Some(found);
     if fail {
-        let list = missing;
+        let (input, list) = (&ctx.job.input, missing.join(", "));
         return Err(JobError::new(
             ErrorKind::InvalidOutput,
-            format!(
-                "required values found nowhere in {} (grounding: required): {}",
-                ctx.job.input,
-                list.join(", ")
-            ),
+            format!("required values found nowhere in {input} (grounding: required): {list}"),
         ));
     }
     Ok(())

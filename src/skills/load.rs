@@ -505,12 +505,12 @@ fn parse_output(
         Some(Value::String(s)) if s == "flag" || s == "optional" => GroundingRule::Flag,
         Some(Value::String(s)) if s == "required" => GroundingRule::Required,
         Some(v) => {
+            let found = match v {
+                Value::String(s) => format!("`{s}`"),
+                other => value_kind(other).to_string(),
+            };
             return Err(format!(
-                "`output.grounding` must be `flag` or `required`, found {}",
-                match v {
-                    Value::String(s) => format!("`{s}`"),
-                    other => value_kind(other).to_string(),
-                }
+                "`output.grounding` must be `flag` or `required`, found {found}"
             ));
         }
     };
@@ -580,10 +580,12 @@ fn parse_schema(
             super::schema::check(&value).map_err(|e| format!("`output.schema`: {e}"))?;
             Ok((Some(SchemaSpec::Inline(value)), None))
         }
-        Some(v) => Err(format!(
-            "`output.schema` must be a JSON Schema (a mapping), a file name or `{{argument}}`, found {}",
-            value_kind(v)
-        )),
+        Some(v) => {
+            let found = value_kind(v);
+            Err(format!(
+                "`output.schema` must be a JSON Schema (a mapping), a file name or `{{argument}}`, found {found}"
+            ))
+        }
     }
 }
 

@@ -47,8 +47,10 @@ pub const EXTRACTED_FILE: &str = "extracted.json";
 pub fn read_schema_file(path: &Path) -> Result<Value, String> {
     let bytes = crate::small_file::read(path, MAX_SCHEMA_BYTES)
         .map_err(|e| format!("cannot read the schema {}: {e}", path.display()))?;
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|_| format!("the schema {} is not UTF-8 text", path.display()))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        let path = path.display();
+        format!("the schema {path} is not UTF-8 text")
+    })?;
     let yaml = matches!(
         super::extension(&path.to_string_lossy()).as_str(),
         "yaml" | "yml"

@@ -11,12 +11,9 @@ const BUILTINS: &[(&str, &str, u64, &str)] = &[
     ("summarize", "file_read,file_write", 5, "file*"),
     ("translate", "file_read,file_write", 5, "file*,to"),
     ("extract-text", "ocr,file_write,file_list", 5, "file*"),
-    (
-        "extract-table",
-        "ocr,file_read,file_write,file_list",
-        8,
-        "file*",
-    ),
+    // Extraction skills: one request a document against a schema (docs/extract.md).
+    ("extract-table", "", 15, "file*"),
+    ("extract", "", 15, "file*,schema*"),
     ("analyze", "file_read,ocr,file_write,file_list", 8, "file*"),
     ("proofread", "file_read,ocr,file_write", 5, "file*"),
     (
@@ -35,12 +32,7 @@ const BUILTINS: &[(&str, &str, u64, &str)] = &[
     // Workflows: fixed steps, no tools of their own (docs/skills.md#workflows).
     ("contract-review", "", 15, "file*,file2"),
     ("daily-digest", "", 15, "dir*"),
-    (
-        "invoice-to-excel",
-        "file_list,file_read,ocr,file_write,extract-table,reformat",
-        15,
-        "dir*",
-    ),
+    ("invoice-to-excel", "", 15, "file*"),
     ("meeting-followup", "", 15, "file*,translate_to"),
     ("report-polish", "", 15, "file*,format"),
     ("translate-proofread", "", 15, "file*,to"),
@@ -82,10 +74,10 @@ fn list_json_is_exactly_the_builtins_of_the_spec() {
         got_sorted.sort_unstable();
         assert_eq!(got_sorted, want_tools, "{name} tools");
         assert_eq!(s["max_turns"], *turns, "{name} max_turns");
-        let mode = if tools.is_empty() {
+        let mode = if ["extract", "extract-table", "invoice-to-excel"].contains(name) {
+            "extract"
+        } else if tools.is_empty() {
             "workflow"
-        } else if tools.contains("extract-table") || *name == "extract-table" {
-            "agent"
         } else {
             "direct"
         };
@@ -120,7 +112,7 @@ fn list_json_is_exactly_the_builtins_of_the_spec() {
     assert_eq!(arg("translate-proofread", "to")["default"], "chinese");
     assert_eq!(arg("reformat", "format")["default"], "markdown");
     assert_eq!(arg("daily-digest", "dir")["type"], "directory");
-    assert_eq!(arg("invoice-to-excel", "dir")["type"], "directory");
+    assert_eq!(arg("extract", "schema")["type"], "file");
     assert_eq!(arg("compare", "file2")["type"], "file");
 }
 
@@ -206,7 +198,7 @@ fn validate_all_builtins_is_clean() {
     let env = TestEnv::new();
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
     assert_exit(&out, Exit::Success);
-    assert!(stdout(&out).contains("15 skill(s) valid"));
+    assert!(stdout(&out).contains("16 skill(s) valid"));
 }
 
 /// Validate the given project skill files; return how zhi ended and its stderr (temp paths
@@ -380,7 +372,7 @@ fn user_skill_overrides_builtin_and_project_overrides_user() {
         &skill_yaml("summarize", "file_read, file_write"),
     );
     let skills = list_json(&env);
-    assert_eq!(skills.len(), 15);
+    assert_eq!(skills.len(), 16);
     let s = skills.iter().find(|s| s["name"] == "summarize").unwrap();
     assert_eq!(s["source"], "user");
     assert_eq!(s["description"], "test skill summarize");
@@ -419,7 +411,7 @@ fn broken_user_skill_beside_a_good_one() {
         .as_array()
         .unwrap()
         .clone();
-    assert_eq!(skills.len(), 16);
+    assert_eq!(skills.len(), 17);
     assert!(
         skills
             .iter()
