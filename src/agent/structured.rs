@@ -3,7 +3,7 @@
 //! skill's schema; an invalid answer gets one corrective request quoting what is wrong, then
 //! the job fails with `invalid_output`.
 
-use super::runner::{AgentEnv, AgentStats, keep_rejected, request};
+use super::runner::{AgentEnv, AgentStats, DirectAsk, keep_rejected, request};
 use crate::error::{ErrorKind, JobError};
 use crate::llm::{ChatRequest, Message};
 use crate::skills::schema::{self, Field};
@@ -104,15 +104,14 @@ pub const TASK_LINE: &str = "\nNow answer with the JSON object of the fields abo
 /// Run the extraction request; the validated object is written as `file` (pretty-printed).
 pub async fn run(
     env: &AgentEnv,
-    name: &str,
-    system: String,
-    user: String,
+    ask: DirectAsk,
     schema: &Schema,
     response_format: Value,
     file: &str,
     stats: &mut AgentStats,
 ) -> Result<Value, JobError> {
-    let mut messages = vec![Message::system(system), Message::user(user)];
+    let name = ask.name.as_str();
+    let mut messages = vec![Message::system(ask.system), Message::user(ask.user)];
     let mut last = String::new();
     let mut errors = Vec::new();
     for round in 1..=2 {

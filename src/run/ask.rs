@@ -65,17 +65,12 @@ pub(super) async fn ask(
         let system = structured::system_prompt(&skill.system_prompt, &schema);
         let kind = ctx.run.server.as_ref().and_then(|s| s.kind.as_deref());
         let format = schema.response_format(kind, &ctx.run.config.api.base_url);
-        structured::run(
-            &env,
-            &skill.name,
+        let ask = DirectAsk {
+            name: skill.name.clone(),
             system,
-            message,
-            &schema,
-            format,
-            &file,
-            stats,
-        )
-        .await?;
+            user: message,
+        };
+        structured::run(&env, ask, &schema, format, &file, stats).await?;
         return Ok((String::new(), sandbox.written()));
     }
     if let Some(file) = skill.direct_output(&job.args)

@@ -414,12 +414,12 @@ fn ground(
     let missing: Vec<String> = found
         .ungrounded
         .iter()
-        .cloned()
         .filter(|p| {
             required
                 .iter()
                 .any(|r| p.as_str() == *r || p.starts_with(&format!("{r}[")))
         })
+        .cloned()
         .collect();
     let fail = output.grounding == crate::skills::GroundingRule::Required && !missing.is_empty();
     chunks.extraction = Some(found);

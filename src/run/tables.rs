@@ -168,13 +168,16 @@ fn latest_records(out: &Path, current: &[JobRecord]) -> Vec<JobRecord> {
     all
 }
 
+/// A sheet of the workbook for an array of objects: the array's path, its columns, its rows.
+type Sheet = (String, Vec<String>, Vec<Map<String, Value>>);
+
 /// The table in memory: columns, and each row's values by column.
 struct Table {
     columns: Vec<String>,
     rows: Vec<Map<String, Value>>,
     /// Sheets of arrays of objects for the workbook: (array's path, its items' columns, rows
     /// with `file` first).
-    sheets: Vec<(String, Vec<String>, Vec<Map<String, Value>>)>,
+    sheets: Vec<Sheet>,
     /// Why `--rows` could not be followed.
     rows_problem: Option<String>,
 }
@@ -204,7 +207,7 @@ impl Table {
         }
         columns.push("ungrounded".into());
         columns.push("error".into());
-        let mut sheets: Vec<(String, Vec<String>, Vec<Map<String, Value>>)> = fields
+        let mut sheets: Vec<Sheet> = fields
             .iter()
             .filter(|f| !f.items.is_empty() && per_item.is_none_or(|a| a.path != f.path))
             .map(|f| {
