@@ -290,9 +290,7 @@ fn grounding_required_fails_a_job_whose_required_value_is_found_nowhere() {
     let env = env();
     env.write(
         ".zhi/skills/invoice-strict.yaml",
-        format!(
-            "name: invoice-strict\ndescription: Invoice fields, every required one found in the invoice\nsystem_prompt: Take the fields of one invoice.\noutput:\n  schema: invoice.schema.json\n  grounding: required\n"
-        ),
+        "name: invoice-strict\ndescription: Invoice fields, every required one found in the invoice\nsystem_prompt: Take the fields of one invoice.\noutput:\n  schema: invoice.schema.json\n  grounding: required\n",
     );
     env.write(".zhi/skills/invoice.schema.json", SCHEMA);
     let api = FakeApi::start(answers);
