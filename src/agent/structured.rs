@@ -28,11 +28,14 @@ impl Schema {
         })
     }
 
-    /// What is wrong with `answer` (at most five reasons), or the object it holds.
+    /// What is wrong with `answer` (at most five reasons), or the object it holds. A number
+    /// written as text where the schema wants a number (`"1,130.00"`, `"¥2938"`) is read as
+    /// the number first.
     pub fn parse(&self, answer: &str) -> Result<Value, Vec<String>> {
-        let Some(value) = json_object(answer) else {
+        let Some(mut value) = json_object(answer) else {
             return Err(vec!["the answer is not a JSON object".to_string()]);
         };
+        coerce_numbers(&self.value, &mut value);
         let errors: Vec<String> = self
             .validator
             .iter_errors(&value)
@@ -63,7 +66,12 @@ impl Schema {
             .and_then(|u| u.host_str().map(str::to_string))
             .is_some_and(|h| h == "api.openai.com");
         if matches!(server_kind, Some("llama.cpp" | "vllm" | "ollama")) || openai {
-            let mut format = json!({"name": "extraction", "schema": self.value});
+            let schema = if openai {
+                self.value.clone()
+            } else {
+                numbers_as_text(&self.value)
+            };
+            let mut format = json!({"name": "extraction", "schema": schema});
             if openai && schema::strict_ok(&self.value) {
                 format["strict"] = Value::Bool(true);
             }
@@ -72,6 +80,162 @@ impl Schema {
             json!({"type": "json_object"})
         }
     }
+}
+
+/// Does a schema's `type` allow a number (or an integer)?
+fn wants_number(schema: &Value) -> Option<bool> {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    if types.contains(&"string") {
+        return None;
+    }
+    if types.contains(&"number") {
+        Some(false)
+    } else if types.contains(&"integer") {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// The schema with every number (or integer) asked for as text, for a server's grammar: a
+/// grammar that forces a JSON number cuts `1,130.00` at its comma, while text takes the figure
+/// as the document writes it, and zhi reads it as the number ([`coerce_numbers`]).
+fn numbers_as_text(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map {
+                let v = match k.as_str() {
+                    "properties" => Value::Object(
+                        v.as_object()
+                            .map(|props| {
+                                props
+                                    .iter()
+                                    .map(|(n, p)| (n.clone(), numbers_as_text(p)))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    ),
+                    "items" => numbers_as_text(v),
+                    _ => v.clone(),
+                };
+                out.insert(k.clone(), v);
+            }
+            if wants_number(schema).is_some() {
+                let nullable = match schema.get("type") {
+                    Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
+                    _ => false,
+                };
+                let t = if nullable {
+                    json!(["string", "null"])
+                } else {
+                    json!("string")
+                };
+                out.insert("type".into(), t);
+                for k in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"] {
+                    out.remove(k);
+                }
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Numbers written as text where the schema wants numbers, read as numbers.
+fn coerce_numbers(schema: &Value, value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, v) in map.iter_mut() {
+                    if let Some(s) = props.get(k) {
+                        coerce_numbers(s, v);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for v in items {
+                    coerce_numbers(s, v);
+                }
+            }
+        }
+        Value::String(s) => {
+            if let Some(integer) = wants_number(schema)
+                && let Some(n) = number_from_text(s)
+            {
+                let n = if integer && n.fract() == 0.0 {
+                    Some(Value::from(n as i64))
+                } else if integer {
+                    None
+                } else {
+                    serde_json::Number::from_f64(n).map(Value::Number)
+                };
+                if let Some(n) = n {
+                    *value = n;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A number written as a person writes it: currency signs and codes, thousands separators
+/// (`,`, `.`, a space or `'`), a decimal point or comma. `None` for anything else.
+fn number_from_text(s: &str) -> Option<f64> {
+    let code = |w: &str| w.len() == 3 && w.chars().all(|c| c.is_ascii_uppercase());
+    let mut t = s.trim();
+    if let Some((head, rest)) = t.split_once(' ')
+        && code(head)
+    {
+        t = rest.trim();
+    }
+    if let Some((rest, tail)) = t.rsplit_once(' ')
+        && code(tail)
+    {
+        t = rest.trim();
+    }
+    let t = t
+        .trim_start_matches(['¥', '￥', '$', '€', '£'])
+        .trim_end_matches('元')
+        .trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t),
+    };
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || ",. '".contains(c)) {
+        return None;
+    }
+    let t: String = t.chars().filter(|c| *c != ' ' && *c != '\'').collect();
+    // The last `,` or `.` is the decimal mark when one or two digits follow it, or when it is
+    // the only mark and not followed by exactly three digits.
+    let last = t.rfind([',', '.']);
+    let plain = match last {
+        Some(i) => {
+            let tail = &t[i + 1..];
+            let marks = t.matches([',', '.']).count();
+            let decimal = tail.len() <= 2 || (marks == 1 && tail.len() != 3);
+            let (int, frac) = if decimal {
+                (&t[..i], tail)
+            } else {
+                (t.as_str(), "")
+            };
+            let int: String = int.chars().filter(char::is_ascii_digit).collect();
+            if frac.is_empty() {
+                int
+            } else {
+                format!("{int}.{frac}")
+            }
+        }
+        None => t,
+    };
+    let n: f64 = plain.parse().ok()?;
+    Some(if neg { -n } else { n })
 }
 
 /// The first JSON object in an answer: the whole answer, inside a code fence, or between its
@@ -92,7 +256,7 @@ fn json_object(answer: &str) -> Option<Value> {
 /// The system prompt of an extraction request: the skill's own, the fields, and how to answer.
 pub fn system_prompt(skill_prompt: &str, schema: &Schema) -> String {
     format!(
-        "{}\n\nThe fields:\n{}\n\nAnswer with one JSON object holding these fields, and nothing else: no code fence, no remarks. Copy names, codes and numbers as the document writes them; a number is a JSON number without currency signs or thousands separators; a date is YYYY-MM-DD. Leave out a field the document does not state, or make it null where the field allows.",
+        "{}\n\nThe fields:\n{}\n\nAnswer with one JSON object holding these fields, and nothing else: no code fence, no remarks. Copy each value as the document writes it. Leave out a field the document does not state, or make it null where the field allows.",
         skill_prompt.trim_end(),
         schema::describe(&schema.fields)
     )
@@ -287,11 +451,38 @@ mod tests {
     }
 
     #[test]
+    fn numbers_written_as_text_are_read_as_numbers_where_the_schema_wants_them() {
+        for (text, n) in [
+            ("1,130.00", 1130.0),
+            ("¥2938.00", 2938.0),
+            ("1.130,50", 1130.5),
+            ("EUR 2.000,50", 2000.5),
+            ("1 356", 1356.0),
+            ("2,938", 2938.0),
+            ("12.5", 12.5),
+            ("-3", -3.0),
+            ("2938元", 2938.0),
+        ] {
+            assert_eq!(number_from_text(text), Some(n), "{text}");
+        }
+        for text in ["about 1000", "13%", "", "1-2"] {
+            assert_eq!(number_from_text(text), None, "{text}");
+        }
+        let s = schema();
+        let v = s.parse(r#"{"number": "A1", "total": "1,130.00"}"#).unwrap();
+        assert_eq!(v["total"], json!(1130.0));
+        assert_eq!(v["number"], "A1", "a string field stays a string");
+        let relaxed = numbers_as_text(&s.value);
+        assert_eq!(relaxed["properties"]["total"]["type"], "string");
+        assert_eq!(relaxed["properties"]["number"]["type"], "string");
+    }
+
+    #[test]
     fn servers_that_take_a_schema_get_it_and_others_get_json_object() {
         let s = schema();
         let f = s.response_format(Some("llama.cpp"), "http://127.0.0.1:8080/v1");
         assert_eq!(f["type"], "json_schema");
-        assert_eq!(f["json_schema"]["schema"], s.value);
+        assert_eq!(f["json_schema"]["schema"], numbers_as_text(&s.value));
         let f = s.response_format(None, "https://open.bigmodel.cn/api/paas/v4");
         assert_eq!(f, json!({"type": "json_object"}));
         let f = s.response_format(None, "https://api.openai.com/v1");
