@@ -136,7 +136,13 @@ fn numbers_as_text(schema: &Value) -> Value {
                     json!("string")
                 };
                 out.insert("type".into(), t);
-                for k in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"] {
+                for k in [
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                    "multipleOf",
+                ] {
                     out.remove(k);
                 }
             }

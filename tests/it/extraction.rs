@@ -200,7 +200,7 @@ fn a_schema_invalid_answer_then_a_valid_one_succeeds_in_two_requests() {
     let env = env();
     std::fs::remove_file(env.path("invoices/globex.txt")).unwrap();
     let api = FakeApi::sequence(vec![
-        Reply::text(r#"{"invoice_number": "INV-0042", "total": "1,130.00"}"#),
+        Reply::text(r#"{"invoice_number": "INV-0042", "total": "about eleven hundred"}"#),
         Reply::text(r#"{"invoice_number": "INV-0042", "total": 1130}"#),
     ]);
     let out = extract(&env, &api, &[]);
@@ -245,6 +245,23 @@ fn a_rerun_pays_nothing_and_rewrites_the_same_table_and_a_changed_document_chang
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1][2], "INV-0043");
     assert_eq!(rows[2][2], "GX-7", "the unchanged one keeps its row");
+}
+
+#[test]
+fn a_figure_written_as_text_is_read_as_the_number_the_schema_wants() {
+    let env = env();
+    std::fs::remove_file(env.path("invoices/globex.txt")).unwrap();
+    let api = FakeApi::always(Reply::text(
+        r#"{"invoice_number": "INV-0042", "total": "1,130.00 GBP"}"#,
+    ));
+    let out = extract(&env, &api, &[]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(api.chat_requests().len(), 1);
+    let saved: Value = serde_json::from_slice(
+        &std::fs::read(env.path("out/extract/invoices/acme.txt/extracted.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["total"], json!(1130.0));
 }
 
 #[test]
