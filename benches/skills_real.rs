@@ -63,6 +63,7 @@ fn main() {
     let home = root.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let docs = make_docs(&work);
+    std::fs::write(work.join("fields.schema.json"), FIELDS_SCHEMA).unwrap();
     let pairs = make_pairs(&work);
 
     let (url, server) = common::local_model(8087);
@@ -244,6 +245,13 @@ fn make_pairs(work: &Path) -> Vec<Doc> {
     ]
 }
 
+/// The schema `extract` runs with: what any document of the set states.
+const FIELDS_SCHEMA: &str = r#"{"type": "object", "properties": {
+  "title": {"type": ["string", "null"], "description": "The document's title or subject"},
+  "author": {"type": ["string", "null"], "description": "Who wrote or issued it"},
+  "date": {"type": ["string", "null"], "description": "The date it bears"}},
+  "required": ["title", "author", "date"]}"#;
+
 fn runs_for(name: &str, skill: &zhi::skills::Skill, docs: &[Doc], pairs: &[Doc]) -> Vec<Run> {
     let all = |docs: &[Doc]| docs.iter().map(|d| d.rel.clone()).collect::<Vec<_>>();
     let of = |lang: Lang| {
@@ -270,6 +278,12 @@ fn runs_for(name: &str, skill: &zhi::skills::Skill, docs: &[Doc], pairs: &[Doc])
         "compare" => vec![Run {
             inputs: all(pairs),
             args: arg("file2", "{dir}/{stem}.old{ext}"),
+            lang: None,
+        }],
+        // The fields every document of the set has: a title, who wrote it, a date.
+        "extract" => vec![Run {
+            inputs: all(docs),
+            args: arg("schema", "fields.schema.json"),
             lang: None,
         }],
         "reformat" => vec![Run {
