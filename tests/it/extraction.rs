@@ -349,3 +349,50 @@ fn a_schema_that_is_not_json_stops_the_run_before_anything_is_asked_naming_its_f
     );
     assert!(api.chat_requests().is_empty(), "nothing was asked");
 }
+
+#[test]
+fn batch_mode_carries_extraction_requests_and_the_collecting_run_writes_the_table() {
+    use crate::support::FakeBatch;
+    let env = env();
+    let batch = FakeBatch::new(answers);
+    let api = FakeApi::start(batch.handler());
+    let submit = || {
+        env.zhi()
+            .args([
+                "--no-progress",
+                "run",
+                "extract",
+                "invoices",
+                "-a",
+                "schema=invoice.schema.json",
+            ])
+            .args(["-o", "out", "--submit", "batch", "--base-url"])
+            .arg(api.zhipu_base_url())
+            .env("ZHI_API_KEY", "test-key")
+            .output()
+            .unwrap()
+    };
+    let out = submit();
+    assert_exit(&out, Exit::Success);
+    let batches = batch.batches();
+    assert_eq!(batches.len(), 1, "{}", show(&out));
+    assert_eq!(batches[0].lines.len(), 2, "both documents in one batch");
+    assert_eq!(
+        batches[0].lines[0]["body"]["response_format"],
+        json!({"type": "json_object"}),
+        "Zhipu's Batch API is asked for a JSON object"
+    );
+    assert!(api.chat_requests().is_empty());
+    batch.finish_all();
+    let out = submit();
+    assert_exit(&out, Exit::Success);
+    let globex = record(&env, "invoices/globex.txt");
+    assert_eq!(globex["status"], "succeeded", "{}", show(&out));
+    assert_eq!(
+        globex["extraction"]["ungrounded"],
+        json!(["seller", "total"])
+    );
+    let rows = csv_rows(&env, "extract-invoice");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1][2], "INV-0042");
+}
