@@ -396,3 +396,73 @@ fn batch_mode_carries_extraction_requests_and_the_collecting_run_writes_the_tabl
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1][2], "INV-0042");
 }
+
+#[test]
+fn a_long_invoice_is_extracted_piece_by_piece_and_merged() {
+    let env = TestEnv::new();
+    env.write(
+        "zhi.yaml",
+        "models:\n  glm-4-flash: {context_window: 4000, max_output: 200}\nretry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n",
+    );
+    env.write("invoice.schema.json", SCHEMA);
+    let filler = "The goods were delivered on time and in good order to the warehouse. ".repeat(6);
+    let mut doc = String::from("ACME SUPPLIES LTD\nInvoice number: INV-0042\n");
+    for i in 1..=60 {
+        doc.push_str(&format!("Line item Chair-{i:02} delivered. {filler}\n"));
+    }
+    doc.push_str("Total due: 1,130.00 GBP\n");
+    env.write("invoices/long.txt", &doc);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let api = FakeApi::start(move |r: &Recorded| {
+        // The whole conversation: a corrective request holds the piece too.
+        let text = r.body_text.clone();
+        let items: Vec<Value> = (1..=60)
+            .map(|i| format!("Chair-{i:02}"))
+            .filter(|c| text.contains(c.as_str()))
+            .map(|c| json!({"name": c}))
+            .collect();
+        // The first answer for the piece holding Chair-30 is not valid: that piece alone is
+        // asked again.
+        if text.contains("Chair-30") && seen.lock().unwrap().insert("Chair-30") {
+            return Reply::text("I could not find an invoice here.");
+        }
+        let number = if text.contains("INV-0042") {
+            "INV-0042"
+        } else {
+            "INV-9999"
+        };
+        let total = if text.contains("1,130.00") { 1130 } else { 7 };
+        Reply::text(json!({"invoice_number": number, "total": total, "items": items}).to_string())
+    });
+    let out = run(
+        &env,
+        &api,
+        "extract",
+        &["invoices", "-a", "schema=invoice.schema.json"],
+    );
+    assert_exit(&out, Exit::Success);
+    let r = record(&env, "invoices/long.txt");
+    let pieces = r["chunks"]["total"].as_u64().unwrap_or(0);
+    assert!(pieces >= 2, "split: {r}");
+    assert_eq!(
+        r["requests"],
+        pieces + 1,
+        "one corrective request, for one piece"
+    );
+    let saved: Value = serde_json::from_slice(
+        &std::fs::read(env.path("out/extract/invoices/long.txt/extracted.json")).unwrap(),
+    )
+    .unwrap();
+    // Scalars from the piece whose text holds them, items from every piece, each once.
+    assert_eq!(saved["invoice_number"], "INV-0042");
+    assert_eq!(saved["total"], json!(1130));
+    let names: Vec<&str> = saved["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = (1..=60).map(|i| format!("Chair-{i:02}")).collect();
+    assert_eq!(names, want);
+    assert_eq!(r["extraction"]["ungrounded"], json!([]), "{r}");
+}
