@@ -466,3 +466,21 @@ fn a_long_invoice_is_extracted_piece_by_piece_and_merged() {
     assert_eq!(names, want);
     assert_eq!(r["extraction"]["ungrounded"], json!([]), "{r}");
 }
+
+#[test]
+fn a_value_that_a_spreadsheet_would_run_as_a_formula_stays_text_in_the_csv() {
+    let env = env();
+    std::fs::remove_file(env.path("invoices/globex.txt")).unwrap();
+    let api = FakeApi::always(Reply::text(
+        json!({"invoice_number": "=HYPERLINK(\"http://example.invalid\")", "total": -5})
+            .to_string(),
+    ));
+    assert_exit(&extract(&env, &api, &[]), Exit::Success);
+    let rows = csv_rows(&env, "extract-invoice");
+    assert_eq!(rows[1][2], "'=HYPERLINK(\"http://example.invalid\")");
+    assert_eq!(
+        rows[1][4], "-5",
+        "a number is a number, not neutralised text"
+    );
+    assert_eq!(rows[1][6], "invoice_number, total");
+}
