@@ -101,6 +101,10 @@ fn wants_number(schema: &Value) -> Option<bool> {
     }
 }
 
+/// What a number asked for as text may look like: digits with the separators a document
+/// writes them with.
+const NUMBER_AS_TEXT: &str = "^-?[0-9][0-9,. ]*$";
+
 /// The schema with every number (or integer) asked for as text, for a server's grammar: a
 /// grammar that forces a JSON number cuts `1,130.00` at its comma, while text takes the figure
 /// as the document writes it, and zhi reads it as the number ([`coerce_numbers`]).
@@ -136,6 +140,8 @@ fn numbers_as_text(schema: &Value) -> Value {
                     json!("string")
                 };
                 out.insert("type".into(), t);
+                // Digits with their separators, as a figure is written: not a label, not empty.
+                out.insert("pattern".into(), json!(NUMBER_AS_TEXT));
                 for k in [
                     "minimum",
                     "maximum",
@@ -259,17 +265,22 @@ fn json_object(answer: &str) -> Option<Value> {
         .filter(Value::is_object)
 }
 
-/// The system prompt of an extraction request: the skill's own, the fields, and how to answer.
-pub fn system_prompt(skill_prompt: &str, schema: &Schema) -> String {
+/// The system prompt of an extraction request: the skill's own, and how to answer.
+pub fn system_prompt(skill_prompt: &str) -> String {
     format!(
-        "{}\n\nThe fields:\n{}\n\nAnswer with one JSON object holding these fields, and nothing else: no code fence, no remarks. Copy each value as the document writes it. Leave out a field the document does not state, or make it null where the field allows.",
-        skill_prompt.trim_end(),
-        schema::describe(&schema.fields)
+        "{}\n\nAnswer with one JSON object holding the fields the message lists after the document, and nothing else: no code fence, no remarks. Copy each value as the document writes it. Leave out a field the document does not state, or make it null where the field allows.",
+        skill_prompt.trim_end()
     )
 }
 
-/// The last line of an extraction request, after the document.
-pub const TASK_LINE: &str = "\nNow answer with the JSON object of the fields above for the document above, and nothing else.\n";
+/// The end of an extraction request, after the document: the task, then the fields (a small
+/// model does what the message ends with).
+pub fn task(schema: &Schema) -> String {
+    format!(
+        "\nNow answer with one JSON object of these fields for the document above, and nothing else:\n{}\n",
+        schema::describe(&schema.fields)
+    )
+}
 
 /// Run the extraction request; the validated object is written as `file` (pretty-printed).
 pub async fn run(

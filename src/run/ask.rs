@@ -62,7 +62,8 @@ pub(super) async fn ask(
         let file = skill
             .direct_output(&job.args)
             .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
-        let system = structured::system_prompt(&skill.system_prompt, &schema);
+        let system = structured::system_prompt(&skill.system_prompt);
+        let message = format!("{message}{}", structured::task(&schema));
         let kind = ctx.run.server.as_ref().and_then(|s| s.kind.as_deref());
         let format = schema.response_format(kind, &ctx.run.config.api.base_url);
         let ask = DirectAsk {

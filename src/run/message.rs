@@ -30,12 +30,12 @@ pub(super) fn document_message(
     m
 }
 
-/// The message of an extraction request: the document (or one part of it), then the task.
+/// The message of an extraction request: the document (or one part of it); the task and the
+/// fields follow once the schema is known ([`crate::agent::structured::task`]).
 pub(super) fn extraction_message(label: &str, text: &str) -> String {
     format!(
-        "Input document: {label}\n\n{}{}",
-        runner::document_block(label, text),
-        crate::agent::structured::TASK_LINE
+        "Input document: {label}\n\n{}",
+        runner::document_block(label, text)
     )
 }
 

@@ -68,13 +68,19 @@ fn values_found_nowhere_are_flagged_in_the_record_and_the_table() {
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 2, "one request a document: {}", show(&out));
     for r in &reqs {
-        // A server that does not describe itself gets json_object, and the fields in the prompt.
+        // A server that does not describe itself gets json_object; the message ends with the
+        // fields, after the document.
         assert_eq!(r.body["response_format"], json!({"type": "json_object"}));
+        let msg = r.last_user_text().unwrap();
         assert!(
-            r.system_prompt()
-                .unwrap()
-                .contains("- invoice_number (string, required): The invoice number")
+            msg.ends_with(
+                "- invoice_number (string, required): The invoice number\n- seller (string)\n\
+                 - total (number, required)\n- items (array)\n- items[].name (string)\n\
+                 - items[].amount (number)\n"
+            ),
+            "{msg}"
         );
+        assert!(msg.find("END DOCUMENT") < msg.find("- invoice_number"));
     }
     let acme = record(&env, "invoices/acme.txt");
     assert_eq!(acme["status"], "succeeded");
