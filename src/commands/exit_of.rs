@@ -33,7 +33,8 @@ impl From<RunError> for ExitError {
             | RunError::Create { .. }
             | RunError::WriteLock { .. }
             | RunError::LockUnjudgeable { .. }
-            | RunError::Planning(_) => Exit::Usage,
+            | RunError::Planning(_)
+            | RunError::Server(_) => Exit::Usage,
         };
         ExitError::from_error(exit, e)
     }

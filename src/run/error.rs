@@ -64,6 +64,10 @@ pub enum RunError {
     /// Reading the inputs for their cache status failed (a worker that panicked).
     #[error("planning failed: {0}")]
     Planning(String),
+    /// The server described itself in a way no run can hold (a context window smaller than a
+    /// prompt and an answer).
+    #[error("{0}")]
+    Server(String),
     /// With the server's budgets, the plan does not hold (a token budget no request fits).
     #[error(transparent)]
     Plan(#[from] PlanError),

@@ -120,7 +120,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         &opts.skills,
         opts.submit_batch.is_some(),
     )
-    .await;
+    .await?;
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;

@@ -78,6 +78,11 @@ pub(super) async fn open_batches(
     Ok(book)
 }
 
+/// The smallest context window a server may report: a prompt of zhi's and an answer fit in it.
+const MIN_SERVER_WINDOW: u32 = 1024;
+/// The most documents a server's slots may put in flight: `-j auto`'s ceiling.
+const MAX_SERVER_SLOTS: u32 = 64;
+
 /// A server that is not a known provider is asked what it is: its context window drives
 /// splitting, its slots the concurrency (unless `-j` says otherwise). A batch goes to a
 /// provider's Batch API: the chat server is not asked anything.
@@ -87,9 +92,9 @@ pub(super) async fn ask_server(
     jobs: &[Job],
     skills: &SkillSet,
     batch: bool,
-) -> Option<ServerInfo> {
+) -> Result<Option<ServerInfo>, RunError> {
     if crate::llm::is_known_provider(&config.api.base_url) || jobs.is_empty() || batch {
-        return None;
+        return Ok(None);
     }
     let models: BTreeSet<String> = jobs
         .iter()
@@ -101,12 +106,26 @@ pub(super) async fn ask_server(
         .collect();
     let first = models.iter().next().cloned().unwrap_or_default();
     let info = crate::llm::probe(client, &first).await;
+    if let Some(window) = info.context_window
+        && window < MIN_SERVER_WINDOW
+        && models.iter().any(|m| !config.models.configured.contains(m))
+    {
+        return Err(RunError::Server(format!(
+            "the server at {url} says its context window is {window} tokens, too small to hold a prompt and an answer (zhi needs at least {MIN_SERVER_WINDOW}); if that is really so, set models.{first}.context_window in zhi.yaml",
+            url = super::finish::without_credentials(&config.api.base_url)
+        )));
+    }
     if let Some(window) = info.context_window {
         for m in &models {
             config.models.apply_server_window(m, window);
         }
     }
-    if let Some(slots) = info.slots.filter(|n| *n > 0) {
+    // A slot count beyond what zhi would ever run at once is the server's boast, not a limit.
+    if let Some(slots) = info
+        .slots
+        .filter(|n| *n > 0)
+        .map(|n| n.min(MAX_SERVER_SLOTS))
+    {
         let explicit = config
             .origins
             .get("concurrency")
@@ -127,5 +146,5 @@ pub(super) async fn ask_server(
         slots = info.slots,
         "asked the server what it is"
     );
-    Some(info)
+    Ok(Some(info))
 }

@@ -976,3 +976,56 @@ fn the_model_a_local_server_runs_is_shown_beside_the_name_zhi_asked_for() {
         "{html}"
     );
 }
+
+/// A server's boasts are not limits: `total_slots` of a billion puts no more documents in
+/// flight than `-j auto` ever would (64), and a context window of one token — which would cut
+/// a document into thousands of requests — refuses the run, naming the value.
+#[test]
+fn a_servers_implausible_slots_and_window_are_not_believed() {
+    let env = TestEnv::new();
+    for i in 0..80 {
+        env.write(
+            &format!("docs/d{i:02}.txt"),
+            format!("Report {i}: the board met.\n"),
+        );
+    }
+    let props = |ctx: u64| {
+        move |req: &Recorded| {
+            if req.method == "GET" && req.path == "/props" {
+                return Reply::status(
+                    200,
+                    json!({"default_generation_settings": {"n_ctx": ctx}, "total_slots": 1_000_000_000u64}),
+                );
+            }
+            if !req.is_chat() {
+                return Reply::status(404, json!({"error": {"message": "no route"}}));
+            }
+            Reply::delay(
+                Duration::from_millis(400),
+                Reply::text(
+                    "# Summary\n\nThe board met and agreed on the next steps for the report.",
+                ),
+            )
+        }
+    };
+    let api = FakeApi::server(props(4096));
+    let out = run(&env, &api, "summarize", &["docs", "-j", "auto"]);
+    assert_exit(&out, Exit::Success);
+    let mut arrivals: Vec<_> = api.chat_requests().iter().map(|r| r.at).collect();
+    arrivals.sort();
+    let first = arrivals[0];
+    let at_once = arrivals
+        .iter()
+        .filter(|t| **t - first < Duration::from_millis(300))
+        .count();
+    assert!(at_once <= 64, "{at_once} requests in flight at once");
+
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "The board met.\n");
+    let api = FakeApi::server(props(1));
+    let out = run(&env, &api, "summarize", &["docs"]);
+    assert_exit(&out, Exit::Usage);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("context window is 1 tokens"), "{err}");
+    assert!(api.chat_requests().is_empty());
+}
