@@ -713,6 +713,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("cannot write the table tables/{name}: {e}", "无法写入表格 tables/{name}：{e}"),
     ("--rows {field}: table {name} has no array field `{field}`; one row per document", "--rows {field}：表格 {name} 没有数组字段 `{field}`；按每个文档一行"),
     ("the server at {url} says its context window is {window} tokens, too small to hold a prompt and an answer (zhi needs at least {min}); if that is really so, set models.{model}.context_window in zhi.yaml", "{url} 的服务器说它的上下文窗口是 {window} 个令牌，放不下一个提示和一个回答（zhi 至少需要 {min}）；如果确实如此，请在 zhi.yaml 中设置 models.{model}.context_window"),
+    ("{first} and {path} would both write to {dir} in the output folder; run them with different -o folders, or run zhi from a folder that holds both so that their paths differ", "{first} 和 {path} 会写到输出文件夹里的同一个 {dir}；请用不同的 -o 文件夹分别运行，或在同时包含两者的文件夹里运行 zhi，让它们的路径不同"),
     // ---- Manifests.
     ("{path} is neither a run folder (results.jsonl, manifest.json) nor an output folder with runs in .zhi/runs/", "{path} 既不是运行文件夹（results.jsonl、manifest.json），也不是在 .zhi/runs/ 下有运行记录的输出文件夹"),
     ("{path} has no runs in .zhi/runs/", "{path} 在 .zhi/runs/ 下没有运行记录"),

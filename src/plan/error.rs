@@ -91,6 +91,17 @@ pub enum PlanError {
     )]
     NothingMatched,
 
+    /// Two jobs would write to one folder (`../a/x.md` and `../b/x.md` are both `x.md` below
+    /// the output folder): refused before either runs, naming both.
+    #[error(
+        "{first} and {second} would both write to {folder} in the output folder; run them with different -o folders, or run zhi from a folder that holds both so that their paths differ"
+    )]
+    SharedOutputFolder {
+        first: String,
+        second: String,
+        folder: String,
+    },
+
     /// `--jobs FILE` that cannot be used.
     #[error("jobs file {}: {problem}", path.display())]
     JobsFile {

@@ -181,6 +181,8 @@ pub fn build(
 ) -> Result<Vec<Job>, PlanError> {
     let mut jobs: Vec<Job> = Vec::new();
     let mut ids = std::collections::BTreeSet::new();
+    // Each job's folder, and the input it belongs to: one folder, one job.
+    let mut folders: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
     for req in requests {
         let skill = skills
             .get(&req.skill)
@@ -199,18 +201,26 @@ pub fn build(
             if !ids.insert(id.clone()) {
                 continue;
             }
+            // The current folder itself is laid out under its own name.
+            let rel = output_rel(
+                &skill.name,
+                if f.out_display == "." {
+                    cwd.file_name().and_then(|n| n.to_str()).unwrap_or("root")
+                } else {
+                    &f.out_display
+                },
+            );
+            if let Some(first) = folders.insert(rel.clone(), f.display.clone()) {
+                return Err(PlanError::SharedOutputFolder {
+                    first,
+                    second: f.display,
+                    folder: rel.display().to_string(),
+                });
+            }
             jobs.push(Job {
                 id,
                 skill: skill.name.clone(),
-                // The current folder itself is laid out under its own name.
-                output_rel: output_rel(
-                    &skill.name,
-                    if f.out_display == "." {
-                        cwd.file_name().and_then(|n| n.to_str()).unwrap_or("root")
-                    } else {
-                        &f.out_display
-                    },
-                ),
+                output_rel: rel,
                 input: f.display,
                 path: f.path,
                 is_dir: opts.directories,

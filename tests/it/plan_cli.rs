@@ -975,3 +975,38 @@ fn plan_table_snapshot() {
         insta::assert_snapshot!(shown);
     });
 }
+
+/// Two inputs of one name from different folders outside the working folder would share one
+/// job folder (`summarize/x.md`): the plan is refused before anything runs, naming both, and
+/// no message advises deleting a folder.
+#[test]
+fn two_inputs_that_would_share_a_job_folder_are_refused_naming_both() {
+    let env = TestEnv::new();
+    env.write("a/x.md", "Alpha notes.\n");
+    env.write("b/x.md", "Beta notes.\n");
+    std::fs::create_dir_all(env.path("w")).unwrap();
+    for cmd in ["plan", "run"] {
+        let out = env
+            .zhi()
+            .current_dir(env.path("w"))
+            .args([
+                cmd,
+                "summarize",
+                "../a/x.md",
+                "../b/x.md",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Usage);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("a/x.md and ") && err.contains("b/x.md would"),
+            "{err}"
+        );
+        assert!(err.contains("summarize/x.md"), "{err}");
+        assert!(!err.contains("delete"), "{err}");
+    }
+    assert!(!env.path("w/zhi-output/summarize").exists());
+}
