@@ -283,6 +283,25 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
                 );
             }
         }
+        match s.schema() {
+            Some(crate::skills::SchemaSpec::Inline(schema)) => {
+                println!("{}", tr("fields:", "字段："));
+                let fields = crate::skills::schema::fields(schema);
+                for l in crate::skills::schema::describe(&fields).lines() {
+                    println!("  {}", crate::sanitize::for_terminal(l));
+                }
+            }
+            Some(crate::skills::SchemaSpec::Arg(arg)) => {
+                println!(
+                    "{}{}",
+                    label("fields:", "字段："),
+                    crate::sanitize::for_terminal(&format!(
+                        "the JSON Schema given with -a {arg}=FILE"
+                    ))
+                );
+            }
+            None => {}
+        }
         if s.is_workflow() {
             println!("{}", tr("steps:", "步骤："));
             for l in step_lines(set, s) {
@@ -301,13 +320,17 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
         for e in &graph {
             println!("{}", crate::i18n::error_line(&e.to_string()));
         }
-        println!(
-            "{}",
-            tr(
-                "system prompt (sent after the language preamble):",
-                "系统提示词（在语言前言之后发送）："
-            )
-        );
+        if s.schema().is_some() {
+            println!("{}", tr("system prompt:", "系统提示词："));
+        } else {
+            println!(
+                "{}",
+                tr(
+                    "system prompt (sent after the language preamble):",
+                    "系统提示词（在语言前言之后发送）："
+                )
+            );
+        }
         for l in s.system_prompt.trim_end().lines() {
             println!("  {}", crate::sanitize::for_terminal(l));
         }
