@@ -377,7 +377,7 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
         let model = prepared.config.models.model_for(s.model.as_deref());
         let budget = u64::from(crate::chunk::piece_budget(
             prepared.config.request_budget(&model),
-            s.chunking,
+            s.piece_sizing(),
             s.direct_output(&job.args).is_some(),
         ));
         match (tokens <= budget, s.chunking) {

@@ -316,7 +316,7 @@ pub(super) async fn run_text(
     let model = run.model(job);
     let mode = skill.chunking;
     let request = run.config.request_budget(&model);
-    let budget = crate::chunk::piece_budget(request, mode, direct);
+    let budget = crate::chunk::piece_budget(request, skill.piece_sizing(), direct);
     let estimate = crate::chunk::tokens(text);
     if estimate > budget {
         if mode == crate::skills::Chunking::None {

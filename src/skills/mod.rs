@@ -244,6 +244,16 @@ impl Skill {
         self.output.as_ref().and_then(|o| o.schema.as_ref())
     }
 
+    /// The chunking that sizes a long document's pieces: the skill's own, except that an
+    /// extraction's answer is short whatever its piece, so its pieces fill the window as a
+    /// map-reduce's do rather than being held to what a `map` answer can render.
+    pub fn piece_sizing(&self) -> Chunking {
+        match self.chunking {
+            Chunking::Map if self.schema().is_some() => Chunking::MapReduce,
+            other => other,
+        }
+    }
+
     /// Whether the skill runs as a workflow of fixed steps.
     pub fn is_workflow(&self) -> bool {
         !self.steps.is_empty()
