@@ -20,6 +20,7 @@
 
 mod common;
 
+use common::aclsum::{self, Paper, TIMEOUT_SECS};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,16 +29,6 @@ use std::time::{Duration, Instant};
 /// The plain request, before the paper's text.
 const PLAIN_TASK: &str =
     "Summarize the paper in three sentences: the problem, the approach, the result.";
-
-/// A request may wait behind others on a shared one-slot server.
-const TIMEOUT_SECS: u64 = 900;
-
-struct Paper {
-    id: String,
-    title: String,
-    text: String,
-    reference: String,
-}
 
 /// One method's results, per paper in the order of the papers.
 #[derive(Default)]
@@ -49,29 +40,9 @@ struct Method {
 }
 
 fn main() {
-    let n: usize = std::env::var("ZHI_BENCH_PAPERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(12);
-    let split = match std::env::var("ZHI_BENCH_SPLIT").as_deref() {
-        Ok("validation") | Ok("") | Err(_) => "val".to_string(),
-        Ok(s) => s.to_string(),
-    };
-    let data = common::docs_dir().join(format!("aclsum/{split}.jsonl"));
-    let Ok(lines) = std::fs::read_to_string(&data) else {
-        eprintln!(
-            "note: {} is not available (scripts/fetch-aclsum.sh); skipped",
-            data.display()
-        );
+    let Some((papers, split)) = aclsum::papers() else {
         return;
     };
-    let papers: Vec<Paper> = lines
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|v| paper(&v))
-        .take(n)
-        .collect();
 
     let root = tempfile::tempdir().expect("temp dir");
     let work = root.path().join("work");
@@ -133,11 +104,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(TIMEOUT_SECS))
-        .build()
-        .expect("HTTP client");
-    let max_tokens = runtime.block_on(answer_budget(&client, &url));
+    let client = aclsum::client();
+    let max_tokens = runtime.block_on(aclsum::answer_budget(&client, &url));
     let mut plain = Method::default();
     let t = Instant::now();
     for p in &papers {
@@ -148,7 +116,7 @@ fn main() {
             "temperature": 0,
             "max_tokens": max_tokens,
         });
-        match runtime.block_on(chat(&client, &url, &body)) {
+        match runtime.block_on(aclsum::chat(&client, &url, &body)) {
             Ok((answer, prompt)) => {
                 plain.prompt += prompt;
                 plain.summaries.push(Some(answer));
@@ -177,127 +145,8 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A paper of the dataset: its sections as paragraphs, and the experts' three summaries joined.
-fn paper(v: &Value) -> Paper {
-    let sentences = |section: &str| -> Vec<String> {
-        v["sentences"][section]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).map(detokenize).collect())
-            .unwrap_or_default()
-    };
-    let text = ["abstract", "introduction", "conclusion"]
-        .iter()
-        .map(|s| sentences(s).join(" "))
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    let reference = ["challenge", "approach", "outcome"]
-        .iter()
-        .filter_map(|a| v["summary"][a].as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
-    Paper {
-        id: v["id"].as_str().unwrap_or("paper").to_string(),
-        title: v["title"].as_str().unwrap_or_default().to_string(),
-        text: text + "\n",
-        reference,
-    }
-}
-
-/// The dataset's tokenised sentence as ordinary text: no space before `, . ; : ! ? % )` or
-/// after `(`.
-fn detokenize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for word in s.split_whitespace() {
-        let glued = matches!(word, "," | "." | ";" | ":" | "!" | "?" | "%" | ")" | "]")
-            || out.ends_with('(')
-            || out.ends_with('[');
-        if !out.is_empty() && !glued {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
-}
-
-/// The answer budget zhi gives a request to this server: a quarter of the context window the
-/// server reports, at most glm-4-flash's 4,096 (`Models::apply_server_window`).
-async fn answer_budget(client: &reqwest::Client, url: &str) -> u64 {
-    let window = async {
-        let v: Value = client
-            .get(format!("{}/models", url.trim_end_matches('/')))
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        v["data"][0]["meta"]["n_ctx"].as_u64()
-    }
-    .await;
-    window.map_or(4_096, |w| (w / 4).clamp(256, 4_096))
-}
-
-/// One chat request: the answer and its prompt tokens.
-async fn chat(client: &reqwest::Client, url: &str, body: &Value) -> Result<(String, u64), String> {
-    let reply: Value = client
-        .post(format!("{}/chat/completions", url.trim_end_matches('/')))
-        .json(body)
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let answer = reply["choices"][0]["message"]["content"]
-        .as_str()
-        .filter(|a| !a.trim().is_empty())
-        .ok_or("no answer")?;
-    let prompt = reply["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
-    Ok((answer.to_string(), prompt))
-}
-
-/// Lowercased words, punctuation stripped.
-fn words(text: &str) -> Vec<String> {
-    text.chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect::<String>()
-        .to_lowercase()
-        .split_whitespace()
-        .map(str::to_string)
-        .collect()
-}
-
-/// The length of the longest common subsequence of two word lists.
-fn lcs(a: &[String], b: &[String]) -> usize {
-    let mut prev = vec![0usize; b.len() + 1];
-    let mut cur = vec![0usize; b.len() + 1];
-    for x in a {
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                prev[j + 1].max(cur[j])
-            };
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-/// ROUGE-L F1 of a candidate against a reference.
-fn rouge_l(candidate: &str, reference: &str) -> f64 {
-    let (c, r) = (words(candidate), words(reference));
-    let common = lcs(&c, &r) as f64;
-    if common == 0.0 {
-        return 0.0;
-    }
-    let (precision, recall) = (common / c.len() as f64, common / r.len() as f64);
-    2.0 * precision * recall / (precision + recall)
-}
-
 fn score(summary: Option<&String>, p: &Paper) -> f64 {
-    summary.map_or(0.0, |s| rouge_l(s, &p.reference))
+    summary.map_or(0.0, |s| aclsum::rouge_l(s, &p.reference()))
 }
 
 fn render(methods: &[(&str, &Method)], papers: &[Paper], split: &str) -> String {
@@ -317,8 +166,8 @@ fn render(methods: &[(&str, &Method)], papers: &[Paper], split: &str) -> String 
             .sum::<f64>()
             / n;
         let done: Vec<&String> = m.summaries.iter().flatten().collect();
-        let words_each =
-            done.iter().map(|s| words(s).len()).sum::<usize>() as f64 / done.len().max(1) as f64;
+        let words_each = done.iter().map(|s| aclsum::words(s).len()).sum::<usize>() as f64
+            / done.len().max(1) as f64;
         t.push_str(&format!(
             "| {name} | {rouge:.3} | {}/{} | {:.1} | {:.0} | {words_each:.0} | {:.0} s |\n",
             done.len(),
@@ -337,7 +186,9 @@ fn details(methods: &[(&str, &Method)], papers: &[Paper]) -> String {
     for (i, p) in papers.iter().enumerate() {
         out.push_str(&format!(
             "# {} — {}\n\n## reference\n\n{}\n",
-            p.id, p.title, p.reference
+            p.id,
+            p.title,
+            p.reference()
         ));
         for (name, m) in methods {
             let s = m.summaries[i].as_ref();
