@@ -105,7 +105,9 @@ impl<'a> Haystack<'a> {
     }
 
     fn locate_str(&self, s: &str) -> Option<(usize, usize, Match)> {
-        if s.is_empty() {
+        // Punctuation alone (`,`, `".`: a grammar's leftovers) is found anywhere and says
+        // nothing: never grounded.
+        if !s.chars().any(char::is_alphanumeric) {
             return None;
         }
         if let Some(byte) = self.text.find(s) {
@@ -486,6 +488,12 @@ mod tests {
             "part of a larger number"
         );
         assert_eq!(hay.locate(&json!("INV-0043")).how, Match::None);
+        assert_eq!(
+            hay.locate(&json!(",")).how,
+            Match::None,
+            "punctuation alone"
+        );
+        assert_eq!(hay.locate(&json!("\".")).how, Match::None);
     }
 
     #[test]

@@ -36,6 +36,7 @@ impl Schema {
             return Err(vec!["the answer is not a JSON object".to_string()]);
         };
         coerce_numbers(&self.value, &mut value);
+        let mut echoes = self.echoed_descriptions(&value);
         let errors: Vec<String> = self
             .validator
             .iter_errors(&value)
@@ -49,12 +50,40 @@ impl Schema {
                     format!("{at}: {what}")
                 }
             })
+            .chain(echoes.drain(..))
             .collect();
         if errors.is_empty() {
             Ok(value)
         } else {
             Err(errors)
         }
+    }
+
+    /// Fields whose value is the field's own description or name, handed back from the prompt
+    /// (`"challenge": "The problem the paper addresses"`): not a value from the document.
+    fn echoed_descriptions(&self, value: &Value) -> Vec<String> {
+        let norm = |s: &str| -> String {
+            s.chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let mut out = Vec::new();
+        for f in &self.fields {
+            let Some(Value::String(v)) = schema::at(value, &f.path) else {
+                continue;
+            };
+            let v = norm(v);
+            let echoed = !v.is_empty()
+                && (v == norm(&f.path) || f.description.as_deref().is_some_and(|d| norm(d) == v));
+            if echoed {
+                let path = f.path.replace('.', "/");
+                out.push(format!(
+                    "/{path}: the field's description was given as its value; give the value the document states"
+                ));
+            }
+        }
+        out
     }
 
     /// What the server is asked to enforce. llama.cpp, vLLM and Ollama take the schema (as a
@@ -446,6 +475,21 @@ mod tests {
         assert_eq!(
             s.parse("no json here").unwrap_err(),
             ["the answer is not a JSON object"]
+        );
+        let described = Schema::new(json!({"type": "object", "properties": {
+            "challenge": {"type": "string", "description": "The problem the paper addresses"}}}))
+        .unwrap();
+        let errors = described
+            .parse(r#"{"challenge": "The problem the paper addresses."}"#)
+            .unwrap_err();
+        assert!(
+            errors[0].starts_with("/challenge: the field's description"),
+            "{errors:?}"
+        );
+        assert!(
+            described
+                .parse(r#"{"challenge": "Parsing is slow."}"#)
+                .is_ok()
         );
     }
 
