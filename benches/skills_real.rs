@@ -3,7 +3,9 @@
 //! documents — English and Chinese text, a PDF, a docx, a spreadsheet, a scan, and two pairs for
 //! `compare`. No configuration: zhi learns the server's window and slots by itself.
 //!
-//! `cargo bench --bench skills_real` (after `scripts/fetch-test-docs.sh`). Set
+//! `cargo bench --bench skills_real` (after `scripts/fetch-test-docs.sh`): three documents by
+//! default (English text, Chinese text, a PDF), every builtin in under half an hour;
+//! `ZHI_BENCH_DOCS=all` for all seven. Set
 //! `ZHI_BENCH_LLM_URL` to use a running server; otherwise the bench starts the project's own
 //! and stops it at the end. `ZHI_BENCH_SKILLS=summarize,translate` runs only those skills.
 //!
@@ -138,6 +140,9 @@ fn repo() -> PathBuf {
 /// The fixed set, in `work/docs/`: what cannot be had here (no fetched documents, no
 /// fortunes-zh) is left out with a notice.
 fn make_docs(work: &Path) -> Vec<Doc> {
+    // Three documents (English text, Chinese text, a PDF) keep a run over every builtin under
+    // half an hour; `ZHI_BENCH_DOCS=all` adds fortunes-zh, a docx, a spreadsheet and a scan.
+    let all = std::env::var("ZHI_BENCH_DOCS").is_ok_and(|v| v == "all");
     let dir = work.join("docs");
     std::fs::create_dir_all(&dir).unwrap();
     let mut docs = Vec::new();
@@ -160,6 +165,7 @@ fn make_docs(work: &Path) -> Vec<Doc> {
         Lang::Zh,
     );
     match std::fs::read_to_string("/usr/share/games/fortunes/chinese.u8") {
+        _ if !all => {}
         Ok(text) => add("准则.txt", fortunes_excerpt(&text).into_bytes(), Lang::Zh),
         Err(_) => eprintln!("notice: no fortunes-zh; the Chinese text is the meeting notes only"),
     }
@@ -177,6 +183,9 @@ fn make_docs(work: &Path) -> Vec<Doc> {
         add("reference.pdf", std::fs::read(&pdf).unwrap(), Lang::En);
     } else {
         eprintln!("notice: no PDF (run scripts/fetch-test-docs.sh; needs qpdf)");
+    }
+    if !all {
+        return docs;
     }
     add("memo.docx", memo_docx(), Lang::En);
     add("budget.xlsx", budget_xlsx(), Lang::En);
