@@ -267,25 +267,11 @@ pub fn collect<'v>(v: &'v Value, path: String, out: &mut Vec<(String, &'v Value)
     }
 }
 
-/// The normalised form of a whole string (as the text is normalised).
+/// The normalised form of a whole string, as the text is normalised, without spaces at its
+/// ends.
 fn normalize(s: &str) -> String {
-    let mut norm = Vec::new();
-    let mut map = Vec::new();
-    for (i, c) in s.chars().enumerate() {
-        push_normalized(c, i, &mut norm, &mut map);
-    }
-    let mut out = String::new();
-    for (k, &c) in norm.iter().enumerate() {
-        if c == ' '
-            && (k == 0
-                || k + 1 == norm.len()
-                || (is_cjk(norm[k - 1]) && norm.get(k + 1).is_some_and(|&n| is_cjk(n))))
-        {
-            continue;
-        }
-        out.push(c);
-    }
-    out
+    let norm: String = Haystack::new(s).norm.iter().collect();
+    norm.trim().to_string()
 }
 
 /// `c` (the `i`th char of the original) as normalised chars: NFKC, lower case, whitespace

@@ -59,6 +59,17 @@ pub struct AgentEnv {
     pub spent: Option<Arc<AtomicU64>>,
 }
 
+impl AgentEnv {
+    /// A request of this job: its model, answer cap, temperature and repetition penalty.
+    pub(super) fn chat_request(&self, messages: Vec<Message>) -> ChatRequest {
+        let mut req = ChatRequest::new(self.model.clone(), messages);
+        req.max_tokens = self.max_tokens;
+        req.temperature = self.temperature;
+        req.repeat_penalty = self.repeat_penalty;
+        req
+    }
+}
+
 /// The accounting of a job, summed over every request, nested skills included.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentStats {
@@ -277,10 +288,7 @@ pub async fn run_direct(
         if env.cancel.is_cancelled() {
             return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
         }
-        let mut req = ChatRequest::new(env.model.clone(), messages.clone());
-        req.max_tokens = env.max_tokens;
-        req.temperature = env.temperature;
-        req.repeat_penalty = env.repeat_penalty;
+        let mut req = env.chat_request(messages.clone());
         if penalised {
             req.frequency_penalty = env.retry_penalty;
         }
@@ -525,7 +533,7 @@ pub fn run_skill<'a>(
             if env.cancel.is_cancelled() {
                 return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
             }
-            let mut req = ChatRequest::new(env.model.clone(), messages.clone());
+            let mut req = env.chat_request(messages.clone());
             // The last turn is for the answer: no tools are offered, so a model that would
             // otherwise keep calling them concludes (or the job ends with max_turns).
             let last = turn >= skill.max_turns && turn > 1 && !correcting;
@@ -534,9 +542,6 @@ pub fn run_skill<'a>(
             } else {
                 req.tools = tools.clone();
             }
-            req.max_tokens = env.max_tokens;
-            req.temperature = env.temperature;
-            req.repeat_penalty = env.repeat_penalty;
             let reply = request(env, &skill.name, turn, &req, stats).await?;
             let calls = reply.message.calls().to_vec();
             if calls.is_empty() {

@@ -5,7 +5,7 @@
 
 use super::runner::{AgentEnv, AgentStats, DirectAsk, keep_rejected, request};
 use crate::error::{ErrorKind, JobError};
-use crate::llm::{ChatRequest, Message};
+use crate::llm::Message;
 use crate::skills::schema::{self, Field};
 use serde_json::{Value, json};
 
@@ -328,10 +328,7 @@ pub async fn run(
         if env.cancel.is_cancelled() {
             return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
         }
-        let mut req = ChatRequest::new(env.model.clone(), messages.clone());
-        req.max_tokens = env.max_tokens;
-        req.temperature = env.temperature;
-        req.repeat_penalty = env.repeat_penalty;
+        let mut req = env.chat_request(messages.clone());
         req.response_format = Some(response_format.clone());
         let reply = request(env, name, round, &req, stats).await?;
         last = reply.message.content.clone().unwrap_or_default();

@@ -49,6 +49,11 @@ fn extract(env: &TestEnv, api: &FakeApi, extra: &[&str]) -> std::process::Output
     run(env, api, "extract", &args)
 }
 
+/// A job's `extracted.json`, as written.
+fn saved(env: &TestEnv, rel: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(env.path(rel)).unwrap()).unwrap()
+}
+
 fn csv_rows(env: &TestEnv, name: &str) -> Vec<Vec<String>> {
     let mut r = csv::Reader::from_path(env.path(&format!("out/tables/{name}.csv"))).unwrap();
     let mut rows = vec![r.headers().unwrap().iter().map(String::from).collect()];
@@ -108,10 +113,7 @@ fn values_found_nowhere_are_flagged_in_the_record_and_the_table() {
         globex["extraction"]["ungrounded"],
         json!(["seller", "total"])
     );
-    let saved: Value = serde_json::from_slice(
-        &std::fs::read(env.path("out/extract/invoices/globex.txt/extracted.json")).unwrap(),
-    )
-    .unwrap();
+    let saved = saved(&env, "out/extract/invoices/globex.txt/extracted.json");
     assert_eq!(saved["seller"], "Initech");
 
     let rows = csv_rows(&env, "extract-invoice");
@@ -263,10 +265,7 @@ fn a_figure_written_as_text_is_read_as_the_number_the_schema_wants() {
     let out = extract(&env, &api, &[]);
     assert_exit(&out, Exit::Success);
     assert_eq!(api.chat_requests().len(), 1);
-    let saved: Value = serde_json::from_slice(
-        &std::fs::read(env.path("out/extract/invoices/acme.txt/extracted.json")).unwrap(),
-    )
-    .unwrap();
+    let saved = saved(&env, "out/extract/invoices/acme.txt/extracted.json");
     assert_eq!(saved["total"], json!(1130.0));
 }
 
@@ -455,10 +454,7 @@ fn a_long_invoice_is_extracted_piece_by_piece_and_merged() {
         pieces + 1,
         "one corrective request, for one piece"
     );
-    let saved: Value = serde_json::from_slice(
-        &std::fs::read(env.path("out/extract/invoices/long.txt/extracted.json")).unwrap(),
-    )
-    .unwrap();
+    let saved = saved(&env, "out/extract/invoices/long.txt/extracted.json");
     // Scalars from the piece whose text holds them, items from every piece, each once.
     assert_eq!(saved["invoice_number"], "INV-0042");
     assert_eq!(saved["total"], json!(1130));
