@@ -24,6 +24,7 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub mod sanitize;
 pub(crate) mod scratch;
+pub mod secret;
 pub mod skills;
 pub(crate) mod small_file;
 pub(crate) mod subprocess;

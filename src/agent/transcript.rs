@@ -6,6 +6,7 @@
 //! Texts are cut at [`CUT_BYTES`] each so a long document does not fill the disk once per turn.
 
 use crate::llm::{ApiError, ChatReply, ChatRequest, Message};
+use crate::secret::Secrets;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,12 +22,13 @@ pub const CUT_BYTES: usize = 4 * 1024;
 pub struct Transcript {
     path: Option<PathBuf>,
     file: Mutex<Option<std::fs::File>>,
-    secret: Option<String>,
+    secrets: Secrets,
 }
 
 impl Transcript {
-    /// A transcript appended to `path` (created with its folder). `secret` is scrubbed.
-    pub fn create(path: &Path, secret: Option<String>) -> Self {
+    /// A transcript appended to `path` (created with its folder). `secrets` are scrubbed
+    /// (what came from the server already was; tool results and notes had not).
+    pub fn create(path: &Path, secrets: Secrets) -> Self {
         let file = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
@@ -46,7 +48,7 @@ impl Transcript {
         Transcript {
             path: Some(path.to_path_buf()),
             file: Mutex::new(file),
-            secret: secret.filter(|s| !s.is_empty()),
+            secrets,
         }
     }
 
@@ -55,7 +57,7 @@ impl Transcript {
         Transcript {
             path: None,
             file: Mutex::new(None),
-            secret: None,
+            secrets: Secrets::default(),
         }
     }
 
@@ -141,10 +143,9 @@ impl Transcript {
         let Some(file) = guard.as_mut() else {
             return;
         };
+        let mut line = line.clone();
+        self.secrets.redact_json(&mut line);
         let mut text = line.to_string();
-        if let Some(secret) = &self.secret {
-            text = text.replace(secret.as_str(), "<redacted>");
-        }
         text.push('\n');
         if let Err(e) = file.write_all(text.as_bytes()) {
             tracing::warn!("cannot write the transcript: {e}");
@@ -199,11 +200,18 @@ mod tests {
     fn lines_are_cut_and_the_secret_never_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t").join("job.jsonl");
-        let t = Transcript::create(&path, Some("sk-secret-123".into()));
+        let t = Transcript::create(
+            &path,
+            Secrets::new(Some("sk-secret-123-long-enough"), "http://h/v1"),
+        );
         let long = "字".repeat(3000);
-        let call = crate::llm::ToolCall::new("c1", "file_read", "{\"path\":\"sk-secret-123\"}");
+        let call = crate::llm::ToolCall::new(
+            "c1",
+            "file_read",
+            "{\"path\":\"sk-secret-123-long-enough\"}",
+        );
         t.tool("s", 1, &call, &long, false);
-        t.note("echo sk-secret-123");
+        t.note("echo sk-secret-123-long-enough");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("sk-secret-123"), "{text}");
         assert_eq!(text.lines().count(), 2);

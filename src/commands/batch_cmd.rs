@@ -72,15 +72,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitError> {
 
 /// `base_url` of the settings as batches record it (no credentials).
 fn recorded_base(config: &Config) -> String {
-    match reqwest::Url::parse(&config.api.base_url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.to_string().trim_end_matches('/').to_string()
-        }
-        Err(_) => config.api.base_url.clone(),
-    }
+    crate::secret::url_for_display(&config.api.base_url)
 }
 
 fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Exit, ExitError> {

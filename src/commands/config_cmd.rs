@@ -54,7 +54,7 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
     let (api, run, models, ui) = (&c.api, &c.run, &c.models, &c.ui);
     vec![
         row("provider", api.provider.as_str().to_string()),
-        row("base_url", api.base_url.clone()),
+        row("base_url", crate::secret::url_for_display(&api.base_url)),
         row(
             "api_key",
             match &api.key {

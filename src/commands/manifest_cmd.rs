@@ -343,10 +343,7 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
         }
         runs.push(run);
     }
-    let command = std::env::args()
-        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let command = crate::secret::command_for_display(std::env::args());
     let merged = merge::merge(&runs, merge::merged_run_id(), command, &dest);
     merged.write(&dest).map_err(usage)?;
 

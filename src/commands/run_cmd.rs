@@ -173,10 +173,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
         ctx.warn("this shard has no jobs");
     }
-    let command = std::env::args()
-        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let command = crate::secret::command_for_display(std::env::args());
     let cancel = tokio_util::sync::CancellationToken::new();
     let opts = crate::run::RunOptions {
         jobs: prepared.jobs,

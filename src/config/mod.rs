@@ -110,17 +110,13 @@ impl Default for ApiSettings {
 impl ApiSettings {
     /// Whether the API base is on this machine (a local server needs no key).
     pub fn base_url_is_local(&self) -> bool {
-        let rest = self
-            .base_url
-            .split_once("://")
-            .map(|(_, r)| r)
-            .unwrap_or(&self.base_url);
-        let host_port = rest.split('/').next().unwrap_or("");
-        let host = if let Some(h) = host_port.strip_prefix('[') {
-            h.split(']').next().unwrap_or("")
-        } else {
-            host_port.split(':').next().unwrap_or("")
+        let Some(host) = reqwest::Url::parse(self.base_url.trim())
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+        else {
+            return false;
         };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
         host.eq_ignore_ascii_case("localhost")
             || host.starts_with("127.")
             || host == "::1"
@@ -303,6 +299,12 @@ impl Config {
         if !c.origins.contains_key("base_url") {
             c.api.base_url = c.api.provider.default_base_url().to_string();
         }
+        if let Some(key) = &c.api.key
+            && !crate::secret::is_secret(key.expose())
+        {
+            c.warnings
+                .push(short_key_warning(crate::secret::MIN_SECRET_CHARS));
+        }
         Ok(c)
     }
 
@@ -450,3 +452,12 @@ impl Config {
 
 #[cfg(test)]
 mod tests;
+
+/// Said once per command: a placeholder key (`ollama`) must not rewrite documents that hold
+/// the word.
+fn short_key_warning(min: usize) -> String {
+    format!(
+        "the API key is shorter than {min} characters, so it is not treated as a secret: \
+         outputs, records and transcripts are not scrubbed of it"
+    )
+}

@@ -287,6 +287,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("front-matter field `{key}` should be a string; ignored", "前置元数据字段 `{key}` 应为字符串；已忽略"),
     ("front-matter field `metadata` should be a mapping; ignored", "前置元数据字段 `metadata` 应为映射；已忽略"),
     ("front-matter field `compatibility` is longer than 500 characters; ignored", "前置元数据字段 `compatibility` 超过 500 个字符；已忽略"),
+    ("the API key is shorter than {min} characters, so it is not treated as a secret: outputs, records and transcripts are not scrubbed of it", "API 密钥短于 {min} 个字符，因此不被当作机密：输出、记录和对话记录中都不会隐去它"),
     ("missing required front-matter field `{key}`", "缺少必需的前置元数据字段 `{key}`"),
     ("no instructions: the Markdown after the front matter is the skill's prompt", "没有说明：前置元数据之后的 Markdown 就是技能的提示词"),
     ("missing required field `{key}`", "缺少必需字段 `{key}`"),

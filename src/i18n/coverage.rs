@@ -71,6 +71,10 @@ const MODEL_FACING: &[&str] = &["src/agent/tools/", "src/agent/sandbox.rs"];
 /// or is not zhi's text at all.
 const PASSED_ON: &[(&str, &str)] = &[
     (
+        "short_key_warning(crate::secret::MIN_SECRET_CHARS)",
+        "config::short_key_warning's format!, whose message is in the catalog",
+    ),
+    (
         "set.unknown(name)",
         "skills::unknown_skill's format!, whose messages are in the catalog",
     ),

@@ -158,6 +158,8 @@ struct Inner {
     http: reqwest::Client,
     base_url: String,
     key: Option<ApiKey>,
+    /// The key and the base URL's credentials, as every form a server may echo them in.
+    secrets: crate::secret::Secrets,
     retry: RetryPolicy,
     limits: Limits,
     /// Bumped on every rate-limited response; see [`ChatClient::rate_limit_events`].
@@ -210,11 +212,14 @@ impl ChatClient {
             .map_err(|e| BuildError(e.to_string()))?;
         let mut retry = settings.retry;
         retry.max_attempts = retry.max_attempts.max(1);
+        let secrets =
+            crate::secret::Secrets::new(settings.api_key.as_ref().map(|k| k.expose()), &base_url);
         Ok(ChatClient {
             inner: Arc::new(Inner {
                 http,
                 base_url,
                 key: settings.api_key,
+                secrets,
                 retry,
                 limits: Limits::new(settings.rpm, settings.tpm),
                 rate_limited: watch::Sender::new(0),
@@ -298,13 +303,13 @@ impl ChatClient {
             .tokens(estimate, cancel)
             .await
             .map_err(|_| ApiError::cancelled())?;
-        let url = format!("{}/chat/completions", self.inner.base_url);
+        let url = self.url(&["chat", "completions"])?;
         let limit = chat_body_limit(req.max_tokens);
         let (response, attempts) = self
             .with_retries(
                 limit,
                 |http| {
-                    http.post(&url)
+                    http.post(url.clone())
                         .header(reqwest::header::CONTENT_TYPE, "application/json")
                         .body(body.clone())
                 },
@@ -681,35 +686,19 @@ impl ChatClient {
         ))
     }
 
-    /// Server text may echo the key (e.g. "invalid key sk-…"): it never reaches a message.
+    /// Server text may echo the key (e.g. "invalid key sk-…", or JSON-escaped in an answer):
+    /// it never reaches a message, an output or a record.
     fn redact_bytes(&self, body: Vec<u8>) -> Vec<u8> {
-        let Some(key) = self
-            .inner
-            .key
-            .as_ref()
-            .map(|k| k.expose().as_bytes())
-            .filter(|k| k.len() >= 4)
-        else {
-            return body;
-        };
-        if !body.windows(key.len()).any(|w| w == key) {
-            return body;
-        }
-        let mut out = Vec::with_capacity(body.len());
-        let mut rest = &body[..];
-        while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
-            out.extend_from_slice(&rest[..at]);
-            out.extend_from_slice(b"<redacted>");
-            rest = &rest[at + key.len()..];
-        }
-        out.extend_from_slice(rest);
-        out
+        self.inner.secrets.redact_body(body)
     }
 
     fn redact(&self, text: &str) -> String {
-        match &self.inner.key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "<redacted>"),
-            _ => text.to_owned(),
-        }
+        self.inner.secrets.redact(text).into_owned()
+    }
+
+    /// The secrets this client redacts, for text that reaches zhi another way (the server
+    /// probe, transcripts).
+    pub fn secrets(&self) -> &crate::secret::Secrets {
+        &self.inner.secrets
     }
 }

@@ -94,12 +94,22 @@ pub async fn probe(client: &ChatClient, model: &str) -> ServerInfo {
 
 /// [`probe`] with the per-request limit as a parameter, so tests need not wait 5 s.
 async fn probe_within(client: &ChatClient, model: &str, limit: Duration) -> ServerInfo {
-    let base = client.base_url().trim_end_matches('/');
+    // A query on the base (`?api-version=…`, `?api-key=…`) goes on every request, the probe's
+    // included; the roots are worked out from the rest.
+    let (base, query) = match client.base_url().split_once('?') {
+        Some((b, q)) => (b.trim_end_matches('/'), format!("?{q}")),
+        None => (client.base_url().trim_end_matches('/'), String::new()),
+    };
     let roots = roots(base);
     let mut found = ServerInfo::default();
 
     for root in &roots {
-        let answer = fetch(client, client.http().get(format!("{root}/props")), limit).await;
+        let answer = fetch(
+            client,
+            client.http().get(format!("{root}/props{query}")),
+            limit,
+        )
+        .await;
         let Some(answer) = answer else {
             return found;
         };
@@ -110,7 +120,12 @@ async fn probe_within(client: &ChatClient, model: &str, limit: Duration) -> Serv
         }
     }
 
-    let answer = fetch(client, client.http().get(format!("{base}/models")), limit).await;
+    let answer = fetch(
+        client,
+        client.http().get(format!("{base}/models{query}")),
+        limit,
+    )
+    .await;
     let Some(answer) = answer else {
         return found;
     };
@@ -123,7 +138,10 @@ async fn probe_within(client: &ChatClient, model: &str, limit: Duration) -> Serv
     // `name` too: older Ollama versions read only that field.
     let show = serde_json::json!({ "model": model, "name": model });
     for root in &roots {
-        let request = client.http().post(format!("{root}/api/show")).json(&show);
+        let request = client
+            .http()
+            .post(format!("{root}/api/show{query}"))
+            .json(&show);
         let Some(answer) = fetch(client, request, limit).await else {
             return found;
         };
@@ -190,7 +208,13 @@ async fn fetch(
             None
         }
         Ok(Ok((status, body))) if status.is_success() => {
-            Some(body.and_then(|b| serde_json::from_slice(&b).ok()))
+            // A server that echoes the request (the `Authorization` header) must not put the
+            // key into the manifest's `server`.
+            let mut value: Option<Value> = body.and_then(|b| serde_json::from_slice(&b).ok());
+            if let Some(v) = value.as_mut() {
+                client.secrets().redact_json(v);
+            }
+            Some(value)
         }
         Ok(Ok(_)) => Some(None),
     }

@@ -94,7 +94,7 @@ impl ZhipuOcr {
         file: &Upload,
         cancel: &CancellationToken,
     ) -> Result<String, ApiError> {
-        let url = format!("{}/layout_parsing", self.client.base_url());
+        let url = self.client.url(&["layout_parsing"])?;
         let body = serde_json::to_vec(&json!({"model": GLM_OCR_MODEL, "file": file.data_url()}))
             .map_err(|e| {
                 ApiError::new(
@@ -107,7 +107,7 @@ impl ZhipuOcr {
             .client
             .send(
                 |http| {
-                    http.post(&url)
+                    http.post(url.clone())
                         .header(reqwest::header::CONTENT_TYPE, "application/json")
                         .body(body.clone())
                 },
@@ -131,7 +131,7 @@ impl ZhipuOcr {
         file: &Upload,
         cancel: &CancellationToken,
     ) -> Result<String, ApiError> {
-        let files_url = format!("{}/files", self.client.base_url());
+        let files_url = self.client.url(&["files"])?;
         let uploaded = self
             .client
             .send(
@@ -139,7 +139,7 @@ impl ZhipuOcr {
                     let form = reqwest::multipart::Form::new()
                         .text("purpose", "file-extract")
                         .part("file", file.part());
-                    http.post(&files_url).multipart(form)
+                    http.post(files_url.clone()).multipart(form)
                 },
                 cancel,
             )

@@ -119,7 +119,7 @@ fn submit_failure(e: &ApiError, opts: &RunOptions) -> (RunStatus, Exit, Option<S
     let reason = if e.status == Some(404) {
         format!(
             "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
-            without_credentials(&opts.config.api.base_url)
+            crate::secret::url_for_display(&opts.config.api.base_url)
         )
     } else {
         format!("submitting the batch failed: {e}")
@@ -172,25 +172,12 @@ fn manifest(
             last: last as u32,
         },
         planned_job_ids: opts.plan_ids.clone(),
-        base_url: Some(without_credentials(&ctx.config.api.base_url)),
+        base_url: Some(crate::secret::url_for_display(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
         batches,
         tables: Vec::new(),
-    }
-}
-
-/// The base URL as a manifest may show it: no user, password or query.
-pub(super) fn without_credentials(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.to_string().trim_end_matches('/').to_string()
-        }
-        Err(_) => url.split('?').next().unwrap_or("").to_string(),
     }
 }
 

@@ -142,7 +142,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
     let mut chunks = super::chunked::ChunkState::default();
     let transcript = Arc::new(Transcript::create(
         &run.transcript_path(job.id.as_str()),
-        run.config.api.key.as_ref().map(|k| k.expose().to_string()),
+        run.client.secrets().clone(),
     ));
     let result = run_in_staging(
         run,

@@ -241,7 +241,8 @@ fn ensure_transcript(run_dir: &Path, record: &JobRecord) -> String {
         .join("transcripts")
         .join(format!("{}.jsonl", record.job_id));
     if !path.exists() {
-        let t = crate::agent::transcript::Transcript::create(&path, None);
+        let t =
+            crate::agent::transcript::Transcript::create(&path, crate::secret::Secrets::default());
         let why = record
             .error
             .as_ref()

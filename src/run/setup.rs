@@ -59,7 +59,7 @@ pub(super) async fn open_batches(
             max_attempts: config.api.retry.max_attempts,
             max_requests: config.run.batch.max_requests,
             max_bytes: config.run.batch.max_bytes,
-            base_url: super::finish::without_credentials(&config.api.base_url),
+            base_url: crate::secret::url_for_display(&config.api.base_url),
             endpoint: crate::llm::batch::chat_endpoint(
                 &config.api.base_url,
                 match config.api.provider {
@@ -112,7 +112,7 @@ pub(super) async fn ask_server(
     {
         return Err(RunError::Server(format!(
             "the server at {url} says its context window is {window} tokens, too small to hold a prompt and an answer (zhi needs at least {MIN_SERVER_WINDOW}); if that is really so, set models.{first}.context_window in zhi.yaml",
-            url = super::finish::without_credentials(&config.api.base_url)
+            url = crate::secret::url_for_display(&config.api.base_url)
         )));
     }
     if let Some(window) = info.context_window {

@@ -14,6 +14,7 @@ mod docs_links;
 mod extract_docs;
 mod extraction;
 mod help;
+mod hostile_provider;
 mod hostile_run;
 mod i18n;
 mod llm_client;

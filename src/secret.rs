@@ -1,0 +1,391 @@
+//! Secrets never reach the disk or a terminal (docs/model-api.md#the-key-is-never-written):
+//! the API key and the credentials of the base URL are removed from everything a server sends
+//! before anything reads it, in the forms a hostile server can hand them back in — as they
+//! are, JSON-escaped (`sk\u002d…`, decoded before the search, nested JSON included),
+//! percent-encoded, in base64 (at any alignment) and in hex.
+//!
+//! A key too short to be a secret (under [`MIN_SECRET_CHARS`]: `ollama`, `x`, what local
+//! servers are given as a placeholder) is not searched for at all: it would rewrite every
+//! document that happens to hold the word. The configuration says so once, on stderr.
+
+use base64::Engine as _;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// Shorter keys (and URL credentials) are not treated as secrets.
+pub const MIN_SECRET_CHARS: usize = 16;
+
+/// What replaces a secret.
+pub const REDACTED: &str = "<redacted>";
+
+/// The secrets of one configuration, as every byte pattern they may come back as.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    needles: Vec<Vec<u8>>,
+}
+
+impl Secrets {
+    /// The key and the base URL's password and query values, those long enough to be secrets.
+    pub fn new(key: Option<&str>, base_url: &str) -> Secrets {
+        let mut values: Vec<String> = key.map(str::to_owned).into_iter().collect();
+        if let Ok(url) = reqwest::Url::parse(base_url) {
+            values.extend(url.password().map(percent_decode));
+            values.extend(url.query_pairs().map(|(_, v)| v.into_owned()));
+        }
+        let mut needles: Vec<Vec<u8>> = Vec::new();
+        for v in values.iter().filter(|v| is_secret(v)) {
+            for n in encodings(v.as_bytes()) {
+                if n.len() >= MIN_SECRET_CHARS && !needles.contains(&n) {
+                    needles.push(n);
+                }
+            }
+        }
+        // Longest first, so a form that contains another is replaced whole.
+        needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        Secrets { needles }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// `text` with every secret replaced by `<redacted>`.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.found_in(text.as_bytes()) {
+            return Cow::Borrowed(text);
+        }
+        let bytes = self.replace(text.as_bytes().to_vec());
+        // A needle is ASCII, so replacing it keeps the text UTF-8.
+        Cow::Owned(
+            String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
+    }
+
+    /// A body from a server: a JSON document has the decoded text of every string (and key)
+    /// cleaned, strings holding JSON (tool-call arguments) recursively; then the bytes as they
+    /// are. A body without secrets is returned untouched.
+    pub fn redact_body(&self, body: Vec<u8>) -> Vec<u8> {
+        if self.needles.is_empty() {
+            return body;
+        }
+        let body = match serde_json::from_slice::<Value>(&body) {
+            Ok(mut value) => {
+                if self.redact_json(&mut value) {
+                    serde_json::to_vec(&value).unwrap_or(body)
+                } else {
+                    body
+                }
+            }
+            // JSON lines (a batch's result file): each line on its own.
+            Err(_) if body.contains(&b'\n') => return self.redact_lines(body),
+            Err(_) => body,
+        };
+        if self.found_in(&body) {
+            self.replace(body)
+        } else {
+            body
+        }
+    }
+
+    /// A JSON-lines body (a batch result file): each line as [`Secrets::redact_body`].
+    fn redact_lines(&self, body: Vec<u8>) -> Vec<u8> {
+        if self.needles.is_empty() {
+            return body;
+        }
+        let mut out = Vec::with_capacity(body.len());
+        for line in body.split_inclusive(|b| *b == b'\n') {
+            let (text, end) = match line.strip_suffix(b"\n") {
+                Some(t) => (t, &b"\n"[..]),
+                None => (line, &b""[..]),
+            };
+            out.extend_from_slice(&self.redact_body(text.to_vec()));
+            out.extend_from_slice(end);
+        }
+        out
+    }
+
+    /// Cleans every string of `value` in place; whether anything changed.
+    pub fn redact_json(&self, value: &mut Value) -> bool {
+        if self.needles.is_empty() {
+            return false;
+        }
+        match value {
+            Value::String(s) => self.redact_string(s),
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, v| self.redact_json(v) | changed),
+            Value::Object(map) => {
+                let mut changed = false;
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for k in keys {
+                    let clean = self.redact(&k).into_owned();
+                    if clean != k
+                        && let Some(v) = map.remove(&k)
+                    {
+                        map.insert(clean.clone(), v);
+                        changed = true;
+                    }
+                    if let Some(v) = map.get_mut(&clean) {
+                        changed |= self.redact_json(v);
+                    }
+                }
+                changed
+            }
+            _ => false,
+        }
+    }
+
+    fn redact_string(&self, s: &mut String) -> bool {
+        let mut changed = false;
+        let trimmed = s.trim_start();
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(mut inner) = serde_json::from_str::<Value>(s)
+            && self.redact_json(&mut inner)
+        {
+            *s = inner.to_string();
+            changed = true;
+        }
+        if let Cow::Owned(clean) = self.redact(s) {
+            *s = clean;
+            changed = true;
+        }
+        changed
+    }
+
+    fn found_in(&self, hay: &[u8]) -> bool {
+        self.needles.iter().any(|n| find(hay, n).is_some())
+    }
+
+    fn replace(&self, mut hay: Vec<u8>) -> Vec<u8> {
+        for needle in &self.needles {
+            if find(&hay, needle).is_none() {
+                continue;
+            }
+            let mut out = Vec::with_capacity(hay.len());
+            let mut rest = &hay[..];
+            while let Some(at) = find(rest, needle) {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                rest = &rest[at + needle.len()..];
+            }
+            out.extend_from_slice(rest);
+            hay = out;
+        }
+        hay
+    }
+}
+
+/// Whether a value is long enough to be treated as a secret.
+pub fn is_secret(value: &str) -> bool {
+    value.trim().chars().count() >= MIN_SECRET_CHARS
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    memchr::memmem::find(hay, needle)
+}
+
+/// The byte patterns a secret may come back as: itself, percent-encoded, hex (both cases) and
+/// the part of its base64 (standard and URL-safe) that does not depend on the bytes before it.
+fn encodings(secret: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = vec![secret.to_vec()];
+    // Encoders differ on `-._~`: both spellings, in both cases of the hex digits.
+    for keep in [&b"-._~"[..], &b""[..]] {
+        let percent: String = secret
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_alphanumeric() || keep.contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let lower = percent_lower_hex(&percent);
+        out.push(percent.into_bytes());
+        out.push(lower.into_bytes());
+    }
+    out.push(hex::encode(secret).into_bytes());
+    out.push(hex::encode_upper(secret).into_bytes());
+    for engine in [
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ] {
+        for lead in 0..3usize {
+            let mut bytes = vec![0u8; lead];
+            bytes.extend_from_slice(secret);
+            let text = engine.encode(&bytes);
+            // Characters whose six bits all come from the secret.
+            let first = (lead * 8).div_ceil(6);
+            let last = (lead + secret.len()) * 8 / 6;
+            if last > first {
+                out.push(text.as_bytes()[first..last].to_vec());
+            }
+        }
+    }
+    out
+}
+
+/// `%2D` → `%2d`, the rest unchanged.
+fn percent_lower_hex(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut hex_left = 0;
+    for c in s.chars() {
+        if hex_left > 0 {
+            out.push(c.to_ascii_lowercase());
+            hex_left -= 1;
+        } else {
+            out.push(c);
+            if c == '%' {
+                hex_left = 2;
+            }
+        }
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(b) = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A URL as zhi shows and records it: no user, password or query (where keys travel), no
+/// trailing `/`. Text that is not a URL loses everything from its first `?` and before an `@`.
+pub fn url_for_display(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if u.has_host() => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string().trim_end_matches('/').to_string()
+        }
+        _ => {
+            let no_query = url.split('?').next().unwrap_or("");
+            match no_query.split_once("://") {
+                Some((scheme, rest)) => match rest.rsplit_once('@') {
+                    Some((_, host)) => format!("{scheme}://{host}"),
+                    None => no_query.to_string(),
+                },
+                None => no_query.to_string(),
+            }
+        }
+    }
+}
+
+/// The command line as a manifest records it: arguments with spaces quoted, and every URL
+/// (`--base-url URL`, `--base-url=URL`) without its credentials.
+pub fn command_for_display(args: impl IntoIterator<Item = String>) -> String {
+    args.into_iter()
+        .map(|a| {
+            let a = match a.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") && value.contains("://") => {
+                    format!("{flag}={}", url_for_display(value))
+                }
+                _ if a.contains("://") => url_for_display(&a),
+                _ => a,
+            };
+            if a.contains(' ') { format!("'{a}'") } else { a }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "sk-0123456789abcdefXYZ";
+
+    #[test]
+    fn a_json_escaped_key_is_found_in_the_decoded_text() {
+        let s = Secrets::new(Some(KEY), "http://h/v1");
+        let body = br#"{"choices":[{"message":{"content":"key sk\u002d0123456789abcdefXYZ here"}}],"model":"sk-0123456789abcdefXYZ"}"#;
+        let out = String::from_utf8(s.redact_body(body.to_vec())).unwrap();
+        assert!(!out.contains("0123456789abcdef"), "{out}");
+        assert!(out.contains("key <redacted> here"), "{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"], "<redacted>");
+    }
+
+    #[test]
+    fn a_key_inside_tool_arguments_is_found_two_levels_down() {
+        let s = Secrets::new(Some(KEY), "http://h/v1");
+        let args = json_string(r#"{"path":"f\u002d\u0073k-0123456789abcdefXYZ.md"}"#);
+        let body = format!(r#"{{"arguments":{args}}}"#);
+        let out = String::from_utf8(s.redact_body(body.into_bytes())).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let inner: Value = serde_json::from_str(v["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(inner["path"], "f-<redacted>.md");
+    }
+
+    fn json_string(s: &str) -> String {
+        Value::String(s.to_string()).to_string()
+    }
+
+    #[test]
+    fn encoded_forms_are_found() {
+        let s = Secrets::new(Some(KEY), "http://h/v1");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("x:{KEY}"));
+        for text in [
+            format!("a {KEY} b"),
+            "sk-0123456789abcdefXYZ".replace('-', "%2D"),
+            hex::encode(KEY),
+            b64,
+        ] {
+            let out = s.redact(&text);
+            assert!(out.contains(REDACTED), "{text} → {out}");
+        }
+    }
+
+    #[test]
+    fn a_short_key_changes_nothing() {
+        let s = Secrets::new(Some("ollama"), "http://h/v1");
+        assert!(s.is_empty());
+        assert_eq!(s.redact("summary of ollama"), "summary of ollama");
+        let s = Secrets::new(Some("x"), "http://h/v1");
+        assert_eq!(s.redact("text"), "text");
+    }
+
+    #[test]
+    fn url_credentials_are_secrets_and_never_shown() {
+        let url = "http://user:p%40ssw0rd-long-enough-1@host:8/v1?api-key=QUERYKEY-0123456789";
+        let s = Secrets::new(None, url);
+        assert_eq!(s.redact("x QUERYKEY-0123456789 y"), "x <redacted> y");
+        assert_eq!(s.redact("p@ssw0rd-long-enough-1"), "<redacted>");
+        assert_eq!(url_for_display(url), "http://host:8/v1");
+        assert_eq!(
+            command_for_display(
+                [
+                    "zhi",
+                    "run",
+                    "--base-url",
+                    url,
+                    &format!("--base-url={url}"),
+                    "a b"
+                ]
+                .map(String::from)
+            ),
+            "zhi run --base-url http://host:8/v1 --base-url=http://host:8/v1 'a b'"
+        );
+    }
+}
