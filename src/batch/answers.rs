@@ -17,8 +17,11 @@ pub enum Place {
         offset: u64,
         len: usize,
     },
-    /// The batch ended without a line for it (expired, cancelled, failed as a whole).
-    Missing { status: String },
+    /// The batch ended without a line for it (expired, cancelled, failed as a whole), or was
+    /// given up; `resubmit`: whether another submission may be made.
+    Missing { status: String, resubmit: bool },
+    /// The batch answered it twice, differently: neither answer is trusted.
+    Conflict,
 }
 
 /// The answer to one submission of a request.
@@ -45,7 +48,8 @@ impl Answers {
         let mut answers = Answers::default();
         for r in records.iter().filter(|r| r.stage == Stage::Collected) {
             let dir = super::record::folder(batches, &r.local_id);
-            let mut lines: HashMap<String, Place> = HashMap::new();
+            // Each request's place, with a hash of its line to tell a repeat from a conflict.
+            let mut lines: HashMap<String, (Place, u64)> = HashMap::new();
             // The result file first: an answer beats an error line for the same request.
             for name in ["output.jsonl", "errors.jsonl"] {
                 let path = dir.join(name);
@@ -68,16 +72,37 @@ impl Answers {
                         break;
                     }
                     if let Some(id) = line_custom_id(&line) {
-                        lines.entry(id).or_insert(Place::Line {
+                        let hash = {
+                            use std::hash::{Hash, Hasher};
+                            let mut h = std::collections::hash_map::DefaultHasher::new();
+                            line.trim_ascii_end().hash(&mut h);
+                            h.finish()
+                        };
+                        let place = Place::Line {
                             file: index,
                             offset,
                             len: n,
-                        });
+                        };
+                        match lines.get_mut(&id) {
+                            None => {
+                                lines.insert(id, (place, hash));
+                            }
+                            // The same file twice for one request, with another answer.
+                            Some((Place::Line { file, .. }, seen))
+                                if *file == index && *seen != hash =>
+                            {
+                                lines.insert(id, (Place::Conflict, hash));
+                            }
+                            Some(_) => {}
+                        }
                     }
                     offset += n as u64;
                 }
             }
-            let status = r.status.clone().unwrap_or_else(|| "ended".into());
+            let (status, resubmit) = match &r.given_up {
+                Some(g) => (format!("given up: {}", g.reason), g.resubmit),
+                None => (r.status.clone().unwrap_or_else(|| "ended".into()), true),
+            };
             for q in r
                 .requests
                 .iter()
@@ -85,9 +110,10 @@ impl Answers {
             {
                 let place = lines
                     .get(&q.custom_id)
-                    .cloned()
+                    .map(|(p, _)| p.clone())
                     .unwrap_or_else(|| Place::Missing {
                         status: status.clone(),
+                        resubmit,
                     });
                 answers
                     .by_id

@@ -23,7 +23,9 @@ mod answers;
 pub mod record;
 
 use crate::error::ErrorKind;
-use crate::llm::batch::{BatchApi, BatchInfo, LineOutcome, parse_answer_line, request_line};
+use crate::llm::batch::{
+    BatchApi, BatchInfo, LineOutcome, parse_answer_line, plain_id, request_line,
+};
 use crate::llm::{ApiError, ChatClient, ChatReply, ChatRequest};
 use crate::manifest::{BatchReport, JobRecord, Status, Submitted, Waiting};
 use answers::{Answers, Place};
@@ -52,6 +54,8 @@ pub struct Settings {
     pub endpoint: String,
     /// The run's id: batches it submits are named after it.
     pub run_id: String,
+    /// Runs in a row that may fail to bring a batch up to date before it is given up.
+    pub max_stalled_runs: u32,
 }
 
 /// What the book says of one request.
@@ -98,6 +102,16 @@ pub struct Book {
 /// surely not done.
 fn refused(e: &ApiError) -> bool {
     e.status.is_some_and(|s| (400..500).contains(&s)) && e.kind != ErrorKind::RateLimited
+}
+
+/// A failure no later run can mend for this batch: the batch or its file is not found (404),
+/// an id is not a plain token, a result file over the cap. Not the key, a quota or the
+/// network.
+fn final_for_batch(e: &ApiError) -> bool {
+    !e.retryable
+        && !e.aborts_run()
+        && !matches!(e.kind, ErrorKind::Cancelled | ErrorKind::Io)
+        && (e.status.is_none_or(|s| s == 404 || s == 410))
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -234,7 +248,13 @@ impl Book {
                 continue;
             }
             match self.step(api, &mut r, cancel).await {
-                Ok(true) => kept.push(r),
+                Ok(true) => {
+                    if r.stalled_runs > 0 && r.given_up.is_none() {
+                        r.stalled_runs = 0;
+                        let _ = self.save(&r);
+                    }
+                    kept.push(r);
+                }
                 Ok(false) => {}
                 Err(e) if e.aborts_run() || e.kind == ErrorKind::Cancelled => {
                     kept.push(r);
@@ -243,10 +263,7 @@ impl Book {
                     return Err(e);
                 }
                 Err(e) => {
-                    self.problem(format!(
-                        "batch {} could not be brought up to date (the next run tries again): {e}",
-                        r.label()
-                    ));
+                    self.stalled(api, &mut r, &e, cancel).await;
                     kept.push(r);
                 }
             }
@@ -322,42 +339,72 @@ impl Book {
             let input = r.input_file_id.clone().unwrap_or_default();
             // A kill while the batch was created: adopt the batch if it exists, so its
             // requests are never submitted twice.
-            match api.find_batch(&input, cancel).await? {
-                Some(info) => {
+            match api.find_batch(&input, cancel).await {
+                Ok(Some(info)) if plain_id(&info.id).is_ok() => {
                     r.batch_id = Some(info.id.clone());
                     r.stage = Stage::Submitted;
                     self.update(r, &info);
                     self.save(r)?;
                     let _ = std::fs::remove_file(folder.join("input.jsonl"));
                 }
-                None => {
+                Ok(Some(info)) => {
+                    let e = plain_id(&info.id).err().unwrap_or_else(ApiError::cancelled);
+                    self.give_up(api, r, e.message, false, cancel).await?;
+                }
+                Ok(None) => {
                     api.delete_file(&input, cancel).await?;
                     let _ = std::fs::remove_dir_all(&folder);
                     return Ok(false);
                 }
+                // The provider will not say whether the batch exists: another run cannot
+                // learn more, and submitting again may answer (and bill) everything twice.
+                Err(e) if refused(&e) => {
+                    let reason = format!("its creation cannot be confirmed: {e}");
+                    self.give_up(api, r, reason, false, cancel).await?;
+                }
+                Err(e) => return Err(e),
             }
         }
         if r.stage == Stage::Submitted {
             let id = r.batch_id.clone().unwrap_or_default();
-            let info = api.get(&id, cancel).await?;
+            let info = match api.get(&id, cancel).await {
+                Ok(info) => info,
+                // Gone at the provider (or an id no call can use): it will never answer.
+                Err(e) if final_for_batch(&e) => {
+                    let reason = format!("the provider cannot give its status: {e}");
+                    self.give_up(api, r, reason, true, cancel).await?;
+                    return self.delete_files(api, r, cancel).await;
+                }
+                Err(e) => return Err(e),
+            };
             self.update(r, &info);
             if !info.is_finished() {
                 self.save(r)?;
                 return Ok(true);
             }
-            for (file, name) in [
-                (&r.output_file_id, "output.jsonl"),
-                (&r.error_file_id, "errors.jsonl"),
-            ] {
-                if let Some(file) = file {
-                    let bytes = api.content(file, cancel).await?;
-                    crate::manifest::write_atomic(&folder.join(name), &bytes).map_err(|e| {
-                        ApiError::new(
-                            ErrorKind::Io,
-                            false,
-                            format!("cannot keep the answers of batch {id}: {e}"),
-                        )
-                    })?;
+            // The answers first: a result file that fails for good is given up (its requests
+            // are submitted again); an error file that fails never holds them hostage.
+            if let Some(file) = r.output_file_id.clone() {
+                match api
+                    .download(&file, &folder.join("output.jsonl"), cancel)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if final_for_batch(&e) => {
+                        let reason = format!("its result file cannot be downloaded: {e}");
+                        self.give_up(api, r, reason, true, cancel).await?;
+                        return self.delete_files(api, r, cancel).await;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if let Some(file) = r.error_file_id.clone() {
+                match api.download(&file, &folder.join("errors.jsonl"), cancel).await {
+                    Ok(_) => {}
+                    Err(e) if e.aborts_run() || e.kind == ErrorKind::Cancelled => return Err(e),
+                    Err(e) => self.problem(format!(
+                        "the error file of batch {id} cannot be downloaded ({e}); the requests it lists are submitted again"
+                    )),
                 }
             }
             r.stage = Stage::Collected;
@@ -369,14 +416,99 @@ impl Book {
                 .collected
                 .push(id);
         }
+        self.delete_files(api, r, cancel).await
+    }
+
+    /// A collected batch's files go from the provider (a given-up batch's as far as they can:
+    /// a failure there is not worth another run).
+    async fn delete_files(
+        &self,
+        api: &BatchApi,
+        r: &mut BatchRecord,
+        cancel: &CancellationToken,
+    ) -> Result<bool, ApiError> {
         if r.stage == Stage::Collected && !r.files_deleted {
             for file in r.provider_files() {
-                api.delete_file(&file, cancel).await?;
+                match api.delete_file(&file, cancel).await {
+                    Ok(()) => {}
+                    Err(e) if r.given_up.is_some() && !e.aborts_run() => {}
+                    Err(e) => return Err(e),
+                }
             }
             r.files_deleted = true;
             self.save(r)?;
         }
         Ok(true)
+    }
+
+    /// The batch will never be collected: it is recorded as collected without answers, so
+    /// its requests are submitted again (`resubmit`, within `retry.max_attempts`) or fail.
+    /// A batch that may still run at the provider is asked to stop first.
+    async fn give_up(
+        &self,
+        api: &BatchApi,
+        r: &mut BatchRecord,
+        reason: String,
+        resubmit: bool,
+        cancel: &CancellationToken,
+    ) -> Result<(), ApiError> {
+        if let Some(id) = r.batch_id.clone().filter(|id| plain_id(id).is_ok())
+            && r.stage == Stage::Submitted
+        {
+            let _ = api.cancel(&id, cancel).await;
+        }
+        self.problem(if resubmit {
+            format!(
+                "batch {label} is given up: {reason}; its unanswered requests are submitted again",
+                label = r.label()
+            )
+        } else {
+            format!(
+                "batch {label} is given up: {reason}; its requests fail, since it may still run at the provider (see the provider's console)",
+                label = r.label()
+            )
+        });
+        r.given_up = Some(record::GivenUp { reason, resubmit });
+        r.stage = Stage::Collected;
+        r.collected_at = Some(crate::manifest::Timestamp::now());
+        self.save(r)
+    }
+
+    /// This run could not bring the batch up to date: counted; at `batch.max_stalled_runs`
+    /// runs in a row it is given up, before that the run ends with 75 (try again later).
+    async fn stalled(
+        &self,
+        api: &BatchApi,
+        r: &mut BatchRecord,
+        e: &ApiError,
+        cancel: &CancellationToken,
+    ) {
+        r.stalled_runs += 1;
+        if r.stalled_runs >= self.settings.max_stalled_runs {
+            let reason = format!(
+                "{n} runs in a row could not bring it up to date (last: {e})",
+                n = r.stalled_runs
+            );
+            let resubmit = r.stage != Stage::Uploaded;
+            if let Err(e) = self.give_up(api, r, reason, resubmit, cancel).await {
+                self.problem(e.to_string());
+            }
+            return;
+        }
+        self.problem(format!(
+            "batch {label} could not be brought up to date (the next run tries again; {n} of {max} runs): {e}",
+            label = r.label(),
+            n = r.stalled_runs,
+            max = self.settings.max_stalled_runs
+        ));
+        if let Err(e) = self.save(r) {
+            self.problem(e.to_string());
+        }
+        self.report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stalled
+            .push(r.label().to_string());
     }
 
     fn update(&self, r: &mut BatchRecord, info: &BatchInfo) {
@@ -462,11 +594,18 @@ impl Book {
     fn read(&self, found: &answers::Found) -> Result<ChatReply, ApiError> {
         let (file, offset, len) = match &found.place {
             Place::Line { file, offset, len } => (*file, *offset, *len),
-            Place::Missing { status } => {
+            Place::Missing { status, resubmit } => {
                 return Err(ApiError::new(
                     ErrorKind::ApiError,
-                    true,
+                    *resubmit,
                     format!("the batch ended ({status}) without answering this request"),
+                ));
+            }
+            Place::Conflict => {
+                return Err(ApiError::new(
+                    ErrorKind::ApiError,
+                    false,
+                    "the batch answered this request twice, differently; neither answer is used",
                 ));
             }
         };
@@ -580,7 +719,7 @@ impl Book {
         );
         self.save(&r)?;
         self.lock_records().push(r.clone());
-        let file_id = match api.upload(&r.file_name, &bytes, cancel).await {
+        let file_id = match self.upload_confirmed(api, &r, &bytes, cancel).await {
             Ok(id) => id,
             Err(e) => {
                 // Refused outright: no file was made, nothing is left to look for.
@@ -595,13 +734,8 @@ impl Book {
         r.stage = Stage::Uploaded;
         self.save(&r)?;
         self.replace(&r);
-        let info = match api
-            .create(
-                &file_id,
-                &self.settings.endpoint,
-                serde_json::json!({"zhi_batch": local_id}),
-                cancel,
-            )
+        let info = match self
+            .create_confirmed(api, &file_id, &local_id, cancel)
             .await
         {
             Ok(info) => info,
@@ -631,6 +765,104 @@ impl Book {
                 requests: count,
             });
         Ok(())
+    }
+
+    /// The upload, never repeated blindly: after a failure that may have happened after the
+    /// provider stored the file (a 5xx, a lost connection), the file is looked for by its name
+    /// and adopted if there; only a file surely absent is uploaded again, within
+    /// `retry.max_attempts`.
+    async fn upload_confirmed(
+        &self,
+        api: &BatchApi,
+        r: &BatchRecord,
+        bytes: &[u8],
+        cancel: &CancellationToken,
+    ) -> Result<String, ApiError> {
+        let policy = self.client.retry_policy();
+        let mut attempt = 1;
+        loop {
+            let e = match api.upload(&r.file_name, bytes, cancel).await {
+                Ok(id) => return Ok(id),
+                Err(e) if refused(&e) || !e.retryable => return Err(e),
+                Err(e) => e,
+            };
+            match api.find_file(&r.file_name, cancel).await {
+                Ok(Some(id)) if plain_id(&id).is_ok() => {
+                    tracing::info!(file = %id, "an upload that seemed to fail was made; adopted");
+                    return Ok(id);
+                }
+                Ok(_) if attempt < policy.max_attempts => {}
+                // Surely not there, and no attempt left: nothing to clean up.
+                Ok(_) => {
+                    self.forget(&r.local_id);
+                    return Err(e);
+                }
+                // The provider will not say: the record stays `prepared`, and the next run
+                // looks again.
+                Err(_) => return Err(e),
+            }
+            self.pause(&policy, attempt, &e, cancel).await?;
+            attempt += 1;
+        }
+    }
+
+    /// The creation of a batch, never repeated blindly (a retried creation after a lost
+    /// answer makes a second batch, billed twice): after a failure that may have come after
+    /// the batch was made, it is looked for by its input file and adopted; only a batch
+    /// surely absent is created again, within `retry.max_attempts`.
+    async fn create_confirmed(
+        &self,
+        api: &BatchApi,
+        file_id: &str,
+        local_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<BatchInfo, ApiError> {
+        let policy = self.client.retry_policy();
+        let metadata = serde_json::json!({"zhi_batch": local_id});
+        let mut attempt = 1;
+        loop {
+            let e = match api
+                .create(file_id, &self.settings.endpoint, metadata.clone(), cancel)
+                .await
+            {
+                Ok(info) => return Ok(info),
+                Err(e) if refused(&e) || !e.retryable => return Err(e),
+                Err(e) => e,
+            };
+            match api.find_batch(file_id, cancel).await {
+                Ok(Some(info)) if plain_id(&info.id).is_ok() => {
+                    tracing::info!(batch = %info.id, "a creation that seemed to fail was made; adopted");
+                    return Ok(info);
+                }
+                Ok(_) if attempt < policy.max_attempts => {}
+                // Surely not made, and no attempt left: the upload goes.
+                Ok(_) => {
+                    if api.delete_file(file_id, cancel).await.is_ok() {
+                        self.forget(local_id);
+                    }
+                    return Err(e);
+                }
+                // The record stays `uploaded`: the next run looks again, and gives the batch
+                // up if the provider never says.
+                Err(_) => return Err(e),
+            }
+            self.pause(&policy, attempt, &e, cancel).await?;
+            attempt += 1;
+        }
+    }
+
+    async fn pause(
+        &self,
+        policy: &crate::config::RetryPolicy,
+        attempt: u32,
+        e: &ApiError,
+        cancel: &CancellationToken,
+    ) -> Result<(), ApiError> {
+        let wait = crate::llm::backoff(policy, attempt - 1, e.retry_after);
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => Ok(()),
+            _ = cancel.cancelled() => Err(ApiError::cancelled()),
+        }
     }
 
     /// A batch that surely never existed at the provider: its folder and record go.

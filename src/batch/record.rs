@@ -94,6 +94,21 @@ pub struct BatchRecord {
     /// or was found cached since); the folder goes when every request's job is here.
     #[serde(default)]
     pub settled_jobs: BTreeSet<String>,
+    /// Runs in a row that could not bring the batch up to date (the provider out of reach,
+    /// a download that kept failing); at `batch.max_stalled_runs` the batch is given up.
+    #[serde(default)]
+    pub stalled_runs: u32,
+    /// The batch can never be collected: why, and whether its unanswered requests may be
+    /// submitted again (not when the batch may exist and be answered and billed anyway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_up: Option<GivenUp>,
+}
+
+/// Why a batch was given up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GivenUp {
+    pub reason: String,
+    pub resubmit: bool,
 }
 
 impl BatchRecord {
@@ -125,6 +140,8 @@ impl BatchRecord {
             files_deleted: false,
             requests,
             settled_jobs: BTreeSet::new(),
+            stalled_runs: 0,
+            given_up: None,
         }
     }
 

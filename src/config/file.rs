@@ -271,13 +271,9 @@ fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     if let Some(g) = l.one("grace_period", &f.grace_period, setting::grace_period)? {
         l.config.run.grace_period = g;
     }
-    let b = &l.config.run.batch;
-    let base = (b.max_requests, b.max_bytes);
-    if let Some((requests, bytes)) =
-        l.section("batch", &f.batch, |v, w| setting::batch(v, base, w))?
-    {
-        l.config.run.batch.max_requests = requests;
-        l.config.run.batch.max_bytes = bytes;
+    let base = l.config.run.batch;
+    if let Some(limits) = l.section("batch", &f.batch, |v, w| setting::batch(v, base, w))? {
+        l.config.run.batch = limits;
     }
     Ok(())
 }

@@ -179,13 +179,20 @@ pub struct BatchLimits {
     pub max_requests: usize,
     /// Bytes per batch file at most (`batch.max_bytes`).
     pub max_bytes: u64,
+    /// Runs in a row that may fail to bring a batch up to date before it is given up
+    /// (`batch.max_stalled_runs`).
+    pub max_stalled_runs: u32,
 }
+
+/// `batch.max_stalled_runs` by default.
+pub const BATCH_MAX_STALLED_RUNS: u32 = 3;
 
 impl Default for BatchLimits {
     fn default() -> Self {
         BatchLimits {
             max_requests: BATCH_MAX_REQUESTS,
             max_bytes: BATCH_MAX_BYTES,
+            max_stalled_runs: BATCH_MAX_STALLED_RUNS,
         }
     }
 }

@@ -247,17 +247,19 @@ struct BatchFields {
     max_requests: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     max_bytes: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    max_stalled_runs: Option<Value>,
     #[serde(flatten)]
     unknown: Mapping,
 }
 
-/// `batch: {max_requests, max_bytes}` over `base`: at least 1, at most what the providers take
-/// in one file.
+/// `batch: {max_requests, max_bytes, max_stalled_runs}` over `base`: the sizes at least 1, at
+/// most what the providers take in one file; the stalled runs from 1 to 1,000.
 pub fn batch(
     v: &Value,
-    base: (usize, u64),
+    base: super::BatchLimits,
     warn: &mut dyn FnMut(String),
-) -> Result<(usize, u64), Problem> {
+) -> Result<super::BatchLimits, Problem> {
     let f: BatchFields = section("batch", v, "a mapping", |f: &BatchFields| &f.unknown, warn)?;
     let limit = |field: &str, v: &Value, max: u64| {
         let setting = format!("batch.{field}");
@@ -277,14 +279,26 @@ pub fn batch(
         }
         Ok(n)
     };
-    let (mut requests, mut bytes) = base;
+    let mut out = base;
     if let Some(v) = &f.max_requests {
-        requests = limit("max_requests", v, super::BATCH_MAX_REQUESTS as u64)? as usize;
+        out.max_requests = limit("max_requests", v, super::BATCH_MAX_REQUESTS as u64)? as usize;
     }
     if let Some(v) = &f.max_bytes {
-        bytes = limit("max_bytes", v, super::BATCH_MAX_BYTES)?;
+        out.max_bytes = limit("max_bytes", v, super::BATCH_MAX_BYTES)?;
     }
-    Ok((requests, bytes))
+    if let Some(v) = &f.max_stalled_runs {
+        out.max_stalled_runs = v
+            .as_u64()
+            .filter(|n| (1..=1000).contains(n))
+            .map(|n| n as u32)
+            .ok_or_else(|| {
+                Problem::new(
+                    "batch.max_stalled_runs",
+                    "must be a whole number from 1 to 1000",
+                )
+            })?;
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize)]

@@ -27,7 +27,8 @@ use tokio_util::sync::CancellationToken;
 /// How long a batch may take: the providers' one window.
 pub const COMPLETION_WINDOW: &str = "24h";
 
-/// The most bytes of a result file read into memory.
+/// The most bytes of a result file kept (it is streamed to disk, never held in memory); a
+/// larger one is never downloaded again: its batch is given up.
 pub const MAX_RESULT_BYTES: usize = 1 << 30;
 
 /// A batch as the provider describes it.
@@ -251,7 +252,7 @@ impl BatchApi {
         let url = self.url(&["files"])?;
         let response = self
             .client
-            .send(
+            .send_once(
                 |http| {
                     let part = reqwest::multipart::Part::bytes(bytes.to_vec())
                         .file_name(file_name.to_string());
@@ -268,8 +269,10 @@ impl BatchApi {
             )
             .await?;
         let value: Value = response.json()?;
-        text_id(value.get("id"))
-            .ok_or_else(|| shape_error("the upload response has no file id", &value))
+        let id = text_id(value.get("id"))
+            .ok_or_else(|| shape_error("the upload response has no file id", &value))?;
+        plain_id(&id)?;
+        Ok(id)
     }
 
     /// The id of an uploaded batch file named `file_name`, if the provider holds one (a run
@@ -325,10 +328,13 @@ impl BatchApi {
             "completion_window": COMPLETION_WINDOW,
             "metadata": metadata,
         });
-        self.client
-            .send(|http| http.post(url.clone()).json(&body), cancel)
+        let info: BatchInfo = self
+            .client
+            .send_once(|http| http.post(url.clone()).json(&body), cancel)
             .await?
-            .json()
+            .json()?;
+        plain_id(&info.id)?;
+        Ok(info)
     }
 
     /// The batch created over `input_file_id`, if there is one (a run killed while it created
@@ -369,6 +375,7 @@ impl BatchApi {
 
     /// The batch's status now.
     pub async fn get(&self, id: &str, cancel: &CancellationToken) -> Result<BatchInfo, ApiError> {
+        plain_id(id)?;
         let url = self.url(&["batches", id])?;
         self.client
             .send(|http| http.get(url.clone()), cancel)
@@ -382,6 +389,7 @@ impl BatchApi {
         id: &str,
         cancel: &CancellationToken,
     ) -> Result<BatchInfo, ApiError> {
+        plain_id(id)?;
         let url = self.url(&["batches", id, "cancel"])?;
         self.client
             .send(|http| http.post(url.clone()), cancel)
@@ -389,18 +397,18 @@ impl BatchApi {
             .json()
     }
 
-    /// A file's content, as it is (result files are JSONL, not JSON).
-    pub async fn content(
+    /// A result file (JSON lines) streamed into `dest`, never whole in memory; its size.
+    pub async fn download(
         &self,
         file_id: &str,
+        dest: &std::path::Path,
         cancel: &CancellationToken,
-    ) -> Result<Vec<u8>, ApiError> {
+    ) -> Result<u64, ApiError> {
+        plain_id(file_id)?;
         let url = self.url(&["files", file_id, "content"])?;
-        Ok(self
-            .client
-            .send_raw(MAX_RESULT_BYTES, |http| http.get(url.clone()), cancel)
-            .await?
-            .body)
+        self.client
+            .download(MAX_RESULT_BYTES, |http| http.get(url.clone()), dest, cancel)
+            .await
     }
 
     /// Delete a file from the provider (the account holds a limited number); a file already
@@ -410,6 +418,7 @@ impl BatchApi {
         file_id: &str,
         cancel: &CancellationToken,
     ) -> Result<(), ApiError> {
+        plain_id(file_id)?;
         let url = self.url(&["files", file_id])?;
         match self
             .client
@@ -420,6 +429,30 @@ impl BatchApi {
             Err(e) if e.status == Some(404) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// Ids from the provider go into URLs: only a plain token is accepted (letters, digits,
+/// `-`, `_`, `.`, `:`; not `.` or `..`; at most 200 characters), so an id cannot turn
+/// `GET /batches/<id>` into another call.
+pub fn plain_id(id: &str) -> Result<(), ApiError> {
+    let plain = !id.is_empty()
+        && id.len() <= 200
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+        && !id.chars().all(|c| c == '.');
+    if plain {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorKind::ApiError,
+            false,
+            format!(
+                "the provider gave an id that is not a plain token: {id:?}",
+                id = crate::sanitize::one_line(&crate::sanitize::fit(id, 80))
+            ),
+        ))
     }
 }
 

@@ -108,6 +108,8 @@ pub struct ApiResponse {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
+    /// Bytes written to the file a download went to (the body is then empty).
+    pub spooled: u64,
     /// Attempts it took, the successful one included.
     pub attempts: u32,
 }
@@ -191,6 +193,28 @@ struct Received {
     status: u16,
     headers: HeaderMap,
     body: Vec<u8>,
+    /// Bytes streamed to a file instead of `body`.
+    spooled: u64,
+}
+
+/// How one call's response is taken.
+struct Transfer<'a> {
+    /// Bytes of the body at most.
+    limit: usize,
+    /// Attempts at most, when not the policy's.
+    max_attempts: Option<u32>,
+    /// A 2xx body goes here, line by line, instead of into memory.
+    spool: Option<&'a std::path::Path>,
+}
+
+impl Transfer<'_> {
+    fn memory(limit: usize) -> Transfer<'static> {
+        Transfer {
+            limit,
+            max_attempts: None,
+            spool: None,
+        }
+    }
 }
 
 impl ChatClient {
@@ -254,6 +278,11 @@ impl ChatClient {
         &self.inner.http
     }
 
+    /// The retry policy of every call (batch creation uses it to pace its confirmed retries).
+    pub fn retry_policy(&self) -> crate::config::RetryPolicy {
+        self.inner.retry
+    }
+
     /// The API key, for requests that bypass [`ChatClient::send`] (the server probe, which must
     /// not retry). Only ever for the `Authorization` header.
     pub(crate) fn api_key(&self) -> Option<&ApiKey> {
@@ -307,7 +336,7 @@ impl ChatClient {
         let limit = chat_body_limit(req.max_tokens);
         let (response, attempts) = self
             .with_retries(
-                limit,
+                Transfer::memory(limit),
                 |http| {
                     http.post(url.clone())
                         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -341,6 +370,7 @@ impl ChatClient {
             status,
             headers: HeaderMap::new(),
             body: self.redact_bytes(body.to_vec()),
+            spooled: 0,
         };
         let response = self.inspect(&received, true).map_err(|mut e| {
             e.attempts = attempts;
@@ -388,29 +418,56 @@ impl ChatClient {
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
-        self.send_checked(MAX_BODY_BYTES, true, make, cancel).await
+        self.send_checked(Transfer::memory(MAX_BODY_BYTES), true, make, cancel)
+            .await
     }
 
-    /// Like [`ChatClient::send`], for a body that is not JSON (a batch's JSONL result file)
-    /// and may be larger: any 2xx body of at most `limit` bytes is accepted as it is; errors
-    /// are classified and retried the same way.
-    pub async fn send_raw<F>(
+    /// Like [`ChatClient::send`], with one attempt only: for calls that create something at
+    /// the provider (an upload, a batch), where a retry after a lost answer would create it
+    /// twice. After a failure the caller looks up what may have been made.
+    pub async fn send_once<F>(
         &self,
-        limit: usize,
         make: F,
         cancel: &CancellationToken,
     ) -> Result<ApiResponse, ApiError>
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
-        self.send_checked(limit, false, make, cancel).await
+        let transfer = Transfer {
+            max_attempts: Some(1),
+            ..Transfer::memory(MAX_BODY_BYTES)
+        };
+        self.send_checked(transfer, true, make, cancel).await
     }
 
-    /// [`ChatClient::send`] and [`ChatClient::send_raw`]: a body of at most `limit` bytes;
-    /// with `json`, a 2xx body is inspected too (it must be JSON), else only errors are.
-    async fn send_checked<F>(
+    /// A large non-JSON body (a batch's result file, JSON lines) streamed into `dest` (written
+    /// whole or not at all): never held in memory, each line cleaned of secrets as it
+    /// arrives. At most `limit` bytes, and `MAX_BODY_BYTES` a line; more is `api_error`, not
+    /// retried. Returns the bytes written.
+    pub async fn download<F>(
         &self,
         limit: usize,
+        make: F,
+        dest: &std::path::Path,
+        cancel: &CancellationToken,
+    ) -> Result<u64, ApiError>
+    where
+        F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    {
+        let transfer = Transfer {
+            spool: Some(dest),
+            ..Transfer::memory(limit)
+        };
+        let response = self.send_checked(transfer, false, make, cancel).await?;
+        Ok(response.spooled)
+    }
+
+    /// [`ChatClient::send`], [`ChatClient::send_once`] and [`ChatClient::download`]: a body of
+    /// at most `transfer.limit` bytes; with `json`, a 2xx body is inspected too (it must be
+    /// JSON), else only errors are.
+    async fn send_checked<F>(
+        &self,
+        transfer: Transfer<'_>,
         json: bool,
         make: F,
         cancel: &CancellationToken,
@@ -418,23 +475,24 @@ impl ChatClient {
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
-        let ((status, headers, body), attempts) = self
+        let (received, attempts) = self
             .with_retries(
-                limit,
+                transfer,
                 make,
                 |received| {
                     if json || !(200..300).contains(&received.status) {
                         self.inspect(&received, false)?;
                     }
-                    Ok((received.status, received.headers, received.body))
+                    Ok(received)
                 },
                 cancel,
             )
             .await?;
         Ok(ApiResponse {
-            status,
-            headers,
-            body,
+            status: received.status,
+            headers: received.headers,
+            body: received.body,
+            spooled: received.spooled,
             attempts,
         })
     }
@@ -443,7 +501,7 @@ impl ChatClient {
     /// the attempt limit, or cancellation.
     async fn with_retries<T, M, A>(
         &self,
-        limit: usize,
+        transfer: Transfer<'_>,
         make: M,
         accept: A,
         cancel: &CancellationToken,
@@ -452,7 +510,10 @@ impl ChatClient {
         M: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
         A: Fn(Received) -> Result<T, ApiError>,
     {
-        let policy = self.inner.retry;
+        let mut policy = self.inner.retry;
+        if let Some(n) = transfer.max_attempts {
+            policy.max_attempts = n.max(1);
+        }
         let mut attempt: u32 = 0;
         loop {
             let cancelled = |attempts: u32| ApiError {
@@ -483,7 +544,10 @@ impl ChatClient {
             };
             attempt += 1;
             self.inner.attempts.fetch_add(1, Ordering::Relaxed);
-            let outcome = self.attempt(limit, &make, cancel).await.and_then(&accept);
+            let outcome = self
+                .attempt(&transfer, &make, cancel)
+                .await
+                .and_then(&accept);
             // Free for others while this one backs off.
             drop(slot);
             let mut err = match outcome {
@@ -541,13 +605,14 @@ impl ChatClient {
     /// `api_error`, not retried: the same request would get the same flood.
     async fn attempt<M>(
         &self,
-        limit: usize,
+        transfer: &Transfer<'_>,
         make: &M,
         cancel: &CancellationToken,
     ) -> Result<Received, ApiError>
     where
         M: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
+        let limit = transfer.limit;
         let mut request = make(&self.inner.http);
         if let Some(key) = &self.inner.key {
             request = request.bearer_auth(key.expose());
@@ -568,6 +633,16 @@ impl ChatClient {
             }
             let status = response.status().as_u16();
             let headers = response.headers().clone();
+            if let Some(dest) = transfer.spool.filter(|_| (200..300).contains(&status)) {
+                let written = self.spool(&mut response, dest, limit).await?;
+                // The body is on disk; its length stands for it.
+                return Ok(Received {
+                    status,
+                    headers,
+                    body: Vec::new(),
+                    spooled: written,
+                });
+            }
             let mut body = Vec::new();
             while let Some(chunk) = response
                 .chunk()
@@ -586,12 +661,75 @@ impl ChatClient {
                 status,
                 headers,
                 body: self.redact_bytes(body),
+                spooled: 0,
             })
         };
         tokio::select! {
             r = exchange => r,
             _ = cancel.cancelled() => Err(ApiError::cancelled()),
         }
+    }
+
+    /// A 2xx body into `dest` (through a temporary file beside it, renamed at the end), each
+    /// line cleaned of secrets; at most `limit` bytes and `MAX_BODY_BYTES` a line.
+    async fn spool(
+        &self,
+        response: &mut reqwest::Response,
+        dest: &std::path::Path,
+        limit: usize,
+    ) -> Result<u64, ApiError> {
+        use std::io::Write as _;
+        let io = |e: std::io::Error| {
+            ApiError::new(
+                ErrorKind::Io,
+                false,
+                format!("cannot write {}: {e}", dest.display()),
+            )
+        };
+        let too_large = |message: String| ApiError::new(ErrorKind::ApiError, false, message);
+        let tmp = TempFile(dest.with_extension(format!("tmp-{}", std::process::id())));
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp.0).map_err(io)?);
+        let result = async {
+            let (mut carry, mut received, mut written) = (Vec::new(), 0usize, 0u64);
+            let mut put = |line: &[u8], file: &mut std::io::BufWriter<std::fs::File>| {
+                let clean = self.inner.secrets.redact_body(line.to_vec());
+                written += clean.len() as u64;
+                file.write_all(&clean).map_err(io)
+            };
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| self.transport_error(e))?
+            {
+                received += chunk.len();
+                if received > limit {
+                    return Err(too_large(format!(
+                        "the result file is larger than {limit} bytes; it was not kept"
+                    )));
+                }
+                carry.extend_from_slice(&chunk);
+                while let Some(end) = memchr::memchr(b'\n', &carry) {
+                    let line: Vec<u8> = carry.drain(..=end).collect();
+                    put(&line[..end], &mut file)?;
+                    put(b"\n", &mut file)?;
+                }
+                if carry.len() > MAX_BODY_BYTES {
+                    return Err(too_large(format!(
+                        "a line of the result file is larger than {MAX_BODY_BYTES} bytes; it was not kept"
+                    )));
+                }
+            }
+            if !carry.is_empty() {
+                put(&carry, &mut file)?;
+            }
+            file.flush().map_err(io)?;
+            file.get_ref().sync_all().map_err(io)?;
+            Ok(written)
+        }
+        .await;
+        let written = result?;
+        std::fs::rename(&tmp.0, dest).map_err(io)?;
+        Ok(written)
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ApiError {
@@ -700,5 +838,15 @@ impl ChatClient {
     /// probe, transcripts).
     pub fn secrets(&self) -> &crate::secret::Secrets {
         &self.inner.secrets
+    }
+}
+
+/// A temporary file removed when dropped: a download that fails, or is cancelled mid-way,
+/// leaves nothing behind (after a rename, the removal finds nothing).
+struct TempFile(std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }

@@ -17,6 +17,7 @@ mod wire;
 pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings, chat_body};
 pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
 pub use limit::text_tokens;
+pub use retry::backoff;
 pub use server::{ServerInfo, is_known_provider, probe};
 pub use wire::{
     ChatRequest, ChatResponse, Choice, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message,

@@ -38,4 +38,8 @@ pub struct BatchReport {
     /// What went wrong talking to the Batch API, when something did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// Batches this run could not bring up to date (the run exits 75; after
+    /// `batch.max_stalled_runs` runs in a row a batch is given up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalled: Vec<String>,
 }

@@ -200,7 +200,10 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
             .filter(|r| r.refused_tool_calls > 0)
             .map(line)
             .collect(),
-        requests: run.records.iter().map(|r| u64::from(r.requests)).sum(),
+        requests: m.map_or_else(
+            || run.records.iter().map(|r| u64::from(r.requests)).sum(),
+            |m| m.requests,
+        ),
         slowest: ran.into_iter().take(SLOWEST).map(line).collect(),
         torn_lines: run.torn_lines,
         model: ModelSeen::of(m, &run.records),

@@ -71,6 +71,16 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         Some(e) if matches!(exit, Exit::Success | Exit::JobsFailed) => submit_failure(e, end.opts),
         _ => (status, exit, reason),
     };
+    // A batch that could not be brought up to date: its jobs wait on nothing that moves, so
+    // the run is to be tried again later, not reported as done.
+    let stalled = end.book.report().stalled;
+    let (exit, reason) = match (exit, stalled.first()) {
+        (Exit::Success, Some(first)) => (
+            Exit::TempFail,
+            reason.or_else(|| Some(stalled_reason(first, stalled.len()))),
+        ),
+        _ => (exit, reason),
+    };
     end.book.settle(&records);
     let batches =
         (end.book.has_batches() || end.opts.submit_batch.is_some()).then(|| end.book.report());
@@ -105,6 +115,10 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         exit,
         records,
     }
+}
+
+fn stalled_reason(first: &str, n: usize) -> String {
+    format!("{n} batch(es) could not be brought up to date (first: {first}); try again later")
 }
 
 /// Submitting failed: the run is to be retried later (75: the provider was out of reach or
@@ -175,7 +189,12 @@ fn manifest(
         base_url: Some(crate::secret::url_for_display(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),
-        requests: records.iter().map(|r| u64::from(r.requests)).sum(),
+        // Every HTTP request of the run, the Batch API's calls (status checks, downloads,
+        // uploads, creations, deletions) and the OCR engines' included.
+        requests: ctx
+            .client
+            .requests_sent()
+            .max(records.iter().map(|r| u64::from(r.requests)).sum()),
         batches,
         tables: Vec::new(),
     }

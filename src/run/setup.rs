@@ -68,6 +68,7 @@ pub(super) async fn open_batches(
                 },
             ),
             run_id: run_id.to_string(),
+            max_stalled_runs: config.run.batch.max_stalled_runs,
         },
     );
     if book.has_batches() {

@@ -801,10 +801,10 @@ fn a_kill_while_submitting_never_submits_twice() {
     assert_eq!(batch.batches().len(), 1);
 
     // The provider cannot list its batches: zhi cannot tell whether the batch exists, so it
-    // submits nothing (its requests count as running) and says so.
+    // submits nothing (its requests count as running), says so, and exits 75 (try later).
     slow.fail("GET", "/batches");
     let out = submit(&env, &api);
-    assert_exit(&out, Exit::Success);
+    assert_exit(&out, Exit::TempFail);
     assert!(
         stderr(&out).contains("could not be brought up to date"),
         "{}",

@@ -6,6 +6,7 @@
 mod agent_skills;
 mod batch;
 mod batch_api;
+mod batch_hostile;
 mod chunking;
 mod config_cli;
 mod conventions;
