@@ -39,6 +39,37 @@ pub enum ReadError {
     Io(#[from] std::io::Error),
 }
 
+/// Which regular file a path names itself (a link is never followed), and its state: two
+/// equal stamps are the same file, unchanged. A skill's references are pinned by it when the
+/// skill is loaded, and a job reads one only while the path still names that very file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl Stamp {
+    /// The stamp of the regular file at `path` itself; `None` for a link, a folder, anything
+    /// else, or nothing.
+    pub fn of_file(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Stamp::of_meta(&meta)
+    }
+
+    /// From metadata read without following links (`symlink_metadata`, a walk's entry).
+    pub fn of_meta(meta: &std::fs::Metadata) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        meta.file_type().is_file().then(|| Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        })
+    }
+}
+
 /// [`read`] as an `io::Result`: a missing file is `ErrorKind::NotFound`, every other refusal
 /// an error that says why. For zhi's own files in the output folder (records, manifests,
 /// journals, checkpoints), where a FIFO or a device planted in their place must not hang a run.

@@ -13,6 +13,8 @@
 //! This module must never widen what a job may touch: no fallback to the current directory, no
 //! following of links during a write, no overwriting.
 
+use crate::small_file::Stamp;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -185,6 +187,7 @@ struct InputDir {
 pub struct SandboxBuilder {
     output_dir: PathBuf,
     inputs: Vec<(String, PathBuf)>,
+    pins: BTreeMap<PathBuf, Stamp>,
     input_dirs: Vec<(String, PathBuf)>,
     excluded: Vec<PathBuf>,
 }
@@ -194,6 +197,21 @@ impl SandboxBuilder {
     /// the file on disk.
     pub fn input(mut self, display: impl Into<String>, real: impl Into<PathBuf>) -> Self {
         self.inputs.push((display.into(), real.into()));
+        self
+    }
+
+    /// A file read like an input but pinned to the file `stamp` names (an Agent Skill's
+    /// reference): never reached through a link, and read only while its path still names
+    /// that very file ([`Sandbox::unchanged`]).
+    pub fn pinned(
+        mut self,
+        display: impl Into<String>,
+        real: impl Into<PathBuf>,
+        stamp: Stamp,
+    ) -> Self {
+        let real = real.into();
+        self.pins.insert(real.clone(), stamp);
+        self.inputs.push((display.into(), real));
         self
     }
 
@@ -229,7 +247,14 @@ impl SandboxBuilder {
             .into_iter()
             .map(|(display, real)| InputFile {
                 display: normalize(&display),
-                canonical: fs::canonicalize(&real).ok(),
+                canonical: match self.pins.get(&real) {
+                    // Pinned: the path itself, while it names the pinned file; never a link's
+                    // target.
+                    Some(pin) => {
+                        (Stamp::of_file(&real).as_ref() == Some(pin)).then(|| real.clone())
+                    }
+                    None => fs::canonicalize(&real).ok(),
+                },
                 real,
             })
             .collect();
@@ -249,6 +274,7 @@ impl SandboxBuilder {
         Ok(Sandbox {
             output_dir,
             inputs,
+            pins: self.pins,
             input_dirs,
             excluded,
             written: Mutex::new(Vec::new()),
@@ -285,6 +311,7 @@ impl Drop for Reservation<'_> {
 pub struct Sandbox {
     output_dir: PathBuf,
     inputs: Vec<InputFile>,
+    pins: BTreeMap<PathBuf, Stamp>,
     input_dirs: Vec<InputDir>,
     excluded: Vec<PathBuf>,
     written: Mutex<Vec<PathBuf>>,
@@ -302,8 +329,19 @@ impl Sandbox {
         SandboxBuilder {
             output_dir: output_dir.into(),
             inputs: Vec::new(),
+            pins: BTreeMap::new(),
             input_dirs: Vec::new(),
             excluded: Vec::new(),
+        }
+    }
+
+    /// Whether a read target is still the file it was when the skill was loaded (for a
+    /// pinned file; anything else always is): checked before a read and after it, so a link
+    /// or another file put in its place mid-run is never sent to the model.
+    pub fn unchanged(&self, target: &ReadTarget) -> bool {
+        match self.pins.get(target.path()) {
+            Some(pin) => Stamp::of_file(target.path()).as_ref() == Some(pin),
+            None => true,
         }
     }
 

@@ -204,7 +204,7 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
         v["system_prompt_sent"] = json!(skills::system_prompt(s));
         v["input_description"] = json!(s.input.description);
         v["output_description"] = json!(s.output.as_ref().and_then(|o| o.description.clone()));
-        v["content_hash"] = json!(s.content_hash);
+        v["content_hash"] = json!(s.content_hash());
         v["nested"] = nested_tree_json(set, name, &mut Vec::new())["nested"].clone();
         v["errors"] = json!(graph.iter().map(ToString::to_string).collect::<Vec<_>>());
         print_json(&v);

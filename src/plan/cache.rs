@@ -172,7 +172,7 @@ pub fn cache_key(
     let mut h = Sha256::new();
     h.update(PROMPT_VERSION.as_bytes());
     for s in skills.closure(skill) {
-        super::hash_pair(&mut h, b"\0skill\0", &s.name, &s.content_hash);
+        super::hash_pair(&mut h, b"\0skill\0", &s.name, &s.content_hash());
     }
     h.update(b"\0model\0");
     h.update(model.as_bytes());

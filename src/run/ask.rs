@@ -154,7 +154,10 @@ fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
     // An Agent Skill's references and assets are read like inputs (never written).
     if let Some(folder) = &skill.folder {
         for (display, path) in &folder.resources {
-            builder = builder.input(display.clone(), path.clone());
+            // Pinned to the file the skill's walk saw; one without a stamp is never readable.
+            if let Some(stamp) = folder.stamps.get(path) {
+                builder = builder.pinned(display.clone(), path.clone(), *stamp);
+            }
         }
     }
     builder

@@ -155,7 +155,7 @@ fn manifest(
     let mut skills_used: BTreeMap<String, String> = BTreeMap::new();
     for j in &opts.jobs {
         for s in opts.skills.closure(&j.skill) {
-            skills_used.insert(s.name.clone(), s.content_hash.clone());
+            skills_used.insert(s.name.clone(), s.content_hash());
         }
     }
     let run_dir = ctx.layout.run(&ctx.run_id);

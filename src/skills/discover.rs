@@ -243,22 +243,29 @@ impl SkillSet {
         let mut scripts = Vec::new();
         // Said of the skill once it has loaded (with the file's name, as every warning).
         let mut warnings = walked.warnings.clone();
-        for (rel, len) in &walked.files {
+        let mut stamps = std::collections::BTreeMap::new();
+        for (rel, len, stamp) in &walked.files {
             let top = rel.split('/').next().unwrap_or_default();
             match top {
                 "references" | "assets" if *len > MAX_RESOURCE_BYTES => warnings.push(format!(
                     "{rel} is larger than {}, the limit for a skill's resource; it is not readable",
                     crate::small_file::human_bytes(MAX_RESOURCE_BYTES)
                 )),
-                "references" | "assets" => resources.push((rel.clone(), dir.join(rel))),
+                "references" | "assets" => {
+                    resources.push((rel.clone(), dir.join(rel)));
+                    if let Some(stamp) = stamp {
+                        stamps.insert(dir.join(rel), *stamp);
+                    }
+                }
                 "scripts" => scripts.push(rel.clone()),
                 _ => {}
             }
         }
+        // The folder's own hash comes later, when a command needs it; SKILL.md's is now.
         let loaded = super::load::load_skill_md(
             &bytes,
             make(md.clone()),
-            walked.hash,
+            hex::encode(Sha256::digest(&bytes)),
             !resources.is_empty(),
         )
         .map(|mut l| {
@@ -288,12 +295,16 @@ impl SkillSet {
                     "its instructions use {named}, which zhi will not run (there is no shell)"
                 ));
             }
-            let inline = inline_texts(&resources);
+            let inline = inline_texts(&resources, &stamps);
+            let files = walked.files.iter().map(|(r, n, _)| (r.clone(), *n)).collect();
             l.skill.folder = Some(super::SkillFolder {
                 root: dir.to_path_buf(),
                 resources,
                 scripts,
                 inline,
+                stamps,
+                files: std::sync::Arc::new(files),
+                hash: std::sync::Arc::default(),
             });
             l
         });
@@ -343,11 +354,24 @@ pub fn discover(config_dir: Option<&Path>, cwd: &Path) -> SkillSet {
 
 /// The resources' texts, when every one is UTF-8 text and all fit in
 /// [`super::INLINE_RESOURCES_BYTES`].
-fn inline_texts(resources: &[(String, PathBuf)]) -> Option<Vec<(String, String)>> {
+/// Each is read only while its path names the very file the walk saw (a link swapped in is
+/// never followed).
+fn inline_texts(
+    resources: &[(String, PathBuf)],
+    stamps: &std::collections::BTreeMap<PathBuf, crate::small_file::Stamp>,
+) -> Option<Vec<(String, String)>> {
     let mut left = super::INLINE_RESOURCES_BYTES;
     let mut out = Vec::new();
     for (name, path) in resources {
+        let pinned = stamps.get(path)?;
+        let same = || crate::small_file::Stamp::of_file(path).as_ref() == Some(pinned);
+        if !same() {
+            return None;
+        }
         let bytes = crate::small_file::read(path, left).ok()?;
+        if !same() {
+            return None;
+        }
         left -= bytes.len() as u64;
         out.push((name.clone(), String::from_utf8(bytes).ok()?));
     }
@@ -363,22 +387,49 @@ pub const MAX_RESOURCE_BYTES: u64 = 1 << 20;
 /// How many files of a skill folder are looked at (and hashed).
 const MAX_FOLDER_FILES: usize = 1000;
 
-/// What an Agent Skill folder holds: its files (relative path with `/`, size), a hash over
-/// every file's path and content, and what was skipped.
+/// What an Agent Skill folder holds: its files (relative path with `/`, size, stamp), and
+/// what was skipped. Nothing is read: listing skills costs a walk, not the folder's bytes.
 struct Walked {
-    files: Vec<(String, u64)>,
-    hash: String,
+    files: Vec<(String, u64, Option<crate::small_file::Stamp>)>,
     warnings: Vec<String>,
 }
 
-/// Every regular file of a skill folder, in path order, without following links; the hash
-/// covers each file's relative path and content (content read up to 16 MiB, larger files by
-/// size), so a change to any of them changes the skill.
+/// The hash of a skill folder, over each file's relative path and content: part of every
+/// job's cache key, so a change to any file a job can read changes the skill. Computed only
+/// when a command needs it (a run's cache keys, `skills show --json`), once per process.
+/// A file larger than a job may read ([`MAX_RESOURCE_BYTES`]) is hashed by its size and
+/// modification time, never read.
+pub(super) fn folder_hash(root: &Path, files: &[(String, u64)]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"zhi-skill-folder-v2\0");
+    for (rel, len) in files {
+        let path = root.join(rel);
+        h.update(rel.as_bytes());
+        h.update(b"\0");
+        let read = (*len <= MAX_RESOURCE_BYTES)
+            .then(|| crate::small_file::read(&path, MAX_RESOURCE_BYTES).ok())
+            .flatten();
+        match read {
+            Some(bytes) => h.update(Sha256::digest(&bytes)),
+            None => {
+                let mtime = std::fs::symlink_metadata(&path)
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                h.update(format!("unread:{len}:{mtime}").as_bytes());
+            }
+        }
+        h.update(b"\n");
+    }
+    hex::encode(h.finalize())
+}
+
+/// Every regular file of a skill folder, in path order, without following links, with its
+/// size and stamp (from the walk itself: nothing is opened).
 fn walk_folder(dir: &Path) -> Walked {
     let mut files = Vec::new();
     let mut warnings = Vec::new();
-    let mut h = Sha256::new();
-    h.update(b"zhi-skill-folder-v1\0");
     let walk = walkdir::WalkDir::new(dir)
         .follow_links(false)
         .max_depth(8)
@@ -397,21 +448,12 @@ fn walk_folder(dir: &Path) -> Walked {
             continue;
         };
         let rel = rel.to_string_lossy().replace('\\', "/");
-        let len = entry.metadata().map_or(0, |m| m.len());
-        h.update(rel.as_bytes());
-        h.update(b"\0");
-        match crate::small_file::read(entry.path(), 16 << 20) {
-            Ok(bytes) => h.update(Sha256::digest(&bytes)),
-            Err(_) => h.update(format!("unread:{len}").as_bytes()),
-        }
-        h.update(b"\n");
-        files.push((rel, len));
+        let meta = entry.metadata().ok();
+        let len = meta.as_ref().map_or(0, |m| m.len());
+        let stamp = meta.as_ref().and_then(crate::small_file::Stamp::of_meta);
+        files.push((rel, len, stamp));
     }
-    Walked {
-        files,
-        hash: hex::encode(h.finalize()),
-        warnings,
-    }
+    Walked { files, warnings }
 }
 
 fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {

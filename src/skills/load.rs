@@ -382,7 +382,7 @@ fn load_fields(
             chunking,
             steps,
             source,
-            content_hash,
+            file_hash: content_hash,
             folder: None,
         },
         warnings,

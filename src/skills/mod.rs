@@ -22,6 +22,7 @@ pub use schema::{GroundingRule, SchemaSpec};
 pub use steps::{Condition, Step, StepRun};
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 /// The tools a skill may list besides other skills' names (docs/sandbox.md#tools).
 pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "file_list", "ocr", "web_fetch"];
@@ -50,9 +51,9 @@ pub struct Skill {
     pub steps: Vec<Step>,
     /// Where the skill came from.
     pub source: SkillSource,
-    /// sha256 of the skill file's bytes (of every file in its folder, for an Agent Skill):
-    /// part of every job's cache key.
-    pub content_hash: String,
+    /// sha256 of the skill file's bytes (with its schema file's): see
+    /// [`Skill::content_hash`], which adds an Agent Skill's folder.
+    pub file_hash: String,
     /// The folder of an Agent Skill (`SKILL.md`), with what its jobs may read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folder: Option<SkillFolder>,
@@ -72,6 +73,23 @@ pub struct SkillFolder {
     /// direct, one request a document, instead of reading them in the agent loop.
     #[serde(skip)]
     pub inline: Option<Vec<(String, String)>>,
+    /// Each resource's file as the walk saw it: a job reads a resource only while its path
+    /// still names that file (a link swapped in mid-run is never followed).
+    #[serde(skip)]
+    pub stamps: std::collections::BTreeMap<std::path::PathBuf, crate::small_file::Stamp>,
+    /// Every file of the folder (relative path, size), for [`SkillFolder::hash`].
+    #[serde(skip)]
+    pub files: std::sync::Arc<Vec<(String, u64)>>,
+    #[serde(skip)]
+    pub hash: std::sync::Arc<std::sync::OnceLock<String>>,
+}
+
+impl SkillFolder {
+    /// The hash over every file's path and content, computed the first time it is asked.
+    pub fn hash(&self) -> &str {
+        self.hash
+            .get_or_init(|| discover::folder_hash(&self.root, &self.files))
+    }
 }
 
 /// How much resource text an Agent Skill may carry in its prompt and stay direct.
@@ -188,6 +206,22 @@ impl Chunking {
 }
 
 impl Skill {
+    /// What identifies this skill's content: part of every job's cache key and of a run's
+    /// manifest. The skill file's hash, and for an Agent Skill its whole folder's (computed
+    /// on first use, so commands that do not need it never read the folder).
+    pub fn content_hash(&self) -> String {
+        match &self.folder {
+            Some(folder) => {
+                let mut h = Sha256::new();
+                h.update(self.file_hash.as_bytes());
+                h.update(b"\0folder\0");
+                h.update(folder.hash().as_bytes());
+                hex::encode(h.finalize())
+            }
+            None => self.file_hash.clone(),
+        }
+    }
+
     /// The argument that names the document a job is about: the first required `file` or
     /// `directory` argument.
     pub fn primary_arg(&self) -> Option<&ArgSpec> {

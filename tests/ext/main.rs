@@ -30,6 +30,7 @@ mod progress_parse;
 mod reading;
 #[path = "../it/report_fixture.rs"]
 mod report_fixture;
+mod skill_folders;
 #[path = "../it/support/mod.rs"]
 mod support;
 mod terminal;
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
         extraction::tests(),
         full_disk::tests(),
         local_model::tests(),
+        skill_folders::tests(),
         terminal::tests(),
     ]
     .into_iter()

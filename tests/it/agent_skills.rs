@@ -344,3 +344,53 @@ fn a_skills_warning_comes_when_it_is_used_or_validated_and_once() {
     assert_exit(&out, Exit::Success);
     assert!(stderr(&out).trim().is_empty(), "{}", show(&out));
 }
+
+/// A reference swapped for a link to a file outside the skill while the run goes on (after the
+/// skill was loaded, before its job reads it): the link is never followed, and the file it
+/// points to never reaches the model.
+#[test]
+fn a_reference_swapped_for_a_link_mid_run_is_never_followed() {
+    const SECRET: &str = "root-secret-line-6f1c2a";
+    let env = env();
+    env.write(
+        ".zhi/skills/glossary/SKILL.md",
+        "---\nname: glossary\ndescription: Terms of a document, from the glossary\n---\n\n\
+         List the document's terms with their meanings from references/glossary.md.\n",
+    );
+    let glossary: String = (0..600)
+        .map(|i| format!("- term{i}: the meaning of term number {i}\n"))
+        .collect();
+    let reference = env.write(".zhi/skills/glossary/references/glossary.md", &glossary);
+    let secret = env.write("outside/passwd", format!("{SECRET}\n"));
+    let api = FakeApi::start(move |r: &Recorded| {
+        if r.has_tool_result() {
+            return Reply::text("# Terms\n\nNone could be read.");
+        }
+        // The swap, while the job runs: the reference becomes a link to the secret.
+        if std::fs::symlink_metadata(&reference).is_ok_and(|m| m.file_type().is_file()) {
+            std::fs::remove_file(&reference).unwrap();
+            std::os::unix::fs::symlink(&secret, &reference).unwrap();
+        }
+        Reply::tool_calls(vec![(
+            "file_read",
+            json!({"path": "references/glossary.md"}),
+        )])
+    });
+    let _ = run(&env, &api, "glossary", "docs/a.txt");
+    let reqs = api.chat_requests();
+    assert!(reqs.len() >= 2, "the model asked to read it");
+    for r in &reqs {
+        assert!(
+            !r.body_text.contains(SECRET),
+            "the link was followed: {}",
+            r.body_text
+        );
+    }
+    let refused = reqs[1].tool_results();
+    assert!(
+        refused[0]
+            .content
+            .contains("no longer the file the skill was loaded with"),
+        "{refused:?}"
+    );
+}

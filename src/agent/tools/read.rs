@@ -21,8 +21,21 @@ pub(super) async fn file_read(mut args: Args, env: &ToolEnv) -> ToolOutcome {
             "`{display}` is a folder; use file_list to see what is in it"
         ));
     }
+    let changed = || {
+        ToolOutcome::refused(format!(
+            "`{display}` is no longer the file the skill was loaded with (replaced, or a link put in its place); it is not read"
+        ))
+    };
+    if !env.sandbox.unchanged(&target) {
+        return changed();
+    }
     let reader = env.reader.clone();
-    let text = match tokio::task::spawn_blocking(move || reader.read_text(target.path())).await {
+    let read_from = target.clone();
+    let read = tokio::task::spawn_blocking(move || reader.read_text(read_from.path())).await;
+    if !env.sandbox.unchanged(&target) {
+        return changed();
+    }
+    let text = match read {
         Ok(Ok(text)) => text,
         Ok(Err(error)) => {
             return ToolOutcome::failed(format!("could not read `{display}`: {error}"));
@@ -49,6 +62,11 @@ pub(super) async fn ocr(mut args: Args, env: &ToolEnv) -> ToolOutcome {
         Err(refusal) => return ToolOutcome::refused(refusal.message()),
     };
     let display = target.display().to_string();
+    if !env.sandbox.unchanged(&target) {
+        return ToolOutcome::refused(format!(
+            "`{display}` is no longer the file the skill was loaded with (replaced, or a link put in its place); it is not read"
+        ));
+    }
     let reader = env.reader.clone();
     match tokio::task::spawn_blocking(move || reader.ocr(target.path())).await {
         Ok(Ok(text)) if text.trim().is_empty() => {
