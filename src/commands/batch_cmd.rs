@@ -243,7 +243,7 @@ fn cancel(
                 save(&book.dir, &r)?;
                 notice(&format!(
                     "batch {id}: {} ({} request(s)); the next `zhi run` collects what it answered and does the rest again",
-                    info.status,
+                    one_line(&info.status),
                     r.requests.len()
                 ));
             }

@@ -111,7 +111,7 @@ fn show(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Exit, E
         print_json(&serde_json::to_value(&s).unwrap_or_default());
     } else {
         for line in render(&s) {
-            println!("{line}");
+            println!("{}", crate::sanitize::one_line(&line));
         }
     }
     Ok(Exit::Success)
@@ -405,7 +405,7 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
         }
     } else if !ctx.global.quiet || !merged.missing.is_empty() {
         for l in &lines {
-            println!("{l}");
+            println!("{}", crate::sanitize::one_line(l));
         }
     }
     Ok(if merged.missing.is_empty() {

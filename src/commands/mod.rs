@@ -87,7 +87,13 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
 /// Print rows as aligned columns (by display width: CJK text counts double), fitted to the
 /// terminal (`COLUMNS` first; 100 when stdout is no terminal) by wrapping the widest columns.
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    for line in table::render(headers, rows, table::width()) {
+    // Cells come from servers and files (batch ids and statuses, skill names): one printable
+    // line each.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| crate::sanitize::one_line(c)).collect())
+        .collect();
+    for line in table::render(headers, &rows, table::width()) {
         println!("{line}");
     }
 }

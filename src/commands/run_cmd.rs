@@ -216,6 +216,12 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     Ok(result.exit)
 }
 
+/// One line (or a few, joined by `\n`) of the run's summary on stderr: ids, statuses and
+/// messages in it come from servers and files, so it goes through the sanitiser.
+fn say(text: &str) {
+    eprintln!("{}", crate::sanitize::for_terminal(text));
+}
+
 /// The summary printed when the run ends, on a terminal and in plain mode alike.
 fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: crate::config::Language) {
     let words = match lang {
@@ -225,7 +231,7 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: crate::config
     eprintln!();
     for line in crate::manifest::summary::end_of_run(&result.manifest, &result.records, cwd, words)
     {
-        eprintln!("{line}");
+        say(&line);
     }
     if let Some(b) = &result.manifest.batches {
         print_batches(b, lang);
@@ -245,33 +251,33 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language
     if !b.collected.is_empty() || b.answers_used > 0 {
         let ids = list(b.collected.iter().map(String::as_str).collect());
         if zh {
-            eprintln!(
+            say(&format!(
                 "  批处理：收取 {} 个批次（{ids}），使用 {} 个回答",
                 b.collected.len(),
                 b.answers_used
-            );
+            ));
         } else {
-            eprintln!(
+            say(&format!(
                 "  batches: collected {} ({ids}); {} answer(s) used",
                 b.collected.len(),
                 b.answers_used
-            );
+            ));
         }
     }
     if !b.submitted.is_empty() {
         let requests: u64 = b.submitted.iter().map(|s| s.requests).sum();
         let ids = list(b.submitted.iter().map(|s| s.batch_id.as_str()).collect());
         if zh {
-            eprintln!(
+            say(&format!(
                 "  已提交 {requests} 个请求，{} 个批次（{ids}）：24 小时内完成；之后用相同的命令再运行一次即可收取结果（`zhi batch status` 查看进度）",
                 b.submitted.len()
-            );
+            ));
         } else {
-            eprintln!(
+            say(&format!(
                 "  submitted {requests} request(s) in {} batch(es) ({ids}) at the Batch API's half price\n  \
                  answers come within 24 h: run the same command again then to collect them (`zhi batch status` shows progress)",
                 b.submitted.len()
-            );
+            ));
         }
     }
     if !b.waiting.is_empty() {
@@ -285,19 +291,19 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language
                 .collect(),
         );
         if zh {
-            eprintln!(
+            say(&format!(
                 "  仍在处理：{} 个批次，{requests} 个请求（{states}）",
                 b.waiting.len()
-            );
+            ));
         } else {
-            eprintln!(
+            say(&format!(
                 "  still running: {} batch(es), {requests} request(s) ({states}); run again later to collect them",
                 b.waiting.len()
-            );
+            ));
         }
     }
     for p in &b.problems {
-        eprintln!("  batch: {}", one_line(p));
+        say(&format!("  batch: {}", one_line(p)));
     }
 }
 

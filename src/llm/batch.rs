@@ -36,7 +36,8 @@ pub const MAX_RESULT_BYTES: usize = 1 << 30;
 pub struct BatchInfo {
     #[serde(deserialize_with = "id_text")]
     pub id: String,
-    #[serde(default)]
+    /// As the provider said it, made one printable line (it reaches terminals and records).
+    #[serde(default, deserialize_with = "one_line_text")]
     pub status: String,
     #[serde(default, deserialize_with = "opt_id_text")]
     pub input_file_id: Option<String>,
@@ -454,6 +455,11 @@ pub fn plain_id(id: &str) -> Result<(), ApiError> {
             ),
         ))
     }
+}
+
+fn one_line_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s: String = serde::Deserialize::deserialize(d)?;
+    Ok(crate::sanitize::one_line(&crate::sanitize::fit(&s, 80)))
 }
 
 fn text_id(v: Option<&Value>) -> Option<String> {

@@ -389,8 +389,8 @@ impl Progress {
 
     /// Log a line above the bar (or as a plain line).
     pub fn println(&self, line: &str) {
-        let line = crate::i18n::localize(line);
-        let line = line.as_ref();
+        let line = crate::sanitize::for_terminal(&crate::i18n::localize(line));
+        let line = line.as_str();
         match &self.display {
             Display::Bar(bar) => bar.println(line),
             _ => eprintln!("{line}"),

@@ -406,3 +406,107 @@ fn two_different_answers_for_one_request_are_a_problem_for_that_request() {
     let message = failed.error.as_ref().unwrap().message.clone();
     assert!(message.contains("twice, differently"), "{message}");
 }
+
+/// A status with a terminal title (OSC), a screen clear (CSI), a bell and a forged line.
+const HOSTILE_STATUS: &str = "in_progress\u{1b}]0;pwned\u{7}\u{1b}[2J\nFORGED: all done";
+
+fn assert_clean(what: &str, o: &std::process::Output) {
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        !printed.contains('\u{1b}') && !printed.contains('\u{7}'),
+        "{what} printed a raw escape: {printed:?}"
+    );
+    assert!(
+        !printed.lines().any(|l| l.starts_with("FORGED")),
+        "{what} printed a forged line: {printed}"
+    );
+}
+
+#[test]
+fn escapes_from_a_provider_or_a_crafted_manifest_never_reach_the_terminal() {
+    let env = env_with_docs(2);
+    let batch = FakeBatch::new(summary);
+    let api = api_with(&batch, move |req, inner| {
+        let hostile = req.path.contains("/batches");
+        if !hostile {
+            return None;
+        }
+        match inner(req) {
+            Reply::Json {
+                status,
+                headers,
+                mut body,
+            } if body.get("status").is_some() => {
+                body["status"] = json!(HOSTILE_STATUS);
+                Some(Reply::Json {
+                    status,
+                    headers,
+                    body,
+                })
+            }
+            _ => None,
+        }
+    });
+    let out = submit(&env, &api);
+    assert_exit(&out, Exit::Success);
+    assert_clean("the submitting run", &out);
+    let out = submit(&env, &api);
+    assert_clean("the collecting run", &out);
+    let status = env
+        .zhi()
+        .args([
+            "batch",
+            "status",
+            "-o",
+            "out",
+            "--base-url",
+            &api.zhipu_base_url(),
+        ])
+        .env("ZHI_API_KEY", "test-key-0123456789abcdef")
+        .output()
+        .unwrap();
+    assert_clean("zhi batch status", &status);
+    let cancel = env
+        .zhi()
+        .args([
+            "batch",
+            "cancel",
+            "-o",
+            "out",
+            "--base-url",
+            &api.zhipu_base_url(),
+        ])
+        .env("ZHI_API_KEY", "test-key-0123456789abcdef")
+        .output()
+        .unwrap();
+    assert_clean("zhi batch cancel", &cancel);
+
+    // A manifest whose fields were crafted.
+    let runs = manifest::list_runs(&env.path("out"));
+    let run = runs.last().unwrap().path.clone();
+    let path = run.join("manifest.json");
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["command"] = json!("zhi run\u{1b}]8;;http://evil\u{7}x\nFORGED: command");
+    m["reason"] = json!("done\u{1b}[31m\nFORGED: reason");
+    m["skills"] = json!({"sum\u{1b}[2Jmarize": "00"});
+    std::fs::write(&path, m.to_string()).unwrap();
+    let show = env
+        .zhi()
+        .args(["manifest", "show", "-o", "out"])
+        .output()
+        .unwrap();
+    assert_clean("zhi manifest show", &show);
+    let merge = env
+        .zhi()
+        .arg("manifest")
+        .arg("merge")
+        .arg(&run)
+        .args(["-o", "merged"])
+        .output()
+        .unwrap();
+    assert_clean("zhi manifest merge", &merge);
+}
