@@ -85,6 +85,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
+# A requeued job waits the credential lifetime before it starts again (default 120 s).
+AuthInfo=cred_expire=5
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/d
 SlurmctldPidFile=$STATE/slurmctld.pid
@@ -97,6 +99,8 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/backfill
+# Look for work to start every 2 s (the default 60 s is for big clusters).
+SchedulerParameters=sched_interval=2,bf_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
@@ -106,11 +110,17 @@ MinJobAge=60
 NodeName=$HOST CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 EOF
-  mv "$CONF.new" "$CONF"
+  if cmp -s "$CONF.new" "$CONF"; then
+    rm -f "$CONF.new"
+  else
+    mv "$CONF.new" "$CONF"
+    CHANGED=1
+  fi
 fi
 
 if ! alive "$STATE/slurmctld.pid" slurmctld; then
   slurmctld
+  STARTED_CTLD=1
   for _ in $(seq 1 50); do [ -s "$STATE/slurmctld.pid" ] && break; sleep 0.1; done
   started slurmctld "$STATE/slurmctld.pid"
 fi
@@ -118,6 +128,11 @@ if ! alive "$STATE/slurmd.pid" slurmd; then
   slurmd
   for _ in $(seq 1 50); do [ -s "$STATE/slurmd.pid" ] && break; sleep 0.1; done
   started slurmd "$STATE/slurmd.pid"
+fi
+
+# Daemons that were already running read a changed slurm.conf.
+if [ -n "${CHANGED:-}" ] && [ -z "${STARTED_CTLD:-}" ]; then
+  scontrol reconfigure
 fi
 
 # The node registers, and is idle (or already running jobs).
