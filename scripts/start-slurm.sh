@@ -8,9 +8,11 @@
 #
 # Idempotent: a daemon that already runs is left alone, and /etc/slurm/slurm.conf is written
 # only when it is absent or was written by this script (a real cluster's file is never
-# touched: the script stops instead). The daemons it started are listed, with their pids, in
-# STATE_DIR/started, which is what stop-slurm.sh reads. It returns once `sinfo` shows the node
-# idle (60 s at most).
+# touched: that cluster is used if it answers, else the script stops). A changed file reaches
+# running daemons through `scontrol reconfigure`; what they read only when they start
+# (cred_expire) needs stop-slurm.sh, then this script. The daemons it started are listed, with
+# their pids, in STATE_DIR/started, which is what stop-slurm.sh reads. It returns once `sinfo`
+# shows the node idle (60 s at most).
 set -euo pipefail
 STATE=${1:-/var/spool/zhi-slurm}
 CONF=/etc/slurm/slurm.conf
@@ -27,6 +29,17 @@ for p in munged slurmctld slurmd sinfo; do
   fi
 done
 export PATH="$PATH:/usr/sbin:/sbin"
+
+# A cluster configured by someone else is left alone: used if it answers, never changed.
+foreign() { [ -f "$CONF" ] && ! grep -qxF "$MARK" "$CONF"; }
+if foreign; then
+  if timeout 20 sinfo -h >/dev/null 2>&1; then
+    echo "slurm: $CONF was not written by this script; using the cluster it configures"
+    exit 0
+  fi
+  echo "start-slurm.sh: $CONF exists and was not written by this script; not touching it" >&2
+  exit 2
+fi
 
 mkdir -p "$STATE/ctld" "$STATE/d" "$STATE/log" /etc/slurm
 chmod 755 "$STATE"
@@ -65,14 +78,7 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
   started munged /run/munge/munged.pid
 fi
 
-if [ -f "$CONF" ] && ! grep -qxF "$MARK" "$CONF"; then
-  if alive "$STATE/slurmctld.pid" slurmctld; then
-    :
-  else
-    echo "start-slurm.sh: $CONF exists and was not written by this script; not touching it" >&2
-    exit 2
-  fi
-else
+if ! foreign; then
   HOST=$(hostname)
   CPUS=$(nproc)
   # What slurmd sees of the machine, so that the node is not drained for a mismatch.
