@@ -31,7 +31,7 @@ pub const VERBATIM: &[&str] = &[
     "max_output", "floor", "old", "new", "call", "rel", "named", "kind", "target", "shown",
     "display", "choices", "type", "first", "restarts", "protocol", "expected", "limit", "formats",
     "i", "c", "clamped", "levels", "excerpt", "ids", "states", "answers", "collected", "submitted",
-    "depth", "plan", "merged", "missing", "records", "sheet", "names", "last",
+    "depth", "plan", "merged", "missing", "records", "sheet", "names", "last", "values",
 ];
 
 /// Names of log fields (`job=…`).
@@ -209,6 +209,8 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("{var}=`{value}` is not a whole number", "{var}=`{value}` 不是整数"),
     ("{src}: shard {index} of {total} is out of range", "{src}：第 {index}/{total} 个分片超出范围"),
     ("JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)", "设置了 JOB_COMPLETION_INDEX，却没有设置 ZHI_SHARD_TOTAL：请把 ZHI_SHARD_TOTAL 设为该 Job 的 `completions` 数（或使用 --shard M/N）"),
+    ("SLURM_ARRAY_TASK_ID is set but {var} is not: zhi cannot tell which shard of how many this task is (pass --shard M/N)", "设置了 SLURM_ARRAY_TASK_ID，却没有设置 {var}：zhi 无法判断此任务是共几个分片中的第几个（请使用 --shard M/N）"),
+    ("SLURM_ARRAY_TASK_ID: a job array with a step or gaps ({values}) cannot be split into shards: submit a contiguous array such as --array=1-{count}, or pass --shard M/N", "SLURM_ARRAY_TASK_ID：带步长或有间隔的作业数组（{values}）无法拆分为分片：请提交连续的数组，例如 --array=1-{count}，或使用 --shard M/N"),
     // ---- Inputs and plans.
     ("glob `{glob}`: {e}", "通配符 `{glob}`：{e}"),
     ("glob `{glob}`: folder {path} does not exist", "通配符 `{glob}`：文件夹 {path} 不存在"),

@@ -270,6 +270,10 @@ pub struct RunManifest {
     pub results_csv: String,
     /// `M/N` when this run was one shard.
     pub shard: Option<String>,
+    /// What chose the shard: `--shard`, or the scheduler variable that gave its index
+    /// (`SLURM_ARRAY_TASK_ID`, `JOB_COMPLETION_INDEX`, `CI_NODE_INDEX`); absent when unsharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_source: Option<String>,
     /// Why the run stopped early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -131,6 +131,16 @@ pub enum PlanError {
         "JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)"
     )]
     ShardTotalMissing,
+    /// A Slurm array task without the variables that say how big the array is.
+    #[error(
+        "SLURM_ARRAY_TASK_ID is set but {var} is not: zhi cannot tell which shard of how many this task is (pass --shard M/N)"
+    )]
+    SlurmArrayIncomplete { var: &'static str },
+    /// A Slurm job array with a step or gaps: its task ids are not shards 1 to N.
+    #[error(
+        "SLURM_ARRAY_TASK_ID: a job array with a step or gaps ({values}) cannot be split into shards: submit a contiguous array such as --array=1-{count}, or pass --shard M/N"
+    )]
+    SlurmArrayNotContiguous { values: String, count: u32 },
 
     /// A per-minute token budget below what one request of the plan needs.
     #[error(

@@ -174,6 +174,7 @@ fn manifest(
         results: run_dir.join("results.jsonl").display().to_string(),
         results_csv: run_dir.join("results.csv").display().to_string(),
         shard: opts.shard.map(|s| s.label()),
+        shard_source: opts.shard.map(|s| s.source.to_string()),
         reason,
         concurrency: ConcurrencyStats {
             mode: if end.auto {

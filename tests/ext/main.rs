@@ -1,7 +1,7 @@
 //! zhi's tests that need something from outside the repository: a program (pdftotext,
 //! tesseract, pango-view…), a document fetched by `scripts/fetch-test-docs.sh` or
-//! `scripts/fetch-pdf-corpus.sh`, a private mount namespace, or the local model named by
-//! `ZHI_TEST_LLM_URL`. The pure tests (fake API server, temporary folders) are in `tests/it`.
+//! `scripts/fetch-pdf-corpus.sh`, a private mount namespace, the local model named by
+//! `ZHI_TEST_LLM_URL`, or a Slurm cluster. The pure tests (fake API server, temporary folders) are in `tests/it`.
 //!
 //! libtest decides that a test is ignored when it is compiled; these tests are ignored or not
 //! by what this machine has, so this binary has its own harness (libtest-mimic, the same
@@ -31,6 +31,7 @@ mod reading;
 #[path = "../it/report_fixture.rs"]
 mod report_fixture;
 mod skill_folders;
+mod slurm;
 #[path = "../it/support/mod.rs"]
 mod support;
 mod terminal;
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         full_disk::tests(),
         local_model::tests(),
         skill_folders::tests(),
+        slurm::tests(),
         terminal::tests(),
     ]
     .into_iter()

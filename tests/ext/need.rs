@@ -28,6 +28,8 @@ pub enum Need {
     LocalModel,
     /// A private mount namespace with a tmpfs in it (`unshare -rm`).
     PrivateMount,
+    /// A Slurm cluster that answers (`sinfo`) with a node that can run jobs.
+    SlurmCluster,
 }
 
 /// A need this machine does not meet: what it is, why it is missing, and how to meet it.
@@ -132,6 +134,13 @@ fn check(need: Need) -> Option<Missing> {
                   (examples/local-llm/start.sh prints its URL)"
                 .into(),
         }),
+        Need::SlurmCluster => slurm_cluster().err().map(|why| Missing {
+            what: "a Slurm cluster".into(),
+            why,
+            how: "install slurm-wlm and munge, then run scripts/start-slurm.sh as root \
+                  (.ci/run does both)"
+                .into(),
+        }),
         Need::PrivateMount => private_mount().err().map(|why| Missing {
             what: "a private mount namespace".into(),
             why,
@@ -152,6 +161,7 @@ fn package_of(program: &str) -> &'static str {
         "zcat" => "gzip",
         "tmux" => "tmux",
         "chromium" => "chromium",
+        "sbatch" | "squeue" | "sinfo" | "scontrol" | "scancel" => "slurm-wlm",
         _ => "it",
     }
 }
@@ -212,6 +222,59 @@ fn local_model() -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{url}{path} answers {status:?}, not 200"))
+    }
+}
+
+/// `sinfo` answers within 20 s and shows a node that can take a job (idle, mixed or
+/// allocated): a cluster whose controller is down, or whose only node is down or drained, is
+/// no cluster to submit to.
+fn slurm_cluster() -> Result<(), String> {
+    if !crate::reading::on_path("sinfo") {
+        return Err("sinfo is not on PATH".into());
+    }
+    let mut child = Command::new("sinfo")
+        .args(["-h", "-N", "-o", "%N %T"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("sinfo: {e}"))?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("sinfo does not answer within 20 s".into());
+            }
+        }
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    child.stdout.take().map(|mut o| o.read_to_string(&mut out));
+    child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+    if !status.success() {
+        return Err(format!(
+            "the cluster does not answer: sinfo: {}",
+            err.trim()
+        ));
+    }
+    let usable = out.lines().any(|l| {
+        l.split_whitespace().nth(1).is_some_and(|state| {
+            ["idle", "mixed", "allocated", "completing"]
+                .iter()
+                // `idle*` does not respond; `idle~` is powered off; `idle-` is planned.
+                .any(|s| state.trim_end_matches('-') == *s)
+        })
+    });
+    if usable {
+        Ok(())
+    } else {
+        Err(format!("no node can run a job (sinfo: {})", out.trim()))
     }
 }
 

@@ -591,6 +591,11 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
         let (records, _) = manifest::read_records(&run.path).unwrap();
         let ran: BTreeSet<String> = records.iter().map(|r| r.job_id.clone()).collect();
         assert_eq!(ran, per_shard[m - 1], "shard {m} ran exactly its plan");
+        let written: Value =
+            serde_json::from_slice(&std::fs::read(run.path.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(written["shard"], format!("{m}/3"));
+        assert_eq!(written["shard_source"], "--shard");
     }
     assert_eq!(
         api.chat_requests().len(),
@@ -656,6 +661,135 @@ fn shards_split_the_plan_and_merge_finds_what_no_shard_did() {
         s["counts"]["succeeded"].as_u64().unwrap() as usize,
         per_shard[1].len()
     );
+}
+
+/// Slurm's variables as `sbatch --array` sets them in each task (`--array=1-4`: task 2).
+const SLURM_TASK_2_OF_4: [(&str, &str); 6] = [
+    ("SLURM_JOB_ID", "102"),
+    ("SLURM_ARRAY_JOB_ID", "100"),
+    ("SLURM_ARRAY_TASK_ID", "2"),
+    ("SLURM_ARRAY_TASK_MIN", "1"),
+    ("SLURM_ARRAY_TASK_MAX", "4"),
+    ("SLURM_ARRAY_TASK_COUNT", "4"),
+];
+
+#[test]
+fn a_slurm_array_task_is_a_shard_and_the_manifest_says_which_variable_chose_it() {
+    let env = env_with_docs(8);
+    let api = answering();
+    // Task 2 of `--array=1-4` is shard 2/4, before any GitLab variable it inherited.
+    let mut cmd = env.zhi();
+    for (k, v) in SLURM_TASK_2_OF_4 {
+        cmd.env(k, v);
+    }
+    let o = cmd
+        .env("SLURM_ARRAY_TASK_STEP", "1")
+        .env("CI_NODE_INDEX", "1")
+        .env("CI_NODE_TOTAL", "2")
+        .args(["run", "summarize", "docs", "-o", "out", "--no-progress"])
+        .args(["--base-url", &api.base_url()])
+        .output()
+        .unwrap();
+    assert_exit(&o, Exit::Success);
+    let m = latest_manifest(&env);
+    assert_eq!(m["shard"], "2/4");
+    assert_eq!(m["shard_source"], "SLURM_ARRAY_TASK_ID");
+    let want: BTreeSet<String> = plan_ids(&env, Some("2/4"))
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let (_, records) = latest(&env);
+    let ran: BTreeSet<String> = records.iter().map(|r| r.job_id.clone()).collect();
+    assert_eq!(ran, want, "the same jobs as --shard 2/4");
+
+    // Kubernetes: the manifest names JOB_COMPLETION_INDEX.
+    let o = env
+        .zhi()
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("ZHI_SHARD_TOTAL", "2")
+        .args(["run", "summarize", "docs", "-o", "k8s", "--no-progress"])
+        .args(["--base-url", &api.base_url()])
+        .output()
+        .unwrap();
+    assert_exit(&o, Exit::Success);
+    let run = manifest::latest_run(&env.path("k8s")).unwrap();
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(run.path.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        (m["shard"].as_str(), m["shard_source"].as_str()),
+        (Some("1/2"), Some("JOB_COMPLETION_INDEX"))
+    );
+
+    // Unsharded (a Slurm job that is not an array): no shard, and no `shard_source` at all.
+    let o = env
+        .zhi()
+        .env("SLURM_JOB_ID", "7")
+        .args(["run", "summarize", "docs", "-o", "whole", "--no-progress"])
+        .args(["--base-url", &api.base_url()])
+        .output()
+        .unwrap();
+    assert_exit(&o, Exit::Success);
+    let run = manifest::latest_run(&env.path("whole")).unwrap();
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(run.path.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["shard"], Value::Null);
+    assert!(m.get("shard_source").is_none(), "{m}");
+    let requests = api.chat_requests().len();
+
+    // An array with a step (`--array=0-30:10`) is refused before anything runs, by `run` and
+    // by `plan`, naming the variables and what to do instead.
+    for command in ["run", "plan"] {
+        let o = env
+            .zhi()
+            .env("SLURM_ARRAY_TASK_ID", "10")
+            .env("SLURM_ARRAY_TASK_MIN", "0")
+            .env("SLURM_ARRAY_TASK_MAX", "30")
+            .env("SLURM_ARRAY_TASK_COUNT", "4")
+            .env("SLURM_ARRAY_TASK_STEP", "10")
+            .args([
+                command,
+                "summarize",
+                "docs",
+                "-o",
+                "stepped",
+                "--no-progress",
+            ])
+            .args(["--base-url", &api.base_url()])
+            .output()
+            .unwrap();
+        assert_exit(&o, Exit::Usage);
+        let err = stderr(&o);
+        for want in [
+            "SLURM_ARRAY_TASK_STEP=10",
+            "SLURM_ARRAY_TASK_MAX=30",
+            "--array=1-4",
+            "--shard M/N",
+        ] {
+            assert!(err.contains(want), "{command}: {want} in {err}");
+        }
+        // `--shard` wins over the variables.
+        let o = env
+            .zhi()
+            .env("SLURM_ARRAY_TASK_ID", "10")
+            .env("SLURM_ARRAY_TASK_STEP", "10")
+            .args([
+                command,
+                "summarize",
+                "docs",
+                "-o",
+                "stepped",
+                "--no-progress",
+            ])
+            .args(["--shard", "1/2", "--base-url", &api.base_url()])
+            .output()
+            .unwrap();
+        assert_exit(&o, Exit::Success);
+    }
+    let run = manifest::latest_run(&env.path("stepped")).unwrap();
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(run.path.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["shard_source"], "--shard");
+    assert!(api.chat_requests().len() > requests, "--shard 1/2 ran");
 }
 
 #[test]
