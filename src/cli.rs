@@ -321,6 +321,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
 
+    /// Ask a job's failing step once of a stronger model (repeatable, in order)
+    #[arg(long, value_name = "MODEL[@BASE_URL]")]
+    pub escalate: Vec<String>,
+
     /// Timeout of each API request, in seconds [default: 120]
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,

@@ -89,6 +89,13 @@ pub struct AgentStats {
     pub input_warnings: Vec<String>,
     /// Figures the job's answers state that their sources do not hold.
     pub ungrounded_figures: Vec<String>,
+    /// Tokens spent per model (docs/escalation.md).
+    pub by_model: std::collections::BTreeMap<String, Tokens>,
+    /// Steps asked again of a stronger model: (from, to), in order.
+    pub escalations: Vec<(String, String)>,
+    /// The model (and its server) whose answer became the last step's output, when it was
+    /// not the job's own.
+    pub answered_by: Option<(String, String)>,
 }
 
 impl AgentStats {
@@ -113,6 +120,13 @@ impl AgentStats {
         }
         if s.served_model.is_some() {
             self.served_model.clone_from(&s.served_model);
+        }
+        for (model, tokens) in &s.by_model {
+            self.by_model.entry(model.clone()).or_default().add(*tokens);
+        }
+        self.escalations.extend(s.escalations.iter().cloned());
+        if s.answered_by.is_some() {
+            self.answered_by.clone_from(&s.answered_by);
         }
     }
 

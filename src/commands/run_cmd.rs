@@ -52,6 +52,7 @@ fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
         tpm: a.tpm,
         timeout_secs: a.timeout,
         ocr: a.ocr,
+        escalate: a.escalate.clone(),
     })
 }
 

@@ -99,6 +99,10 @@ struct SettingsFile {
     temperature: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     models: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    escalate: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    prices: Option<Value>,
     /// `output` is the older name of `output_dir`.
     #[serde(default, deserialize_with = "present")]
     output: Option<Value>,
@@ -287,6 +291,13 @@ fn models(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     }
     if let Some(t) = l.one("temperature", &f.temperature, setting::temperature)? {
         l.config.models.temperature = Some(t);
+    }
+    if let Some(ladder) = l.one("escalate", &f.escalate, setting::escalate)? {
+        l.config.models.escalate = ladder;
+    }
+    let known = l.config.models.prices.clone();
+    if let Some(prices) = l.section("prices", &f.prices, |v, _| setting::prices(v, &known))? {
+        l.config.models.prices.extend(prices);
     }
     let table = l.config.models.clone();
     let base = |name: &str| table.budget(name);

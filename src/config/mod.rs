@@ -56,6 +56,8 @@ pub struct Overrides {
     pub timeout_secs: Option<u64>,
     /// `--ocr` (its names are checked by the command line parser).
     pub ocr: Option<OcrChoice>,
+    /// `--escalate MODEL[@BASE_URL]`, in order; replaces `escalate:`.
+    pub escalate: Vec<String>,
 }
 
 /// Everything an invocation needs to know, resolved once.
@@ -210,6 +212,88 @@ pub struct ModelSettings {
     pub budgets: BTreeMap<String, ModelBudget>,
     /// Models whose budget a config file set: what the server says never replaces these.
     pub configured: BTreeSet<String>,
+    /// The stronger models a job's failing step is asked of, in order (`--escalate`,
+    /// `escalate:`; docs/escalation.md).
+    pub escalate: Vec<EscalateTo>,
+    /// Prices per million tokens, by model (`prices:` over the defaults).
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// One rung of the escalation ladder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EscalateTo {
+    pub model: String,
+    /// Its server, when not the run's.
+    pub base_url: Option<String>,
+    /// The variable its key is read from, when its server is not the run's.
+    pub api_key_env: Option<String>,
+}
+
+impl EscalateTo {
+    /// `MODEL` or `MODEL@BASE_URL` (`--escalate`).
+    pub fn parse(s: &str) -> Result<EscalateTo, String> {
+        let s = s.trim();
+        let (model, base_url) = match s.split_once('@') {
+            Some((m, url)) if url.contains("://") => (m.trim(), Some(url.trim().to_string())),
+            _ => (s, None),
+        };
+        if model.is_empty() {
+            return Err(format!("`{s}` names no model (MODEL or MODEL@BASE_URL)"));
+        }
+        Ok(EscalateTo {
+            model: model.to_string(),
+            base_url,
+            api_key_env: None,
+        })
+    }
+
+    /// `MODEL` or `MODEL@BASE_URL`, as shown.
+    pub fn label(&self) -> String {
+        match &self.base_url {
+            Some(url) => format!("{}@{}", self.model, crate::secret::url_for_display(url)),
+            None => self.model.clone(),
+        }
+    }
+}
+
+/// What a model costs, per million tokens, in `currency`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub currency: String,
+}
+
+impl Price {
+    /// The cost of `tokens`.
+    pub fn of(&self, tokens: crate::manifest::Tokens) -> f64 {
+        (tokens.prompt as f64 * self.input + tokens.completion as f64 * self.output) / 1e6
+    }
+}
+
+/// When the default prices were read off the providers' price pages.
+pub const PRICES_TAKEN: &str = "2025-05";
+
+/// The default prices (docs/escalation.md#cost): Zhipu's in CNY, OpenAI's in USD, as their
+/// price pages said on [`PRICES_TAKEN`]. A `prices:` entry replaces a model's.
+pub fn default_prices() -> BTreeMap<String, Price> {
+    let p = |input: f64, output: f64, currency: &str| Price {
+        input,
+        output,
+        currency: currency.to_string(),
+    };
+    [
+        ("glm-4-flash", p(0.0, 0.0, "CNY")),
+        ("glm-4-air", p(0.5, 0.5, "CNY")),
+        ("glm-4-plus", p(5.0, 5.0, "CNY")),
+        ("gpt-4o-mini", p(0.15, 0.60, "USD")),
+        ("gpt-4o", p(2.50, 10.00, "USD")),
+        ("gpt-4.1-mini", p(0.40, 1.60, "USD")),
+        ("gpt-4.1", p(2.00, 8.00, "USD")),
+    ]
+    .into_iter()
+    .map(|(m, p)| (m.to_string(), p))
+    .collect()
 }
 
 impl Default for ModelSettings {
@@ -220,6 +304,8 @@ impl Default for ModelSettings {
             temperature: None,
             budgets: default_model_budgets(),
             configured: BTreeSet::new(),
+            escalate: Vec::new(),
+            prices: default_prices(),
         }
     }
 }
@@ -394,6 +480,16 @@ impl Config {
     /// The command line's settings.
     fn apply_flags(&mut self, ov: &Overrides) -> Result<(), ConfigError> {
         let at = |f: &str| Origin::Flag(f.into());
+        if !ov.escalate.is_empty() {
+            let mut ladder = Vec::new();
+            for e in &ov.escalate {
+                let raw = Value::String(e.clone());
+                ladder.push(self.given("escalate", at("--escalate"), raw, |v| {
+                    EscalateTo::parse(v.as_str().unwrap_or_default())
+                })?);
+            }
+            self.models.escalate = ladder;
+        }
         if let Some(v) = &ov.base_url {
             let raw = Value::String(v.clone());
             self.api.base_url = self.given("base_url", at("--base-url"), raw, setting::base_url)?;

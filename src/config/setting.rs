@@ -14,6 +14,7 @@ use super::value::{Concurrency, Language, ModelBudget, Provider, RetryPolicy};
 use crate::small_file::present;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -151,6 +152,84 @@ pub fn temperature(v: &Value) -> Result<f32, String> {
         .filter(|t| (0.0..=2.0).contains(t))
         .map(|t| t as f32)
         .ok_or_else(|| "must be a number from 0 to 2".into())
+}
+
+/// `escalate`: a list of `MODEL`, `MODEL@BASE_URL` or `{model, base_url, api_key_env}`.
+pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
+    let Value::Sequence(items) = v else {
+        return Err(
+            "must be a list of models (MODEL, MODEL@BASE_URL or {model, base_url, api_key_env})"
+                .into(),
+        );
+    };
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            Value::String(s) => out.push(super::EscalateTo::parse(s)?),
+            Value::Mapping(m) => {
+                let get = |k: &str| {
+                    m.get(Value::String(k.into()))
+                        .and_then(Value::as_str)
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                };
+                let model = get("model").ok_or("an entry has no `model`")?;
+                out.push(super::EscalateTo {
+                    model,
+                    base_url: get("base_url"),
+                    api_key_env: get("api_key_env"),
+                });
+            }
+            _ => return Err("each entry must be a model name or a mapping with `model`".into()),
+        }
+    }
+    Ok(out)
+}
+
+/// `prices: {MODEL: {input, output, currency}}`: per million tokens; `currency` defaults to
+/// the model's default one, else CNY.
+pub fn prices(
+    v: &Value,
+    base: &BTreeMap<String, super::Price>,
+) -> Result<BTreeMap<String, super::Price>, Problem> {
+    let Value::Mapping(m) = v else {
+        return Err(Problem::new(
+            "prices",
+            "must be a mapping of model names to {input, output, currency}",
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (name, entry) in m {
+        let name = name.as_str().unwrap_or_default().to_string();
+        let setting = format!("prices.{name}");
+        let number = |k: &str| {
+            entry
+                .get(k)
+                .and_then(Value::as_f64)
+                .filter(|n| *n >= 0.0 && n.is_finite())
+                .ok_or_else(|| {
+                    Problem::new(
+                        &setting,
+                        format!("`{k}` must be a number of at least 0 (per million tokens)"),
+                    )
+                })
+        };
+        let currency = entry
+            .get("currency")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| base.get(&name).map(|p| p.currency.clone()))
+            .unwrap_or_else(|| "CNY".into());
+        out.insert(
+            name.clone(),
+            super::Price {
+                input: number("input")?,
+                output: number("output")?,
+                currency,
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// `model`/`default_model`, `ZHI_DEFAULT_MODEL`.

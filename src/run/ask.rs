@@ -2,7 +2,7 @@
 //! or the agent loop, and what must exist afterwards. Used for a whole document
 //! ([`super::job`]) and for each piece of a long one ([`super::chunked`]).
 
-use super::context::RunContext;
+use super::context::{RunContext, Rung};
 use crate::agent::accept::Acceptance;
 use crate::agent::runner::{self, AgentEnv, AgentStats, DirectAsk, Expected};
 use crate::agent::sandbox::Sandbox;
@@ -41,6 +41,11 @@ pub(super) struct JobCtx<'a> {
 ///
 /// `part` names what of the document this is (`piece-00003`, `reduce`; empty for the whole):
 /// with the job's id it names the request in a batch.
+///
+/// An answer that fails zhi's checks (`missing_output`, `truncated`, `invalid_output`, and
+/// `context_too_long` when the next model's window is larger) is asked once of each model of
+/// the escalation ladder in turn, with the same prompt and the same checks
+/// (docs/escalation.md); what the failed attempt wrote goes first.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn ask(
     ctx: &JobCtx<'_>,
@@ -51,21 +56,111 @@ pub(super) async fn ask(
     require: bool,
     stats: &mut AgentStats,
 ) -> Result<(String, Vec<PathBuf>), JobError> {
+    let own = ctx.run.model(ctx.job);
+    let mut rung: Option<&Rung> = None;
+    let mut next = ctx.run.escalation.iter();
+    loop {
+        let model = rung.map_or(own.as_str(), |r| r.model.as_str());
+        let before = stats.tokens;
+        let sandbox = job_sandbox(ctx, dir)?;
+        let part = match rung {
+            // Its own request in a batch: another model, another body.
+            Some(_) => format!(
+                "{part}{}esc{}",
+                if part.is_empty() { "" } else { "-" },
+                stats.escalations.len() + 1
+            ),
+            None => part.to_string(),
+        };
+        let result = ask_on(
+            ctx,
+            &sandbox,
+            &part,
+            message.clone(),
+            source.clone(),
+            require,
+            stats,
+            rung,
+        )
+        .await;
+        let mut spent = stats.tokens;
+        spent.prompt -= before.prompt.min(spent.prompt);
+        spent.completion -= before.completion.min(spent.completion);
+        stats
+            .by_model
+            .entry(model.to_string())
+            .or_default()
+            .add(spent);
+        let e = match result {
+            Ok(done) => {
+                stats.answered_by = rung.map(|r| (r.model.clone(), r.base_url.clone()));
+                return Ok(done);
+            }
+            Err(e) => e,
+        };
+        let Some(to) = next.next().filter(|to| escalates(ctx, &e, model, to)) else {
+            return Err(e);
+        };
+        for f in sandbox.written() {
+            let _ = std::fs::remove_file(dir.join(&f));
+        }
+        ctx.transcript.note(&format!(
+            "{model} failed ({kind}: {message}); the step is asked of {to}",
+            kind = e.kind,
+            message = crate::sanitize::fit(&e.message, 200),
+            to = to.model
+        ));
+        stats
+            .escalations
+            .push((model.to_string(), to.model.clone()));
+        rung = Some(to);
+    }
+}
+
+/// Whether a failure is about the answer (so a stronger model may do better): not the key,
+/// the quota, rate limits or the network.
+fn escalates(ctx: &JobCtx<'_>, e: &JobError, from: &str, to: &Rung) -> bool {
+    match e.kind {
+        ErrorKind::MissingOutput | ErrorKind::Truncated | ErrorKind::InvalidOutput => true,
+        ErrorKind::ContextTooLong => {
+            let budget = |m: &str| ctx.run.config.models.budget(m).context_window;
+            budget(&to.model) > budget(from)
+        }
+        _ => false,
+    }
+}
+
+/// [`ask`] on one model: the job's own (`rung` none) or a rung of the ladder.
+#[allow(clippy::too_many_arguments)]
+async fn ask_on(
+    ctx: &JobCtx<'_>,
+    sandbox: &Arc<Sandbox>,
+    part: &str,
+    message: String,
+    source: Option<Arc<str>>,
+    require: bool,
+    stats: &mut AgentStats,
+    rung: Option<&Rung>,
+) -> Result<(String, Vec<PathBuf>), JobError> {
     let (job, skill) = (ctx.job, ctx.skill);
-    let sandbox = job_sandbox(ctx, dir)?;
+    let sandbox = sandbox.clone();
     let mut expected = Expected::of(skill, &job.args, source.clone());
     for a in &mut expected.declared {
         *a = a.clone().with_parts(&ctx.inputs);
     }
-    let env = agent_env(ctx, &sandbox, part, expected.declared.clone());
+    let env = agent_env(ctx, &sandbox, part, expected.declared.clone(), rung);
     if let Some(schema) = job_schema(ctx)? {
         let file = skill
             .direct_output(&job.args)
             .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
         let system = structured::system_prompt(&skill.system_prompt);
         let message = format!("{message}{}", structured::task(&schema));
-        let kind = ctx.run.server.as_ref().and_then(|s| s.kind.as_deref());
-        let format = schema.response_format(kind, &ctx.run.config.api.base_url);
+        let server = rung.map_or(ctx.run.server.as_ref(), |r| r.server.as_ref());
+        let kind = server.and_then(|s| s.kind.as_deref());
+        let base = rung.map_or(ctx.run.config.api.base_url.as_str(), |r| {
+            r.client.base_url()
+        });
+        let format = schema.response_format(kind, base);
         let ask = DirectAsk {
             name: skill.name.clone(),
             system,
@@ -172,12 +267,14 @@ fn agent_env(
     sandbox: &Arc<Sandbox>,
     part: &str,
     declared: Vec<Acceptance>,
+    rung: Option<&Rung>,
 ) -> AgentEnv {
     let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
-    let model = run.model(job);
+    let model = rung.map_or_else(|| run.model(job), |r| r.model.clone());
     let budget = run.config.models.budget(&model);
+    let server = rung.map_or(run.server.as_ref(), |r| r.server.as_ref());
     AgentEnv {
-        client: Arc::new(run.client.clone()),
+        client: Arc::new(rung.map_or_else(|| run.client.clone(), |r| r.client.clone())),
         skills: run.skills.clone(),
         toolbox: run.toolbox.clone(),
         tools: ToolEnv {
@@ -191,23 +288,23 @@ fn agent_env(
         temperature: run.config.models.temperature,
         // A small local model at temperature 0 loops on one line until the length limit;
         // llama.cpp's repetition penalty stops that. Other servers get what they expect.
-        repeat_penalty: run
-            .server
-            .as_ref()
+        repeat_penalty: server
             .filter(|s| s.kind.as_deref() == Some("llama.cpp"))
             .map(|_| LLAMA_CPP_REPEAT_PENALTY),
         // Servers that described themselves (llama.cpp, vLLM, Ollama) take OpenAI's
         // frequency penalty; known providers get requests as their documentation shows.
-        retry_penalty: run.server.as_ref().map(|_| RETRY_FREQUENCY_PENALTY),
+        retry_penalty: server.map(|_| RETRY_FREQUENCY_PENALTY),
         cancel: run.cancel.clone(),
         label: job.input.clone(),
         transcript: ctx.transcript.clone(),
         // Only a direct request can go in a batch: the agent loop needs its tools' results
         // between turns.
+        // An escalated request goes in a batch too when its model is on the run's server.
         batch: run
             .batch
             .as_ref()
             .filter(|b| b.is_active() && skill.direct_output(&job.args).is_some())
+            .filter(|_| rung.is_none_or(|r| r.same_server))
             .map(|b| crate::batch::Ticket::new(b.clone(), job.id.as_str(), part)),
         // Tokens show in the progress display as each request ends.
         spent: Some(run.progress.tokens.clone()),

@@ -35,6 +35,23 @@ pub struct RunContext {
     /// The output folder's batches (batch mode), when a direct request may be answered by
     /// one or must wait for one.
     pub batch: Option<Arc<crate::batch::Book>>,
+    /// The stronger models a failing step is asked of, in order (docs/escalation.md).
+    pub escalation: Vec<Rung>,
+}
+
+/// One rung of the escalation ladder: a model and the client of its server.
+#[derive(Debug, Clone)]
+pub struct Rung {
+    pub model: String,
+    /// Its server, as records show it (no credentials).
+    pub base_url: String,
+    /// The run's own client when the server is the run's; else one of its own (its own pool
+    /// and rate limits).
+    pub client: ChatClient,
+    /// What its server said of itself, when asked.
+    pub server: Option<ServerInfo>,
+    /// Whether it is the run's server (so a batch can carry its requests).
+    pub same_server: bool,
 }
 
 impl RunContext {

@@ -121,6 +121,10 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         opts.submit_batch.is_some(),
     )
     .await?;
+    let escalation = setup::escalation_ladder(&client, server.as_ref(), &mut config, &|k: &str| {
+        std::env::var(k).ok()
+    })
+    .await?;
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;
@@ -151,6 +155,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         progress: progress.counters.clone(),
         server,
         batch: book.is_active().then(|| book.clone()),
+        escalation,
     });
 
     let watchers = watch::Watchers::start(&ctx, &ledger, &progress);

@@ -5,7 +5,7 @@ use super::BatchOptions;
 use super::error::RunError;
 use crate::config::{Concurrency, Config, Origin, Provider};
 use crate::layout::OutputLayout;
-use crate::llm::{ChatClient, ServerInfo};
+use crate::llm::{ChatClient, ClientSettings, ServerInfo};
 use crate::plan::{Job, Shard};
 use crate::skills::SkillSet;
 use std::collections::BTreeSet;
@@ -148,4 +148,70 @@ pub(super) async fn ask_server(
         "asked the server what it is"
     );
     Ok(Some(info))
+}
+
+/// The escalation ladder (docs/escalation.md): each rung's client — the run's own for the
+/// run's server, else one of its own, with the key its `api_key_env` names — and what its
+/// server says of itself (its window then budgets that model).
+pub(super) async fn escalation_ladder(
+    client: &ChatClient,
+    server: Option<&ServerInfo>,
+    config: &mut Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<super::context::Rung>, RunError> {
+    let mut ladder = Vec::new();
+    for e in config.models.escalate.clone() {
+        let own = config.api.base_url.trim_end_matches('/');
+        let base = e.base_url.clone().unwrap_or_else(|| own.to_string());
+        if base.trim_end_matches('/') == own {
+            ladder.push(super::context::Rung {
+                model: e.model.clone(),
+                base_url: crate::secret::url_for_display(own),
+                client: client.clone(),
+                server: server.cloned(),
+                same_server: true,
+            });
+            continue;
+        }
+        let key = e
+            .api_key_env
+            .as_deref()
+            .and_then(env)
+            .filter(|k| !k.trim().is_empty())
+            .map(crate::config::ApiKey::new);
+        let mut api = config.api.clone();
+        api.base_url = base.clone();
+        api.key = key.clone();
+        if key.is_none() && !api.base_url_is_local() {
+            return Err(RunError::Client(format!(
+                "escalation to {label}: no key for that server; give it in zhi.yaml as escalate: [{{model: {model}, base_url: ..., api_key_env: VARIABLE}}]",
+                label = e.label(),
+                model = e.model
+            )));
+        }
+        let mut settings = ClientSettings::new(base.clone(), key);
+        settings.timeout = config.api.timeout;
+        settings.retry = config.api.retry;
+        settings.rpm = config.run.rpm;
+        settings.tpm = config.run.tpm;
+        let rung_client = ChatClient::new(settings)
+            .map_err(|err| RunError::Client(format!("escalation to {}: {err}", e.label())))?;
+        let info = if crate::llm::is_known_provider(&base) {
+            None
+        } else {
+            let info = crate::llm::probe(&rung_client, &e.model).await;
+            if let Some(window) = info.context_window.filter(|w| *w >= MIN_SERVER_WINDOW) {
+                config.models.apply_server_window(&e.model, window);
+            }
+            Some(info)
+        };
+        ladder.push(super::context::Rung {
+            model: e.model.clone(),
+            base_url: crate::secret::url_for_display(&base),
+            client: rung_client,
+            server: info,
+            same_server: false,
+        });
+    }
+    Ok(ladder)
 }
