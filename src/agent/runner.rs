@@ -89,6 +89,8 @@ pub struct AgentStats {
     pub input_warnings: Vec<String>,
     /// Figures the job's answers state that their sources do not hold.
     pub ungrounded_figures: Vec<String>,
+    /// The job's document's text in tokens, once read (for its record).
+    pub input_tokens: Option<u64>,
 }
 
 impl AgentStats {

@@ -115,6 +115,8 @@ struct SettingsFile {
     #[serde(default, deserialize_with = "present")]
     grace_period: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    checksum: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     batch: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     language: Option<Value>,
@@ -249,7 +251,7 @@ fn api(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `output_dir`, `concurrency`, `rpm`, `tpm`, `ocr`, `grace_period`, `batch`.
+/// `output_dir`, `concurrency`, `rpm`, `tpm`, `ocr`, `grace_period`, `checksum`, `batch`.
 fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     for (setting, v) in [("output", &f.output), ("output_dir", &f.output_dir)] {
         if let Some(o) = l.take("output_dir", setting, v, setting::text)? {
@@ -270,6 +272,9 @@ fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     }
     if let Some(g) = l.one("grace_period", &f.grace_period, setting::grace_period)? {
         l.config.run.grace_period = g;
+    }
+    if let Some(c) = l.one("checksum", &f.checksum, setting::boolean)? {
+        l.config.run.checksum = c;
     }
     let b = &l.config.run.batch;
     let base = (b.max_requests, b.max_bytes);

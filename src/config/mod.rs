@@ -56,6 +56,8 @@ pub struct Overrides {
     pub timeout_secs: Option<u64>,
     /// `--ocr` (its names are checked by the command line parser).
     pub ocr: Option<OcrChoice>,
+    /// `--checksum`: set when given (the flag cannot turn a file's `checksum: true` off).
+    pub checksum: bool,
 }
 
 /// Everything an invocation needs to know, resolved once.
@@ -155,6 +157,8 @@ pub struct RunSettings {
     pub grace_period: Duration,
     /// Batch mode's file limits.
     pub batch: BatchLimits,
+    /// Read and hash every input, whatever its stat (docs/outputs.md#the-stat-cache).
+    pub checksum: bool,
 }
 
 impl Default for RunSettings {
@@ -167,6 +171,7 @@ impl Default for RunSettings {
             ocr: OcrChoice::Auto,
             grace_period: Duration::from_secs(30),
             batch: BatchLimits::default(),
+            checksum: false,
         }
     }
 }
@@ -421,6 +426,10 @@ impl Config {
         if let Some(v) = ov.ocr {
             self.run.ocr = v;
             self.origins.insert("ocr", at("--ocr"));
+        }
+        if ov.checksum {
+            self.run.checksum = true;
+            self.origins.insert("checksum", at("--checksum"));
         }
         Ok(())
     }

@@ -92,6 +92,14 @@ pub fn log_level(v: &Value) -> Result<String, String> {
     }
 }
 
+/// A yes-or-no setting (`checksum`): `true` or `false`.
+pub fn boolean(v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        _ => Err(format!("must be true or false, found {}", shown(v))),
+    }
+}
+
 /// `timeout`, `--timeout`: whole seconds, at least 1.
 pub fn timeout(v: &Value) -> Result<Duration, String> {
     match v.as_u64() {
