@@ -351,7 +351,9 @@ fn hash_file_full(
     Option<InputStat>,
 ) {
     let (sha, bytes, stamp, f) = hash_open(path);
-    let after = f.and_then(|f| f.metadata().ok()).map(|m| FileStamp::from(&m));
+    let after = f
+        .and_then(|f| f.metadata().ok())
+        .map(|m| FileStamp::from(&m));
     let hashed_at = now_ns();
     let stat = match (stamp, after, bytes) {
         (Some(before), Some(after), Some(n)) if before == after && before.len == n => {
@@ -393,7 +395,12 @@ fn hash_open(path: &Path) -> Opened {
             Err(_) => return (None, None, None, None),
         }
     }
-    (Some(hex::encode(h.finalize())), Some(n_total), stamp, Some(f))
+    (
+        Some(hex::encode(h.finalize())),
+        Some(n_total),
+        stamp,
+        Some(f),
+    )
 }
 
 /// A folder's content hash: its files' relative paths and contents, in sorted order.

@@ -148,7 +148,10 @@ impl CacheIndex {
         };
         for r in manifest::list_runs(&self.output_dir) {
             let len = std::fs::metadata(r.path.join("results.jsonl")).map_or(0, |m| m.len());
-            index.read_run(Covered { run_id: r.run_id, len });
+            index.read_run(Covered {
+                run_id: r.run_id,
+                len,
+            });
         }
         index.files = (0..index.runs.len()).map(|_| OnceLock::new()).collect();
         index
@@ -183,7 +186,14 @@ impl CacheIndex {
                             && usable(slim.status)
                             && let Ok(len) = u32::try_from(read)
                         {
-                            self.slots.insert(key(&slim.job_id), Slot { run: n, len, offset });
+                            self.slots.insert(
+                                key(&slim.job_id),
+                                Slot {
+                                    run: n,
+                                    len,
+                                    offset,
+                                },
+                            );
                         }
                         offset += read as u64;
                     }
@@ -462,8 +472,12 @@ mod tests {
             covered.read_run(r.clone());
         }
         let mut lines = Vec::new();
-        let text = std::fs::read(out.join(".zhi/runs").join(&last.run_id).join("results.jsonl"))
-            .unwrap();
+        let text = std::fs::read(
+            out.join(".zhi/runs")
+                .join(&last.run_id)
+                .join("results.jsonl"),
+        )
+        .unwrap();
         let mut offset = 0;
         for l in text.split_inclusive(|b| *b == b'\n') {
             let r: JobRecord = serde_json::from_slice(l).unwrap();

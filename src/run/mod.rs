@@ -208,10 +208,7 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: &CacheIndex) {
         }),
     };
     if let Err(e) = saved {
-        tracing::warn!(
-            "cannot write {}: {e}",
-            ctx.layout.cache_index().display()
-        );
+        tracing::warn!("cannot write {}: {e}", ctx.layout.cache_index().display());
     }
 }
 

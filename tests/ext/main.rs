@@ -30,6 +30,7 @@ mod progress_parse;
 mod reading;
 #[path = "../it/report_fixture.rs"]
 mod report_fixture;
+mod stat_cache;
 #[path = "../it/support/mod.rs"]
 mod support;
 mod terminal;
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
         extraction::tests(),
         full_disk::tests(),
         local_model::tests(),
+        stat_cache::tests(),
         terminal::tests(),
     ]
     .into_iter()

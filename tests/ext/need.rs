@@ -151,6 +151,7 @@ fn package_of(program: &str) -> &'static str {
         "unshare" => "util-linux",
         "zcat" => "gzip",
         "tmux" => "tmux",
+        "strace" => "strace",
         "chromium" => "chromium",
         _ => "it",
     }
