@@ -219,7 +219,7 @@ fn answer(stream: std::net::TcpStream, counter: &AtomicUsize) {
     if chat {
         counter.fetch_add(1, Ordering::SeqCst);
     }
-    let reply = r#"{"id":"bench","object":"chat.completion","created":1700000000,"model":"glm-4-flash","choices":[{"index":0,"message":{"role":"assistant","content":"A short summary."},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}"#;
+    let reply = r#"{"id":"bench","object":"chat.completion","created":1700000000,"model":"glm-4-flash","choices":[{"index":0,"message":{"role":"assistant","content":"The quarterly report gives the figures of one business unit: revenue rose by a few percent over the quarter while costs fell, and the unit notes nothing else of importance for the period under review."},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}"#;
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         reply.len()
