@@ -305,6 +305,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Read and hash every input, even those whose size and times are unchanged
+    #[arg(long)]
+    pub checksum: bool,
+
     /// At most N jobs
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,

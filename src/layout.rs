@@ -106,6 +106,12 @@ impl OutputLayout {
         self.zhi.join("checkpoints").join(job_id)
     }
 
+    /// `.zhi/cache-index`: where each job's latest usable record is, derived from the records
+    /// (docs/outputs.md#the-cache-index).
+    pub fn cache_index(&self) -> PathBuf {
+        self.zhi.join("cache-index")
+    }
+
     /// `.zhi/batches/`: the batch book (batch mode).
     pub fn batches(&self) -> PathBuf {
         self.zhi.join("batches")

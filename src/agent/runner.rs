@@ -96,6 +96,8 @@ pub struct AgentStats {
     /// The model (and its server) whose answer became the last step's output, when it was
     /// not the job's own.
     pub answered_by: Option<(String, String)>,
+    /// The job's document's text in tokens, once read (for its record).
+    pub input_tokens: Option<u64>,
 }
 
 impl AgentStats {

@@ -87,6 +87,7 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
         ),
         row("ocr", run.ocr.as_str().to_string()),
         row("grace_period", format!("{}s", run.grace_period.as_secs())),
+        row("checksum", run.checksum.to_string()),
         row(
             "temperature",
             models

@@ -130,6 +130,9 @@ pub enum EstimatedFrom {
     TextAndPages,
     /// The file's size, when it could not be read here: a rough figure.
     Size,
+    /// What the run that read it counted: the document is unchanged since (its stat says
+    /// so), and is not read again.
+    Record,
 }
 
 impl EstimatedFrom {
@@ -139,7 +142,24 @@ impl EstimatedFrom {
             EstimatedFrom::Text => "text",
             EstimatedFrom::TextAndPages => "text_and_pages",
             EstimatedFrom::Size => "size",
+            EstimatedFrom::Record => "record",
         }
+    }
+}
+
+/// How a job's input is read, from its name alone (`text`, `pdf`, `office`, `ocr`, `folder`,
+/// `unsupported`), as [`estimate`] names it.
+pub fn extraction_of(job: &crate::plan::Job) -> &'static str {
+    use crate::extract::DocKind;
+    if job.is_dir {
+        return "folder";
+    }
+    match crate::extract::doc_kind(&job.path) {
+        Some(DocKind::Pdf) => "pdf",
+        Some(DocKind::Office) => "office",
+        Some(DocKind::Image) => "ocr",
+        Some(DocKind::Text) => "text",
+        None => "unsupported",
     }
 }
 

@@ -53,6 +53,7 @@ fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
         timeout_secs: a.timeout,
         ocr: a.ocr,
         escalate: a.escalate.clone(),
+        checksum: a.checksum,
     })
 }
 
@@ -312,21 +313,21 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language
 pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
     plan::check_tpm(&prepared.config, &prepared.jobs, &prepared.skills)?;
-    let index = crate::plan::cache::CacheIndex::load(
-        &prepared.output_dir,
-        prepared.jobs.iter().map(|j| j.id.as_str()),
-    );
+    let mut index = crate::plan::cache::CacheIndex::load(&prepared.output_dir);
     let models = &prepared.config.models;
     let skills = &prepared.skills;
     let model_of =
         |skill: &str| models.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
     let caches = crate::plan::cache::statuses(
         &prepared.jobs,
-        &index,
+        &mut index,
         &prepared.skills,
         &model_of,
         &prepared.output_dir,
-        a.force,
+        crate::plan::cache::HashMode {
+            force: a.force,
+            checksum: prepared.config.run.checksum,
+        },
     );
     let lines: Vec<PlanLine> = prepared
         .jobs
@@ -372,11 +373,25 @@ struct PlanLine {
 }
 
 fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCache) -> PlanLine {
+    // An unchanged document is not read again: its tokens are what the run that read it
+    // counted.
+    let recorded = cache
+        .previous
+        .as_ref()
+        .and_then(|p| p.input_tokens)
+        .filter(|_| cache.unchanged);
     let super::Estimate {
         extraction,
         tokens,
         from,
-    } = super::estimate(job, &prepared.output_dir);
+    } = match recorded {
+        Some(tokens) => super::Estimate {
+            extraction: super::extraction_of(job),
+            tokens,
+            from: super::EstimatedFrom::Record,
+        },
+        None => super::estimate(job, &prepared.output_dir),
+    };
     let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
         let model = prepared.config.models.model_for(s.model.as_deref());
         let budget = u64::from(crate::chunk::piece_budget(

@@ -119,6 +119,8 @@ struct SettingsFile {
     #[serde(default, deserialize_with = "present")]
     grace_period: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    checksum: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     batch: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     language: Option<Value>,
@@ -253,7 +255,7 @@ fn api(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `output_dir`, `concurrency`, `rpm`, `tpm`, `ocr`, `grace_period`, `batch`.
+/// `output_dir`, `concurrency`, `rpm`, `tpm`, `ocr`, `grace_period`, `checksum`, `batch`.
 fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     for (setting, v) in [("output", &f.output), ("output_dir", &f.output_dir)] {
         if let Some(o) = l.take("output_dir", setting, v, setting::text)? {
@@ -274,6 +276,9 @@ fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     }
     if let Some(g) = l.one("grace_period", &f.grace_period, setting::grace_period)? {
         l.config.run.grace_period = g;
+    }
+    if let Some(c) = l.one("checksum", &f.checksum, setting::boolean)? {
+        l.config.run.checksum = c;
     }
     let base = l.config.run.batch;
     if let Some(limits) = l.section("batch", &f.batch, |v, w| setting::batch(v, base, w))? {

@@ -58,6 +58,8 @@ pub struct Overrides {
     pub ocr: Option<OcrChoice>,
     /// `--escalate MODEL[@BASE_URL]`, in order; replaces `escalate:`.
     pub escalate: Vec<String>,
+    /// `--checksum`: set when given (the flag cannot turn a file's `checksum: true` off).
+    pub checksum: bool,
 }
 
 /// Everything an invocation needs to know, resolved once.
@@ -153,6 +155,8 @@ pub struct RunSettings {
     pub grace_period: Duration,
     /// Batch mode's file limits.
     pub batch: BatchLimits,
+    /// Read and hash every input, whatever its stat (docs/outputs.md#the-stat-cache).
+    pub checksum: bool,
 }
 
 impl Default for RunSettings {
@@ -165,6 +169,7 @@ impl Default for RunSettings {
             ocr: OcrChoice::Auto,
             grace_period: Duration::from_secs(30),
             batch: BatchLimits::default(),
+            checksum: false,
         }
     }
 }
@@ -238,7 +243,10 @@ impl EscalateTo {
             _ => (s, None),
         };
         if model.is_empty() {
-            return Err(format!("`{s}` names no model (MODEL or MODEL@BASE_URL)"));
+            return Err(format!(
+                "`{value}` names no model (MODEL or MODEL@BASE_URL)",
+                value = s
+            ));
         }
         Ok(EscalateTo {
             model: model.to_string(),
@@ -526,6 +534,10 @@ impl Config {
         if let Some(v) = ov.ocr {
             self.run.ocr = v;
             self.origins.insert("ocr", at("--ocr"));
+        }
+        if ov.checksum {
+            self.run.checksum = true;
+            self.origins.insert("checksum", at("--checksum"));
         }
         Ok(())
     }

@@ -93,6 +93,14 @@ pub fn log_level(v: &Value) -> Result<String, String> {
     }
 }
 
+/// A yes-or-no setting (`checksum`): `true` or `false`.
+pub fn boolean(v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        _ => Err(format!("must be true or false, found {}", shown(v))),
+    }
+}
+
 /// `timeout`, `--timeout`: whole seconds, at least 1.
 pub fn timeout(v: &Value) -> Result<Duration, String> {
     match v.as_u64() {
@@ -158,7 +166,7 @@ pub fn temperature(v: &Value) -> Result<f32, String> {
 pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
     let Value::Sequence(items) = v else {
         return Err(
-            "must be a list of models (MODEL, MODEL@BASE_URL or {model, base_url, api_key_env})"
+            "must be a list of models: MODEL, MODEL@BASE_URL, or a mapping with model, base_url and api_key_env"
                 .into(),
         );
     };
@@ -195,7 +203,7 @@ pub fn prices(
     let Value::Mapping(m) = v else {
         return Err(Problem::new(
             "prices",
-            "must be a mapping of model names to {input, output, currency}",
+            "must be a mapping of model names to input, output and currency",
         ));
     };
     let mut out = BTreeMap::new();
@@ -210,7 +218,10 @@ pub fn prices(
                 .ok_or_else(|| {
                     Problem::new(
                         &setting,
-                        format!("`{k}` must be a number of at least 0 (per million tokens)"),
+                        format!(
+                            "`{field}` must be a number of at least 0 (per million tokens)",
+                            field = k
+                        ),
                     )
                 })
         };

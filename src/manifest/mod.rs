@@ -47,6 +47,32 @@ impl Status {
     }
 }
 
+/// An input file's identity and state when its content was hashed: device, inode, size,
+/// modification and change times (nanoseconds since the epoch), and when the hash was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputStat {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    /// When the content hash was finished (the file's state was read before and after it).
+    pub hashed_at_ns: i64,
+}
+
+impl InputStat {
+    /// How much older than the hash a file's times must be for its stat to be trusted: more
+    /// than the coarsest timestamp granularity of a common file system (FAT's 2 s), so a
+    /// write in the same tick as the hash can never hide behind an unchanged stat.
+    pub const RACY_MARGIN_NS: i64 = 2_000_000_000;
+
+    /// Whether the stat may stand for the content: the file's last change was safely before
+    /// the hash (git's racy-clean rule). A file changed within the margin is hashed again.
+    pub fn trusted(&self) -> bool {
+        self.mtime_ns.max(self.ctime_ns) < self.hashed_at_ns - Self::RACY_MARGIN_NS
+    }
+}
+
 /// One output file of a job, relative to the output folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputFile {
@@ -108,6 +134,14 @@ pub struct JobRecord {
     pub input: String,
     pub input_sha256: Option<String>,
     pub input_bytes: Option<u64>,
+    /// The input file as it was when `input_sha256` was computed: a rerun that finds it so
+    /// trusts the hash without reading the file (docs/outputs.md#the-stat-cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_stat: Option<InputStat>,
+    /// The input's text in tokens as the run counted it, for `zhi plan`'s estimate of an
+    /// unchanged document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
     pub status: Status,
     pub outputs: Vec<OutputFile>,
     pub model: String,
@@ -172,6 +206,8 @@ impl JobRecord {
             input: input.into(),
             input_sha256: None,
             input_bytes: None,
+            input_stat: None,
+            input_tokens: None,
             status,
             outputs: Vec::new(),
             model: String::new(),

@@ -11,6 +11,11 @@ use std::path::{Path, PathBuf};
 pub struct ManifestWriter {
     dir: PathBuf,
     jsonl: File,
+    /// Where each record line went, for the cache index; `None` once an append failed (the
+    /// file's length is then unknown).
+    lines: Option<Vec<crate::plan::index::RecordLine>>,
+    /// The length of `results.jsonl` so far.
+    len: u64,
 }
 
 impl ManifestWriter {
@@ -21,9 +26,12 @@ impl ManifestWriter {
             .create(true)
             .append(true)
             .open(dir.join("results.jsonl"))?;
+        let len = jsonl.metadata()?.len();
         Ok(ManifestWriter {
             dir: dir.to_path_buf(),
             jsonl,
+            lines: Some(Vec::new()),
+            len,
         })
     }
 
@@ -41,11 +49,30 @@ impl ManifestWriter {
         line.push(b'\n');
         // One write call: with O_APPEND the line lands whole or, on a crash, torn at the end
         // (the reader ignores a torn last line).
-        self.jsonl.write_all(&line)?;
+        if let Err(e) = self.jsonl.write_all(&line) {
+            self.lines = None;
+            return Err(e);
+        }
+        if let Some(lines) = &mut self.lines {
+            let n = line.len() as u64;
+            lines.push(crate::plan::index::RecordLine::new(
+                &record.job_id,
+                record.status,
+                self.len,
+                n,
+            ));
+            self.len += n;
+        }
         match record.status {
             Status::Cached | Status::Skipped => Ok(()),
             _ => self.jsonl.sync_data(),
         }
+    }
+
+    /// Where every record line went and the final length of `results.jsonl`, when every
+    /// append succeeded.
+    pub fn lines(&self) -> Option<(&[crate::plan::index::RecordLine], u64)> {
+        self.lines.as_deref().map(|l| (l, self.len))
     }
 
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to

@@ -4,55 +4,18 @@
 //! The key is a hash of the zhi prompt version, the skill and its nested skills (their file
 //! hashes), the model, the arguments and the content of every input.
 
-use crate::manifest::{self, JobRecord, Status};
+pub use super::index::CacheIndex;
+use crate::manifest::{InputStat, JobRecord};
 use crate::plan::Job;
 use crate::skills::SkillSet;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
 /// Bumped whenever the way zhi talks to the model changes (preamble, message layout, tools):
 /// outputs made under another version are redone.
 pub const PROMPT_VERSION: &str = "zhi-prompt-2";
-
-/// The latest usable record of each job id in an output folder.
-#[derive(Debug, Default)]
-pub struct CacheIndex {
-    latest: HashMap<String, JobRecord>,
-}
-
-impl CacheIndex {
-    /// The latest succeeded (or cached) record of each wanted job id. Runs are read newest
-    /// first and reading stops once every wanted id is found — usually after the latest run,
-    /// since a rerun records its cached jobs again — so start-up does not grow with history.
-    pub fn load<'a>(output_dir: &Path, wanted: impl IntoIterator<Item = &'a str>) -> CacheIndex {
-        let wanted: std::collections::HashSet<&str> = wanted.into_iter().collect();
-        let mut latest = HashMap::new();
-        for run in manifest::list_runs(output_dir).iter().rev() {
-            if latest.len() == wanted.len() {
-                break;
-            }
-            let Ok((records, _)) = manifest::read_records(&run.path) else {
-                continue;
-            };
-            for r in records {
-                if matches!(r.status, Status::Succeeded | Status::Cached)
-                    && wanted.contains(r.job_id.as_str())
-                    && !latest.contains_key(&r.job_id)
-                {
-                    latest.insert(r.job_id.clone(), r);
-                }
-            }
-        }
-        CacheIndex { latest }
-    }
-
-    pub fn get(&self, job_id: &str) -> Option<&JobRecord> {
-        self.latest.get(job_id)
-    }
-}
 
 /// What the planner knows of a job before running it.
 #[derive(Debug, Clone, Default)]
@@ -67,29 +30,37 @@ pub struct JobCache {
     /// The primary input's file as it was hashed, to tell at run time that the file read is
     /// the file planned without hashing it again.
     pub input_stamp: Option<FileStamp>,
+    /// The primary input's stat when its hash was taken, for the job's record: the stat
+    /// cache of the next run.
+    pub input_stat: Option<InputStat>,
+    /// The input is unchanged since the previous record (its stat matched): the hash and the
+    /// token count are that record's, and the file was not opened.
+    pub unchanged: bool,
 }
 
-/// Which file a path led to, and its state: device, inode, size and modification time. Two
-/// equal stamps are the same file, unchanged (a replacement, a link put in its place or a
-/// write changes one of them).
+/// Which file a path led to, and its state: device, inode, size, modification and change
+/// times. Two equal stamps are the same file, unchanged (a replacement, a link put in its
+/// place or a write changes one of them; restoring the modification time afterwards still
+/// changes the change time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     dev: u64,
     ino: u64,
     len: u64,
-    mtime: i64,
-    mtime_nsec: i64,
+    mtime_ns: i64,
+    ctime_ns: i64,
 }
 
 impl From<&std::fs::Metadata> for FileStamp {
     fn from(m: &std::fs::Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
         FileStamp {
             dev: m.dev(),
             ino: m.ino(),
             len: m.len(),
-            mtime: m.mtime(),
-            mtime_nsec: m.mtime_nsec(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
         }
     }
 }
@@ -99,28 +70,141 @@ impl FileStamp {
     pub fn of(path: &Path) -> Option<FileStamp> {
         std::fs::metadata(path).ok().map(|m| FileStamp::from(&m))
     }
+
+    /// The stat to record for a hash of this file finished at `hashed_at_ns`.
+    pub fn stat(&self, hashed_at_ns: i64) -> InputStat {
+        InputStat {
+            dev: self.dev,
+            ino: self.ino,
+            size: self.len,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+            hashed_at_ns,
+        }
+    }
+
+    /// Whether this is the file a record's stat describes, in the same state.
+    pub fn matches(&self, s: &InputStat) -> bool {
+        (self.dev, self.ino, self.len, self.mtime_ns, self.ctime_ns)
+            == (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns)
+    }
 }
 
-/// Hash every input and decide each job's cache status, in parallel.
+/// Now, in nanoseconds since the epoch.
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// A file's content hash, as [`statuses`] decided it.
+struct Hashed {
+    sha: Option<String>,
+    bytes: Option<u64>,
+    stamp: Option<FileStamp>,
+    stat: Option<InputStat>,
+    /// Taken from the previous record: the stat matched, nothing was opened.
+    unchanged: bool,
+}
+
+/// The primary input's hash: the previous record's when the file's stat is the one recorded
+/// with it and that stat is trusted (not `checksum`), else read and hashed.
+fn input_hash(path: &Path, previous: Option<&JobRecord>, checksum: bool) -> Hashed {
+    if !checksum
+        && let Some(prev) = previous
+        && let (Some(sha), Some(recorded)) = (&prev.input_sha256, &prev.input_stat)
+        && recorded.trusted()
+        && let Ok(meta) = std::fs::metadata(path)
+        && meta.is_file()
+        && FileStamp::from(&meta).matches(recorded)
+    {
+        return Hashed {
+            sha: Some(sha.clone()),
+            bytes: prev.input_bytes,
+            stamp: Some(FileStamp::from(&meta)),
+            stat: Some(*recorded),
+            unchanged: true,
+        };
+    }
+    let (sha, bytes, stamp, stat) = hash_file_full(path);
+    Hashed {
+        sha,
+        bytes,
+        stamp,
+        stat,
+        unchanged: false,
+    }
+}
+
+/// How inputs are hashed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HashMode {
+    /// `--force`: nothing is cached.
+    pub force: bool,
+    /// `--checksum`: every input is read and hashed, whatever its stat.
+    pub checksum: bool,
+}
+
+/// Decide each job's cache status, in parallel: an input whose stat is the one its previous
+/// record trusts is not opened; the others are hashed.
 pub fn statuses(
+    jobs: &[Job],
+    index: &mut CacheIndex,
+    skills: &SkillSet,
+    models: &(dyn Fn(&str) -> String + Sync),
+    output_dir: &Path,
+    mode: HashMode,
+) -> Vec<JobCache> {
+    let caches = statuses_once(jobs, index, skills, models, output_dir, mode);
+    if !index.found_stale() {
+        return caches;
+    }
+    // The index pointed at a record that is not there: it is rebuilt from the records, and
+    // the statuses decided again.
+    tracing::info!("the cache index is stale; rebuilt from the records");
+    *index = index.rebuilt();
+    statuses_once(jobs, index, skills, models, output_dir, mode)
+}
+
+fn statuses_once(
     jobs: &[Job],
     index: &CacheIndex,
     skills: &SkillSet,
     models: &(dyn Fn(&str) -> String + Sync),
     output_dir: &Path,
-    force: bool,
+    mode: HashMode,
 ) -> Vec<JobCache> {
+    let force = mode.force;
     jobs.par_iter()
         .map(|job| {
-            let (sha, bytes, stamp) = if job.problem.is_some() {
-                (None, None, None)
+            let previous = index.get(job.id.as_str());
+            let h = if job.problem.is_some() {
+                Hashed {
+                    sha: None,
+                    bytes: None,
+                    stamp: None,
+                    stat: None,
+                    unchanged: false,
+                }
             } else if job.is_dir {
                 let (sha, bytes) = hash_dir(&job.path, output_dir);
-                (sha, bytes, None)
+                Hashed {
+                    sha,
+                    bytes,
+                    stamp: None,
+                    stat: None,
+                    unchanged: false,
+                }
             } else {
-                hash_file_stamped(&job.path)
+                input_hash(&job.path, previous.as_ref(), mode.checksum)
             };
-            let previous = index.get(job.id.as_str()).cloned();
+            let Hashed {
+                sha,
+                bytes,
+                stamp,
+                stat,
+                unchanged,
+            } = h;
             let Some(sha) = sha else {
                 return JobCache {
                     input_sha256: None,
@@ -129,6 +213,8 @@ pub fn statuses(
                     previous,
                     cached: false,
                     input_stamp: stamp,
+                    input_stat: None,
+                    unchanged: false,
                 };
             };
             let extra: Vec<(String, Option<String>)> = job
@@ -155,6 +241,8 @@ pub fn statuses(
                 previous,
                 cached,
                 input_stamp: stamp,
+                input_stat: stat,
+                unchanged,
             }
         })
         .collect()
@@ -248,11 +336,47 @@ pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
 
 /// [`hash_file`], with the stamp of the file that was opened and hashed.
 pub fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<FileStamp>) {
+    let (sha, bytes, stamp, _) = hash_file_full(path);
+    (sha, bytes, stamp)
+}
+
+/// [`hash_file_stamped`], with the stat to record: only when the file's state was the same
+/// before and after it was read, all of it.
+fn hash_file_full(
+    path: &Path,
+) -> (
+    Option<String>,
+    Option<u64>,
+    Option<FileStamp>,
+    Option<InputStat>,
+) {
+    let (sha, bytes, stamp, f) = hash_open(path);
+    let after = f
+        .and_then(|f| f.metadata().ok())
+        .map(|m| FileStamp::from(&m));
+    let hashed_at = now_ns();
+    let stat = match (stamp, after, bytes) {
+        (Some(before), Some(after), Some(n)) if before == after && before.len == n => {
+            Some(before.stat(hashed_at))
+        }
+        _ => None,
+    };
+    (sha, bytes, stamp, stat)
+}
+
+type Opened = (
+    Option<String>,
+    Option<u64>,
+    Option<FileStamp>,
+    Option<std::fs::File>,
+);
+
+fn hash_open(path: &Path) -> Opened {
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return (None, None, None);
+        return (None, None, None, None);
     }
     let Ok(mut f) = std::fs::File::open(path) else {
-        return (None, None, None);
+        return (None, None, None, None);
     };
     let stamp = f.metadata().ok().map(|m| FileStamp::from(&m));
     let mut h = Sha256::new();
@@ -260,7 +384,7 @@ pub fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<Fi
     let mut n_total = 0u64;
     loop {
         if crate::interrupt::interrupted() {
-            return (None, None, None);
+            return (None, None, None, None);
         }
         match f.read(&mut buf) {
             Ok(0) => break,
@@ -268,10 +392,15 @@ pub fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<Fi
                 h.update(&buf[..n]);
                 n_total += n as u64;
             }
-            Err(_) => return (None, None, None),
+            Err(_) => return (None, None, None, None),
         }
     }
-    (Some(hex::encode(h.finalize())), Some(n_total), stamp)
+    (
+        Some(hex::encode(h.finalize())),
+        Some(n_total),
+        stamp,
+        Some(f),
+    )
 }
 
 /// A folder's content hash: its files' relative paths and contents, in sorted order.
@@ -288,49 +417,4 @@ fn hash_dir(path: &Path, output_dir: &Path) -> (Option<String>, Option<u64>) {
         total += bytes.unwrap_or(0);
     }
     (Some(hex::encode(h.finalize())), Some(total))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::{ErrorKind, JobError};
-    use crate::manifest::ManifestWriter;
-
-    fn record(id: &str, status: Status, key: &str) -> JobRecord {
-        JobRecord {
-            cache_key: Some(key.into()),
-            error: (status == Status::Failed).then(|| JobError::new(ErrorKind::ApiError, "x")),
-            ..JobRecord::new(id, "s", &format!("{id}.txt"), status)
-        }
-    }
-
-    #[test]
-    fn the_latest_success_wins_and_failures_do_not_hide_it() {
-        let out = tempfile::tempdir().unwrap();
-        let run = |id: &str, records: &[JobRecord]| {
-            let mut w = ManifestWriter::create(&out.path().join(".zhi/runs").join(id)).unwrap();
-            for r in records {
-                w.append(r).unwrap();
-            }
-        };
-        run(
-            "20260101T000000.000Z",
-            &[
-                record("a", Status::Succeeded, "old"),
-                record("b", Status::Succeeded, "b1"),
-            ],
-        );
-        run(
-            "20260102T000000.000Z",
-            &[record("a", Status::Succeeded, "new")],
-        );
-        run(
-            "20260103T000000.000Z",
-            &[record("a", Status::Failed, "newer")],
-        );
-        let index = CacheIndex::load(out.path(), ["a", "b"]);
-        assert_eq!(index.get("a").unwrap().cache_key.as_deref(), Some("new"));
-        assert_eq!(index.get("b").unwrap().cache_key.as_deref(), Some("b1"));
-        assert!(CacheIndex::load(out.path(), ["c"]).get("c").is_none());
-    }
 }

@@ -6,6 +6,7 @@ mod args;
 pub mod cache;
 mod error;
 mod expand;
+pub mod index;
 mod jobs_file;
 mod shard;
 

@@ -19,6 +19,7 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
     JobRecord {
         input_sha256: cache.input_sha256.clone(),
         input_bytes: cache.input_bytes,
+        input_stat: cache.input_stat,
         model,
         output_dir: job.output_rel.to_string_lossy().into_owned(),
         cache_key: cache.cache_key.clone(),
@@ -40,6 +41,8 @@ pub fn cached_record(
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
         // What was found where in the document is as true of the same outputs now.
         extraction: prev.and_then(|p| p.extraction.clone()),
+        // The same content (the key holds its hash): the same count.
+        input_tokens: prev.and_then(|p| p.input_tokens),
         // The conversation that made the outputs, in the run that made them: a rerun writes
         // no file per cached job (10,000 of them would cost seconds on a busy disk).
         transcript: prev
@@ -234,6 +237,7 @@ fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     record.tool_calls = stats.tool_calls;
     record.tokens = stats.tokens;
     record.served_model = stats.served_model.clone();
+    record.input_tokens = stats.input_tokens;
     record.warnings = std::mem::take(&mut stats.input_warnings);
     record.ungrounded_figures = std::mem::take(&mut stats.ungrounded_figures);
     if !record.ungrounded_figures.is_empty() {
@@ -444,6 +448,7 @@ async fn document_text(
     let before = unchanged_since_planning(job, cache)?;
     let (text, warnings) = read_document(run, &job.path).await?;
     stats.input_warnings.extend(warnings);
+    stats.input_tokens = Some(crate::llm::text_tokens(&text));
     if before.is_some() && before != FileStamp::of(&job.path) {
         return Err(changed(job, "it changed while it was being read"));
     }

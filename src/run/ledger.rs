@@ -11,6 +11,7 @@ use super::stop::Stop;
 use crate::error::ErrorKind;
 use crate::layout::OutputLayout;
 use crate::manifest::{JobRecord, ManifestWriter, RunManifest, Status};
+use crate::plan::index::RecordLine;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,11 @@ pub trait RecordSink: Send {
         output_dir: &Path,
         records: &[JobRecord],
     ) -> io::Result<()>;
+    /// Where each record line went and the file's length, for the cache index (`None`: not
+    /// known).
+    fn lines(&self) -> Option<(Vec<RecordLine>, u64)> {
+        None
+    }
 }
 
 impl RecordSink for ManifestWriter {
@@ -46,6 +52,9 @@ impl RecordSink for ManifestWriter {
         records: &[JobRecord],
     ) -> io::Result<()> {
         ManifestWriter::finish(self, manifest, output_dir, records)
+    }
+    fn lines(&self) -> Option<(Vec<RecordLine>, u64)> {
+        ManifestWriter::lines(self).map(|(l, n)| (l.to_vec(), n))
     }
 }
 
@@ -213,6 +222,11 @@ impl Ledger {
     /// The records so far, taken out of the ledger (at the end of the run).
     pub fn take_records(&self) -> Vec<JobRecord> {
         std::mem::take(&mut *lock(&self.records))
+    }
+
+    /// Where the run's record lines went, for the cache index.
+    pub fn record_lines(&self) -> Option<(Vec<RecordLine>, u64)> {
+        lock(&self.sink).lines()
     }
 
     /// Writes the run's manifest (and `results.csv`) once every record is in.

@@ -161,7 +161,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let watchers = watch::Watchers::start(&ctx, &ledger, &progress);
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a large
     // tree still ends with a manifest and 130.
-    let caches = cache_statuses(&ctx, &opts).await?;
+    let (caches, index) = cache_statuses(&ctx, &opts).await?;
     progress.counters.set_to_run(
         caches
             .iter()
@@ -193,7 +193,28 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         book: &book,
         progress: &progress,
     };
-    Ok(finish::conclude(end, &ledger))
+    let result = finish::conclude(end, &ledger);
+    save_index(&ctx, &ledger, &index);
+    Ok(result)
+}
+
+/// The cache index with this run's records on top (docs/outputs.md#the-cache-index). A
+/// failure costs the next run a read of this run's records, nothing more.
+fn save_index(ctx: &RunContext, ledger: &Ledger, index: &CacheIndex) {
+    let saved = match ledger.record_lines() {
+        Some((lines, len)) => index.save_after_run(&ctx.run_id, len, &lines),
+        // An append failed: the file's offsets are unknown; the next run rebuilds the index.
+        None => std::fs::remove_file(ctx.layout.cache_index()).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }),
+    };
+    if let Err(e) = saved {
+        tracing::warn!("cannot write {}: {e}", ctx.layout.cache_index().display());
+    }
 }
 
 /// The run's records start here: `results.jsonl` in the run's own folder.
@@ -232,21 +253,30 @@ fn remove_scratch(ctx: &RunContext) {
     }
 }
 
-/// Each job's cache status, inputs hashed in parallel, before anything reaches the model.
-async fn cache_statuses(ctx: &RunContext, opts: &RunOptions) -> Result<Vec<JobCache>, RunError> {
+/// Each job's cache status, inputs hashed in parallel (those whose stat is unchanged are not
+/// opened), before anything reaches the model; and the cache index it was decided with.
+async fn cache_statuses(
+    ctx: &RunContext,
+    opts: &RunOptions,
+) -> Result<(Vec<JobCache>, CacheIndex), RunError> {
     let config = ctx.config.clone();
     let skills = opts.skills.clone();
     let jobs = opts.jobs.clone();
     let out = ctx.layout.output_dir().to_path_buf();
-    let force = opts.force;
+    let mode = cache::HashMode {
+        force: opts.force,
+        // `--checksum`, `checksum: true`.
+        checksum: opts.config.run.checksum,
+    };
     tokio::task::spawn_blocking(move || {
-        let index = CacheIndex::load(&out, jobs.iter().map(|j| j.id.as_str()));
+        let mut index = CacheIndex::load(&out);
         let model_of = |skill: &str| {
             config
                 .models
                 .model_for(skills.get(skill).and_then(|s| s.model.as_deref()))
         };
-        cache::statuses(&jobs, &index, &skills, &model_of, &out, force)
+        let caches = cache::statuses(&jobs, &mut index, &skills, &model_of, &out, mode);
+        (caches, index)
     })
     .await
     .map_err(|e| RunError::Planning(e.to_string()))

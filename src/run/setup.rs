@@ -184,7 +184,7 @@ pub(super) async fn escalation_ladder(
         api.key = key.clone();
         if key.is_none() && !api.base_url_is_local() {
             return Err(RunError::Client(format!(
-                "escalation to {label}: no key for that server; give it in zhi.yaml as escalate: [{{model: {model}, base_url: ..., api_key_env: VARIABLE}}]",
+                "escalation to {label}: no key for that server; name the variable that holds it with api_key_env in the escalate entry of {model} in zhi.yaml",
                 label = e.label(),
                 model = e.model
             )));
@@ -194,8 +194,13 @@ pub(super) async fn escalation_ladder(
         settings.retry = config.api.retry;
         settings.rpm = config.run.rpm;
         settings.tpm = config.run.tpm;
-        let rung_client = ChatClient::new(settings)
-            .map_err(|err| RunError::Client(format!("escalation to {}: {err}", e.label())))?;
+        let rung_client = ChatClient::new(settings).map_err(|err| {
+            RunError::Client(format!(
+                "escalation to {label}: {e}",
+                label = e.label(),
+                e = err
+            ))
+        })?;
         let info = if crate::llm::is_known_provider(&base) {
             None
         } else {

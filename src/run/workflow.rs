@@ -484,6 +484,7 @@ fn step_cache(cache: &JobCache, scope: &str) -> JobCache {
         previous: None,
         cached: false,
         input_stamp: None,
+        unchanged: false,
         ..cache.clone()
     }
 }

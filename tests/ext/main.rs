@@ -32,6 +32,7 @@ mod reading;
 mod report_fixture;
 mod skill_folders;
 mod slurm;
+mod stat_cache;
 #[path = "../it/support/mod.rs"]
 mod support;
 mod terminal;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         local_model::tests(),
         skill_folders::tests(),
         slurm::tests(),
+        stat_cache::tests(),
         terminal::tests(),
     ]
     .into_iter()

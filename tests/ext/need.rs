@@ -160,6 +160,7 @@ fn package_of(program: &str) -> &'static str {
         "unshare" => "util-linux",
         "zcat" => "gzip",
         "tmux" => "tmux",
+        "strace" => "strace",
         "chromium" => "chromium",
         "sbatch" | "squeue" | "sinfo" | "scontrol" | "scancel" => "slurm-wlm",
         _ => "it",

@@ -34,6 +34,7 @@ mod run_context;
 mod run_fake;
 mod skills_cli;
 mod skills_hostile;
+mod stat_cache;
 mod support;
 mod testenv;
 mod token_budget;

@@ -92,6 +92,8 @@ fn assert_run_snapshots(env: &TestEnv, name: &str) {
             // 2025-01-31T12:34:56.789Z
             (r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", "[timestamp]"),
             (r#""duration_ms": \d+"#, r#""duration_ms": "[ms]""#),
+            // the input file's stat (docs/outputs.md#the-stat-cache)
+            (r#""(dev|ino|mtime_ns|ctime_ns|hashed_at_ns)": \d+"#, r#""$1": "[stat]""#),
             // sha256 of inputs, cache keys, job ids
             (r"\b[0-9a-f]{16,64}\b", "[hash]"),
             // the fake server's port

@@ -1,0 +1,168 @@
+//! The stat cache (docs/outputs.md#the-stat-cache): what a user sees of it. That a rerun
+//! opens no unchanged document is counted with strace in `tests/ext` (`stat_cache`).
+
+use crate::support::{FakeApi, Reply};
+use crate::testenv::{TestEnv, assert_exit, show, stdout};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use zhi::exit::Exit;
+
+/// Files changed less than two seconds before they were hashed are hashed again next time:
+/// the documents are made older than that before the first run.
+fn age_past_racy_margin() {
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+}
+
+fn run(env: &TestEnv, api: &FakeApi, extra: &[&str]) -> std::process::Output {
+    let out = env
+        .zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .args(["--base-url", &api.base_url()])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    out
+}
+
+/// Each input's status in `zhi --json plan`, and what its estimate came from.
+fn plan(env: &TestEnv, extra: &[&str]) -> BTreeMap<String, (String, String)> {
+    let out = env
+        .zhi()
+        .args(["--json", "plan", "summarize", "docs", "-o", "out"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|j| {
+            (
+                j["inputs"][0].as_str().unwrap().to_string(),
+                (
+                    j["status"].as_str().unwrap().to_string(),
+                    j["estimated_from"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn status(s: &str, from: &str) -> (String, String) {
+    (s.to_string(), from.to_string())
+}
+
+#[test]
+fn checksum_catches_a_change_that_kept_size_and_modification_time() {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.write("docs/b.txt", "The board approved the bridge.\n");
+    age_past_racy_margin();
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    run(&env, &api, &[]);
+    assert_eq!(api.chat_requests().len(), 2);
+
+    // Unchanged documents are planned from their records: cached, estimated from what the
+    // run counted, not read again.
+    let planned = plan(&env, &[]);
+    assert_eq!(planned["docs/a.txt"], status("cached", "record"));
+    assert_eq!(planned["docs/b.txt"], status("cached", "record"));
+    // `--checksum` reads them: still cached, estimated from their text.
+    let planned = plan(&env, &["--checksum"]);
+    assert_eq!(planned["docs/a.txt"], status("cached", "text"));
+
+    // Same size, modification time put back as it was.
+    let path = env.path("docs/a.txt");
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::fs::write(&path, "The board rejected the budget.\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+
+    let out = run(&env, &api, &["--checksum"]);
+    assert_eq!(api.chat_requests().len(), 3, "{}", show(&out));
+    let last = api.chat_requests().pop().unwrap();
+    assert_eq!(last.input_document(), "docs/a.txt");
+    assert!(
+        last.messages()
+            .iter()
+            .any(|m| crate::support::fake_api::message_text(m).contains("rejected")),
+        "the changed text was sent"
+    );
+    let records = crate::testenv::records_by_input(&env.path("out"));
+    assert_eq!(records["docs/a.txt"]["status"], "succeeded");
+    assert_eq!(records["docs/b.txt"]["status"], "cached");
+}
+
+#[test]
+fn checksum_in_the_settings_file_reads_every_document_and_config_show_says_so() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", "checksum: true\n");
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    age_past_racy_margin();
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    run(&env, &api, &[]);
+    assert_eq!(plan(&env, &[])["docs/a.txt"], status("cached", "text"));
+    let out = env
+        .zhi()
+        .args(["--json", "config", "show"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    assert!(stdout(&out).contains("checksum"), "{}", show(&out));
+
+    env.write("zhi.yaml", "checksum: yes please\n");
+    let out = env
+        .zhi()
+        .args(["plan", "summarize", "docs"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        crate::testenv::stderr(&out).contains("checksum"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_changed_document_reruns_and_a_missing_or_torn_index_changes_nothing() {
+    let env = TestEnv::new();
+    for name in ["a", "b", "c"] {
+        env.write(&format!("docs/{name}.txt"), format!("Report {name}.\n"));
+    }
+    age_past_racy_margin();
+    let api = FakeApi::always(Reply::text("# Summary\n\nA report."));
+    run(&env, &api, &[]);
+    assert!(env.path("out/.zhi/cache-index").is_file());
+
+    env.write("docs/b.txt", "Report b, revised and longer.\n");
+    run(&env, &api, &[]);
+    assert_eq!(
+        api.chat_requests().len(),
+        4,
+        "only the changed document reran"
+    );
+    let records = crate::testenv::records_by_input(&env.path("out"));
+    assert_eq!(records["docs/b.txt"]["status"], "succeeded");
+    assert_eq!(records["docs/a.txt"]["status"], "cached");
+
+    // The index is derived: removed or torn, the records say the same.
+    for broken in [None, Some(&b"ZHICIX01 torn"[..])] {
+        let index = env.path("out/.zhi/cache-index");
+        match broken {
+            None => std::fs::remove_file(&index).unwrap(),
+            Some(bytes) => std::fs::write(&index, bytes).unwrap(),
+        }
+        let planned = plan(&env, &[]);
+        assert!(planned.values().all(|(s, _)| s == "cached"), "{planned:?}");
+        run(&env, &api, &[]);
+        assert_eq!(api.chat_requests().len(), 4);
+        assert!(index.is_file(), "the run wrote the index again");
+    }
+}
