@@ -71,6 +71,19 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
                 .unwrap_or_else(|| "(each skill's)".into()),
         ),
         row("default_model", models.default_model.clone()),
+        row(
+            "escalate",
+            if models.escalate.is_empty() {
+                "(none)".to_string()
+            } else {
+                models
+                    .escalate
+                    .iter()
+                    .map(crate::config::EscalateTo::label)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ),
         row("output_dir", run.output_dir.display().to_string()),
         row("concurrency", run.concurrency.to_string()),
         row("rpm", per_minute(run.rpm)),

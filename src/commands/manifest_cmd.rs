@@ -180,6 +180,11 @@ fn render(s: &RunSummary) -> Vec<String> {
             m.describe(crate::i18n::is_chinese())
         ));
     }
+    out.extend(summary::escalation_and_cost(
+        &s.escalations,
+        &s.costs,
+        crate::i18n::is_chinese(),
+    ));
     let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
     let (started, finished) = (shown(s.started_at), shown(s.finished_at));
     let took = match (s.started_at, s.finished_at) {

@@ -255,6 +255,8 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
         batches: None,
         tables: Vec::new(),
+        escalations: BTreeMap::new(),
+        costs: BTreeMap::new(),
     };
     Merged {
         manifest,
@@ -340,6 +342,8 @@ mod tests {
             requests: 0,
             batches: None,
             tables: Vec::new(),
+            escalations: BTreeMap::new(),
+            costs: BTreeMap::new(),
         };
         LoadedRun {
             run_id: id.into(),

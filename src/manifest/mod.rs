@@ -98,6 +98,35 @@ impl Tokens {
     }
 }
 
+/// An amount of money, in the currency of the prices it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub amount: f64,
+    pub currency: String,
+}
+
+impl Cost {
+    /// `¥0.0123`, `$1.50`, `0.20 EUR`.
+    pub fn show(&self) -> String {
+        match self.currency.as_str() {
+            "CNY" => format!("¥{}", short_amount(self.amount)),
+            "USD" => format!("${}", short_amount(self.amount)),
+            other => format!("{} {other}", short_amount(self.amount)),
+        }
+    }
+}
+
+/// Four significant digits at most, never in exponent form.
+fn short_amount(a: f64) -> String {
+    if a == 0.0 {
+        return "0".into();
+    }
+    let digits = (4 - a.abs().log10().ceil() as i32).clamp(2, 8) as usize;
+    let s = format!("{a:.digits$}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
 /// Chunk progress of a long document (docs/documents.md#checkpoints).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunks {
@@ -185,6 +214,23 @@ pub struct JobRecord {
     /// (docs/skills.md#figures).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ungrounded_figures: Vec<String>,
+    /// A step's answer failed zhi's checks and a stronger model's answer became the output
+    /// (docs/escalation.md); `model` is then that model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub escalated: bool,
+    /// The model whose answer failed first, when the job was escalated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalated_from: Option<String>,
+    /// The server of the model that answered, when it is not the run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Tokens per model, when more than one model was asked.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens_by_model: BTreeMap<String, Tokens>,
+    /// What the job's tokens cost at the run's prices (docs/escalation.md#cost), when every
+    /// model it asked has a price in one currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// An extraction job's validity and where each value is in the document
     /// (docs/extract.md#grounding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +275,11 @@ impl JobRecord {
             transcript: None,
             warnings: Vec::new(),
             ungrounded_figures: Vec::new(),
+            escalated: false,
+            escalated_from: None,
+            base_url: None,
+            tokens_by_model: BTreeMap::new(),
+            cost: None,
             extraction: None,
             extra_files: Vec::new(),
             steps: Vec::new(),
@@ -339,4 +390,47 @@ pub struct RunManifest {
     /// (docs/extract.md#the-folders-table).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tables: Vec<String>,
+    /// Jobs this run escalated, by skill and by the model that answered
+    /// (docs/escalation.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
+    /// What this run's tokens cost, per model with a price (docs/escalation.md#cost).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub costs: BTreeMap<String, Cost>,
+}
+
+impl RunManifest {
+    /// Escalations and costs from the run's records (cached ones cost nothing now).
+    pub fn account(
+        &mut self,
+        records: &[JobRecord],
+        prices: &BTreeMap<String, crate::config::Price>,
+    ) {
+        for r in records.iter().filter(|r| r.status != Status::Cached) {
+            if r.escalated {
+                *self
+                    .escalations
+                    .entry(r.skill.clone())
+                    .or_default()
+                    .entry(r.model.clone())
+                    .or_default() += 1;
+            }
+            let one = [(r.model.clone(), r.tokens)];
+            let by_model: Vec<(String, Tokens)> = if r.tokens_by_model.is_empty() {
+                one.to_vec()
+            } else {
+                r.tokens_by_model.clone().into_iter().collect()
+            };
+            for (model, tokens) in by_model {
+                let Some(price) = prices.get(&model) else {
+                    continue;
+                };
+                let c = self.costs.entry(model).or_insert_with(|| Cost {
+                    amount: 0.0,
+                    currency: price.currency.clone(),
+                });
+                c.amount += price.of(tokens);
+            }
+        }
+    }
 }

@@ -63,6 +63,64 @@ pub struct RunSummary {
     /// The model zhi asked for, and what the server said answered and runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSeen>,
+    /// Jobs escalated, by skill and answering model (docs/escalation.md).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The run's cost per model (docs/escalation.md#cost).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub costs: BTreeMap<String, super::Cost>,
+}
+
+/// The summary's lines on escalation and cost (the end-of-run summary and `manifest show`
+/// say them alike): `escalated 3 job(s): summarize → glm-4-plus 3` and `cost ¥0.012
+/// (glm-4-flash ¥0, glm-4-plus ¥0.012)`.
+pub fn escalation_and_cost(
+    escalations: &BTreeMap<String, BTreeMap<String, u64>>,
+    costs: &BTreeMap<String, super::Cost>,
+    zh: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let total: u64 = escalations.values().flat_map(|m| m.values()).sum();
+    if total > 0 {
+        let parts: Vec<String> = escalations
+            .iter()
+            .flat_map(|(skill, to)| {
+                to.iter()
+                    .map(move |(model, n)| format!("{} → {} {n}", one_line(skill), one_line(model)))
+            })
+            .collect();
+        out.push(if zh {
+            format!("  升级 {total} 个任务：{}", parts.join("，"))
+        } else {
+            format!("  escalated {total} job(s): {}", parts.join(", "))
+        });
+    }
+    if !costs.is_empty() {
+        let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
+        for c in costs.values() {
+            *totals.entry(c.currency.as_str()).or_default() += c.amount;
+        }
+        let total: Vec<String> = totals
+            .iter()
+            .map(|(currency, amount)| {
+                super::Cost {
+                    amount: *amount,
+                    currency: (*currency).to_string(),
+                }
+                .show()
+            })
+            .collect();
+        let each: Vec<String> = costs
+            .iter()
+            .map(|(m, c)| format!("{} {}", one_line(m), c.show()))
+            .collect();
+        out.push(if zh {
+            format!("  费用 {}（{}）", total.join(" + "), each.join("，"))
+        } else {
+            format!("  cost {} ({})", total.join(" + "), each.join(", "))
+        });
+    }
+    out
 }
 
 /// The model of a run: the name zhi asked for, beside what the server said — the model it
@@ -207,6 +265,8 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
         slowest: ran.into_iter().take(SLOWEST).map(line).collect(),
         torn_lines: run.torn_lines,
         model: ModelSeen::of(m, &run.records),
+        escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
+        costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
     }
 }
 
@@ -273,6 +333,7 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
             model.describe(zh)
         ));
     }
+    out.extend(escalation_and_cost(&m.escalations, &m.costs, zh));
 
     // Where everything is.
     let output_dir = Path::new(&m.output_dir);

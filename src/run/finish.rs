@@ -98,6 +98,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
             .println(&format!("warning: {reason}", reason = p));
     }
     manifest.tables = tables;
+    manifest.account(&records, &end.ctx.config.models.prices);
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
     // never "nothing ran"; the records appended so far stay in results.jsonl.
     let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir(), &records) {
@@ -198,6 +199,8 @@ fn manifest(
             .max(records.iter().map(|r| u64::from(r.requests)).sum()),
         batches,
         tables: Vec::new(),
+        escalations: BTreeMap::new(),
+        costs: BTreeMap::new(),
     }
 }
 

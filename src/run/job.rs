@@ -8,9 +8,10 @@ use crate::agent::outputs;
 use crate::agent::runner::{AgentStats, Expected};
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
-use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
+use crate::manifest::{JobRecord, OutputFile, Status, Timestamp, Tokens};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,6 +42,10 @@ pub fn cached_record(
         outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
         // What was found where in the document is as true of the same outputs now.
         extraction: prev.and_then(|p| p.extraction.clone()),
+        // Which model made the outputs, escalated or not: changing the ladder reruns nothing.
+        escalated: prev.is_some_and(|p| p.escalated),
+        escalated_from: prev.and_then(|p| p.escalated_from.clone()),
+        base_url: prev.and_then(|p| p.base_url.clone()),
         // The same content (the key holds its hash): the same count.
         input_tokens: prev.and_then(|p| p.input_tokens),
         // The conversation that made the outputs, in the run that made them: a rerun writes
@@ -176,6 +181,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
     }
     record.steps = std::mem::take(&mut chunks.steps);
     take_stats(&mut record, &mut stats, job);
+    account(&mut record, &mut stats, run);
     let result = match result {
         // Hashing, fsync and renames are file work: off the async threads.
         Ok(()) => {
@@ -226,6 +232,56 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
         "job ended"
     );
     record
+}
+
+/// Who answered and what it cost (docs/escalation.md): the model whose answer became the
+/// output, whether (and from which model) the job was escalated, tokens per model when more
+/// than one was asked, and the cost at the run's prices.
+fn account(record: &mut JobRecord, stats: &mut AgentStats, run: &RunContext) {
+    if let (Some((from, _)), Some((model, base))) = (
+        stats.escalations.first().cloned(),
+        stats.answered_by.clone(),
+    ) {
+        record.escalated = true;
+        record.escalated_from = Some(from);
+        if base != crate::secret::url_for_display(&run.config.api.base_url) {
+            record.base_url = Some(base);
+        }
+        record.model = model;
+    }
+    let by_model = std::mem::take(&mut stats.by_model);
+    let by_model: BTreeMap<String, Tokens> = if by_model.is_empty() {
+        [(record.model.clone(), record.tokens)].into()
+    } else {
+        by_model
+    };
+    record.cost = cost_of(&by_model, &run.config.models.prices);
+    if by_model.len() > 1 {
+        record.tokens_by_model = by_model;
+    }
+}
+
+/// The cost of tokens per model, when every model has a price, all in one currency.
+pub(crate) fn cost_of(
+    by_model: &BTreeMap<String, Tokens>,
+    prices: &BTreeMap<String, crate::config::Price>,
+) -> Option<crate::manifest::Cost> {
+    let mut total: Option<crate::manifest::Cost> = None;
+    for (model, tokens) in by_model {
+        let price = prices.get(model)?;
+        let amount = price.of(*tokens);
+        match &mut total {
+            None => {
+                total = Some(crate::manifest::Cost {
+                    amount,
+                    currency: price.currency.clone(),
+                });
+            }
+            Some(t) if t.currency == price.currency => t.amount += amount,
+            Some(_) => return None,
+        }
+    }
+    total
 }
 
 /// What the job's requests came to, into its record; input warnings said on stderr too.

@@ -12,6 +12,7 @@ mod config_cli;
 mod conventions;
 mod corpus;
 mod docs_links;
+mod escalation;
 mod extract_docs;
 mod extraction;
 mod help;
