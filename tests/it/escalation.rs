@@ -197,7 +197,7 @@ fn escalation_from_the_settings_file_and_a_remote_server_without_a_key_is_refuse
     let strong = only_chats(good);
     env.write(
         "zhi.yaml",
-        &format!(
+        format!(
             "retry: {{max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}}\nescalate:\n  - {{model: strong-model, base_url: '{}'}}\n",
             strong.base_url()
         ),
