@@ -325,6 +325,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
 
+    /// Stop scheduling when the jobs' cost (at the run's prices) reaches AMOUNT
+    #[arg(long, value_name = "AMOUNT", value_parser = positive_amount)]
+    pub budget_cost: Option<f64>,
+
     /// Ask a job's failing step once of a stronger model (repeatable, in order)
     #[arg(long, value_name = "MODEL[@BASE_URL]")]
     pub escalate: Vec<String>,
@@ -368,4 +372,12 @@ pub enum AgentJobs {
     Run,
     #[default]
     Refuse,
+}
+
+/// `--budget-cost`: a number above 0.
+fn positive_amount(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(n),
+        _ => Err("must be a number above 0 (leave it out for no budget)".into()),
+    }
 }

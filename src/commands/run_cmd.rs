@@ -187,6 +187,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         force: a.force,
         max_failures: if a.fail_fast { Some(1) } else { a.max_failures },
         budget_tokens: a.budget_tokens,
+        budget_cost: a.budget_cost,
         allow_web: a.allow_web,
         command,
         progress: !ctx.global.no_progress && !ctx.global.quiet,
@@ -414,6 +415,32 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
     }
 }
 
+/// What sending the pending jobs' text costs on their own models (docs/escalation.md#cost):
+/// `glm-4-flash ¥0, glm-4-air ¥0.0012`; `None` when no model has a price.
+fn first_pass_cost(prepared: &Prepared, lines: &[PlanLine]) -> Option<String> {
+    let models = &prepared.config.models;
+    let mut tokens: std::collections::BTreeMap<String, u64> = Default::default();
+    for (job, line) in prepared.jobs.iter().zip(lines) {
+        if line.status == PlanStatus::Pending {
+            let skill = prepared.skills.get(&job.skill);
+            let model = models.model_for(skill.and_then(|s| s.model.as_deref()));
+            *tokens.entry(model).or_default() += line.tokens;
+        }
+    }
+    let each: Vec<String> = tokens
+        .iter()
+        .filter_map(|(model, n)| {
+            let price = models.prices.get(model)?;
+            let cost = crate::manifest::Cost {
+                amount: *n as f64 * price.input / 1e6,
+                currency: price.currency.clone(),
+            };
+            Some(format!("{} {}", one_line(model), cost.show()))
+        })
+        .collect();
+    (!each.is_empty()).then(|| each.join(", "))
+}
+
 /// The plan as a table, and what it adds up to, for a person.
 fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
     let rows: Vec<Vec<String>> = prepared
@@ -466,6 +493,11 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
             .map(|s| format!(" (shard {})", s.label()))
             .unwrap_or_default()
     ));
+    if let Some(cost) = first_pass_cost(prepared, lines) {
+        notice(&format!(
+            "input cost of the first pass at the prices in use (answers and escalated steps not counted): {cost}"
+        ));
+    }
     for (job, line) in prepared.jobs.iter().zip(lines) {
         match line.pieces {
             1 => {}

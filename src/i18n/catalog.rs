@@ -31,7 +31,7 @@ pub const VERBATIM: &[&str] = &[
     "max_output", "floor", "old", "new", "call", "rel", "named", "kind", "target", "shown",
     "display", "choices", "type", "first", "restarts", "protocol", "expected", "limit", "formats",
     "i", "c", "clamped", "levels", "excerpt", "ids", "states", "answers", "collected", "submitted",
-    "depth", "plan", "merged", "missing", "records", "sheet", "names", "last", "values",
+    "depth", "plan", "merged", "missing", "records", "sheet", "names", "last", "values", "cost",
 ];
 
 /// Names of log fields (`job=…`).
@@ -549,6 +549,9 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("failed: {input} ({kind}): {e}", "失败：{input}（{kind}）：{e}"),
     ("{signal} received: no new jobs; waiting up to {secs}s for jobs in flight (signal again to cancel them now)", "收到 {signal}：不再开始新任务；最多等待 {secs} 秒让进行中的任务完成（再发一次信号可立即取消它们）"),
     ("token budget of {n} reached", "已达到 {n} 令牌的预算"),
+    ("cost budget of {n} reached", "已达到 {n} 的费用预算"),
+    ("input cost of the first pass at the prices in use (answers and escalated steps not counted): {cost}", "按当前价格，第一遍输入的费用（不含回答和升级的步骤）：{cost}"),
+    ("must be a number above 0 (leave it out for no budget)", "必须是大于 0 的数（不设预算就省略它）"),
     ("{n} job(s) failed; --max-failures reached", "{n} 个任务失败；已达到 --max-failures"),
     ("run aborted ({kind}): {e}", "运行已中止（{kind}）：{e}"),
     ("run aborted: {e}", "运行已中止：{e}"),

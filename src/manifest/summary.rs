@@ -140,7 +140,13 @@ pub struct ModelSeen {
 impl ModelSeen {
     /// The model of a run, from its manifest (when it wrote one) and its records.
     pub fn of(m: Option<&RunManifest>, records: &[JobRecord]) -> Option<ModelSeen> {
-        let asked = most_common(records.iter().map(|r| r.model.as_str()))?;
+        // The model the run asked first: an escalated job's record names the model that
+        // answered it, and the escalation line says so.
+        let asked = most_common(
+            records
+                .iter()
+                .map(|r| r.escalated_from.as_deref().unwrap_or(&r.model)),
+        )?;
         let served = m
             .and_then(|m| m.served_model.clone())
             .or_else(|| most_common(records.iter().filter_map(|r| r.served_model.as_deref())));

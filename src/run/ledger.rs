@@ -63,6 +63,8 @@ impl RecordSink for ManifestWriter {
 pub struct StopRules {
     pub max_failures: Option<u64>,
     pub budget_tokens: Option<u64>,
+    /// `--budget-cost`: the records' costs added up (docs/escalation.md#cost).
+    pub budget_cost: Option<f64>,
 }
 
 /// The records, the counters and the stop rules of one run.
@@ -80,6 +82,8 @@ pub struct Ledger {
     hard: CancellationToken,
     /// Tokens of the recorded jobs (the budget's measure).
     tokens: AtomicU64,
+    /// The records' costs so far.
+    cost: Mutex<f64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -105,6 +109,7 @@ impl Ledger {
             soft: CancellationToken::new(),
             hard,
             tokens: AtomicU64::new(0),
+            cost: Mutex::new(0.0),
         }
     }
 
@@ -168,6 +173,13 @@ impl Ledger {
             && spent >= b
         {
             self.stop(Stop::Budget(b));
+        }
+        if let Some(b) = self.rules.budget_cost {
+            let mut cost = lock(&self.cost);
+            *cost += record.cost.as_ref().map_or(0.0, |c| c.amount);
+            if *cost >= b {
+                self.stop(Stop::CostBudget(format!("{b}")));
+            }
         }
     }
 
@@ -393,7 +405,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let rules = StopRules {
             max_failures: Some(2),
-            budget_tokens: None,
+            ..StopRules::default()
         };
         let (l, _) = ledger(tmp.path(), rules, None, None);
         assert_eq!(l.record(rec("a", Status::Failed, 0)), None);
@@ -403,8 +415,8 @@ mod tests {
         );
 
         let rules = StopRules {
-            max_failures: None,
             budget_tokens: Some(100),
+            ..StopRules::default()
         };
         let (l, _) = ledger(tmp.path(), rules, None, None);
         assert_eq!(l.record(rec("a", Status::Succeeded, 60)), None);

@@ -56,6 +56,8 @@ pub struct RunOptions {
     pub force: bool,
     pub max_failures: Option<u64>,
     pub budget_tokens: Option<u64>,
+    /// `--budget-cost`: stop scheduling when the records' costs reach it.
+    pub budget_cost: Option<f64>,
     pub allow_web: bool,
     /// The command line, for the manifest.
     pub command: String,
@@ -231,6 +233,7 @@ fn open_ledger(
     let rules = StopRules {
         max_failures: opts.max_failures,
         budget_tokens: opts.budget_tokens,
+        budget_cost: opts.budget_cost,
     };
     Ok(Arc::new(Ledger::new(
         Box::new(writer),

@@ -15,6 +15,8 @@ pub enum Stop {
     RateLimited(String),
     /// `--budget-tokens` reached: exit 3, the rest skipped.
     Budget(u64),
+    /// `--budget-cost` reached (the amount as given): exit 3, the rest skipped.
+    CostBudget(String),
     /// `--max-failures`/`--fail-fast`: exit 1, the rest skipped.
     MaxFailures(u64),
     /// SIGINT (130) or SIGTERM (143).
@@ -32,6 +34,7 @@ impl Stop {
         let skipped = |message: String| (Status::Skipped, ErrorKind::Skipped, message);
         match stop {
             Some(Stop::Budget(n)) => skipped(format!("token budget of {n} reached")),
+            Some(Stop::CostBudget(n)) => skipped(format!("cost budget of {n} reached")),
             Some(Stop::MaxFailures(n)) => {
                 skipped(format!("{n} job(s) failed; --max-failures reached"))
             }
@@ -47,9 +50,16 @@ impl Stop {
     pub fn outcome(stop: Option<&Stop>, counts: &Counts) -> (RunStatus, Exit, Option<String>) {
         match stop {
             // A budget reached by the very last job stopped nothing: the run completed.
-            Some(Stop::Budget(_)) if counts.skipped == 0 && counts.cancelled == 0 => {
+            Some(Stop::Budget(_) | Stop::CostBudget(_))
+                if counts.skipped == 0 && counts.cancelled == 0 =>
+            {
                 Stop::outcome(None, counts)
             }
+            Some(Stop::CostBudget(n)) => (
+                RunStatus::Aborted,
+                Exit::Aborted,
+                Some(format!("cost budget of {n} reached")),
+            ),
             Some(Stop::Abort(k, m)) => {
                 (RunStatus::Aborted, Exit::Aborted, Some(format!("{k}: {m}")))
             }

@@ -47,7 +47,7 @@ const EN_40K: &str = "debian-reference/en-40k.txt";
 const EN_30_PAGES: &str = "debian-reference/en-30-pages.pdf";
 
 /// The server's base URL. It answers one request at a time: tests that use it take turns.
-fn server() -> MutexGuard<'static, String> {
+pub(crate) fn server() -> MutexGuard<'static, String> {
     static SERVER: Mutex<String> = Mutex::new(String::new());
     let mut url = SERVER.lock().unwrap_or_else(|e| e.into_inner());
     if url.is_empty() {

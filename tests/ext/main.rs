@@ -20,6 +20,7 @@ macro_rules! note {
 mod browser;
 #[path = "../it/corpus.rs"]
 mod corpus;
+mod escalation_local;
 mod extraction;
 mod full_disk;
 mod local_model;
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
     let require_all = std::env::var("ZHI_TEST_REQUIRE_ALL").is_ok_and(|v| v == "1");
     let tests = [
         browser::tests(),
+        escalation_local::tests(),
         extraction::tests(),
         full_disk::tests(),
         local_model::tests(),

@@ -220,3 +220,30 @@ fn escalation_from_the_settings_file_and_a_remote_server_without_a_key_is_refuse
     assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("api_key_env"), "{}", show(&out));
 }
+
+#[test]
+fn a_cost_budget_stops_scheduling_like_a_token_budget() {
+    let env = env();
+    let cheap = only_chats(junk);
+    let strong = only_chats(good);
+    let to = format!("strong-model@{}", strong.base_url());
+    // Each escalated job costs 0.0007 at the strong model's price.
+    let out = run(
+        &env,
+        &cheap,
+        &["-j", "1", "--escalate", &to, "--budget-cost", "0.001"],
+    );
+    assert_exit(&out, Exit::Aborted);
+    let m = manifest(&env);
+    assert_eq!(m["counts"]["succeeded"], 2, "{m}");
+    assert_eq!(m["counts"]["skipped"], 1, "{m}");
+    assert!(
+        m["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cost budget of 0.001"),
+        "{m}"
+    );
+    let bad = run(&env, &cheap, &["--budget-cost", "0"]);
+    assert_exit(&bad, Exit::Usage);
+}
