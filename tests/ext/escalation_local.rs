@@ -61,7 +61,11 @@ fn strong(req: &Recorded) -> Reply {
 pub fn steps_the_small_model_gets_wrong_succeed_on_the_strong_one() {
     let url = crate::local_model::server();
     let env = TestEnv::new();
-    env.write("zhi.yaml", "temperature: 0\n");
+    // The strong model priced as glm-4-plus, to read a folder's cost off the records.
+    env.write(
+        "zhi.yaml",
+        "temperature: 0\nprices:\n  strong-model: {input: 5, output: 5, currency: CNY}\n",
+    );
     for name in ["release-notes.md", "incident.txt", "会议纪要.txt"] {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples/docs")
@@ -101,8 +105,20 @@ pub fn steps_the_small_model_gets_wrong_succeed_on_the_strong_one() {
         "{strong_requests} requests for {escalated} escalated jobs"
     );
     assert_eq!(strong_requests > 0, escalated > 0);
+    let mut by_model = std::collections::BTreeMap::<String, (u64, u64)>::new();
+    for r in &records {
+        let each: Vec<(String, serde_json::Value)> = match r["tokens_by_model"].as_object() {
+            Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => vec![(r["model"].as_str().unwrap_or("").to_string(), r["tokens"].clone())],
+        };
+        for (model, t) in each {
+            let e = by_model.entry(model).or_default();
+            e.0 += t["prompt"].as_u64().unwrap_or(0);
+            e.1 += t["completion"].as_u64().unwrap_or(0);
+        }
+    }
     eprintln!(
-        "escalation on the local model: {escalated} of 3 jobs escalated, {strong_requests} strong request(s)\n{}",
+        "escalation on the local model: {escalated} of 3 jobs escalated, {strong_requests} strong request(s); tokens (prompt, completion) by model: {by_model:?}\n{}",
         crate::testenv::stderr(&out)
     );
 }
