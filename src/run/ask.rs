@@ -59,17 +59,15 @@ pub(super) async fn ask(
     let own = ctx.run.model(ctx.job);
     let mut rung: Option<&Rung> = None;
     let mut next = ctx.run.escalation.iter();
+    // Rungs climbed for this step: `esc1` names its first escalated request in a batch.
+    let mut rungs = 0;
     loop {
         let model = rung.map_or(own.as_str(), |r| r.model.as_str());
         let before = stats.tokens;
         let sandbox = job_sandbox(ctx, dir)?;
         let part = match rung {
             // Its own request in a batch: another model, another body.
-            Some(_) => format!(
-                "{part}{}esc{}",
-                if part.is_empty() { "" } else { "-" },
-                stats.escalations.len() + 1
-            ),
+            Some(_) => format!("{part}{}esc{rungs}", if part.is_empty() { "" } else { "-" }),
             None => part.to_string(),
         };
         let result = ask_on(
@@ -113,6 +111,7 @@ pub(super) async fn ask(
         stats
             .escalations
             .push((model.to_string(), to.model.clone()));
+        rungs += 1;
         rung = Some(to);
     }
 }

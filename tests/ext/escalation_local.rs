@@ -109,7 +109,10 @@ pub fn steps_the_small_model_gets_wrong_succeed_on_the_strong_one() {
     for r in &records {
         let each: Vec<(String, serde_json::Value)> = match r["tokens_by_model"].as_object() {
             Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            None => vec![(r["model"].as_str().unwrap_or("").to_string(), r["tokens"].clone())],
+            None => vec![(
+                r["model"].as_str().unwrap_or("").to_string(),
+                r["tokens"].clone(),
+            )],
         };
         for (model, t) in each {
             let e = by_model.entry(model).or_default();

@@ -510,3 +510,53 @@ fn escapes_from_a_provider_or_a_crafted_manifest_never_reach_the_terminal() {
         .unwrap();
     assert_clean("zhi manifest merge", &merge);
 }
+
+/// Escalation in batch mode (docs/escalation.md): a step whose batch answer fails the checks
+/// goes to the next batch on the stronger model, under its own `custom_id`.
+#[test]
+fn a_batch_answer_that_fails_the_checks_escalates_into_the_next_batch() {
+    let env = env_with_docs(2);
+    // The cheap model answers nothing; the strong one answers well.
+    let batch = FakeBatch::new(|req: &Recorded| {
+        if req.model() == Some("strong-model") {
+            summary(req)
+        } else {
+            Reply::text("").with_usage(50, 1)
+        }
+    });
+    batch.set_pace(crate::support::Pace::Immediate);
+    let api = FakeApi::start(batch.handler());
+    let escalate = ["--submit", "batch", "--escalate", "strong-model"];
+    let mut last = None;
+    for _ in 0..6 {
+        let out = zhi_run(&env, &api, &escalate);
+        let done = count(&latest(&env), Status::Succeeded) == 2;
+        last = Some(out);
+        if done {
+            break;
+        }
+    }
+    let out = last.unwrap();
+    let records = latest(&env);
+    assert_eq!(count(&records, Status::Succeeded), 2, "{}", show(&out));
+    for r in &records {
+        assert_eq!(r.model, "strong-model");
+        assert!(r.escalated);
+    }
+    let strong_ids: Vec<String> = batch
+        .batches()
+        .iter()
+        .flat_map(|b| b.lines.iter())
+        .filter(|l| l["body"]["model"] == "strong-model")
+        .map(|l| l["custom_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        strong_ids.len(),
+        2,
+        "one strong request a document: {strong_ids:?}"
+    );
+    assert!(
+        strong_ids.iter().all(|id| id.ends_with("-esc1")),
+        "{strong_ids:?}"
+    );
+}
