@@ -416,7 +416,7 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
 }
 
 /// What sending the pending jobs' text costs on their own models (docs/escalation.md#cost):
-/// `glm-4-flash ¥0, glm-4-air ¥0.0012`; `None` when no model has a price.
+/// `` `glm-4-flash` ¥0, `glm-4-air` ¥0.0012 ``; `None` when no model has a price.
 fn first_pass_cost(prepared: &Prepared, lines: &[PlanLine]) -> Option<String> {
     let models = &prepared.config.models;
     let mut tokens: std::collections::BTreeMap<String, u64> = Default::default();
@@ -435,7 +435,7 @@ fn first_pass_cost(prepared: &Prepared, lines: &[PlanLine]) -> Option<String> {
                 amount: *n as f64 * price.input / 1e6,
                 currency: price.currency.clone(),
             };
-            Some(format!("{} {}", one_line(model), cost.show()))
+            Some(format!("`{}` {}", one_line(model), cost.show()))
         })
         .collect();
     (!each.is_empty()).then(|| each.join(", "))

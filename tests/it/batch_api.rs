@@ -24,7 +24,7 @@ fn env_with_docs(n: usize) -> TestEnv {
     env
 }
 
-fn write_docs(env: &TestEnv, n: usize) {
+pub(crate) fn write_docs(env: &TestEnv, n: usize) {
     for i in 0..n {
         env.write(
             &format!("docs/d{i:05}.txt"),
@@ -34,12 +34,12 @@ fn write_docs(env: &TestEnv, n: usize) {
 }
 
 /// A chat answer per document: its summary, usage 60 + 40.
-fn summary(req: &Recorded) -> Reply {
+pub(crate) fn summary(req: &Recorded) -> Reply {
     Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
 }
 
 /// `zhi --no-progress run summarize docs -o out --base-url <fake> ARGS…`.
-fn zhi_run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
+pub(crate) fn zhi_run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
     env.zhi()
         .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
         .arg("--base-url")
@@ -51,7 +51,7 @@ fn zhi_run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output 
         .unwrap()
 }
 
-fn submit(env: &TestEnv, api: &FakeApi) -> std::process::Output {
+pub(crate) fn submit(env: &TestEnv, api: &FakeApi) -> std::process::Output {
     zhi_run(env, api, &["--submit", "batch"])
 }
 
@@ -117,11 +117,11 @@ fn runs(env: &TestEnv) -> Vec<Vec<JobRecord>> {
         .collect()
 }
 
-fn latest(env: &TestEnv) -> Vec<JobRecord> {
+pub(crate) fn latest(env: &TestEnv) -> Vec<JobRecord> {
     runs(env).pop().unwrap_or_default()
 }
 
-fn count(records: &[JobRecord], s: Status) -> usize {
+pub(crate) fn count(records: &[JobRecord], s: Status) -> usize {
     records.iter().filter(|r| r.status == s).count()
 }
 

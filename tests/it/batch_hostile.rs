@@ -4,14 +4,14 @@
 //! Nothing is billed twice, no job waits forever, and a run that cannot progress says so in
 //! its exit code.
 
+use crate::batch_api::{count, latest, submit, summary, write_docs, zhi_run};
 use crate::support::{FakeApi, FakeBatch, Recorded, Reply};
 use crate::testenv::{TestEnv, assert_exit, show};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use zhi::exit::Exit;
-use zhi::manifest::{self, JobRecord, Status};
+use zhi::manifest::{self, Status};
 
 const ZHI_YAML: &str = "retry: {max_attempts: 3, base_delay_ms: 10, max_delay_ms: 50}\n\
                         grace_period: 2\nbatch: {max_stalled_runs: 2}\n";
@@ -19,50 +19,14 @@ const ZHI_YAML: &str = "retry: {max_attempts: 3, base_delay_ms: 10, max_delay_ms
 fn env_with_docs(n: usize) -> TestEnv {
     let env = TestEnv::new();
     env.write("zhi.yaml", ZHI_YAML);
-    for i in 0..n {
-        env.write(
-            &format!("docs/d{i:05}.txt"),
-            format!("document number {i}\n"),
-        );
-    }
+    write_docs(&env, n);
     env
-}
-
-fn summary(req: &Recorded) -> Reply {
-    Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
-}
-
-fn zhi_run(env: &TestEnv, api: &FakeApi, args: &[&str]) -> std::process::Output {
-    env.zhi()
-        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
-        .arg("--base-url")
-        .arg(api.zhipu_base_url())
-        .env("ZHI_API_KEY", "test-key-0123456789abcdef")
-        .args(args)
-        .timeout(Duration::from_secs(300))
-        .output()
-        .unwrap()
-}
-
-fn submit(env: &TestEnv, api: &FakeApi) -> std::process::Output {
-    zhi_run(env, api, &["--submit", "batch"])
-}
-
-fn latest(env: &TestEnv) -> Vec<JobRecord> {
-    let runs = manifest::list_runs(&env.path("out"));
-    manifest::read_records(&runs.last().unwrap().path)
-        .unwrap()
-        .0
 }
 
 fn latest_manifest(env: &TestEnv) -> Value {
     let runs = manifest::list_runs(&env.path("out"));
     let text = std::fs::read_to_string(runs.last().unwrap().path.join("manifest.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-fn count(records: &[JobRecord], status: Status) -> usize {
-    records.iter().filter(|r| r.status == status).count()
 }
 
 /// `POST …/batches` (creation), `POST …/files` (upload), `GET …/batches/<id>` and so on.
@@ -86,20 +50,24 @@ fn server_error() -> Reply {
     )
 }
 
-#[test]
-fn a_5xx_after_the_batch_was_made_adopts_it_and_never_makes_a_second() {
-    let env = env_with_docs(4);
-    let batch = FakeBatch::new(summary);
-    let failed_once = Arc::new(AtomicUsize::new(0));
-    let f = failed_once.clone();
-    let api = api_with(&batch, move |req, inner| {
-        // The provider makes the batch, then its gateway answers 500.
-        if is(req, "POST", "/batches") && f.fetch_add(1, Ordering::SeqCst) == 0 {
+/// The first `POST …<tail>` is carried out by the provider, and then answered with a 500.
+fn fails_once_after_doing_it(batch: &FakeBatch, tail: &'static str) -> FakeApi {
+    let failed = Arc::new(AtomicUsize::new(0));
+    api_with(batch, move |req, inner| {
+        if is(req, "POST", tail) && failed.fetch_add(1, Ordering::SeqCst) == 0 {
             inner(req);
             return Some(server_error());
         }
         None
-    });
+    })
+}
+
+#[test]
+fn a_5xx_after_the_batch_was_made_adopts_it_and_never_makes_a_second() {
+    let env = env_with_docs(4);
+    let batch = FakeBatch::new(summary);
+    // The provider makes the batch, then its gateway answers 500.
+    let api = fails_once_after_doing_it(&batch, "/batches");
     let out = submit(&env, &api);
     assert_exit(&out, Exit::Success);
     assert_eq!(
@@ -133,15 +101,7 @@ fn a_5xx_after_the_batch_was_made_adopts_it_and_never_makes_a_second() {
 fn a_5xx_after_the_file_was_stored_adopts_it_and_leaves_no_orphan() {
     let env = env_with_docs(3);
     let batch = FakeBatch::new(summary);
-    let failed_once = Arc::new(AtomicUsize::new(0));
-    let f = failed_once.clone();
-    let api = api_with(&batch, move |req, inner| {
-        if is(req, "POST", "/files") && f.fetch_add(1, Ordering::SeqCst) == 0 {
-            inner(req);
-            return Some(server_error());
-        }
-        None
-    });
+    let api = fails_once_after_doing_it(&batch, "/files");
     let out = submit(&env, &api);
     assert_exit(&out, Exit::Success);
     let uploads = api

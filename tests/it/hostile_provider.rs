@@ -48,6 +48,12 @@ fn assert_nowhere(env: &TestEnv, printed: &str) {
     }
 }
 
+/// What a person looks at after a run: `zhi report out` and `zhi manifest show out`.
+fn views(env: &TestEnv) -> [std::process::Output; 2] {
+    [&["report"][..], &["manifest", "show"][..]]
+        .map(|args| env.zhi().args(args).arg("out").output().unwrap())
+}
+
 #[test]
 fn a_key_handed_back_json_escaped_never_reaches_the_disk() {
     let env = env();
@@ -90,12 +96,7 @@ fn a_key_handed_back_json_escaped_never_reaches_the_disk() {
     let summary = std::fs::read_to_string(env.path("out/summarize/docs/budget.txt/summary.md"))
         .unwrap_or_else(|e| panic!("{e}: {}", crate::testenv::show(&out)));
     assert!(summary.contains("Reference <redacted>."), "{summary}");
-    let report = env.zhi().args(["report", "out"]).output().unwrap();
-    let manifest = env
-        .zhi()
-        .args(["manifest", "show", "out"])
-        .output()
-        .unwrap();
+    let [report, manifest] = views(&env);
     let printed = [&out, &report, &manifest]
         .iter()
         .map(|o| format!("{}{}", stdout(o), stderr(o)))
@@ -199,12 +200,7 @@ fn url_credentials_are_kept_off_every_record_and_the_query_on_every_request() {
         .args(["--base-url", &base, "config", "show"])
         .output()
         .unwrap();
-    let report = env.zhi().args(["report", "out"]).output().unwrap();
-    let manifest = env
-        .zhi()
-        .args(["manifest", "show", "out"])
-        .output()
-        .unwrap();
+    let [report, manifest] = views(&env);
     for o in [&out, &config, &report, &manifest] {
         let printed = format!("{}{}", stdout(o), stderr(o));
         assert!(
