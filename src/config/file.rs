@@ -102,6 +102,8 @@ struct SettingsFile {
     #[serde(default, deserialize_with = "present")]
     escalate: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    escalate_on: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     prices: Option<Value>,
     /// `output` is the older name of `output_dir`.
     #[serde(default, deserialize_with = "present")]
@@ -299,6 +301,9 @@ fn models(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     }
     if let Some(ladder) = l.one("escalate", &f.escalate, setting::escalate)? {
         l.config.models.escalate = ladder;
+    }
+    if let Some(kinds) = l.one("escalate_on", &f.escalate_on, setting::escalate_on)? {
+        l.config.models.escalate_on = kinds;
     }
     let known = l.config.models.prices.clone();
     if let Some(prices) = l.section("prices", &f.prices, |v, _| setting::prices(v, &known))? {

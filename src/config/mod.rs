@@ -220,6 +220,8 @@ pub struct ModelSettings {
     /// The stronger models a job's failing step is asked of, in order (`--escalate`,
     /// `escalate:`; docs/escalation.md).
     pub escalate: Vec<EscalateTo>,
+    /// Error kinds escalated besides the answer checks' (`escalate_on:`).
+    pub escalate_on: Vec<crate::error::ErrorKind>,
     /// Prices per million tokens, by model (`prices:` over the defaults).
     pub prices: BTreeMap<String, Price>,
 }
@@ -313,6 +315,7 @@ impl Default for ModelSettings {
             budgets: default_model_budgets(),
             configured: BTreeSet::new(),
             escalate: Vec::new(),
+            escalate_on: Vec::new(),
             prices: default_prices(),
         }
     }

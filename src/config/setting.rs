@@ -194,6 +194,31 @@ pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
     Ok(out)
 }
 
+/// `escalate_on`: error kinds escalated besides the answer checks'; only kinds a stronger
+/// model could mend (`content_filter`, `max_turns`, `too_large`): never the key, the quota,
+/// rate limits or the network.
+pub fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
+    use crate::error::ErrorKind as K;
+    let Value::Sequence(items) = v else {
+        return Err("must be a list of error kinds".into());
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let name = item.as_str().unwrap_or_default().trim().to_string();
+        let kind: Option<K> = serde_norway::from_value(Value::String(name.clone())).ok();
+        match kind {
+            Some(k @ (K::ContentFilter | K::MaxTurns | K::TooLarge)) => out.push(k),
+            Some(K::MissingOutput | K::Truncated | K::InvalidOutput | K::ContextTooLong) => {}
+            _ => {
+                return Err(format!(
+                    "`{name}` cannot be escalated: only content_filter, max_turns and too_large may be added (the answer checks' kinds always are)"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// `prices: {MODEL: {input, output, currency}}`: per million tokens; `currency` defaults to
 /// the model's default one, else CNY.
 pub fn prices(

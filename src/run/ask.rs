@@ -58,7 +58,7 @@ pub(super) async fn ask(
 ) -> Result<(String, Vec<PathBuf>), JobError> {
     let own = ctx.run.model(ctx.job);
     let mut rung: Option<&Rung> = None;
-    let mut next = ctx.run.escalation.iter();
+    let mut next = ctx.run.ladder(ctx.job).iter();
     // Rungs climbed for this step: `esc1` names its first escalated request in a batch.
     let mut rungs = 0;
     loop {
@@ -121,6 +121,7 @@ pub(super) async fn ask(
 fn escalates(ctx: &JobCtx<'_>, e: &JobError, from: &str, to: &Rung) -> bool {
     match e.kind {
         ErrorKind::MissingOutput | ErrorKind::Truncated | ErrorKind::InvalidOutput => true,
+        kind if ctx.run.config.models.escalate_on.contains(&kind) => true,
         ErrorKind::ContextTooLong => {
             let budget = |m: &str| ctx.run.config.models.budget(m).context_window;
             budget(&to.model) > budget(from)

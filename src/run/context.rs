@@ -37,6 +37,8 @@ pub struct RunContext {
     pub batch: Option<Arc<crate::batch::Book>>,
     /// The stronger models a failing step is asked of, in order (docs/escalation.md).
     pub escalation: Vec<Rung>,
+    /// The ladders of skills that name their own (`escalate:`), by skill.
+    pub skill_ladders: std::collections::BTreeMap<String, Vec<Rung>>,
 }
 
 /// One rung of the escalation ladder: a model and the client of its server.
@@ -58,6 +60,13 @@ impl RunContext {
     /// Where a job's transcript goes.
     pub fn transcript_path(&self, job_id: &str) -> PathBuf {
         self.layout.transcript(&self.run_id, job_id)
+    }
+
+    /// The ladder of a job's failing steps: its skill's own, else the settings'.
+    pub fn ladder(&self, job: &Job) -> &[Rung] {
+        self.skill_ladders
+            .get(&job.skill)
+            .map_or(&self.escalation, |l| l)
     }
 
     /// The model a job's skill runs on.

@@ -123,10 +123,38 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         opts.submit_batch.is_some(),
     )
     .await?;
-    let escalation = setup::escalation_ladder(&client, server.as_ref(), &mut config, &|k: &str| {
-        std::env::var(k).ok()
-    })
-    .await?;
+    let env = |k: &str| std::env::var(k).ok();
+    let ladder = config.models.escalate.clone();
+    let escalation =
+        setup::escalation_ladder(&client, server.as_ref(), &mut config, &ladder, &env).await?;
+    // A skill's own `escalate:` replaces the settings' ladder for its jobs, unless
+    // `--escalate` was given (docs/escalation.md#the-ladder).
+    let mut skill_ladders = std::collections::BTreeMap::new();
+    let from_flag = matches!(
+        config.origins.get("escalate"),
+        Some(crate::config::Origin::Flag(_))
+    );
+    for job in opts.jobs.iter().filter(|_| !from_flag) {
+        let Some(skill) = opts
+            .skills
+            .get(&job.skill)
+            .filter(|s| !s.escalate.is_empty())
+        else {
+            continue;
+        };
+        if skill_ladders.contains_key(&skill.name) {
+            continue;
+        }
+        let entries = skill
+            .escalate
+            .iter()
+            .map(|e| crate::config::EscalateTo::parse(e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(RunError::Client)?;
+        let rungs =
+            setup::escalation_ladder(&client, server.as_ref(), &mut config, &entries, &env).await?;
+        skill_ladders.insert(skill.name.clone(), rungs);
+    }
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;
@@ -158,6 +186,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         server,
         batch: book.is_active().then(|| book.clone()),
         escalation,
+        skill_ladders,
     });
 
     let watchers = watch::Watchers::start(&ctx, &ledger, &progress);

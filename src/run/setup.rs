@@ -157,10 +157,27 @@ pub(super) async fn escalation_ladder(
     client: &ChatClient,
     server: Option<&ServerInfo>,
     config: &mut Config,
+    entries: &[crate::config::EscalateTo],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<super::context::Rung>, RunError> {
     let mut ladder = Vec::new();
-    for e in config.models.escalate.clone() {
+    for e in entries.iter().cloned() {
+        // A skill's entry names no key: the settings' entry for the same server does.
+        let e = match (&e.base_url, &e.api_key_env) {
+            (Some(url), None) => {
+                let key_env = config
+                    .models
+                    .escalate
+                    .iter()
+                    .find(|c| c.base_url.as_deref() == Some(url.as_str()))
+                    .and_then(|c| c.api_key_env.clone());
+                crate::config::EscalateTo {
+                    api_key_env: key_env,
+                    ..e
+                }
+            }
+            _ => e,
+        };
         let own = config.api.base_url.trim_end_matches('/');
         let base = e.base_url.clone().unwrap_or_else(|| own.to_string());
         if base.trim_end_matches('/') == own {

@@ -57,9 +57,49 @@ struct SkillFields {
     chunking: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     steps: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    escalate: Option<Value>,
     /// Keys no field takes: each is a warning.
     #[serde(flatten)]
     unknown: Mapping,
+}
+
+/// `escalate:`: the models a failing step of this skill is asked of, in order
+/// (docs/escalation.md#the-ladder): `MODEL`, `MODEL@BASE_URL`, or `{model, base_url}`. A
+/// skill names no key: a rung on another server takes its key from the settings' entry for it.
+fn parse_escalate(v: &Option<Value>) -> Result<Vec<String>, String> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Sequence(items)) => items,
+        Some(_) => return Err("field `escalate` must be a list of models".into()),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let entry = match item {
+            Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
+            Value::Mapping(m) => {
+                let get = |k: &str| {
+                    m.get(Value::String(k.into()))
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                };
+                let model = get("model").ok_or("an entry of `escalate` has no `model`")?;
+                match get("base_url") {
+                    Some(url) => format!("{model}@{url}"),
+                    None => model.to_string(),
+                }
+            }
+            _ => {
+                return Err(
+                    "each entry of `escalate` must be a model name or a mapping with `model`"
+                        .into(),
+                );
+            }
+        };
+        out.push(entry);
+    }
+    Ok(out)
 }
 
 /// `input:`.
@@ -339,6 +379,7 @@ fn load_fields(
         required_text("system_prompt", &f.system_prompt).map_err(fail)?
     };
     let model = optional_text("model", &f.model).map_err(fail)?;
+    let escalate = parse_escalate(&f.escalate).map_err(fail)?;
     let extraction = matches!(&f.output, Some(Value::Mapping(m)) if m.get("schema").is_some_and(|v| !v.is_null()));
     let tools = if absent(&f.tools) && (!steps.is_empty() || extraction) {
         Vec::new()
@@ -384,6 +425,7 @@ fn load_fields(
             source,
             file_hash: content_hash,
             folder: None,
+            escalate,
         },
         warnings,
         strict_errors,

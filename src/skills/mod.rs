@@ -57,6 +57,10 @@ pub struct Skill {
     /// The folder of an Agent Skill (`SKILL.md`), with what its jobs may read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folder: Option<SkillFolder>,
+    /// `escalate:`: this skill's ladder (`MODEL` or `MODEL@BASE_URL`), over the settings'
+    /// (docs/escalation.md#the-ladder).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub escalate: Vec<String>,
 }
 
 /// An Agent Skill's folder: `SKILL.md`, and optionally `references/`, `assets/`, `scripts/`.

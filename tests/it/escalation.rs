@@ -247,3 +247,76 @@ fn a_cost_budget_stops_scheduling_like_a_token_budget() {
     let bad = run(&env, &cheap, &["--budget-cost", "0"]);
     assert_exit(&bad, Exit::Usage);
 }
+
+#[test]
+fn a_skills_own_ladder_is_used_and_the_flag_replaces_it() {
+    let env = env();
+    let cheap = only_chats(junk);
+    let strong = only_chats(good);
+    let other = only_chats(good);
+    env.write(
+        ".zhi/skills/brief.yaml",
+        format!(
+            "name: brief\ndescription: A brief of a document\nsystem_prompt: Write a brief of the document.\n\
+             tools: []\noutput:\n  files: [brief.md]\nescalate:\n  - {{model: strong-model, base_url: '{}'}}\n",
+            strong.base_url()
+        ),
+    );
+    let brief = |extra: &[&str]| {
+        env.zhi()
+            .args([
+                "--no-progress",
+                "run",
+                "brief",
+                "docs",
+                "-o",
+                "out",
+                "--force",
+            ])
+            .args(["--base-url", &cheap.base_url()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = brief(&[]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(strong.chat_requests().len(), 3, "{}", show(&out));
+    let to = format!("other-model@{}", other.base_url());
+    let out = brief(&["--escalate", &to]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(
+        strong.chat_requests().len(),
+        3,
+        "the flag replaced the skill's ladder"
+    );
+    assert_eq!(other.chat_requests().len(), 3, "{}", show(&out));
+    let r = &records_by_input(&env.path("out"))["docs/river.txt"];
+    assert_eq!(r["model"], "other-model", "{r}");
+}
+
+#[test]
+fn kinds_a_user_lists_escalate_and_the_key_never_can() {
+    let env = env();
+    let cheap = only_chats(|_| Reply::finish("sensitive"));
+    let strong = only_chats(good);
+    let to = format!("strong-model@{}", strong.base_url());
+    let out = run(&env, &cheap, &["--escalate", &to]);
+    assert_exit(&out, Exit::JobsFailed);
+    assert_eq!(
+        strong.chat_requests().len(),
+        0,
+        "content_filter is not escalated unless listed"
+    );
+    env.write("zhi.yaml", "escalate_on: [content_filter]\n");
+    let out = run(&env, &cheap, &["--escalate", &to]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(strong.chat_requests().len(), 3, "{}", show(&out));
+    env.write("zhi.yaml", "escalate_on: [auth]\n");
+    let out = run(&env, &cheap, &["--escalate", &to]);
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        stderr(&out).contains("cannot be escalated"),
+        "{}",
+        show(&out)
+    );
+}
