@@ -56,10 +56,7 @@ fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<
 }
 
 fn api(config: &Config) -> Result<BatchApi, ExitError> {
-    let mut settings = ClientSettings::new(config.api.base_url.clone(), config.api.key.clone());
-    settings.timeout = config.api.timeout;
-    settings.retry = config.api.retry;
-    let client = ChatClient::new(settings).map_err(|e| ExitError::usage(e.to_string()))?;
+    let client = ChatClient::new(ClientSettings::from(config)).map_err(|e| ExitError::usage(e.to_string()))?;
     Ok(BatchApi::new(client))
 }
 

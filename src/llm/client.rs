@@ -82,6 +82,22 @@ impl ClientSettings {
     }
 }
 
+/// The settings' server, key, timeout, retries and per-process rate limits: one place turns a
+/// configuration into a client's settings (the run's, `zhi batch`'s, an escalation rung's,
+/// which then names its own server and key).
+impl From<&crate::config::Config> for ClientSettings {
+    fn from(config: &crate::config::Config) -> Self {
+        ClientSettings {
+            base_url: config.api.base_url.clone(),
+            api_key: config.api.key.clone(),
+            timeout: config.api.timeout,
+            retry: config.api.retry,
+            rpm: config.run.rpm,
+            tpm: config.run.tpm,
+        }
+    }
+}
+
 /// The client could not be set up (a malformed base URL, no TLS backend).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot set up the API client: {0}")]

@@ -79,10 +79,5 @@ impl RunContext {
 
 /// The run's one client, from the settings.
 pub fn client(config: &Config) -> Result<ChatClient, String> {
-    let mut settings = ClientSettings::new(config.api.base_url.clone(), config.api.key.clone());
-    settings.timeout = config.api.timeout;
-    settings.retry = config.api.retry;
-    settings.rpm = config.run.rpm;
-    settings.tpm = config.run.tpm;
-    ChatClient::new(settings).map_err(|e| e.to_string())
+    ChatClient::new(ClientSettings::from(config)).map_err(|e| e.to_string())
 }

@@ -206,11 +206,11 @@ pub(super) async fn escalation_ladder(
                 model = e.model
             )));
         }
-        let mut settings = ClientSettings::new(base.clone(), key);
-        settings.timeout = config.api.timeout;
-        settings.retry = config.api.retry;
-        settings.rpm = config.run.rpm;
-        settings.tpm = config.run.tpm;
+        let settings = ClientSettings {
+            base_url: base.clone(),
+            api_key: key,
+            ..ClientSettings::from(&*config)
+        };
         let rung_client = ChatClient::new(settings).map_err(|err| {
             RunError::Client(format!(
                 "escalation to {label}: {e}",
