@@ -25,12 +25,18 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    /// The key and the base URL's password and query values, those long enough to be secrets.
+    /// The key, the base URL's password and the values of its query parameters that carry
+    /// credentials (`api-key`, `token`, `sig`…; not `api-version`), those long enough to be
+    /// secrets.
     pub fn new(key: Option<&str>, base_url: &str) -> Secrets {
         let mut values: Vec<String> = key.map(str::to_owned).into_iter().collect();
         if let Ok(url) = reqwest::Url::parse(base_url) {
             values.extend(url.password().map(percent_decode));
-            values.extend(url.query_pairs().map(|(_, v)| v.into_owned()));
+            values.extend(
+                url.query_pairs()
+                    .filter(|(name, _)| is_credential_name(name))
+                    .map(|(_, v)| v.into_owned()),
+            );
         }
         let mut needles: Vec<Vec<u8>> = Vec::new();
         for v in values.iter().filter(|v| is_secret(v)) {
@@ -174,6 +180,22 @@ impl Secrets {
         }
         hay
     }
+}
+
+/// A query parameter that carries a credential, by its name.
+fn is_credential_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "key",
+        "token",
+        "secret",
+        "sig",
+        "pass",
+        "auth",
+        "credential",
+    ]
+    .iter()
+    .any(|part| name.contains(part))
 }
 
 /// Whether a value is long enough to be treated as a secret.
@@ -355,6 +377,16 @@ mod tests {
             let out = s.redact(&text);
             assert!(out.contains(REDACTED), "{text} → {out}");
         }
+    }
+
+    #[test]
+    fn a_query_that_is_no_credential_is_no_secret() {
+        let s = Secrets::new(None, "https://h/v1?api-version=2024-06-01-preview");
+        assert!(s.is_empty());
+        assert_eq!(
+            s.redact("released as 2024-06-01-preview"),
+            "released as 2024-06-01-preview"
+        );
     }
 
     #[test]

@@ -56,7 +56,8 @@ fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<
 }
 
 fn api(config: &Config) -> Result<BatchApi, ExitError> {
-    let client = ChatClient::new(ClientSettings::from(config)).map_err(|e| ExitError::usage(e.to_string()))?;
+    let client = ChatClient::new(ClientSettings::from(config))
+        .map_err(|e| ExitError::usage(e.to_string()))?;
     Ok(BatchApi::new(client))
 }
 
