@@ -416,34 +416,22 @@ fn escapes_from_a_provider_or_a_crafted_manifest_never_reach_the_terminal() {
     assert_clean("the submitting run", &out);
     let out = submit(&env, &api);
     assert_clean("the collecting run", &out);
-    let status = env
-        .zhi()
-        .args([
-            "batch",
-            "status",
-            "-o",
-            "out",
-            "--base-url",
-            &api.zhipu_base_url(),
-        ])
-        .env("ZHI_API_KEY", "test-key-0123456789abcdef")
-        .output()
-        .unwrap();
-    assert_clean("zhi batch status", &status);
-    let cancel = env
-        .zhi()
-        .args([
-            "batch",
-            "cancel",
-            "-o",
-            "out",
-            "--base-url",
-            &api.zhipu_base_url(),
-        ])
-        .env("ZHI_API_KEY", "test-key-0123456789abcdef")
-        .output()
-        .unwrap();
-    assert_clean("zhi batch cancel", &cancel);
+    for command in ["status", "cancel"] {
+        let out = env
+            .zhi()
+            .args([
+                "batch",
+                command,
+                "-o",
+                "out",
+                "--base-url",
+                &api.zhipu_base_url(),
+            ])
+            .env("ZHI_API_KEY", "test-key-0123456789abcdef")
+            .output()
+            .unwrap();
+        assert_clean(&format!("zhi batch {command}"), &out);
+    }
 
     // A manifest whose fields were crafted.
     let runs = manifest::list_runs(&env.path("out"));
