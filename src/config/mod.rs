@@ -234,6 +234,10 @@ pub struct EscalateTo {
     pub base_url: Option<String>,
     /// The variable its key is read from, when its server is not the run's.
     pub api_key_env: Option<String>,
+    /// Its server's own limits, when it is not the run's (the run's server shares `--rpm` and
+    /// `--tpm`).
+    pub rpm: Option<std::num::NonZeroU32>,
+    pub tpm: Option<std::num::NonZeroU32>,
 }
 
 impl EscalateTo {
@@ -254,6 +258,8 @@ impl EscalateTo {
             model: model.to_string(),
             base_url,
             api_key_env: None,
+            rpm: None,
+            tpm: None,
         })
     }
 

@@ -182,10 +182,25 @@ pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
                         .filter(|s| !s.is_empty())
                 };
                 let model = get("model").ok_or("an entry has no `model`")?;
+                let limit = |k: &str| -> Result<Option<NonZeroU32>, String> {
+                    match m.get(Value::String(k.into())) {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(v) => v
+                            .as_u64()
+                            .and_then(|n| u32::try_from(n).ok())
+                            .and_then(NonZeroU32::new)
+                            .map(Some)
+                            .ok_or_else(|| {
+                                format!("`{field}` must be a whole number of at least 1", field = k)
+                            }),
+                    }
+                };
                 out.push(super::EscalateTo {
                     model,
                     base_url: get("base_url"),
                     api_key_env: get("api_key_env"),
+                    rpm: limit("rpm")?,
+                    tpm: limit("tpm")?,
                 });
             }
             _ => return Err("each entry must be a model name or a mapping with `model`".into()),

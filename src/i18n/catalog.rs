@@ -550,6 +550,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("{signal} received: no new jobs; waiting up to {secs}s for jobs in flight (signal again to cancel them now)", "收到 {signal}：不再开始新任务；最多等待 {secs} 秒让进行中的任务完成（再发一次信号可立即取消它们）"),
     ("token budget of {n} reached", "已达到 {n} 令牌的预算"),
     ("cost budget of {n} reached", "已达到 {n} 的费用预算"),
+    ("`{field}` must be a whole number of at least 1", "`{field}` 必须是不小于 1 的整数"),
     ("must be a list of error kinds", "必须是错误类型的列表"),
     ("`{name}` cannot be escalated: only content_filter, max_turns and too_large may be added (the answer checks' kinds always are)", "`{name}` 不能升级：只能加上 `content_filter`、`max_turns` 和 `too_large`（回答检查的那些类型总会升级）"),
     ("field `escalate` must be a list of models", "字段 `escalate` 必须是模型列表"),

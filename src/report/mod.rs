@@ -574,6 +574,16 @@ impl Page<'_> {
             self.t("job time, summed", "任务耗时合计"),
             self.dur(jobs_time),
         );
+        // Escalations and cost, in the words of the summary and `manifest show`.
+        let lines = summary::escalation_and_cost(&s.escalations, &s.costs, self.lang == Lang::Zh);
+        if !lines.is_empty() {
+            let text: Vec<String> = lines.iter().map(|l| html::text(l.trim())).collect();
+            let _ = writeln!(
+                self.out,
+                "<p class=\"meta\" id=\"escalation\">{}</p>",
+                text.join(" · ")
+            );
+        }
     }
 
     /// What failed, first and in red: kinds with their counts, then each failed job with its

@@ -162,17 +162,19 @@ pub(super) async fn escalation_ladder(
 ) -> Result<Vec<super::context::Rung>, RunError> {
     let mut ladder = Vec::new();
     for e in entries.iter().cloned() {
-        // A skill's entry names no key: the settings' entry for the same server does.
+        // A skill's entry names no key or limits: the settings' entry for the same server
+        // does.
         let e = match (&e.base_url, &e.api_key_env) {
             (Some(url), None) => {
-                let key_env = config
+                let same = config
                     .models
                     .escalate
                     .iter()
-                    .find(|c| c.base_url.as_deref() == Some(url.as_str()))
-                    .and_then(|c| c.api_key_env.clone());
+                    .find(|c| c.base_url.as_deref() == Some(url.as_str()));
                 crate::config::EscalateTo {
-                    api_key_env: key_env,
+                    api_key_env: same.and_then(|c| c.api_key_env.clone()),
+                    rpm: e.rpm.or(same.and_then(|c| c.rpm)),
+                    tpm: e.tpm.or(same.and_then(|c| c.tpm)),
                     ..e
                 }
             }
@@ -206,9 +208,12 @@ pub(super) async fn escalation_ladder(
                 model = e.model
             )));
         }
+        // Another server: its own limits (the entry's `rpm`/`tpm`), not the run's.
         let settings = ClientSettings {
             base_url: base.clone(),
             api_key: key,
+            rpm: e.rpm,
+            tpm: e.tpm,
             ..ClientSettings::from(&*config)
         };
         let rung_client = ChatClient::new(settings).map_err(|err| {

@@ -135,6 +135,19 @@ fn a_cheap_models_junk_is_asked_once_of_the_strong_model_and_recorded() {
         show(&shown)
     );
 
+    let report = env
+        .zhi()
+        .args(["report", "-o", "out", "--out", "report.html"])
+        .output()
+        .unwrap();
+    assert_exit(&report, Exit::Success);
+    let page = std::fs::read_to_string(env.path("report.html")).unwrap();
+    assert!(
+        page.contains("escalated 3 job(s): summarize → strong-model 3"),
+        "{}",
+        show(&report)
+    );
+
     // A rerun without the ladder: cached, and the records still say who made the outputs.
     let before = (cheap.chat_requests().len(), strong.chat_requests().len());
     let out = run(&env, &cheap, &[]);
@@ -319,4 +332,26 @@ fn kinds_a_user_lists_escalate_and_the_key_never_can() {
         "{}",
         show(&out)
     );
+}
+
+#[test]
+fn a_rung_on_another_server_takes_its_own_limits_and_refuses_a_zero() {
+    let env = env();
+    env.write(
+        "zhi.yaml",
+        "escalate:\n  - {model: big, base_url: 'http://127.0.0.1:9/v1', rpm: 0}\n",
+    );
+    let out = env.zhi().args(["config", "show"]).output().unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        stderr(&out).contains("`rpm` must be a whole number of at least 1"),
+        "{}",
+        show(&out)
+    );
+    env.write(
+        "zhi.yaml",
+        "escalate:\n  - {model: big, base_url: 'http://127.0.0.1:9/v1', rpm: 30, tpm: 50000}\n",
+    );
+    let out = env.zhi().args(["config", "show"]).output().unwrap();
+    assert_exit(&out, Exit::Success);
 }
