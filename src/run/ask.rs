@@ -91,7 +91,11 @@ pub(super) async fn ask(
             .add(spent);
         let e = match result {
             Ok(done) => {
-                stats.answered_by = rung.map(|r| (r.model.clone(), r.base_url.clone()));
+                // A job whose any step was escalated names the stronger model (its
+                // tokens per model say the rest).
+                if let Some(r) = rung {
+                    stats.answered_by = Some((r.model.clone(), r.base_url.clone()));
+                }
                 return Ok(done);
             }
             Err(e) => e,
