@@ -68,14 +68,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitError> {
         .map_err(|e| ExitError::usage(format!("cannot start the runtime: {e}")))
 }
 
-/// `base_url` of the settings as batches record it (no credentials).
-fn recorded_base(config: &Config) -> String {
-    crate::secret::url_for_display(&config.api.base_url)
-}
-
 fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Exit, ExitError> {
     let mut book = open(ctx, output, base_url)?;
-    let ours = recorded_base(&book.config);
+    let ours = crate::secret::url_for_display(&book.config.api.base_url);
     let can_ask = book.config.api.key.is_some() || book.config.api.base_url_is_local();
     let running: Vec<usize> = (0..book.records.len())
         .filter(|i| {
@@ -199,7 +194,7 @@ fn cancel(
     )?;
     // Read again under the lock: a run may have just changed the book.
     let records = record::load_all_readonly(&book.dir, &mut |w| ctx.warn(&w));
-    let ours = recorded_base(&book.config);
+    let ours = crate::secret::url_for_display(&book.config.api.base_url);
     let targets: Vec<BatchRecord> = records
         .into_iter()
         .filter(|r| r.stage == Stage::Submitted)

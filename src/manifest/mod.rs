@@ -96,6 +96,13 @@ impl Tokens {
         self.prompt += other.prompt;
         self.completion += other.completion;
     }
+    /// What was spent since `before` (an earlier reading of the same counter).
+    pub fn since(self, before: Tokens) -> Tokens {
+        Tokens {
+            prompt: self.prompt.saturating_sub(before.prompt),
+            completion: self.completion.saturating_sub(before.completion),
+        }
+    }
 }
 
 /// An amount of money, in the currency of the prices it came from.
@@ -399,6 +406,18 @@ pub struct RunManifest {
     pub costs: BTreeMap<String, Cost>,
 }
 
+impl JobRecord {
+    /// Its tokens by model: `tokens_by_model` when more than one model was asked, else all
+    /// of `tokens` on `model`.
+    pub fn tokens_per_model(&self) -> BTreeMap<String, Tokens> {
+        if self.tokens_by_model.is_empty() {
+            [(self.model.clone(), self.tokens)].into()
+        } else {
+            self.tokens_by_model.clone()
+        }
+    }
+}
+
 impl RunManifest {
     /// Escalations and costs from the run's records (cached ones cost nothing now).
     pub fn account(
@@ -415,13 +434,7 @@ impl RunManifest {
                     .entry(r.model.clone())
                     .or_default() += 1;
             }
-            let one = [(r.model.clone(), r.tokens)];
-            let by_model: Vec<(String, Tokens)> = if r.tokens_by_model.is_empty() {
-                one.to_vec()
-            } else {
-                r.tokens_by_model.clone().into_iter().collect()
-            };
-            for (model, tokens) in by_model {
+            for (model, tokens) in r.tokens_per_model() {
                 let Some(price) = prices.get(&model) else {
                     continue;
                 };

@@ -81,9 +81,7 @@ pub(super) async fn ask(
             rung,
         )
         .await;
-        let mut spent = stats.tokens;
-        spent.prompt -= before.prompt.min(spent.prompt);
-        spent.completion -= before.completion.min(spent.completion);
+        let spent = stats.tokens.since(before);
         stats
             .by_model
             .entry(model.to_string())

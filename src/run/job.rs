@@ -250,15 +250,10 @@ fn account(record: &mut JobRecord, stats: &mut AgentStats, run: &RunContext) {
         record.model = model;
     }
     let by_model = std::mem::take(&mut stats.by_model);
-    let by_model: BTreeMap<String, Tokens> = if by_model.is_empty() {
-        [(record.model.clone(), record.tokens)].into()
-    } else {
-        by_model
-    };
-    record.cost = cost_of(&by_model, &run.config.models.prices);
     if by_model.len() > 1 {
         record.tokens_by_model = by_model;
     }
+    record.cost = cost_of(&record.tokens_per_model(), &run.config.models.prices);
 }
 
 /// The cost of tokens per model, when every model has a price, all in one currency.
