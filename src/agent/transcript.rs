@@ -143,11 +143,9 @@ impl Transcript {
         let Some(file) = guard.as_mut() else {
             return;
         };
-        let mut line = line.clone();
-        self.secrets.redact_json(&mut line);
-        let mut text = line.to_string();
-        text.push('\n');
-        if let Err(e) = file.write_all(text.as_bytes()) {
+        let mut text = self.secrets.redact_body(line.to_string().into_bytes());
+        text.push(b'\n');
+        if let Err(e) = file.write_all(&text) {
             tracing::warn!("cannot write the transcript: {e}");
             *guard = None;
         }
