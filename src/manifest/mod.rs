@@ -47,8 +47,9 @@ impl Status {
     }
 }
 
-/// An input file's identity and state when its content was hashed: device, inode, size,
-/// modification and change times (nanoseconds since the epoch), and when the hash was taken.
+/// A file's identity and state when its content was hashed (an input, an output) or its
+/// entries listed (a job's folder): device, inode, size, modification and change times
+/// (nanoseconds since the epoch), and when the hash or the listing was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputStat {
     pub dev: u64,
@@ -79,6 +80,10 @@ pub struct OutputFile {
     pub path: String,
     pub sha256: String,
     pub bytes: u64,
+    /// The file's stat when its hash was last checked: a rerun that finds the same stat, and
+    /// may trust it, does not read the file again (docs/outputs.md#the-stat-cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<InputStat>,
 }
 
 /// Tokens spent.
@@ -199,6 +204,11 @@ pub struct JobRecord {
     /// The job's folder, relative to the output folder.
     #[serde(default)]
     pub output_dir: String,
+    /// The job's folder's stat when it was last listed and found to hold the outputs and
+    /// nothing else (kept only when it has no subfolder: then any entry added, removed or
+    /// renamed in it changes this stat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_dir_stat: Option<InputStat>,
     /// The cache key the outputs were made under (docs/outputs.md#the-cache).
     #[serde(default)]
     pub cache_key: Option<String>,
@@ -275,6 +285,7 @@ impl JobRecord {
             duration_ms: 0,
             error: None,
             output_dir: String::new(),
+            output_dir_stat: None,
             cache_key: None,
             args: BTreeMap::new(),
             chunks: None,

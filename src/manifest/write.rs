@@ -14,9 +14,16 @@ pub struct ManifestWriter {
     /// Where each record line went, for the cache index; `None` once an append failed (the
     /// file's length is then unknown).
     lines: Option<Vec<crate::plan::index::RecordLine>>,
-    /// The length of `results.jsonl` so far.
+    /// The length of `results.jsonl` so far, lines still held in `held` included.
     len: u64,
+    /// Lines of jobs that did nothing now (`cached`, `skipped`), written with the next line
+    /// that is not, when this fills, or at the end: a rerun of 100,000 cached jobs makes a
+    /// few hundred writes, not 100,000.
+    held: Vec<u8>,
 }
+
+/// Held lines are written once they reach this many bytes.
+const HELD_MAX: usize = 64 * 1024;
 
 impl ManifestWriter {
     /// Create the run's folder and its `results.jsonl`.
@@ -32,6 +39,7 @@ impl ManifestWriter {
             jsonl,
             lines: Some(Vec::new()),
             len,
+            held: Vec::new(),
         })
     }
 
@@ -40,33 +48,48 @@ impl ManifestWriter {
     }
 
     /// Append one record as one line, then flush it to disk — except the record of a job
-    /// that did nothing now (`cached`, `skipped`): losing one to a power cut costs nothing to
-    /// redo, and waiting for the disk 10,000 times would make a cached rerun slow. Those are
-    /// synced with the next record that is, or at the end of the run. (A killed process loses
-    /// nothing either way: the line is in the kernel once `write` returns.)
+    /// that did nothing now (`cached`, `skipped`): losing one to a kill or a power cut costs
+    /// nothing to redo (the record it repeats is still there), and writing and waiting for the
+    /// disk 100,000 times would make a cached rerun slow. Those are held, and written and
+    /// synced with the next record that is not, when 64 KiB are held, or at the end of the
+    /// run.
     pub fn append(&mut self, record: &JobRecord) -> io::Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
-        line.push(b'\n');
-        // One write call: with O_APPEND the line lands whole or, on a crash, torn at the end
-        // (the reader ignores a torn last line).
-        if let Err(e) = self.jsonl.write_all(&line) {
-            self.lines = None;
-            return Err(e);
+        let start = self.held.len();
+        if let Err(e) = serde_json::to_writer(&mut self.held, record) {
+            self.held.truncate(start);
+            return Err(io::Error::other(e));
         }
+        self.held.push(b'\n');
+        let n = (self.held.len() - start) as u64;
         if let Some(lines) = &mut self.lines {
-            let n = line.len() as u64;
             lines.push(crate::plan::index::RecordLine::new(
                 &record.job_id,
                 record.status,
                 self.len,
                 n,
             ));
-            self.len += n;
         }
+        self.len += n;
         match record.status {
-            Status::Cached | Status::Skipped => Ok(()),
-            _ => self.jsonl.sync_data(),
+            Status::Cached | Status::Skipped if self.held.len() < HELD_MAX => Ok(()),
+            Status::Cached | Status::Skipped => self.write_held(),
+            _ => {
+                self.write_held()?;
+                self.jsonl.sync_data()
+            }
         }
+    }
+
+    /// Write the held lines, in one call: with O_APPEND they land whole or, on a crash, torn
+    /// at the end (the reader ignores a torn last line).
+    fn write_held(&mut self) -> io::Result<()> {
+        let written = self.jsonl.write_all(&self.held);
+        self.held.clear();
+        if written.is_err() {
+            // The file's length is no longer known: the index is rebuilt next time.
+            self.lines = None;
+        }
+        written
     }
 
     /// Where every record line went and the final length of `results.jsonl`, when every
@@ -78,16 +101,26 @@ impl ManifestWriter {
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to
     /// `<output>/manifest.json`.
     pub fn finish(
-        &self,
+        &mut self,
         manifest: &RunManifest,
         output_dir: &Path,
         records: &[JobRecord],
     ) -> io::Result<()> {
+        self.write_held()?;
         self.jsonl.sync_data()?;
         write_csv(&self.dir.join("results.csv"), records)?;
         let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
         write_atomic(&self.dir.join("manifest.json"), &body)?;
         write_atomic(&output_dir.join("manifest.json"), &body)
+    }
+}
+
+impl Drop for ManifestWriter {
+    /// A run that ends without its manifest (an error on the way) still leaves its held lines.
+    fn drop(&mut self) {
+        if !self.held.is_empty() {
+            let _ = self.write_held();
+        }
     }
 }
 

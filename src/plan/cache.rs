@@ -36,6 +36,28 @@ pub struct JobCache {
     /// The input is unchanged since the previous record (its stat matched): the hash and the
     /// token count are that record's, and the file was not opened.
     pub unchanged: bool,
+    /// For a cached job: the stats its outputs and folder were found with, for its record.
+    pub outputs_seen: Option<OutputsSeen>,
+}
+
+/// What a check of a job's outputs found them to be: the stats to record with them, so that
+/// the next check trusts what has not changed.
+#[derive(Debug, Clone, Default)]
+pub struct OutputsSeen {
+    /// The job folder's stat, when it was listed (or its recorded stat still stood) and has
+    /// no subfolder.
+    pub folder: Option<InputStat>,
+    /// Each output's stat, in the record's order, when its hash was checked (or stood).
+    pub files: Vec<Option<InputStat>>,
+}
+
+impl OutputsSeen {
+    /// The outputs of `record` with the stats seen.
+    pub fn apply(&self, outputs: &mut [crate::manifest::OutputFile]) {
+        for (o, stat) in outputs.iter_mut().zip(&self.files) {
+            o.stat = *stat;
+        }
+    }
 }
 
 /// Which file a path led to, and its state: device, inode, size, modification and change
@@ -215,6 +237,7 @@ fn statuses_once(
                     input_stamp: stamp,
                     input_stat: None,
                     unchanged: false,
+                    outputs_seen: None,
                 };
             };
             let extra: Vec<(String, Option<String>)> = job
@@ -230,19 +253,20 @@ fn statuses_once(
                 &sha,
                 &extra,
             );
-            let cached = !force
-                && previous.as_ref().is_some_and(|r| {
-                    r.cache_key.as_deref() == Some(key.as_str()) && outputs_intact(output_dir, r)
-                });
+            let outputs_seen = previous
+                .as_ref()
+                .filter(|r| !force && r.cache_key.as_deref() == Some(key.as_str()))
+                .and_then(|r| outputs_check(output_dir, r, mode.checksum));
             JobCache {
                 input_sha256: Some(sha),
                 input_bytes: bytes,
                 cache_key: Some(key),
                 previous,
-                cached,
+                cached: outputs_seen.is_some(),
                 input_stamp: stamp,
                 input_stat: stat,
                 unchanged,
+                outputs_seen,
             }
         })
         .collect()
@@ -276,7 +300,61 @@ pub fn cache_key(
 }
 
 /// Every output of the record is still there, byte for byte, and nothing else is in the job's
-/// folder.
+/// folder: what was seen, or `None`. A folder or an output whose stat is the one recorded with
+/// it, and trusted, is taken as recorded without listing or reading it (unless `checksum`).
+pub fn outputs_check(output_dir: &Path, record: &JobRecord, checksum: bool) -> Option<OutputsSeen> {
+    if record.output_dir.is_empty() {
+        return None;
+    }
+    let dir = output_dir.join(&record.output_dir);
+    let stood = |recorded: Option<&InputStat>, meta: &std::fs::Metadata| {
+        !checksum && recorded.is_some_and(|r| r.trusted() && FileStamp::from(meta).matches(r))
+    };
+    let meta = std::fs::symlink_metadata(&dir)
+        .ok()
+        .filter(|m| m.is_dir())?;
+    let folder = if stood(record.output_dir_stat.as_ref(), &meta) {
+        record.output_dir_stat
+    } else {
+        // Listed after the stat is taken: an entry added meanwhile changes the folder's
+        // times past the stat recorded, and the next run lists it again.
+        let before = FileStamp::from(&meta).stat(now_ns());
+        let entries = walkdir::WalkDir::new(&dir)
+            .min_depth(1)
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        let files = entries.iter().filter(|e| !e.file_type().is_dir()).count();
+        if files != record.outputs.len() {
+            return None;
+        }
+        (files == entries.len()).then(|| InputStat {
+            hashed_at_ns: now_ns(),
+            ..before
+        })
+    };
+    let mut seen = OutputsSeen {
+        folder,
+        files: Vec::with_capacity(record.outputs.len()),
+    };
+    for o in &record.outputs {
+        let p = output_dir.join(&o.path);
+        let meta = std::fs::symlink_metadata(&p).ok().filter(|m| m.is_file())?;
+        if stood(o.stat.as_ref(), &meta) {
+            seen.files.push(o.stat);
+            continue;
+        }
+        let (sha, _, _, stat) = hash_file_full(&p);
+        if sha.as_deref() != Some(o.sha256.as_str()) {
+            return None;
+        }
+        seen.files.push(stat);
+    }
+    Some(seen)
+}
+
+/// Every output of the record is still there, byte for byte, and nothing else is in the job's
+/// folder (read and hashed, whatever the stats say).
 pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
     if record.output_dir.is_empty() {
         return false;

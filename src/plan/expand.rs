@@ -4,7 +4,7 @@
 use super::PlanError;
 use crate::error::{ErrorKind, JobError};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 /// How inputs are walked.
@@ -49,7 +49,7 @@ pub fn expand(
     let out_abs = absolute(cwd, output_dir);
     let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
     let mut found: Vec<Found> = Vec::new();
-    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
 
     for input in inputs {
         let before = found.len();
@@ -124,7 +124,7 @@ pub fn expand(
     Ok(found)
 }
 
-fn push(found: &mut Vec<Found>, seen: &mut BTreeSet<PathBuf>, f: Found) {
+fn push(found: &mut Vec<Found>, seen: &mut HashSet<PathBuf>, f: Found) {
     // The same document reached twice (a folder and a file in it, a link) is planned once.
     let key = match &f.canonical {
         Some(c) => c.clone(),

@@ -29,17 +29,43 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
     }
 }
 
-/// A cached job: the earlier record's outputs, no tokens spent now.
+/// Which runs' transcript folders are still there, asked once per folder: a cached job's
+/// record points at the transcript of the run that made its outputs, while that run's
+/// transcripts are kept.
+#[derive(Debug, Default)]
+pub struct TranscriptFolders(std::collections::HashMap<PathBuf, bool>);
+
+impl TranscriptFolders {
+    fn hold(&mut self, output_dir: &Path, transcript: &str) -> bool {
+        let path = output_dir.join(transcript);
+        let Some(dir) = path.parent() else {
+            return false;
+        };
+        *self
+            .0
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| dir.is_dir())
+    }
+}
+
+/// A cached job: the earlier record's outputs (with the stats they were found with), no
+/// tokens spent now.
 pub fn cached_record(
     job: &Job,
     cache: &JobCache,
     layout: &crate::layout::OutputLayout,
+    transcripts: &mut TranscriptFolders,
 ) -> JobRecord {
     let prev = cache.previous.as_ref();
     let now = Timestamp::now();
+    let mut outputs = prev.map(|p| p.outputs.clone()).unwrap_or_default();
+    if let Some(seen) = &cache.outputs_seen {
+        seen.apply(&mut outputs);
+    }
     JobRecord {
         status: Status::Cached,
-        outputs: prev.map(|p| p.outputs.clone()).unwrap_or_default(),
+        outputs,
+        output_dir_stat: cache.outputs_seen.as_ref().and_then(|s| s.folder),
         // What was found where in the document is as true of the same outputs now.
         extraction: prev.and_then(|p| p.extraction.clone()),
         // Which model made the outputs, escalated or not: changing the ladder reruns nothing.
@@ -52,7 +78,7 @@ pub fn cached_record(
         // no file per cached job (10,000 of them would cost seconds on a busy disk).
         transcript: prev
             .and_then(|p| p.transcript.clone())
-            .filter(|t| layout.output_dir().join(t).is_file()),
+            .filter(|t| transcripts.hold(layout.output_dir(), t)),
         started_at: Some(now),
         finished_at: Some(now),
         ..base_record(
@@ -672,6 +698,9 @@ fn commit(
             path: job.output_rel.join(&rel).to_string_lossy().into_owned(),
             sha256: sha.unwrap_or_default(),
             bytes: bytes.unwrap_or(0),
+            // Written just now: a stat taken now could not be trusted (the racy rule); the
+            // next run's check records one.
+            stat: None,
         });
     }
     if std::fs::symlink_metadata(&target).is_ok() {

@@ -24,6 +24,7 @@ pub(super) async fn run_jobs(
     let mut tasks = JoinSet::new();
     let mut unscheduled = Vec::new();
     let mut queue = jobs.into_iter();
+    let mut left = LeftBehind::find(ctx);
     for (job, cache) in queue.by_ref() {
         if ledger.stopped().is_some() {
             unscheduled.push((job, cache));
@@ -39,7 +40,7 @@ pub(super) async fn run_jobs(
         }
         // Cached jobs and jobs that fail at planning take no slot and make no request.
         if cache.cached || job.problem.is_some() {
-            record_at_once(ctx, ledger, &job, &cache);
+            record_at_once(ctx, ledger, &job, &cache, &mut left);
             continue;
         }
         tokio::select! {
@@ -68,16 +69,50 @@ pub(super) async fn run_jobs(
     unscheduled
 }
 
-fn record_at_once(ctx: &Arc<RunContext>, ledger: &Ledger, job: &Job, cache: &JobCache) {
+/// What earlier runs left in the output folder that a job recorded at once may need, looked
+/// up once a run rather than once a job.
+struct LeftBehind {
+    /// Jobs whose commit journal is there (`.zhi/commits/<job-id>.json`).
+    journals: std::collections::HashSet<String>,
+    transcripts: job::TranscriptFolders,
+}
+
+impl LeftBehind {
+    fn find(ctx: &RunContext) -> LeftBehind {
+        let journal = ctx.layout.commit_journal("x");
+        let journals = journal
+            .parent()
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".json").map(str::to_string)
+            })
+            .collect();
+        LeftBehind {
+            journals,
+            transcripts: job::TranscriptFolders::default(),
+        }
+    }
+}
+
+fn record_at_once(
+    ctx: &Arc<RunContext>,
+    ledger: &Ledger,
+    job: &Job,
+    cache: &JobCache,
+    left: &mut LeftBehind,
+) {
     let record = if cache.cached {
-        job::cached_record(job, cache, &ctx.layout)
+        job::cached_record(job, cache, &ctx.layout, &mut left.transcripts)
     } else {
         job::planned_failure(job, cache, ctx)
     };
     ledger.record(record);
     // A kill between a job's record and the removal of its commit journal left the journal
     // behind; a cached job is recorded (again) now, so it goes.
-    if cache.cached {
+    if cache.cached && left.journals.contains(job.id.as_str()) {
         job::forget_commit(ctx, job);
     }
 }

@@ -485,6 +485,7 @@ fn step_cache(cache: &JobCache, scope: &str) -> JobCache {
         cached: false,
         input_stamp: None,
         unchanged: false,
+        outputs_seen: None,
         ..cache.clone()
     }
 }
