@@ -95,35 +95,6 @@ impl Provider {
     }
 }
 
-/// The language of zhi's own messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    En,
-    Zh,
-}
-
-impl Language {
-    /// `en…` or `zh…` (a locale such as `zh_CN.UTF-8` included).
-    pub fn parse(s: &str) -> Option<Self> {
-        let s = s.trim().to_ascii_lowercase();
-        if s.starts_with("zh") {
-            Some(Language::Zh)
-        } else if s.starts_with("en") {
-            Some(Language::En)
-        } else {
-            None
-        }
-    }
-    /// `en` or `zh`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Language::En => "en",
-            Language::Zh => "zh",
-        }
-    }
-}
-
 /// How many documents are in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Concurrency {
