@@ -1,5 +1,5 @@
 //! The small typed values settings are made of: a redacted key, a retry policy, a provider, a
-//! language, a concurrency, a model's budget, and where a value came from.
+//! concurrency, a model's budget, and where a value came from (the language is `i18n::Lang`).
 
 use serde::Serialize;
 use std::collections::BTreeMap;

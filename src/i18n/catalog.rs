@@ -779,6 +779,8 @@ pub const ENTRIES: &[(&str, &str)] = &[
 /// a text that is also a message (`msg!`) has its line in [`ENTRIES`] only.
 #[rustfmt::skip]
 pub const SHOWN: &[(&str, &str)] = &[
+    // The comma between the items of a list.
+    (", ", "，"),
     ("error: {reason}", "错误：{reason}"),
     ("skill", "技能"),
     ("requests", "请求"),

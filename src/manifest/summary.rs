@@ -89,10 +89,7 @@ pub fn escalation_and_cost(
                     .map(move |(model, n)| format!("{} → {} {n}", one_line(skill), one_line(model)))
             })
             .collect();
-        let list = match lang {
-            Lang::En => parts.join(", "),
-            Lang::Zh => parts.join("，"),
-        };
+        let list = parts.join(&t!(in lang; ", "));
         out.push(t!(in lang; "  escalated {total} job(s): {list}", total = total, list = list));
     }
     if !costs.is_empty() {
@@ -114,10 +111,7 @@ pub fn escalation_and_cost(
             .iter()
             .map(|(m, c)| format!("{} {}", one_line(m), c.show()))
             .collect();
-        let each = match lang {
-            Lang::En => each.join(", "),
-            Lang::Zh => each.join("，"),
-        };
+        let each = each.join(&t!(in lang; ", "));
         out.push(t!(in lang; "  cost {total} ({list})", total = total.join(" + "), list = each));
     }
     out
