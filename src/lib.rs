@@ -4,6 +4,10 @@
 //! `agent` (the skill's loop on the model, confined tools) → `run` (the executor: pool,
 //! staging, commit) → `manifest` (one record per job).
 
+// First, so that `msg!` and `t!` are in scope in every module after it.
+#[macro_use]
+pub mod i18n;
+
 pub mod agent;
 pub(crate) mod batch;
 pub mod chunk;
@@ -13,7 +17,6 @@ pub mod config;
 pub mod error;
 pub mod exit;
 pub mod extract;
-pub mod i18n;
 pub(crate) mod interrupt;
 pub(crate) mod layout;
 pub mod llm;

@@ -243,7 +243,7 @@ fn write_answer(env: &AgentEnv, file: &str, content: &str) -> Result<std::path::
         .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
     sandbox
         .write_new(&target, &bytes)
-        .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {file}: {e}")))
 }
 
 /// Requests a direct job may take: the first, one corrective or fresh try, and one more fresh
@@ -302,7 +302,7 @@ pub async fn run_direct(
     loop {
         round += 1;
         if env.cancel.is_cancelled() {
-            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
         }
         let mut req = env.chat_request(messages.clone());
         if penalised {
@@ -338,7 +338,7 @@ pub async fn run_direct(
                 return keep(env, stats, file, kept.take().expect("kept above"));
             }
             let list = figures.join(", ");
-            let why = format!("{file} states figures the document does not hold: {list}");
+            let why = msg!("{file} states figures the document does not hold: {list}");
             env.transcript.note(&format!("{why}; asking once more"));
             messages = fresh.clone();
             push_hint(
@@ -356,7 +356,7 @@ pub async fn run_direct(
         }
         let why = match &problem {
             Some(p) => p.describe(file),
-            None => format!(
+            None => msg!(
                 "the answer was cut at the length limit ({} tokens)",
                 env.max_tokens.unwrap_or(0)
             ),
@@ -423,7 +423,7 @@ fn keep(
         .note(&format!("the answer was saved as {}", rel.display()));
     if !figures.is_empty() {
         let list = figures.join(", ");
-        env.transcript.note(&format!(
+        env.transcript.note(&msg!(
             "{file} states figures the document does not hold: {list}"
         ));
         for f in figures {
@@ -547,7 +547,7 @@ pub fn run_skill<'a>(
         loop {
             turn += 1;
             if env.cancel.is_cancelled() {
-                return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+                return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
             }
             let mut req = env.chat_request(messages.clone());
             // The last turn is for the answer: no tools are offered, so a model that would
@@ -578,7 +578,7 @@ pub fn run_skill<'a>(
                     if cut && expected.declared.is_empty() {
                         return Err(JobError::new(
                             ErrorKind::Truncated,
-                            format!(
+                            msg!(
                                 "the model's answer was cut at the length limit ({} tokens)",
                                 env.max_tokens.unwrap_or(0)
                             ),
@@ -678,9 +678,10 @@ pub fn run_skill<'a>(
         }
         Err(JobError::new(
             ErrorKind::MaxTurns,
-            format!(
+            msg!(
                 "skill `{}` reached max_turns {} without a final answer",
-                skill.name, skill.max_turns
+                skill.name,
+                skill.max_turns
             ),
         ))
     })

@@ -326,7 +326,7 @@ pub async fn run(
     let mut errors = Vec::new();
     for round in 1..=2 {
         if env.cancel.is_cancelled() {
-            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
         }
         let mut req = env.chat_request(messages.clone());
         req.response_format = Some(response_format.clone());
@@ -361,7 +361,7 @@ pub async fn run(
     keep_rejected(env, file, &last);
     Err(JobError::new(ErrorKind::InvalidOutput, {
         let list = errors.join("; ");
-        format!(
+        msg!(
             "the answer is not a JSON object valid against the schema after one corrective request: {list}"
         )
     }))
@@ -438,7 +438,7 @@ fn write(env: &AgentEnv, file: &str, value: &Value) -> Result<(), JobError> {
     sandbox
         .write_new(&target, &bytes)
         .map(|_| ())
-        .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {file}: {e}")))
 }
 
 #[cfg(test)]

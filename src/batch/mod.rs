@@ -215,7 +215,7 @@ impl Book {
             ApiError::new(
                 ErrorKind::Io,
                 false,
-                format!("cannot write the batch record of {}: {e}", r.local_id),
+                msg!("cannot write the batch record of {}: {e}", r.local_id),
             )
         })
     }
@@ -237,7 +237,7 @@ impl Book {
         while let Some(mut r) = rest.next() {
             if r.base_url != self.settings.base_url {
                 if r.stage != Stage::Collected {
-                    self.problem(format!(
+                    self.problem(msg!(
                         "batch {} belongs to {}; run with --base-url {} to collect it",
                         r.label(),
                         r.base_url,
@@ -273,7 +273,7 @@ impl Book {
             .filter(|r| r.base_url == self.settings.base_url)
             .collect();
         self.answers = Answers::build(&self.dir, &ours).unwrap_or_else(|e| {
-            self.problem(format!("cannot read the collected batch answers: {e}"));
+            self.problem(msg!("cannot read the collected batch answers: {e}"));
             Answers::default()
         });
         let mut waiting = Vec::new();
@@ -326,7 +326,7 @@ impl Book {
                 Ok(None) => {}
                 // The provider cannot list its files: nothing to do but say so (no batch was
                 // made from it, so nothing is submitted twice).
-                Err(e) if refused(&e) => self.problem(format!(
+                Err(e) if refused(&e) => self.problem(msg!(
                     "cannot look for the file {} that an interrupted run may have uploaded ({e}); delete it in the provider's console if it is there",
                     r.file_name
                 )),
@@ -359,7 +359,7 @@ impl Book {
                 // The provider will not say whether the batch exists: another run cannot
                 // learn more, and submitting again may answer (and bill) everything twice.
                 Err(e) if refused(&e) => {
-                    let reason = format!("its creation cannot be confirmed: {e}");
+                    let reason = msg!("its creation cannot be confirmed: {e}");
                     self.give_up(api, r, reason, false, cancel).await?;
                 }
                 Err(e) => return Err(e),
@@ -371,7 +371,7 @@ impl Book {
                 Ok(info) => info,
                 // Gone at the provider (or an id no call can use): it will never answer.
                 Err(e) if final_for_batch(&e) => {
-                    let reason = format!("the provider cannot give its status: {e}");
+                    let reason = msg!("the provider cannot give its status: {e}");
                     self.give_up(api, r, reason, true, cancel).await?;
                     return self.delete_files(api, r, cancel).await;
                 }
@@ -391,7 +391,7 @@ impl Book {
                 {
                     Ok(_) => {}
                     Err(e) if final_for_batch(&e) => {
-                        let reason = format!("its result file cannot be downloaded: {e}");
+                        let reason = msg!("its result file cannot be downloaded: {e}");
                         self.give_up(api, r, reason, true, cancel).await?;
                         return self.delete_files(api, r, cancel).await;
                     }
@@ -402,7 +402,7 @@ impl Book {
                 match api.download(&file, &folder.join("errors.jsonl"), cancel).await {
                     Ok(_) => {}
                     Err(e) if e.aborts_run() || e.kind == ErrorKind::Cancelled => return Err(e),
-                    Err(e) => self.problem(format!(
+                    Err(e) => self.problem(msg!(
                         "the error file of batch {id} cannot be downloaded ({e}); the requests it lists are submitted again"
                     )),
                 }
@@ -458,7 +458,7 @@ impl Book {
             let _ = api.cancel(&id, cancel).await;
         }
         self.problem(if resubmit {
-            format!(
+            msg!(
                 "batch {label} is given up: {reason}; its unanswered requests are submitted again",
                 label = r.label()
             )
@@ -485,7 +485,7 @@ impl Book {
     ) {
         r.stalled_runs += 1;
         if r.stalled_runs >= self.settings.max_stalled_runs {
-            let reason = format!(
+            let reason = msg!(
                 "{n} runs in a row could not bring it up to date (last: {e})",
                 n = r.stalled_runs
             );
@@ -495,7 +495,7 @@ impl Book {
             }
             return;
         }
-        self.problem(format!(
+        self.problem(msg!(
             "batch {label} could not be brought up to date (the next run tries again; {n} of {max} runs): {e}",
             label = r.label(),
             n = r.stalled_runs,
@@ -520,7 +520,7 @@ impl Book {
         if info.status == "failed"
             && let Some(errors) = &info.errors
         {
-            self.problem(format!(
+            self.problem(msg!(
                 "batch {} failed at the provider: {}",
                 info.id,
                 crate::sanitize::one_line(&errors.to_string())
@@ -566,7 +566,7 @@ impl Book {
             .get(custom_id)
             .and_then(|v| v.iter().find(|(s, _, _)| *s == sha))
         {
-            return Answer::Waiting(format!(
+            return Answer::Waiting(msg!(
                 "waiting in batch {batch} ({status}); a later `zhi run` with the same arguments collects the answer"
             ));
         }
@@ -581,7 +581,7 @@ impl Book {
                 attempt,
             });
         }
-        Answer::Waiting(format!(
+        Answer::Waiting(msg!(
             "queued for the Batch API as request {custom_id}{}; a later `zhi run` with the same arguments collects the answer",
             if attempt > 1 {
                 format!(" (submission {attempt})")
@@ -598,14 +598,16 @@ impl Book {
                 return Err(ApiError::new(
                     ErrorKind::ApiError,
                     *resubmit,
-                    format!("the batch ended ({status}) without answering this request"),
+                    msg!("the batch ended ({status}) without answering this request"),
                 ));
             }
             Place::Conflict => {
                 return Err(ApiError::new(
                     ErrorKind::ApiError,
                     false,
-                    "the batch answered this request twice, differently; neither answer is used",
+                    msg!(
+                        "the batch answered this request twice, differently; neither answer is used"
+                    ),
                 ));
             }
         };
@@ -613,7 +615,7 @@ impl Book {
             ApiError::new(
                 ErrorKind::Io,
                 false,
-                format!("cannot read the batch answer: {e}"),
+                msg!("cannot read the batch answer: {e}"),
             )
         })?;
         match parse_answer_line(&line).map(|l| l.outcome) {
@@ -633,7 +635,7 @@ impl Book {
             None => Err(ApiError::new(
                 ErrorKind::ApiError,
                 true,
-                "the batch answer is not a JSON line",
+                msg!("the batch answer is not a JSON line"),
             )),
         }
     }
@@ -700,7 +702,7 @@ impl Book {
             ApiError::new(
                 ErrorKind::Io,
                 false,
-                format!("cannot write {what} of batch {local_id}: {e}"),
+                msg!("cannot write {what} of batch {local_id}: {e}"),
             )
         };
         crate::layout::create_dir_within(&self.out, &folder).map_err(|e| io("the folder", e))?;
@@ -931,7 +933,7 @@ impl Book {
 
     /// Note a failure to submit.
     pub fn submit_failed(&self, e: &ApiError) {
-        self.problem(format!(
+        self.problem(msg!(
             "the queued requests could not all be submitted (the next run queues them again): {e}"
         ));
     }

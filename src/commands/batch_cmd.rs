@@ -9,7 +9,7 @@ use crate::batch::record::{self, BatchRecord, Stage};
 use crate::cli::BatchCommand;
 use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
-use crate::i18n::{notice, tr};
+use crate::i18n::notice;
 use crate::llm::batch::{BatchApi, BatchInfo};
 use crate::llm::{ChatClient, ClientSettings};
 use crate::sanitize::one_line;
@@ -65,7 +65,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| ExitError::usage(format!("cannot start the runtime: {e}")))
+        .map_err(|e| ExitError::usage(msg!("cannot start the runtime: {e}")))
 }
 
 fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<Exit, ExitError> {
@@ -87,7 +87,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
             let id = r.batch_id.clone().unwrap_or_default();
             match rt.block_on(api.get(&id, &cancel)) {
                 Ok(info) => live(r, &info),
-                Err(e) => ctx.warn(&format!("cannot ask the provider about batch {id}: {e}")),
+                Err(e) => ctx.warn(&msg!("cannot ask the provider about batch {id}: {e}")),
             }
         }
     }
@@ -96,7 +96,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         return Ok(Exit::Success);
     }
     if book.records.is_empty() {
-        notice(&format!(
+        notice(&msg!(
             "{} has no batches (`zhi run … --submit batch` submits them)",
             book.out.display()
         ));
@@ -131,15 +131,15 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         .collect();
     print_table(
         &[
-            tr("BATCH", "批次"),
-            tr("MODEL", "模型"),
-            tr("STAGE", "阶段"),
-            tr("STATUS", "状态"),
-            tr("REQUESTS", "请求"),
-            tr("COMPLETED", "完成"),
-            tr("FAILED", "失败"),
-            tr("UNUSED", "未用"),
-            tr("CREATED", "创建时间"),
+            &t!("BATCH"),
+            &t!("MODEL"),
+            &t!("STAGE"),
+            &t!("STATUS"),
+            &t!("REQUESTS"),
+            &t!("COMPLETED"),
+            &t!("FAILED"),
+            &t!("UNUSED"),
+            &t!("CREATED"),
         ],
         &rows,
     );
@@ -149,7 +149,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         .filter(|r| r.stage == Stage::Submitted)
         .count();
     if running > 0 {
-        notice(&format!(
+        notice(&msg!(
             "{running} batch(es) running; `zhi run` with the same arguments collects them once they end (within 24 h)"
         ));
     }
@@ -159,7 +159,7 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         );
     }
     if !can_ask {
-        notice(&format!(
+        notice(&msg!(
             "no API key: statuses are as the last run saw them (set {} to ask the provider)",
             book.config.api.key_env
         ));
@@ -183,7 +183,7 @@ fn cancel(
     book.config.api.require_key()?;
     let layout = crate::layout::OutputLayout::new(&book.out);
     if !layout.zhi_dir().is_dir() {
-        return Err(ExitError::usage(format!(
+        return Err(ExitError::usage(msg!(
             "{} has no batches",
             book.out.display()
         )));
@@ -205,13 +205,13 @@ fn cancel(
         .collect();
     if targets.is_empty() {
         return match batch {
-            Some(b) => Err(ExitError::usage(format!(
+            Some(b) => Err(ExitError::usage(msg!(
                 "no running batch `{}` in {} (`zhi batch status` lists them)",
                 one_line(b),
                 book.out.display()
             ))),
             None => {
-                notice(&format!("no running batch in {}", book.out.display()));
+                notice(&msg!("no running batch in {}", book.out.display()));
                 Ok(Exit::Success)
             }
         };
@@ -223,9 +223,10 @@ fn cancel(
     for mut r in targets {
         let id = r.batch_id.clone().unwrap_or_default();
         if r.base_url != ours {
-            ctx.warn(&format!(
+            ctx.warn(&msg!(
                 "batch {id} belongs to {}; give --base-url {} to cancel it",
-                r.base_url, r.base_url
+                r.base_url,
+                r.base_url
             ));
             failed = true;
             continue;
@@ -234,14 +235,14 @@ fn cancel(
             Ok(info) => {
                 live(&mut r, &info);
                 save(&book.dir, &r)?;
-                notice(&format!(
+                notice(&msg!(
                     "batch {id}: {} ({} request(s)); the next `zhi run` collects what it answered and does the rest again",
                     one_line(&info.status),
                     r.requests.len()
                 ));
             }
             Err(e) => {
-                crate::i18n::error(&format!("cannot cancel batch {id}: {e}"));
+                crate::i18n::error(&msg!("cannot cancel batch {id}: {e}"));
                 failed = true;
             }
         }
@@ -257,7 +258,7 @@ fn save(dir: &Path, r: &BatchRecord) -> Result<(), ExitError> {
     record::save(dir, r).map_err(|e| {
         ExitError::new(
             Exit::TempFail,
-            format!("cannot write the record of batch {}: {e}", r.local_id),
+            msg!("cannot write the record of batch {}: {e}", r.local_id),
         )
     })
 }

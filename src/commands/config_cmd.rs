@@ -4,7 +4,6 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::ConfigCommand;
 use crate::config::{Config, Origin, Overrides};
 use crate::exit::{Exit, ExitError};
-use crate::i18n::tr;
 use std::num::NonZeroU32;
 
 pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
@@ -36,10 +35,7 @@ pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
                         vec![k.to_string(), v, origin(&o)]
                     })
                     .collect();
-                print_table(
-                    &[tr("SETTING", "设置"), tr("VALUE", "值"), tr("FROM", "来源")],
-                    &rows,
-                );
+                print_table(&[&t!("SETTING"), &t!("VALUE"), &t!("FROM")], &rows);
             }
             Ok(Exit::Success)
         }
@@ -115,10 +111,10 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
 /// Where a setting came from, in zhi's language (`--json` keeps the English).
 fn origin(o: &Origin) -> String {
     match o {
-        Origin::Default => tr("default", "默认").to_string(),
-        Origin::File(p) => format!("{}{p}", tr("file ", "文件 ")),
-        Origin::Env(v) => format!("{}{v}", tr("env ", "环境变量 ")),
-        Origin::Flag(v) => format!("{}{v}", tr("flag ", "参数 ")),
+        Origin::Default => t!("default"),
+        Origin::File(p) => t!("file {path}", path = p),
+        Origin::Env(v) => t!("env {var}", var = v),
+        Origin::Flag(v) => t!("flag {flag}", flag = v),
     }
 }
 

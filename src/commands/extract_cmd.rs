@@ -19,10 +19,7 @@ pub fn run(ctx: &Ctx, file: &Path, ocr: Option<OcrChoice>) -> Result<Exit, ExitE
         ctx.cwd.join(file)
     };
     if std::fs::symlink_metadata(&path).is_err() {
-        return Err(ExitError::usage(format!(
-            "{} does not exist",
-            file.display()
-        )));
+        return Err(ExitError::usage(msg!("{} does not exist", file.display())));
     }
     let client = crate::run::context::client(&config).ok();
     let reader = PipelineReader::new(&config, client, 1, None);

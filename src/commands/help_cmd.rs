@@ -21,14 +21,14 @@ pub fn man(ctx: &Ctx, out: Option<&Path>) -> Result<Exit, ExitError> {
     let Some(dir) = out else {
         clap_mangen::Man::new(cmd)
             .render(&mut std::io::stdout().lock())
-            .map_err(|e| ExitError::usage(format!("cannot write the man page: {e}")))?;
+            .map_err(|e| ExitError::usage(msg!("cannot write the man page: {e}")))?;
         return Ok(Exit::Success);
     };
     let dir = ctx.cwd.join(dir);
     std::fs::create_dir_all(&dir)
-        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| ExitError::usage(msg!("cannot create {}: {e}", dir.display())))?;
     clap_mangen::generate_to(cmd, &dir)
-        .map_err(|e| ExitError::usage(format!("cannot write the man pages: {e}")))?;
+        .map_err(|e| ExitError::usage(msg!("cannot write the man pages: {e}")))?;
     if !ctx.global.quiet {
         eprintln!("wrote zhi.1 and a page per command into {}", dir.display());
     }

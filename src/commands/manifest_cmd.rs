@@ -6,7 +6,6 @@ use super::{Ctx, print_json};
 use crate::cli::ManifestCommand;
 use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
-use crate::i18n::tr;
 use crate::manifest::merge::{self, LoadedRun, MergeError, RunSource};
 use crate::manifest::summary::counts_line;
 use crate::manifest::summary::{self, RunSummary};
@@ -51,12 +50,12 @@ pub(super) fn find_run(
     let latest = |out: &Path, runs: Vec<RunDir>| {
         runs.into_iter().next_back().ok_or_else(|| {
             if std::fs::symlink_metadata(out).is_err() {
-                ExitError::usage(format!(
+                ExitError::usage(msg!(
                     "{} does not exist (give the output folder of a run: -o, or the folder or id of a run)",
                     out.display()
                 ))
             } else {
-                ExitError::usage(format!(
+                ExitError::usage(msg!(
                     "{} has no runs yet (they are kept in .zhi/runs/)",
                     out.display()
                 ))
@@ -85,12 +84,12 @@ pub(super) fn find_run(
     let matches: Vec<&RunDir> = runs.iter().filter(|r| r.run_id.starts_with(run)).collect();
     match matches.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => Err(ExitError::usage(format!(
+        [] => Err(ExitError::usage(msg!(
             "no run `{}` in {} (give a run id from .zhi/runs/, or the path of a run folder)",
             one_line(run),
             out.display()
         ))),
-        many => Err(ExitError::usage(format!(
+        many => Err(ExitError::usage(msg!(
             "`{}` matches {} runs in {}: {}",
             one_line(run),
             many.len(),
@@ -129,16 +128,12 @@ fn seconds(ms: u64) -> String {
 }
 
 fn tokens_line(t: &Tokens) -> String {
-    if crate::i18n::is_chinese() {
-        format!("{}（输入 {}，输出 {}）", t.total(), t.prompt, t.completion)
-    } else {
-        format!(
-            "{} (prompt {}, completion {})",
-            t.total(),
-            t.prompt,
-            t.completion
-        )
-    }
+    t!(
+        "{tokens} (prompt {prompt}, completion {completion})",
+        tokens = t.total(),
+        prompt = t.prompt,
+        completion = t.completion
+    )
 }
 
 /// The human summary, line by line; untrusted text (inputs, messages) is made one-line and
@@ -147,43 +142,40 @@ fn render(s: &RunSummary) -> Vec<String> {
     let mut out = Vec::new();
     let status = match s.status {
         Some(st) => status_name(st),
-        None => tr(
-            "incomplete: no manifest.json (the run was killed or is still running); read from its records",
-            "未完成：没有 manifest.json（运行被终止或仍在进行）；以下取自它的记录",
-        )
-        .into(),
+        None => t!(
+            "incomplete: no manifest.json (the run was killed or is still running); read from its records"
+        ),
     };
     let shard = s
         .shard
         .as_ref()
-        .map(|sh| format!("  {}{sh}", tr("shard ", "分片 ")))
+        .map(|sh| t!("  shard {shard}", shard = sh))
         .unwrap_or_default();
-    out.push(format!(
-        "{}{}  {status}{shard}",
-        tr("run ", "运行 "),
-        one_line(&s.run_id)
-    ));
+    let run = t!(
+        "run {run}  {status}",
+        run = one_line(&s.run_id),
+        status = status
+    );
+    out.push(run + &shard);
     if let Some(r) = &s.reason {
-        out.push(format!(
-            "  {}{}",
-            tr("reason: ", "原因："),
-            one_line(&crate::i18n::localize(r))
+        out.push(t!(
+            "  reason: {reason}",
+            reason = one_line(&crate::i18n::localize(r))
         ));
     }
     if let Some(c) = &s.command {
-        out.push(format!("  {}{}", tr("command: ", "命令："), one_line(c)));
+        out.push(t!("  command: {command}", command = one_line(c)));
     }
     if let Some(m) = &s.model {
-        out.push(format!(
-            "  {}{}",
-            tr("model: ", "模型："),
-            m.describe(crate::i18n::is_chinese())
+        out.push(t!(
+            "  model: {model}",
+            model = m.describe(crate::i18n::lang())
         ));
     }
     out.extend(summary::escalation_and_cost(
         &s.escalations,
         &s.costs,
-        crate::i18n::is_chinese(),
+        crate::i18n::lang(),
     ));
     let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
     let (started, finished) = (shown(s.started_at), shown(s.finished_at));
@@ -191,29 +183,27 @@ fn render(s: &RunSummary) -> Vec<String> {
         (Some(a), Some(b)) => format!("  ({})", seconds(b.millis_since(a))),
         _ => String::new(),
     };
-    out.push(format!(
-        "  {}{started}  {}{finished}{took}",
-        tr("started ", "开始 "),
-        tr("finished ", "结束 ")
+    let times = t!(
+        "  started {started}  finished {finished}",
+        started = started,
+        finished = finished
+    );
+    out.push(times + &took);
+    out.push(t!(
+        "  jobs: {counts}",
+        counts = counts_line(&s.counts, crate::i18n::lang())
     ));
-    out.push(format!(
-        "  {}{}",
-        tr("jobs: ", "任务："),
-        counts_line(&s.counts, crate::i18n::is_chinese())
-    ));
-    out.push(format!(
-        "  {}{}  {}{}",
-        tr("tokens: ", "令牌："),
-        tokens_line(&s.tokens),
-        tr("requests: ", "请求："),
-        s.requests
+    out.push(t!(
+        "  tokens: {tokens}  requests: {requests}",
+        tokens = tokens_line(&s.tokens),
+        requests = s.requests
     ));
     if !s.failures_by_kind.is_empty() {
-        out.push(tr("  failures by kind:", "  按类型统计的失败：").into());
+        out.push(t!("  failures by kind:"));
         for (kind, n) in &s.failures_by_kind {
             out.push(format!("    {kind:<18} {n}"));
         }
-        out.push(tr("  failed jobs:", "  失败的任务：").into());
+        out.push(t!("  failed jobs:"));
         for f in s.failures.iter().take(20) {
             let message = crate::i18n::localize(f.error_message.as_deref().unwrap_or(""));
             out.push(format!(
@@ -223,47 +213,32 @@ fn render(s: &RunSummary) -> Vec<String> {
                 one_line(&truncate(&message, 120))
             ));
             if let Some(t) = &f.transcript {
-                out.push(format!(
-                    "      {}{}",
-                    tr("transcript ", "记录全文 "),
-                    one_line(&transcript_path(s, t))
+                out.push(t!(
+                    "      transcript {path}",
+                    path = one_line(&transcript_path(s, t))
                 ));
             }
         }
         if s.failures.len() > 20 {
-            out.push(if crate::i18n::is_chinese() {
-                format!(
-                    "    …… 另有 {} 个（见 results.jsonl）",
-                    s.failures.len() - 20
-                )
-            } else {
-                format!(
-                    "    … and {} more (see results.jsonl)",
-                    s.failures.len() - 20
-                )
-            });
+            out.push(t!(
+                "    … and {n} more (see results.jsonl)",
+                n = s.failures.len() - 20
+            ));
         }
     }
     if !s.refused.is_empty() {
-        out.push(
-            tr(
-                "  jobs with refused tool calls:",
-                "  有被拒绝的工具调用的任务：",
-            )
-            .into(),
-        );
+        out.push(t!("  jobs with refused tool calls:"));
         for j in s.refused.iter().take(20) {
-            out.push(format!(
-                "    {}  {}{}{}",
-                one_line(&j.input),
-                j.refused_tool_calls,
-                tr(" refused  transcript ", " 次被拒绝  记录全文 "),
-                one_line(&transcript_path(s, j.transcript.as_deref().unwrap_or("?")))
+            out.push(t!(
+                "    {input}  {n} refused  transcript {path}",
+                input = one_line(&j.input),
+                n = j.refused_tool_calls,
+                path = one_line(&transcript_path(s, j.transcript.as_deref().unwrap_or("?")))
             ));
         }
     }
     if !s.slowest.is_empty() {
-        out.push(tr("  slowest jobs:", "  最慢的任务：").into());
+        out.push(t!("  slowest jobs:"));
         for j in &s.slowest {
             out.push(format!(
                 "    {:>8}  {:<9}  {}",
@@ -274,27 +249,15 @@ fn render(s: &RunSummary) -> Vec<String> {
         }
     }
     if s.torn_lines > 0 {
-        out.push(if crate::i18n::is_chinese() {
-            format!(
-                "  注意：已忽略 results.jsonl 中 {} 行残缺的记录（写入途中崩溃）",
-                s.torn_lines
-            )
-        } else {
-            format!(
-                "  note: {} torn line(s) in results.jsonl ignored (a crash mid-write)",
-                s.torn_lines
-            )
-        });
+        out.push(t!(
+            "  note: {n} torn line(s) in results.jsonl ignored (a crash mid-write)",
+            n = s.torn_lines
+        ));
     }
-    out.push(format!(
-        "  {}{}",
-        tr("records: ", "记录："),
-        one_line(
-            &Path::new(&s.path)
-                .join("results.jsonl")
-                .display()
-                .to_string()
-        )
+    let records = Path::new(&s.path).join("results.jsonl");
+    out.push(t!(
+        "  records: {path}",
+        path = one_line(&records.display().to_string())
     ));
     out
 }
@@ -321,7 +284,7 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
         for d in found {
             let real = std::fs::canonicalize(&d.path).unwrap_or_else(|_| d.path.clone());
             if dest_real.as_ref() == Some(&real) {
-                return Err(ExitError::usage(format!(
+                return Err(ExitError::usage(msg!(
                     "-o {} is one of the runs being merged; write the merge to another folder",
                     output.display()
                 )));
@@ -335,15 +298,16 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
     for d in &dirs {
         let run = LoadedRun::load(d).map_err(usage)?;
         if run.manifest.is_none() {
-            ctx.warn(&format!(
+            ctx.warn(&msg!(
                 "run {} has no manifest.json (it was killed); its records are merged, its plan is taken from them",
                 run.run_id
             ));
         }
         if run.torn_lines > 0 {
-            ctx.warn(&format!(
+            ctx.warn(&msg!(
                 "run {}: {} torn line(s) in results.jsonl ignored",
-                run.run_id, run.torn_lines
+                run.run_id,
+                run.torn_lines
             ));
         }
         runs.push(run);
@@ -353,45 +317,26 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
     merged.write(&dest).map_err(usage)?;
 
     let m = &merged.manifest;
-    let zh = crate::i18n::is_chinese();
     let into = one_line(&output.display().to_string());
     let mut lines = vec![
-        if zh {
-            format!("已将 {} 次运行合并到 {into}", runs.len())
-        } else {
-            format!("merged {} run(s) into {into}", runs.len())
-        },
-        format!(
-            "  {}{}",
-            tr("jobs: ", "任务："),
-            counts_line(&m.counts, crate::i18n::is_chinese())
+        t!("merged {n} run(s) into {path}", n = runs.len(), path = into),
+        t!(
+            "  jobs: {counts}",
+            counts = counts_line(&m.counts, crate::i18n::lang())
         ),
-        format!("  {}{}", tr("tokens: ", "令牌："), tokens_line(&m.tokens)),
+        t!("  tokens: {tokens}", tokens = tokens_line(&m.tokens)),
     ];
     if merged.missing.is_empty() {
-        lines.push(
-            tr(
-                "  every planned job was done by one of the runs",
-                "  每个计划中的任务都由某次运行完成了",
-            )
-            .into(),
-        );
+        lines.push(t!("  every planned job was done by one of the runs"));
     } else {
-        lines.push(if zh {
-            format!(
-                "  缺少：{} 个计划中的任务没有任何运行完成：",
-                merged.missing.len()
-            )
-        } else {
-            format!(
-                "  missing: {} planned job(s) were done by none of the runs:",
-                merged.missing.len()
-            )
-        });
+        lines.push(t!(
+            "  missing: {n} planned job(s) were done by none of the runs:",
+            n = merged.missing.len()
+        ));
         for x in &merged.missing {
             let what = match (&x.input, x.status) {
                 (Some(input), Some(st)) => format!("{}  ({})", one_line(input), st.as_str()),
-                _ => tr("(no run has a record of it)", "（没有运行记录过它）").into(),
+                _ => t!("(no run has a record of it)"),
             };
             lines.push(format!("    {}  {what}", x.job_id));
         }

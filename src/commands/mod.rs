@@ -30,10 +30,7 @@ impl Ctx {
     pub fn config(&self, mut ov: Overrides) -> Result<Config, ExitError> {
         ov.config_file = self.global.config.clone();
         let c = Config::resolve(&ov, &|k| std::env::var(k).ok(), &self.cwd)?;
-        crate::i18n::set_lang(match c.ui.language {
-            crate::config::Language::Zh => crate::i18n::Lang::Zh,
-            crate::config::Language::En => crate::i18n::Lang::En,
-        });
+        crate::i18n::set_lang(c.ui.language);
         if let Some(hook) = LOG_LEVEL_HOOK.get()
             && c.origins.contains_key("log_level")
         {
@@ -65,7 +62,7 @@ pub fn set_log_level_hook(hook: LogLevelHook) {
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
     let cwd = std::env::current_dir()
-        .map_err(|e| ExitError::usage(format!("cannot read the current folder: {e}")))?;
+        .map_err(|e| ExitError::usage(msg!("cannot read the current folder: {e}")))?;
     let ctx = Ctx {
         global: cli.global,
         cwd,

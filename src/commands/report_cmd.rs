@@ -3,7 +3,7 @@
 
 use super::{Ctx, print_json};
 use crate::exit::{Exit, ExitError};
-use crate::i18n::{self, tr};
+use crate::i18n;
 use crate::manifest::merge::LoadedRun;
 use crate::sanitize::one_line;
 use std::path::PathBuf;
@@ -35,26 +35,18 @@ pub fn run(
         None => dir.path.join(REPORT_FILE),
     };
     if path.is_dir() {
-        return Err(ExitError::usage(format!(
-            "{} {}",
-            one_line(&path.display().to_string()),
-            tr(
-                "is a folder; --out takes the report's file name",
-                "是一个文件夹；--out 需要报告的文件名"
-            )
+        return Err(ExitError::usage(msg!(
+            "{path} is a folder; --out takes the report's file name",
+            path = one_line(&path.display().to_string()),
         )));
     }
     let folder = path
         .parent()
         .filter(|p| p.is_dir())
         .ok_or_else(|| {
-            ExitError::usage(format!(
-                "{} {}",
-                tr(
-                    "no folder to write the report into:",
-                    "报告要写入的文件夹不存在："
-                ),
-                one_line(&path.display().to_string())
+            ExitError::usage(msg!(
+                "no folder to write the report into: {path}",
+                path = one_line(&path.display().to_string())
             ))
         })?
         .to_path_buf();
@@ -62,10 +54,9 @@ pub fn run(
     let links = crate::report::Links::new(&loaded, &folder);
     let page = crate::report::render(&loaded, &links, i18n::lang());
     crate::manifest::write_atomic(&path, page.as_bytes()).map_err(|e| {
-        ExitError::usage(format!(
-            "{} {}: {e}",
-            tr("cannot write the report", "无法写入报告"),
-            one_line(&path.display().to_string())
+        ExitError::usage(msg!(
+            "cannot write the report {path}: {e}",
+            path = one_line(&path.display().to_string())
         ))
     })?;
 

@@ -4,7 +4,7 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::RunArgs;
 use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
-use crate::i18n::{notice, tr};
+use crate::i18n::{Lang, notice};
 use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Shard};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
@@ -28,19 +28,19 @@ fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
     // leaves the flag out. (`--rpm 0` and `--tpm 0` are refused with the settings, as
     // `rpm: 0` in a file is.)
     if a.budget_tokens == Some(0) {
-        return Err(ExitError::usage(
-            "--budget-tokens must be at least 1 (leave it out for no budget)",
-        ));
+        return Err(ExitError::usage(msg!(
+            "--budget-tokens must be at least 1 (leave it out for no budget)"
+        )));
     }
     if a.limit == Some(0) {
-        return Err(ExitError::usage(
-            "--limit must be at least 1 (a run of no jobs does nothing; `zhi plan` shows the plan)",
-        ));
+        return Err(ExitError::usage(msg!(
+            "--limit must be at least 1 (a run of no jobs does nothing; `zhi plan` shows the plan)"
+        )));
     }
     if a.max_failures == Some(0) {
-        return Err(ExitError::usage(
-            "--max-failures must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)",
-        ));
+        return Err(ExitError::usage(msg!(
+            "--max-failures must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)"
+        )));
     }
     Ok(Overrides {
         config_file: None,
@@ -62,7 +62,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     let config = ctx.config(overrides(a)?)?;
     let set = skills::discover(config.config_dir.as_deref(), &ctx.cwd);
     for e in &set.broken {
-        ctx.warn(&format!("skipped skill file {e}"));
+        ctx.warn(&msg!("skipped skill file {e}"));
     }
 
     let mut requests = Vec::new();
@@ -79,9 +79,9 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     }
     if let Some(file) = &a.jobs {
         if !a.inputs.is_empty() {
-            return Err(ExitError::usage(
-                "--jobs takes its inputs from the jobs file; give no INPUT",
-            ));
+            return Err(ExitError::usage(msg!(
+                "--jobs takes its inputs from the jobs file; give no INPUT"
+            )));
         }
         for entry in plan::read_jobs_file(file)? {
             let mut args = given.clone();
@@ -98,7 +98,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     } else {
         let skill = a.skill.clone().unwrap_or_default();
         if a.inputs.is_empty() {
-            return Err(ExitError::usage(format!(
+            return Err(ExitError::usage(msg!(
                 "no inputs: give files, folders or quoted globs, e.g. `zhi run {skill} docs/`"
             )));
         }
@@ -118,13 +118,13 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
                 .iter()
                 .find(|e| e.file.contains(&format!("{}.y", r.skill)));
             return Err(ExitError::usage(match broken {
-                Some(e) => format!("skill `{}` cannot be loaded: {e}", one_line(&r.skill)),
+                Some(e) => msg!("skill `{}` cannot be loaded: {e}", one_line(&r.skill)),
                 None => set.unknown(&r.skill),
             }));
         }
         let errors = set.check_graph(Some(&[r.skill.as_str()]));
         if let Some(e) = errors.first() {
-            return Err(ExitError::usage(format!(
+            return Err(ExitError::usage(msg!(
                 "skill `{}` is invalid: {e}",
                 r.skill
             )));
@@ -206,7 +206,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| ExitError::usage(format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| ExitError::usage(msg!("cannot start the runtime: {e}")))?;
     let result = rt.block_on(crate::run::execute(opts))?;
     // Jobs still finishing their cancellation are not waited for.
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -226,14 +226,9 @@ fn say(text: &str) {
 }
 
 /// The summary printed when the run ends, on a terminal and in plain mode alike.
-fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: crate::config::Language) {
-    let words = match lang {
-        crate::config::Language::Zh => crate::i18n::Lang::Zh,
-        crate::config::Language::En => crate::i18n::Lang::En,
-    };
+fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: Lang) {
     eprintln!();
-    for line in crate::manifest::summary::end_of_run(&result.manifest, &result.records, cwd, words)
-    {
+    for line in crate::manifest::summary::end_of_run(&result.manifest, &result.records, cwd, lang) {
         say(&line);
     }
     if let Some(b) = &result.manifest.batches {
@@ -242,8 +237,7 @@ fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: crate::config
 }
 
 /// What the run did with the provider's Batch API, and when to come back.
-fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language) {
-    let zh = lang == crate::config::Language::Zh;
+fn print_batches(b: &crate::manifest::BatchReport, lang: Lang) {
     let list = |ids: Vec<&str>| {
         let mut shown: Vec<&str> = ids.iter().take(5).copied().collect();
         if ids.len() > 5 {
@@ -253,35 +247,22 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language
     };
     if !b.collected.is_empty() || b.answers_used > 0 {
         let ids = list(b.collected.iter().map(String::as_str).collect());
-        if zh {
-            say(&format!(
-                "  批处理：收取 {} 个批次（{ids}），使用 {} 个回答",
-                b.collected.len(),
-                b.answers_used
-            ));
-        } else {
-            say(&format!(
-                "  batches: collected {} ({ids}); {} answer(s) used",
-                b.collected.len(),
-                b.answers_used
-            ));
-        }
+        say(&t!(in lang;
+            "  batches: collected {n} ({ids}); {answers} answer(s) used",
+            n = b.collected.len(),
+            ids = ids,
+            answers = b.answers_used
+        ));
     }
     if !b.submitted.is_empty() {
         let requests: u64 = b.submitted.iter().map(|s| s.requests).sum();
         let ids = list(b.submitted.iter().map(|s| s.batch_id.as_str()).collect());
-        if zh {
-            say(&format!(
-                "  已提交 {requests} 个请求，{} 个批次（{ids}）：24 小时内完成；之后用相同的命令再运行一次即可收取结果（`zhi batch status` 查看进度）",
-                b.submitted.len()
-            ));
-        } else {
-            say(&format!(
-                "  submitted {requests} request(s) in {} batch(es) ({ids}) at the Batch API's half price\n  \
-                 answers come within 24 h: run the same command again then to collect them (`zhi batch status` shows progress)",
-                b.submitted.len()
-            ));
-        }
+        say(&t!(in lang;
+            "  submitted {requests} request(s) in {n} batch(es) ({ids}) at the Batch API's half price\n  answers come within 24 h: run the same command again then to collect them (`zhi batch status` shows progress)",
+            requests = requests,
+            n = b.submitted.len(),
+            ids = ids
+        ));
     }
     if !b.waiting.is_empty() {
         let requests: u64 = b.waiting.iter().map(|w| w.requests).sum();
@@ -293,20 +274,16 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: crate::config::Language
                 .into_iter()
                 .collect(),
         );
-        if zh {
-            say(&format!(
-                "  仍在处理：{} 个批次，{requests} 个请求（{states}）",
-                b.waiting.len()
-            ));
-        } else {
-            say(&format!(
-                "  still running: {} batch(es), {requests} request(s) ({states}); run again later to collect them",
-                b.waiting.len()
-            ));
-        }
+        say(&t!(in lang;
+            "  still running: {n} batch(es), {requests} request(s) ({states}); run again later to collect them",
+            n = b.waiting.len(),
+            requests = requests,
+            states = states
+        ));
     }
     for p in &b.problems {
-        say(&format!("  batch: {}", one_line(p)));
+        let problem = crate::i18n::localize(p);
+        say(&t!(in lang; "  batch: {problem}", problem = one_line(&problem)));
     }
 }
 
@@ -464,12 +441,12 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         .collect();
     print_table(
         &[
-            tr("JOB", "任务"),
-            tr("SKILL", "技能"),
-            tr("INPUT", "输入"),
-            tr("EXTRACT", "提取"),
-            tr("STATUS", "状态"),
-            tr("EST_TOKENS", "估计令牌"),
+            &t!("JOB"),
+            &t!("SKILL"),
+            &t!("INPUT"),
+            &t!("EXTRACT"),
+            &t!("STATUS"),
+            &t!("EST_TOKENS"),
         ],
         &rows,
     );
@@ -482,7 +459,7 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         .filter(|l| l.status == PlanStatus::Pending)
         .map(|l| l.tokens)
         .sum();
-    notice(&format!(
+    notice(&msg!(
         "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
         lines.len(),
         cached,
@@ -494,24 +471,24 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
             .unwrap_or_default()
     ));
     if let Some(cost) = first_pass_cost(prepared, lines) {
-        notice(&format!(
+        notice(&msg!(
             "input cost of the first pass at the prices in use (answers and escalated steps not counted): {cost}"
         ));
     }
     for (job, line) in prepared.jobs.iter().zip(lines) {
         match line.pieces {
             1 => {}
-            0 => notice(&format!(
+            0 => notice(&msg!(
                 "{}: too large for one request, and its skill does not split documents (too_large)",
                 one_line(&job.input)
             )),
-            n => notice(&format!(
+            n => notice(&msg!(
                 "{}: long document, split into about {n} pieces",
                 one_line(&job.input)
             )),
         }
     }
-    notice(&format!(
+    notice(&msg!(
         "token estimate: the text a run sends (a PDF's text layer, an office file's text), CJK characters 1 token each, other text 1 token per 4 characters; a page without text (a scan, an image) {} tokens",
         super::OCR_PAGE_TOKENS
     ));

@@ -4,7 +4,6 @@ use super::{Ctx, print_json, print_table};
 use crate::cli::SkillsCommand;
 use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
-use crate::i18n::tr;
 use crate::sanitize::one_line;
 use crate::skills::{self, Skill, SkillSet, SkillSource};
 use serde_json::{Value, json};
@@ -31,7 +30,7 @@ pub fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
 /// `about` are shown (those of other skills wait until they are used or validated).
 fn report_load_problems(ctx: &Ctx, set: &SkillSet, about: &[&str]) {
     for e in &set.broken {
-        ctx.warn(&format!("skipped skill file {e}"));
+        ctx.warn(&msg!("skipped skill file {e}"));
     }
     for w in set.warnings_about(about) {
         ctx.warn(w);
@@ -76,12 +75,12 @@ fn list(ctx: &Ctx, set: &SkillSet, default_model: &str) -> Result<Exit, ExitErro
         .collect();
     print_table(
         &[
-            tr("NAME", "名称"),
-            tr("SOURCE", "来源"),
-            tr("MODEL", "模型"),
-            tr("MODE", "方式"),
-            tr("TOOLS", "工具"),
-            tr("DESCRIPTION", "描述"),
+            &t!("NAME"),
+            &t!("SOURCE"),
+            &t!("MODEL"),
+            &t!("MODE"),
+            &t!("TOOLS"),
+            &t!("DESCRIPTION"),
         ],
         &rows,
     );
@@ -102,15 +101,18 @@ fn step_lines(set: &SkillSet, s: &Skill) -> Vec<String> {
             let what = match &st.run {
                 skills::StepRun::Skill(name) => {
                     let mode = set.get(name).map_or("?", Skill::mode);
-                    let each = if st.for_each_document {
-                        tr(", for each document", "，逐个文档")
+                    if st.for_each_document {
+                        t!(
+                            "{name} ({mode}, for each document)",
+                            name = name,
+                            mode = mode
+                        )
                     } else {
-                        ""
-                    };
-                    format!("{name} ({mode}{each})")
+                        format!("{name} ({mode})")
+                    }
                 }
-                skills::StepRun::Prompt { .. } => tr("one request", "一次请求").to_string(),
-                skills::StepRun::Join(ids) => format!("{} {}", tr("join", "拼接"), ids.join(" + ")),
+                skills::StepRun::Prompt { .. } => t!("one request"),
+                skills::StepRun::Join(ids) => t!("join {ids}", ids = ids.join(" + ")),
             };
             let mut line = format!("{:<width$}  {what}", st.id);
             if let Some(o) = &st.output {
@@ -118,17 +120,13 @@ fn step_lines(set: &SkillSet, s: &Skill) -> Vec<String> {
             }
             let deps = st.dependencies();
             if !deps.is_empty() {
-                line.push_str(&format!(
-                    "{}{}",
-                    tr("  after ", "  在其后："),
-                    deps.join(", ")
-                ));
+                line.push_str(&t!("  after {ids}", ids = deps.join(", ")));
             }
             if let Some(w) = &st.when {
-                line.push_str(&format!("{}{}", tr("  when ", "  条件："), w.text));
+                line.push_str(&t!("  when {condition}", condition = w.text));
             }
             if st.optional {
-                line.push_str(tr("  (optional)", "（可选）"));
+                line.push_str(&t!("  (optional)"));
             }
             line
         })
@@ -175,14 +173,12 @@ fn tree_lines(
             ("├── ", "│   ")
         };
         let note = match set.get(kid) {
-            None => tr(" (unknown skill)", "（未知技能）").to_string(),
-            Some(_) if chain.iter().any(|c| c == kid) => tr(" (cycle)", "（循环）").to_string(),
-            Some(k) => format!(
-                "{}{}, max_turns {}{}",
-                tr(" (", "（"),
-                k.source.kind(),
-                k.max_turns,
-                tr(")", "）")
+            None => t!(" (unknown skill)"),
+            Some(_) if chain.iter().any(|c| c == kid) => t!(" (cycle)"),
+            Some(k) => t!(
+                " ({source}, max_turns {n})",
+                source = k.source.kind(),
+                n = k.max_turns
             ),
         };
         out.push(format!("{prefix}{branch}{kid}{note}"));
@@ -209,49 +205,37 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
         v["errors"] = json!(graph.iter().map(ToString::to_string).collect::<Vec<_>>());
         print_json(&v);
     } else {
-        println!("{}{}", label("name:", "名称："), s.name);
+        println!("{}{}", label(&t!("name:")), s.name);
         println!(
             "{}{} ({})",
-            label("source:", "来源："),
+            label(&t!("source:")),
             s.source.kind(),
             s.source.label()
         );
+        println!("{}{}", label(&t!("description:")), one_line(&s.description));
         println!(
             "{}{}",
-            label("description:", "描述："),
-            one_line(&s.description)
-        );
-        println!(
-            "{}{}",
-            label("model:", "模型："),
+            label(&t!("model:")),
             s.model.as_deref().unwrap_or(default_model)
         );
-        println!("{}{}", label("mode:", "方式："), s.mode());
-        println!("{}{}", label("max_turns:", "max_turns："), s.max_turns);
-        println!(
-            "{}{}",
-            label("chunking:", "chunking："),
-            s.chunking.as_str()
-        );
-        println!("{}{}", label("tools:", "工具："), s.tools.join(", "));
-        println!("{}", tr("args:", "参数："));
+        println!("{}{}", label(&t!("mode:")), s.mode());
+        println!("{}{}", label(&t!("max_turns:")), s.max_turns);
+        println!("{}{}", label(&t!("chunking:")), s.chunking.as_str());
+        println!("{}{}", label(&t!("tools:")), s.tools.join(", "));
+        println!("{}", t!("args:"));
         for a in &s.input.args {
             let mut line = format!(
                 "  {:<12} {:<10} {}",
                 a.name,
                 a.kind.as_str(),
                 if a.required {
-                    tr("required", "必需")
+                    t!("required")
                 } else {
-                    tr("optional", "可选")
+                    t!("optional")
                 }
             );
             if let Some(d) = &a.default {
-                line.push_str(&format!(
-                    "{}{d}{}",
-                    tr(" (default ", "（默认 "),
-                    tr(")", "）")
-                ));
+                line.push_str(&t!(" (default {value})", value = d));
             }
             if let Some(d) = &a.description {
                 line.push_str(&format!("  {}", one_line(d)));
@@ -259,33 +243,29 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
             println!("{}", line.trim_end());
         }
         if let Some(d) = s.output.as_ref().and_then(|o| o.description.as_deref()) {
-            println!("{}{}", label("output:", "输出："), one_line(d));
+            println!("{}{}", label(&t!("output:")), one_line(d));
         }
         let files = s.declared_files(&Default::default());
         if !files.is_empty() {
-            println!(
-                "{}{}",
-                label("declares:", "声明的文件："),
-                one_line(&files.join(", "))
-            );
+            println!("{}{}", label(&t!("declares:")), one_line(&files.join(", ")));
         }
         if let Some(folder) = &s.folder {
-            println!("{}{}", label("folder:", "文件夹："), folder.root.display());
+            println!("{}{}", label(&t!("folder:")), folder.root.display());
             for (name, _) in &folder.resources {
-                println!("{}{}", label("  readable:", "  可读："), one_line(name));
+                println!("{}{}", label(&t!("  readable:")), one_line(name));
             }
             for name in &folder.scripts {
                 println!(
                     "{}{}{}",
-                    label("  script:", "  脚本："),
+                    label(&t!("  script:")),
                     one_line(name),
-                    tr(" (never run)", "（从不运行）")
+                    t!(" (never run)")
                 );
             }
         }
         match s.schema() {
             Some(crate::skills::SchemaSpec::Inline(schema)) => {
-                println!("{}", tr("fields:", "字段："));
+                println!("{}", t!("fields:"));
                 let fields = crate::skills::schema::fields(schema);
                 for l in crate::skills::schema::describe(&fields).lines() {
                     println!("  {}", crate::sanitize::for_terminal(l));
@@ -294,22 +274,23 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
             Some(crate::skills::SchemaSpec::Arg(arg)) => {
                 println!(
                     "{}{}",
-                    label("fields:", "字段："),
-                    crate::sanitize::for_terminal(&format!(
-                        "the JSON Schema given with -a {arg}=FILE"
+                    label(&t!("fields:")),
+                    crate::sanitize::for_terminal(&t!(
+                        "the JSON Schema given with -a {arg}=FILE",
+                        arg = arg
                     ))
                 );
             }
             None => {}
         }
         if s.is_workflow() {
-            println!("{}", tr("steps:", "步骤："));
+            println!("{}", t!("steps:"));
             for l in step_lines(set, s) {
                 println!("  {}", crate::sanitize::for_terminal(&l));
             }
         }
         if s.nested_skill_names().next().is_some() {
-            println!("{}", tr("nested skills:", "嵌套技能："));
+            println!("{}", t!("nested skills:"));
             println!("{}", s.name);
             let mut lines = Vec::new();
             tree_lines(set, name, "", &mut Vec::new(), &mut lines);
@@ -321,14 +302,11 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
             println!("{}", crate::i18n::error_line(&e.to_string()));
         }
         if s.schema().is_some() {
-            println!("{}", tr("system prompt:", "系统提示词："));
+            println!("{}", t!("system prompt:"));
         } else {
             println!(
                 "{}",
-                tr(
-                    "system prompt (sent after the language preamble):",
-                    "系统提示词（在语言前言之后发送）："
-                )
+                t!("system prompt (sent after the language preamble):")
             );
         }
         for l in s.system_prompt.trim_end().lines() {
@@ -423,12 +401,18 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
         for e in &errors {
             crate::i18n::error(&one_line(e));
         }
-        let zh = crate::i18n::is_chinese();
-        match (errors.is_empty(), zh) {
-            (true, false) => println!("{} skill(s) valid: {}", checked.len(), checked.join(", ")),
-            (true, true) => println!("{} 个技能有效：{}", checked.len(), checked.join(", ")),
-            (false, false) => println!("{} problem(s) found", errors.len()),
-            (false, true) => println!("发现 {} 个问题", errors.len()),
+        if errors.is_empty() {
+            let names = checked.join(", ");
+            println!(
+                "{}",
+                t!(
+                    "{n} skill(s) valid: {names}",
+                    n = checked.len(),
+                    names = names
+                )
+            );
+        } else {
+            println!("{}", t!("{n} problem(s) found", n = errors.len()));
         }
     }
     Ok(if errors.is_empty() {
@@ -439,8 +423,7 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
 }
 
 /// A field name of `skills show`, padded so the values line up.
-fn label(en: &'static str, zh: &'static str) -> String {
-    let l = tr(en, zh);
+fn label(l: &str) -> String {
     let pad = 13usize.saturating_sub(super::display_width(l)).max(1);
     format!("{l}{}", " ".repeat(pad))
 }
@@ -512,19 +495,19 @@ Answer with the result in Markdown: a title line, then what the reader needs.
 
 fn new(ctx: &Ctx, name: &str, skill_md: bool) -> Result<Exit, ExitError> {
     crate::skills::load::check_name(name)
-        .map_err(|r| ExitError::usage(format!("invalid skill name `{}`: {r}", one_line(name))))?;
+        .map_err(|r| ExitError::usage(msg!("invalid skill name `{}`: {r}", one_line(name))))?;
     let mut dir = ctx.cwd.join(".zhi").join("skills");
     if skill_md {
         dir.push(name);
         if dir.exists() {
-            return Err(ExitError::usage(format!(
+            return Err(ExitError::usage(msg!(
                 "{} already exists; not overwritten",
                 dir.display()
             )));
         }
     }
     std::fs::create_dir_all(&dir)
-        .map_err(|e| ExitError::usage(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| ExitError::usage(msg!("cannot create {}: {e}", dir.display())))?;
     let (path, body) = if skill_md {
         (
             dir.join(crate::skills::SKILL_MD),
@@ -543,25 +526,25 @@ fn new(ctx: &Ctx, name: &str, skill_md: bool) -> Result<Exit, ExitError> {
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(ExitError::usage(format!(
+            return Err(ExitError::usage(msg!(
                 "{} already exists; not overwritten",
                 path.display()
             )));
         }
         Err(e) => {
-            return Err(ExitError::usage(format!(
+            return Err(ExitError::usage(msg!(
                 "cannot create {}: {e}",
                 path.display()
             )));
         }
     };
     std::io::Write::write_all(&mut f, body.as_bytes())
-        .map_err(|e| ExitError::usage(format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|e| ExitError::usage(msg!("cannot write {}: {e}", path.display())))?;
     let shown = path.strip_prefix(&ctx.cwd).unwrap_or(&path);
     if ctx.global.json {
         print_json(&json!({"created": shown.display().to_string(), "name": name}));
     } else {
-        println!("{}{}", tr("created ", "已创建 "), shown.display());
+        println!("{}", t!("created {path}", path = shown.display()));
     }
     Ok(Exit::Success)
 }

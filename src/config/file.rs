@@ -179,19 +179,15 @@ impl Layer<'_> {
         let Some(v) = v else { return Ok(None) };
         let label = self.path.display().to_string();
         let warnings = &mut self.config.warnings;
-        let value = check(v, &mut |w| {
-            warnings.push(format!("config file {label}: {w}"))
-        })
-        .map_err(|p| ConfigError::invalid(self.origin(), p.setting, p.problem))?;
+        let value = check(v, &mut |w| warnings.push(msg!("config file {label}: {w}")))
+            .map_err(|p| ConfigError::invalid(self.origin(), p.setting, p.problem))?;
         self.config.origins.insert(name, self.origin());
         Ok(Some(value))
     }
 
     fn warn(&mut self, w: String) {
         let label = self.path.display();
-        self.config
-            .warnings
-            .push(format!("config file {label}: {w}"));
+        self.config.warnings.push(msg!("config file {label}: {w}"));
     }
 }
 

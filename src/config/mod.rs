@@ -24,10 +24,11 @@ pub use error::ConfigError;
 pub use ocr_choice::OcrChoice;
 pub use setting::LOG_LEVELS;
 pub use value::{
-    ApiKey, Concurrency, Language, ModelBudget, Origin, Provider, RetryPolicy,
-    UNKNOWN_MODEL_BUDGET, ZHIPU_BASE_URL, default_model_budgets,
+    ApiKey, Concurrency, ModelBudget, Origin, Provider, RetryPolicy, UNKNOWN_MODEL_BUDGET,
+    ZHIPU_BASE_URL, default_model_budgets,
 };
 
+use crate::i18n::Lang;
 use serde_norway::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU32;
@@ -249,7 +250,7 @@ impl EscalateTo {
             _ => (s, None),
         };
         if model.is_empty() {
-            return Err(format!(
+            return Err(msg!(
                 "`{value}` names no model (MODEL or MODEL@BASE_URL)",
                 value = s
             ));
@@ -366,7 +367,7 @@ impl ModelSettings {
 #[derive(Debug, Clone)]
 pub struct UiSettings {
     /// Language of zhi's own messages.
-    pub language: Language,
+    pub language: Lang,
     /// `tracing` filter when no -v/-q is given.
     pub log_level: String,
 }
@@ -374,7 +375,7 @@ pub struct UiSettings {
 impl Default for UiSettings {
     fn default() -> Self {
         UiSettings {
-            language: Language::En,
+            language: Lang::En,
             log_level: "warn".into(),
         }
     }
@@ -466,15 +467,13 @@ impl Config {
             // The locale speaks only when nothing else chose a language.
             None if !self.origins.contains_key("language") => {
                 // The messages' own order (POSIX precedence), so both agree.
-                let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].iter().find_map(|name| {
-                    env(name)
-                        .filter(|v| !v.trim().is_empty())
-                        .map(|v| (*name, v))
-                });
-                if let Some((name, locale)) = locale
-                    && Language::parse(&locale) == Some(Language::Zh)
+                let set = ["LC_ALL", "LC_MESSAGES", "LANG"]
+                    .into_iter()
+                    .find(|name| env(name).is_some_and(|v| !v.trim().is_empty()));
+                if let Some(name) = set
+                    && Lang::of_locale(env) == Lang::Zh
                 {
-                    self.ui.language = Language::Zh;
+                    self.ui.language = Lang::Zh;
                     self.origins.insert("language", at(name));
                 }
             }

@@ -10,7 +10,8 @@
 //! them in a [`Problem`].
 
 use super::OcrChoice;
-use super::value::{Concurrency, Language, ModelBudget, Provider, RetryPolicy};
+use super::value::{Concurrency, ModelBudget, Provider, RetryPolicy};
+use crate::i18n::Lang;
 use crate::small_file::present;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
@@ -41,7 +42,7 @@ pub fn text(v: &Value) -> Result<String, String> {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
         Value::Bool(b) => Ok(b.to_string()),
-        _ => Err(format!("must be a single value, found {}", shown(v))),
+        _ => Err(msg!("must be a single value, found {}", shown(v))),
     }
 }
 
@@ -58,7 +59,7 @@ pub fn base_url(v: &Value) -> Result<String, String> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(url.to_string())
     } else {
-        Err(format!("`{s}` must start with http:// or https://"))
+        Err(msg!("`{s}` must start with http:// or https://"))
     }
 }
 
@@ -68,9 +69,9 @@ pub fn api_key(v: &Value) -> Result<String, String> {
 }
 
 /// `language`, `ZHI_LANGUAGE`.
-pub fn language(v: &Value) -> Result<Language, String> {
+pub fn language(v: &Value) -> Result<Lang, String> {
     let s = text(v)?;
-    Language::parse(&s).ok_or_else(|| format!("`{s}` is not en or zh"))
+    Lang::parse(&s).ok_or_else(|| msg!("`{s}` is not en or zh"))
 }
 
 /// The levels `log_level` and `ZHI_LOG_LEVEL` take. Anything else used to fall back to
@@ -89,7 +90,7 @@ pub fn log_level(v: &Value) -> Result<String, String> {
     if LOG_LEVELS.contains(&level.as_str()) {
         Ok(level)
     } else {
-        Err(format!("`{s}` is not one of {}", LOG_LEVELS.join(", ")))
+        Err(msg!("`{s}` is not one of {}", LOG_LEVELS.join(", ")))
     }
 }
 
@@ -97,7 +98,7 @@ pub fn log_level(v: &Value) -> Result<String, String> {
 pub fn boolean(v: &Value) -> Result<bool, String> {
     match v {
         Value::Bool(b) => Ok(*b),
-        _ => Err(format!("must be true or false, found {}", shown(v))),
+        _ => Err(msg!("must be true or false, found {}", shown(v))),
     }
 }
 
@@ -106,7 +107,7 @@ pub fn timeout(v: &Value) -> Result<Duration, String> {
     match v.as_u64() {
         Some(0) => Err("must be at least 1 second".into()),
         Some(t) => Ok(Duration::from_secs(t)),
-        None => Err(format!("must be a whole number, found {}", shown(v))),
+        None => Err(msg!("must be a whole number, found {}", shown(v))),
     }
 }
 
@@ -114,7 +115,7 @@ pub fn timeout(v: &Value) -> Result<Duration, String> {
 pub fn grace_period(v: &Value) -> Result<Duration, String> {
     v.as_u64()
         .map(Duration::from_secs)
-        .ok_or_else(|| format!("must be a whole number, found {}", shown(v)))
+        .ok_or_else(|| msg!("must be a whole number, found {}", shown(v)))
 }
 
 /// `concurrency`, `-j`: a number from 1 to 1024, or `auto`.
@@ -126,7 +127,7 @@ pub fn concurrency(v: &Value) -> Result<Concurrency, String> {
     }
     match t.parse::<usize>() {
         Ok(n) if (1..=1024).contains(&n) => Ok(Concurrency::Fixed(n)),
-        _ => Err(format!("`{t}` must be a number from 1 to 1024, or auto")),
+        _ => Err(msg!("`{t}` must be a number from 1 to 1024, or auto")),
     }
 }
 
@@ -225,7 +226,7 @@ pub fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
             Some(k @ (K::ContentFilter | K::MaxTurns | K::TooLarge)) => out.push(k),
             Some(K::MissingOutput | K::Truncated | K::InvalidOutput | K::ContextTooLong) => {}
             _ => {
-                return Err(format!(
+                return Err(msg!(
                     "`{name}` cannot be escalated: only content_filter, max_turns and too_large may be added (the answer checks' kinds always are)"
                 ));
             }

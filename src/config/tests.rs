@@ -190,17 +190,17 @@ fn the_locale_is_read_as_the_messages_read_it() {
         c.ui.language
     };
     // LC_ALL, then LC_MESSAGES, then LANG: the first that is set decides.
-    assert_eq!(language(&[("LANG", "zh_CN.UTF-8")]), Language::Zh);
+    assert_eq!(language(&[("LANG", "zh_CN.UTF-8")]), Lang::Zh);
     assert_eq!(
         language(&[("LC_MESSAGES", "zh_CN.UTF-8"), ("LANG", "C.UTF-8")]),
-        Language::Zh
+        Lang::Zh
     );
     assert_eq!(
         language(&[("LC_ALL", "C.UTF-8"), ("LC_MESSAGES", "zh_CN.UTF-8")]),
-        Language::En
+        Lang::En
     );
     assert_eq!(
         language(&[("LC_ALL", ""), ("LANG", "zh_TW.UTF-8")]),
-        Language::Zh
+        Lang::Zh
     );
 }

@@ -1,5 +1,5 @@
 //! The small typed values settings are made of: a redacted key, a retry policy, a provider, a
-//! language, a concurrency, a model's budget, and where a value came from.
+//! concurrency, a model's budget, and where a value came from (the language is `i18n::Lang`).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -91,35 +91,6 @@ impl Provider {
         match self {
             Provider::Zhipu => "zhipu",
             Provider::Openai => "openai",
-        }
-    }
-}
-
-/// The language of zhi's own messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    En,
-    Zh,
-}
-
-impl Language {
-    /// `en…` or `zh…` (a locale such as `zh_CN.UTF-8` included).
-    pub fn parse(s: &str) -> Option<Self> {
-        let s = s.trim().to_ascii_lowercase();
-        if s.starts_with("zh") {
-            Some(Language::Zh)
-        } else if s.starts_with("en") {
-            Some(Language::En)
-        } else {
-            None
-        }
-    }
-    /// `en` or `zh`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Language::En => "en",
-            Language::Zh => "zh",
         }
     }
 }

@@ -16,7 +16,7 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
     let engine = opts.ocr_engine()?.ok_or_else(|| {
         JobError::new(
             ErrorKind::OcrFailed,
-            "this is an image and OCR is off (--ocr off); choose an engine with --ocr",
+            msg!("this is an image and OCR is off (--ocr off); choose an engine with --ocr"),
         )
     })?;
     let prepared = prepare(path, engine.limits())?;
@@ -25,7 +25,7 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
     if usable_chars(&text) == 0 {
         return Err(JobError::new(
             ErrorKind::OcrFailed,
-            format!("{} found no text in the image", engine.name()),
+            msg!("{} found no text in the image", engine.name()),
         ));
     }
     let mut fallbacks = Vec::new();
@@ -54,9 +54,9 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobError> {
     let failed = |what: String| JobError::new(ErrorKind::ExtractFailed, what);
     let reader = ImageReader::open(path)
-        .map_err(|e| JobError::new(ErrorKind::InputError, format!("cannot open the image: {e}")))?
+        .map_err(|e| JobError::new(ErrorKind::InputError, msg!("cannot open the image: {e}")))?
         .with_guessed_format()
-        .map_err(|e| failed(format!("cannot read the image: {e}")))?;
+        .map_err(|e| failed(msg!("cannot read the image: {e}")))?;
     if reader.format().is_none() {
         return Err(failed(
             "not an image zhi can decode (png, jpeg, gif, webp, tiff, bmp)".to_string(),
@@ -64,12 +64,12 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
     }
     let mut decoder = reader
         .into_decoder()
-        .map_err(|e| failed(format!("cannot decode the image: {e}")))?;
+        .map_err(|e| failed(msg!("cannot decode the image: {e}")))?;
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
     let mut img = DynamicImage::from_decoder(decoder)
-        .map_err(|e| failed(format!("cannot decode the image: {e}")))?;
+        .map_err(|e| failed(msg!("cannot decode the image: {e}")))?;
     let mut notes = Vec::new();
     if orientation != image::metadata::Orientation::NoTransforms {
         img.apply_orientation(orientation);
@@ -83,12 +83,8 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
         return Err(failed("the image is empty (0 pixels)".to_string()));
     }
 
-    let dir = ScratchDir::new("ocr").map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot create a scratch folder: {e}"),
-        )
-    })?;
+    let dir = ScratchDir::new("ocr")
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot create a scratch folder: {e}")))?;
     let png = dir.path().join("page.png");
     let mut scale = f64::min(1.0, f64::from(limits.max_side) / f64::from(w.max(h)));
     for _ in 0..8 {
@@ -101,7 +97,7 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
         };
         scaled
             .save_with_format(&png, image::ImageFormat::Png)
-            .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write the PNG: {e}")))?;
+            .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write the PNG: {e}")))?;
         let bytes = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(u64::MAX);
         if bytes <= limits.max_bytes {
             if scale < 1.0 {
@@ -111,7 +107,7 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
                     scaled.height()
                 ));
             }
-            let note = (!notes.is_empty()).then(|| format!("image: {}", notes.join("; ")));
+            let note = (!notes.is_empty()).then(|| msg!("image: {}", notes.join("; ")));
             return Ok(Prepared {
                 png,
                 note,
@@ -120,7 +116,7 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
         }
         scale *= 0.7;
     }
-    Err(failed(format!(
+    Err(failed(msg!(
         "the image cannot be made smaller than the engine's {} MiB limit",
         limits.max_bytes >> 20
     )))

@@ -443,19 +443,19 @@ pub fn ocr_file(path: &Path, opts: &ExtractOptions) -> Result<Extracted, JobErro
         DocKind::Image => images::extract(path, opts),
         DocKind::Text | DocKind::Office => Err(JobError::new(
             ErrorKind::UnsupportedType,
-            format!("OCR reads images and PDFs, not {} files", kind),
+            msg!("OCR reads images and PDFs, not {} files", kind),
         )),
     }
 }
 
 fn unsupported(path: &Path) -> JobError {
     let what = match path.extension() {
-        Some(ext) => format!("unsupported file type .{}", ext.to_string_lossy()),
+        Some(ext) => msg!("unsupported file type .{}", ext.to_string_lossy()),
         None => "unsupported file type (no extension)".to_string(),
     };
     JobError::new(
         ErrorKind::UnsupportedType,
-        format!(
+        msg!(
             "{what}: zhi reads text files, PDF, docx, pptx, xlsx, xls, ods and images \
              (png, jpg, gif, webp, tiff, bmp)"
         ),
@@ -465,7 +465,7 @@ fn unsupported(path: &Path) -> JobError {
 fn too_large(len: u64, max: u64) -> JobError {
     JobError::new(
         ErrorKind::TooLarge,
-        format!(
+        msg!(
             "file is {} MiB; zhi reads at most {} MiB of this kind into memory",
             len >> 20,
             max >> 20
@@ -486,7 +486,7 @@ fn check_input(path: &Path) -> Result<u64, JobError> {
                 }
                 std::io::ErrorKind::NotFound => "no such file".to_string(),
                 std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                _ => format!("cannot read the file: {e}"),
+                _ => msg!("cannot read the file: {e}"),
             };
             return Err(JobError::new(ErrorKind::InputError, msg));
         }
@@ -494,26 +494,26 @@ fn check_input(path: &Path) -> Result<u64, JobError> {
     if meta.is_dir() {
         return Err(JobError::new(
             ErrorKind::InputError,
-            "is a directory, not a file",
+            msg!("is a directory, not a file"),
         ));
     }
     if !meta.is_file() {
         return Err(JobError::new(
             ErrorKind::InputError,
-            "not a regular file (a device, fifo or socket)",
+            msg!("not a regular file (a device, fifo or socket)"),
         ));
     }
     if meta.len() == 0 {
         return Err(JobError::new(
             ErrorKind::ExtractFailed,
-            "empty file (0 bytes)",
+            msg!("empty file (0 bytes)"),
         ));
     }
     // Opening proves readability now rather than deep inside a worker.
     if let Err(e) = std::fs::File::open(path) {
         let msg = match e.kind() {
             std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-            _ => format!("cannot open the file: {e}"),
+            _ => msg!("cannot open the file: {e}"),
         };
         return Err(JobError::new(ErrorKind::InputError, msg));
     }

@@ -36,7 +36,7 @@ pub(super) fn extract(path: &Path) -> Result<Extracted, JobError> {
     let pages = match result {
         Ok(pages) => pages?,
         Err(panic) => {
-            return Err(failed(format!(
+            return Err(failed(msg!(
                 "the {ext} parser crashed: {}",
                 panic_message(panic.as_ref())
             )));
@@ -75,12 +75,9 @@ type Archive = zip::ZipArchive<BufReader<File>>;
 
 fn open_zip(path: &Path, what: &str) -> Result<Archive, JobError> {
     let file = File::open(path)
-        .map_err(|e| JobError::new(ErrorKind::InputError, format!("cannot open the file: {e}")))?;
-    zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
-        failed(format!(
-            "not a readable {what} file (broken zip archive: {e})"
-        ))
-    })
+        .map_err(|e| JobError::new(ErrorKind::InputError, msg!("cannot open the file: {e}")))?;
+    zip::ZipArchive::new(BufReader::new(file))
+        .map_err(|e| failed(msg!("not a readable {what} file (broken zip archive: {e})")))
 }
 
 /// One part of the archive as a string, or `None` if the archive has no such part.
@@ -88,22 +85,22 @@ fn read_part(zip: &mut Archive, name: &str) -> Result<Option<String>, JobError> 
     let entry = match zip.by_name(name) {
         Ok(entry) => entry,
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
-        Err(e) => return Err(failed(format!("cannot read {name} from the archive: {e}"))),
+        Err(e) => return Err(failed(msg!("cannot read {name} from the archive: {e}"))),
     };
     let mut bytes = Vec::new();
     entry
         .take(MAX_PART_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| failed(format!("cannot decompress {name}: {e}")))?;
+        .map_err(|e| failed(msg!("cannot decompress {name}: {e}")))?;
     if bytes.len() as u64 > MAX_PART_BYTES {
-        return Err(failed(format!(
+        return Err(failed(msg!(
             "{name} decompresses to more than {} MiB",
             MAX_PART_BYTES >> 20
         )));
     }
     String::from_utf8(bytes)
         .map(Some)
-        .map_err(|_| failed(format!("{name} is not UTF-8 XML")))
+        .map_err(|_| failed(msg!("{name} is not UTF-8 XML")))
 }
 
 fn docx(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
@@ -124,7 +121,7 @@ fn pptx(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
     for (i, part) in slides.iter().enumerate() {
         let number = i as u32 + 1;
         let xml = read_part(&mut zip, part)?
-            .ok_or_else(|| failed(format!("slide {number} ({part}) is missing")))?;
+            .ok_or_else(|| failed(msg!("slide {number} ({part}) is missing")))?;
         let body = xml_text(&xml).map_err(|e| failed(format!("{part}: {e}")))?;
         pages.push((
             number,
@@ -386,7 +383,7 @@ fn heading_prefix(style: &str) -> String {
 
 fn spreadsheet(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
     let mut workbook = calamine::open_workbook_auto(path)
-        .map_err(|e| failed(format!("not a readable spreadsheet: {e}")))?;
+        .map_err(|e| failed(msg!("not a readable spreadsheet: {e}")))?;
     let names = workbook.sheet_names();
     if names.is_empty() {
         return Err(failed("the workbook has no sheets".to_string()));
@@ -395,7 +392,7 @@ fn spreadsheet(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
     for (i, name) in names.iter().enumerate() {
         let range = workbook
             .worksheet_range(name)
-            .map_err(|e| failed(format!("sheet {name:?}: {e}")))?;
+            .map_err(|e| failed(msg!("sheet {name:?}: {e}")))?;
         let mut csv = csv::WriterBuilder::new()
             .flexible(true)
             .terminator(csv::Terminator::Any(b'\n'))
@@ -409,11 +406,11 @@ fn spreadsheet(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
                 continue;
             }
             csv.write_record(&cells)
-                .map_err(|e| failed(format!("sheet {name:?}: {e}")))?;
+                .map_err(|e| failed(msg!("sheet {name:?}: {e}")))?;
         }
         let body = csv
             .into_inner()
-            .map_err(|e| failed(format!("sheet {name:?}: {e}")))?;
+            .map_err(|e| failed(msg!("sheet {name:?}: {e}")))?;
         let body = String::from_utf8_lossy(&body);
         let body = if body.trim().is_empty() {
             "(empty)"

@@ -145,7 +145,7 @@ pub(super) fn extract(
         if let Some(err) = ocr_engine.first_error {
             return Err(err);
         }
-        let mut message = format!(
+        let mut message = msg!(
             "no text found in {count} page{}",
             if count == 1 { "" } else { "s" }
         );
@@ -269,7 +269,7 @@ fn read_led_by_pdftotext(
             false
         }
         WorkerEnd::Died { reason, .. } => {
-            notes.doc(format!("the PDF worker {reason} checking the pages"));
+            notes.doc(msg!("the PDF worker {reason} checking the pages"));
             false
         }
     };
@@ -278,7 +278,7 @@ fn read_led_by_pdftotext(
         Ok(pages) => pages,
         Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
         Err(e) => {
-            notes.doc(format!("pdftotext: {}", e.message));
+            notes.doc(msg!("pdftotext: {}", e.message));
             if survey.unreadable.is_some() {
                 return Err(unreadable(&survey, Some(&e.message)));
             }
@@ -292,7 +292,7 @@ fn read_led_by_pdftotext(
         }
     };
     if let Some(why) = &survey.unreadable {
-        notes.doc(format!(
+        notes.doc(msg!(
             "pdf-extract and lopdf cannot read the document ({why}); its text is pdftotext's, unchecked"
         ));
     }
@@ -339,7 +339,7 @@ fn read_led_by_pdftotext(
         }
     }
     if !better.is_empty() {
-        notes.doc(format!(
+        notes.doc(msg!(
             "{}: pdftotext found less than the page draws; pdf-extract or lopdf found more",
             pages_label(&better)
         ));
@@ -423,7 +423,7 @@ impl Reference {
         self.wait().take().unwrap_or_else(|| {
             Err(JobError::new(
                 ErrorKind::ExtractFailed,
-                "pdftotext gave no answer",
+                msg!("pdftotext gave no answer"),
             ))
         })
     }
@@ -451,7 +451,7 @@ fn unreadable(layer: &Layer, pdftotext_failure: Option<&str>) -> JobError {
     }
     JobError::new(
         ErrorKind::ExtractFailed,
-        format!("cannot read the PDF: {}", reasons.join("; ")),
+        msg!("cannot read the PDF: {}", reasons.join("; ")),
     )
 }
 
@@ -582,7 +582,7 @@ fn read_text_layer(
             break;
         }
         if !retry {
-            notes.doc(format!(
+            notes.doc(msg!(
                 "pdf-extract worker {reason} at page {bad}; pages {bad}–{count} left to the next extractor"
             ));
             break;
@@ -605,7 +605,7 @@ fn read_text_layer(
             break;
         }
         if restarts >= MAX_RESTARTS {
-            notes.doc(format!(
+            notes.doc(msg!(
                 "the PDF worker crashed {restarts} times; pages {first}–{count} left to the next extractor"
             ));
             break;
@@ -619,7 +619,7 @@ fn read_text_layer(
         .map(|(&n, _)| n)
         .collect();
     if !lopdf.is_empty() {
-        notes.doc(format!(
+        notes.doc(msg!(
             "{}: text from lopdf (pdf-extract failed or found too little)",
             pages_label(&lopdf)
         ));
@@ -690,7 +690,7 @@ fn run_worker(
         }
     };
     if done.end == End::Cancelled {
-        return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+        return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
     }
     Ok(parse_run(&done, opts))
 }
@@ -757,9 +757,9 @@ fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
     let stderr = String::from_utf8_lossy(&done.stderr);
     let limit = opts.pdf_memory_limit_bytes >> 20;
     match done.end {
-        End::TimedOut => return format!("timed out after {:?}", opts.pdf_timeout),
+        End::TimedOut => return msg!("timed out after {:?}", opts.pdf_timeout),
         End::OutputTooLarge => {
-            return format!("printed more than {} MiB", opts.max_output_bytes >> 20);
+            return msg!("printed more than {} MiB", opts.max_output_bytes >> 20);
         }
         End::Cancelled => return "was cancelled".to_string(),
         End::Exited => {}
@@ -854,7 +854,7 @@ fn pdftotext_in_parts(
                 h.join().unwrap_or_else(|_| {
                     Err(JobError::new(
                         ErrorKind::ExtractFailed,
-                        "pdftotext: a reader panicked",
+                        msg!("pdftotext: a reader panicked"),
                     ))
                 })
             })
@@ -893,14 +893,14 @@ fn pdftotext_range(
         opts.max_output_bytes,
         opts.cancel.as_ref(),
     )
-    .map_err(|e| failed(format!("cannot run: {e}")))?;
+    .map_err(|e| failed(msg!("cannot run: {e}")))?;
     match done.end {
-        End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
+        End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled"))),
         End::TimedOut => {
-            return Err(failed(format!("timed out after {:?}", opts.pdf_timeout)));
+            return Err(failed(msg!("timed out after {:?}", opts.pdf_timeout)));
         }
         End::OutputTooLarge => {
-            return Err(failed(format!(
+            return Err(failed(msg!(
                 "printed more than {} MiB",
                 opts.max_output_bytes >> 20
             )));
@@ -912,7 +912,7 @@ fn pdftotext_range(
         return Err(failed(match done.status.code() {
             Some(1) if tail.is_empty() => "cannot open the document".to_string(),
             Some(3) => "the document forbids copying its text".to_string(),
-            _ if tail.is_empty() => format!("failed ({})", done.status),
+            _ if tail.is_empty() => msg!("failed ({})", done.status),
             _ => format!("failed ({}): {tail}", done.status),
         }));
     }
@@ -964,19 +964,16 @@ fn ocr(
         Ok(None) if force => {
             return Err(JobError::new(
                 ErrorKind::OcrFailed,
-                "OCR is off (--ocr off)",
+                msg!("OCR is off (--ocr off)"),
             ));
         }
         Ok(None) => {
-            notes.doc(format!(
-                "{} no usable text; OCR is off",
-                pages_have(&numbers)
-            ));
+            notes.doc(msg!("{} no usable text; OCR is off", pages_have(&numbers)));
             return Ok(outcome);
         }
         Err(e) if force => return Err(e),
         Err(e) => {
-            notes.doc(format!(
+            notes.doc(msg!(
                 "{} no usable text and cannot be OCR'd: {}",
                 pages_have(&numbers),
                 e.message
@@ -1049,7 +1046,7 @@ fn ocr_pages(
             scope.spawn(|| {
                 while let Some(&(page, shape)) = wanted.get(next.fetch_add(1, Ordering::SeqCst)) {
                     let result = if opts.cancelled() {
-                        Err(JobError::new(ErrorKind::Cancelled, "cancelled"))
+                        Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")))
                     } else {
                         engine
                             .pdf_page(path, page, shape, &settings)

@@ -152,7 +152,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
                     "full" => Mode::Full,
                     "lopdf" => Mode::Lopdf,
                     "check" => Mode::Check,
-                    other => return Err(format!("unknown --mode {other}")),
+                    other => return Err(msg!("unknown --mode {other}")),
                 };
             }
             Some("--first") => {
@@ -179,7 +179,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             }
             Some("--") if path.is_none() => path = it.next().map(PathBuf::from),
             _ if path.is_none() => path = Some(PathBuf::from(arg)),
-            _ => return Err(format!("unexpected argument {}", arg.to_string_lossy())),
+            _ => return Err(msg!("unexpected argument {}", arg.to_string_lossy())),
         }
     }
     parsed.path = path.ok_or("missing the PDF path")?;

@@ -21,7 +21,7 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
     if text.trim().is_empty() {
         return Err(JobError::new(
             ErrorKind::ExtractFailed,
-            "no text: the file holds only whitespace",
+            msg!("no text: the file holds only whitespace"),
         ));
     }
     let (text, pages) = assemble(vec![(1, Method::Text, text)]);
@@ -40,11 +40,11 @@ pub(super) fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, J
 /// stat'ed, so this is checked again here).
 pub(super) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, JobError> {
     let file = std::fs::File::open(path)
-        .map_err(|e| JobError::new(ErrorKind::InputError, format!("cannot open the file: {e}")))?;
+        .map_err(|e| JobError::new(ErrorKind::InputError, msg!("cannot open the file: {e}")))?;
     let mut bytes = Vec::new();
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| JobError::new(ErrorKind::InputError, format!("cannot read the file: {e}")))?;
+        .map_err(|e| JobError::new(ErrorKind::InputError, msg!("cannot read the file: {e}")))?;
     if bytes.len() as u64 > max {
         return Err(super::too_large(bytes.len() as u64, max));
     }
@@ -109,7 +109,7 @@ fn check_not_binary(text: String, encoding: String) -> Result<(String, String), 
         bad += usize::from(control || c == '\u{FFFD}');
     }
     if total > 0 && bad * 20 > total {
-        return Err(binary(&format!(
+        return Err(binary(&msg!(
             "{}% of it is control characters or undecodable bytes as {encoding}",
             bad * 100 / total
         )));
@@ -118,7 +118,7 @@ fn check_not_binary(text: String, encoding: String) -> Result<(String, String), 
 }
 
 fn binary(why: &str) -> JobError {
-    JobError::new(ErrorKind::UnsupportedType, format!("binary file: {why}"))
+    JobError::new(ErrorKind::UnsupportedType, msg!("binary file: {why}"))
 }
 
 /// Line ends to `\n`; NULs and other C0 controls except tab, newline and form feed dropped.

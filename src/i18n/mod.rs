@@ -2,58 +2,85 @@
 //! Chinese, chosen once per process by `ZHI_LANGUAGE` (`en`/`zh`), else `LANG`/`LC_ALL`/
 //! `LC_MESSAGES`. Model output and file names are never translated.
 //!
-//! Messages are written in English where they arise and translated only where they leave the
-//! process (the `error:` line, warnings, log lines, notices): [`localize`] finds the catalog
-//! entry whose English template matches the whole message, as gettext finds a msgid, and fills
-//! its Chinese template with the captured parts. A captured part that is itself a message (the
-//! reason in `cannot read {path}: {reason}`) is translated the same way; file names, paths,
-//! server and model text, and error kinds (`missing_output`) are kept as they are. A message
-//! with no entry is printed in English rather than guessed at.
+//! Every message is written once, with [`msg!`](crate::msg) or [`t!`](crate::t), and its
+//! template has a line in the catalog (English, Chinese). A `msg!` message is English where it
+//! arises and translated only where it leaves the process (the `error:` line, warnings, log
+//! lines, notices): [`localize`] finds the catalog entry whose English template matches the
+//! whole message, as gettext finds a msgid, and fills its Chinese template with the captured
+//! parts. A captured part that is itself a message (the reason in `cannot read {path}:
+//! {reason}`) is translated the same way; file names, paths, server and model text, and error
+//! kinds (`missing_output`) are kept as they are. A message with no entry is printed in English
+//! rather than guessed at. A `t!` text is shown at once, so it is looked up by its template.
+//!
+//! This module is a leaf: it imports nothing of zhi's but `crate::sanitize`.
 
+#[macro_use]
+mod message;
 mod catalog;
 mod clap_errors;
 #[cfg(test)]
 mod coverage;
+#[cfg(test)]
+mod glossary;
 pub mod log;
 mod template;
 
 pub use clap_errors::clap_message;
+pub use message::{MESSAGES, Registered, Use};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use template::Template;
 
-/// A language zhi speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A language zhi speaks: the one language type of the program (settings, messages, report).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Lang {
     En,
     Zh,
 }
 
 impl Lang {
-    /// The language named by a `ZHI_LANGUAGE` value or a locale (`zh_CN.UTF-8`, `zh`, `en_US`).
+    /// The language a `ZHI_LANGUAGE` or `language:` value or a locale names: `zh…`
+    /// (`zh_CN.UTF-8`, `ZH_tw`) is Chinese, `en…` English. Anything else (`de_DE`, `C`,
+    /// `POSIX`, empty) names neither and is `None`: a setting that says so is refused, and a
+    /// locale that says so means English (see docs/display.md#languages).
     pub fn parse(value: &str) -> Option<Lang> {
         let v = value.trim().to_ascii_lowercase();
-        if v.is_empty() || v == "c" || v == "posix" {
-            return None;
-        }
         if v.starts_with("zh") {
             Some(Lang::Zh)
-        } else {
+        } else if v.starts_with("en") {
             Some(Lang::En)
+        } else {
+            None
         }
     }
 
-    /// `ZHI_LANGUAGE` first; then the locale variables in POSIX order of precedence.
+    /// `en` or `zh`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
+    }
+
+    /// `ZHI_LANGUAGE` first; then the first locale variable set, in POSIX order of
+    /// precedence, which is Chinese when it names Chinese and English otherwise.
     pub fn from_env() -> Lang {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         if let Some(lang) = var("ZHI_LANGUAGE").and_then(|v| Lang::parse(&v)) {
             return lang;
         }
+        Lang::of_locale(var)
+    }
+
+    /// The language of the locale (`LC_ALL`, then `LC_MESSAGES`, then `LANG`; an empty
+    /// variable is unset) as `env` reads the variables.
+    pub fn of_locale(env: impl Fn(&str) -> Option<String>) -> Lang {
         ["LC_ALL", "LC_MESSAGES", "LANG"]
             .iter()
-            .find_map(|name| var(name))
+            .find_map(|name| env(name).filter(|v| !v.trim().is_empty()))
             .and_then(|v| Lang::parse(&v))
             .unwrap_or(Lang::En)
     }
@@ -82,17 +109,28 @@ pub fn set_lang(lang: Lang) {
     CHOSEN.store(v, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The text for the process's language: `tr("done", "完成")`.
-pub fn tr(en: &'static str, zh: &'static str) -> &'static str {
-    match lang() {
-        Lang::En => en,
-        Lang::Zh => zh,
-    }
+/// The Chinese of a `t!` text: its catalog line, holes filled by name; the English, filled the
+/// same way, when the catalog has no line for it (its tests refuse that).
+pub fn shown_in_chinese(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+    let fill = |hole: &str| {
+        args.iter()
+            .find(|(name, _)| *name == hole)
+            .map_or_else(String::new, |(_, value)| value.to_string())
+    };
+    let zh = by_template().get(template).copied().unwrap_or(template);
+    Template::parse(zh).map_or_else(|| zh.to_string(), |t| t.render(fill))
 }
 
-/// Whether zhi speaks Chinese in this process.
-pub fn is_chinese() -> bool {
-    lang() == Lang::Zh
+/// The catalog's Chinese by English template.
+fn by_template() -> &'static HashMap<&'static str, &'static str> {
+    static MAP: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        catalog::ENTRIES
+            .iter()
+            .chain(catalog::SHOWN)
+            .copied()
+            .collect()
+    })
 }
 
 /// `message` in the process's language.
@@ -105,11 +143,8 @@ pub fn localize(message: &str) -> Cow<'_, str> {
 
 /// The `error:` line of `message`, translated and safe for a terminal.
 pub fn error_line(message: &str) -> String {
-    format!(
-        "{}{}",
-        tr("error: ", "错误："),
-        crate::sanitize::for_terminal(&localize(message))
-    )
+    let message = crate::sanitize::for_terminal(&localize(message));
+    t!("error: {reason}", reason = message)
 }
 
 /// Print an error line on stderr.
@@ -119,11 +154,8 @@ pub fn error(message: &str) {
 
 /// Print a one-line warning on stderr.
 pub fn warning(message: &str) {
-    eprintln!(
-        "{}{}",
-        tr("warning: ", "警告："),
-        crate::sanitize::one_line(&localize(message))
-    );
+    let message = crate::sanitize::one_line(&localize(message));
+    eprintln!("{}", t!("warning: {reason}", reason = message));
 }
 
 /// Print a notice (a line that is neither an error nor a warning: what `plan` estimated, how
@@ -288,9 +320,23 @@ mod tests {
         assert_eq!(Lang::parse("zh_CN.UTF-8"), Some(Lang::Zh));
         assert_eq!(Lang::parse("ZH_tw"), Some(Lang::Zh));
         assert_eq!(Lang::parse("en_US.UTF-8"), Some(Lang::En));
-        assert_eq!(Lang::parse("de_DE"), Some(Lang::En));
+        assert_eq!(Lang::parse("de_DE"), None);
         assert_eq!(Lang::parse("C"), None);
         assert_eq!(Lang::parse(""), None);
+        let locale = |pairs: &'static [(&str, &str)]| {
+            Lang::of_locale(|k| {
+                pairs
+                    .iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        assert_eq!(locale(&[("LANG", "de_DE.UTF-8")]), Lang::En);
+        assert_eq!(locale(&[("LC_ALL", ""), ("LANG", "zh_TW.UTF-8")]), Lang::Zh);
+        assert_eq!(
+            locale(&[("LC_ALL", "C"), ("LANG", "zh_CN.UTF-8")]),
+            Lang::En
+        );
     }
 }
 

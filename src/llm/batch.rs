@@ -449,7 +449,7 @@ pub fn plain_id(id: &str) -> Result<(), ApiError> {
         Err(ApiError::new(
             ErrorKind::ApiError,
             false,
-            format!(
+            msg!(
                 "the provider gave an id that is not a plain token: {id:?}",
                 id = crate::sanitize::one_line(&crate::sanitize::fit(id, 80))
             ),

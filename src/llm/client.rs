@@ -137,7 +137,7 @@ impl ApiResponse {
             let mut err = ApiError::new(
                 ErrorKind::ApiError,
                 false,
-                format!("unexpected response shape: {e}"),
+                msg!("unexpected response shape: {e}"),
             );
             err.status = Some(self.status);
             err.attempts = self.attempts;
@@ -160,7 +160,7 @@ pub fn chat_body(req: &ChatRequest) -> Result<Vec<u8>, ApiError> {
         ApiError::new(
             ErrorKind::ApiError,
             false,
-            format!("cannot encode request: {e}"),
+            msg!("cannot encode request: {e}"),
         )
     })
 }
@@ -280,10 +280,10 @@ impl ChatClient {
     /// segment, so an id cannot add `..`, `?` or `/` to the URL.
     pub fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
         let mut url = reqwest::Url::parse(self.base_url()).map_err(|e| {
-            ApiError::new(ErrorKind::ApiError, false, format!("invalid base URL: {e}"))
+            ApiError::new(ErrorKind::ApiError, false, msg!("invalid base URL: {e}"))
         })?;
         url.path_segments_mut()
-            .map_err(|()| ApiError::new(ErrorKind::ApiError, false, "invalid base URL"))?
+            .map_err(|()| ApiError::new(ErrorKind::ApiError, false, msg!("invalid base URL")))?
             .pop_if_empty()
             .extend(segments);
         Ok(url)
@@ -364,7 +364,11 @@ impl ChatClient {
             .await?;
         // `inspect(.., true)` only accepts a completion with at least one choice.
         let Some(response) = response else {
-            return Err(ApiError::new(ErrorKind::ApiError, true, "no completion"));
+            return Err(ApiError::new(
+                ErrorKind::ApiError,
+                true,
+                msg!("no completion"),
+            ));
         };
         self.inner
             .limits
@@ -393,7 +397,11 @@ impl ChatClient {
             e
         })?;
         let Some(response) = response else {
-            return Err(ApiError::new(ErrorKind::ApiError, true, "no completion"));
+            return Err(ApiError::new(
+                ErrorKind::ApiError,
+                true,
+                msg!("no completion"),
+            ));
         };
         self.reply(response, attempts)
     }
@@ -403,7 +411,7 @@ impl ChatClient {
         let usage = response.usage.unwrap_or_default();
         let served = response.model.filter(|m| !m.trim().is_empty());
         let Some(choice) = response.choices.into_iter().next() else {
-            return Err(ApiError::new(ErrorKind::ApiError, true, "no choices"));
+            return Err(ApiError::new(ErrorKind::ApiError, true, msg!("no choices")));
         };
         let mut message = choice.message;
         if let Some(calls) = &mut message.tool_calls {
@@ -637,7 +645,7 @@ impl ChatClient {
             ApiError::new(
                 ErrorKind::ApiError,
                 false,
-                format!(
+                msg!(
                     "the response body is larger than {limit} bytes, far more than an answer of the requested length; it was not read"
                 ),
             )
@@ -699,7 +707,7 @@ impl ChatClient {
             ApiError::new(
                 ErrorKind::Io,
                 false,
-                format!("cannot write {}: {e}", dest.display()),
+                msg!("cannot write {}: {e}", dest.display()),
             )
         };
         let too_large = |message: String| ApiError::new(ErrorKind::ApiError, false, message);
@@ -759,11 +767,7 @@ impl ChatClient {
         }
         let text = self.redact(&text);
         if e.is_builder() {
-            return ApiError::new(
-                ErrorKind::ApiError,
-                false,
-                format!("invalid request: {text}"),
-            );
+            return ApiError::new(ErrorKind::ApiError, false, msg!("invalid request: {text}"));
         }
         let observed = if e.is_timeout() {
             Observed::Timeout
@@ -776,8 +780,8 @@ impl ChatClient {
             retryable: true,
         });
         let message = match observed {
-            Observed::Timeout => format!("request timed out: {text}"),
-            _ => format!("connection failed: {text}"),
+            Observed::Timeout => msg!("request timed out: {text}"),
+            _ => msg!("connection failed: {text}"),
         };
         ApiError::new(verdict.kind, verdict.retryable, excerpt(&message, 500))
     }

@@ -57,7 +57,7 @@ impl ApiError {
 
     /// The request was cancelled (signal or run abort). Never retried.
     pub fn cancelled() -> Self {
-        ApiError::new(ErrorKind::Cancelled, false, "request cancelled")
+        ApiError::new(ErrorKind::Cancelled, false, msg!("request cancelled"))
     }
 
     /// Whether this error should end the whole run (auth, quota).

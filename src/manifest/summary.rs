@@ -77,7 +77,7 @@ pub struct RunSummary {
 pub fn escalation_and_cost(
     escalations: &BTreeMap<String, BTreeMap<String, u64>>,
     costs: &BTreeMap<String, super::Cost>,
-    zh: bool,
+    lang: Lang,
 ) -> Vec<String> {
     let mut out = Vec::new();
     let total: u64 = escalations.values().flat_map(|m| m.values()).sum();
@@ -89,11 +89,8 @@ pub fn escalation_and_cost(
                     .map(move |(model, n)| format!("{} → {} {n}", one_line(skill), one_line(model)))
             })
             .collect();
-        out.push(if zh {
-            format!("  升级 {total} 个任务：{}", parts.join("，"))
-        } else {
-            format!("  escalated {total} job(s): {}", parts.join(", "))
-        });
+        let list = parts.join(&t!(in lang; ", "));
+        out.push(t!(in lang; "  escalated {total} job(s): {list}", total = total, list = list));
     }
     if !costs.is_empty() {
         let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
@@ -114,11 +111,8 @@ pub fn escalation_and_cost(
             .iter()
             .map(|(m, c)| format!("{} {}", one_line(m), c.show()))
             .collect();
-        out.push(if zh {
-            format!("  费用 {}（{}）", total.join(" + "), each.join("，"))
-        } else {
-            format!("  cost {} ({})", total.join(" + "), each.join(", "))
-        });
+        let each = each.join(&t!(in lang; ", "));
+        out.push(t!(in lang; "  cost {total} ({list})", total = total.join(" + "), list = each));
     }
     out
 }
@@ -166,21 +160,13 @@ impl ModelSeen {
     }
 
     /// `glm-4-flash, answered as glm-4-flash-250414 (the server runs qwen2.5.gguf)`.
-    pub fn describe(&self, zh: bool) -> String {
+    pub fn describe(&self, lang: Lang) -> String {
         let mut out = one_line(&self.asked);
         if let Some(served) = self.served.as_ref().filter(|s| **s != self.asked) {
-            out += &if zh {
-                format!("，应答的是 {}", one_line(served))
-            } else {
-                format!(", answered as {}", one_line(served))
-            };
+            out += &t!(in lang; ", answered as {model}", model = one_line(served));
         }
         if let Some(runs) = &self.runs {
-            out += &if zh {
-                format!("（服务器运行的是 {}）", one_line(runs))
-            } else {
-                format!(" (the server runs {})", one_line(runs))
-            };
+            out += &t!(in lang; " (the server runs {model})", model = one_line(runs));
         }
         out
     }
@@ -288,7 +274,6 @@ const COLUMNS: usize = 100;
 /// Paths under `cwd` are shown relative to it. Untrusted text (inputs, error messages) is
 /// made one-line and free of control characters.
 pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang) -> Vec<String> {
-    let zh = lang == Lang::Zh;
     let mut out = Vec::new();
     let status = serde_json::to_value(m.status)
         .ok()
@@ -299,47 +284,31 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
         .as_ref()
         .map(|r| {
             let r = crate::i18n::localize(r);
-            format!("{}{}", if zh { "：" } else { ": " }, one_line(&r))
+            t!(in lang; ": {reason}", reason = one_line(&r))
         })
         .unwrap_or_default();
-    out.push(format!(
-        "{} {} {status}{reason}",
-        if zh { "运行" } else { "run" },
-        one_line(&m.run_id)
-    ));
+    let run = t!(in lang; "run {run} {status}", run = one_line(&m.run_id), status = status);
+    out.push(run + &reason);
     let c = &m.counts;
-    out.push(format!("  {}", counts_line(c, zh)));
+    out.push(format!("  {}", counts_line(c, lang)));
     let retries: u64 = records
         .iter()
         .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
         .sum();
     let t = &m.tokens;
-    out.push(if zh {
-        format!(
-            "  令牌 {}（输入 {}，输出 {}）  请求 {}（重试 {retries}）",
-            t.total(),
-            t.prompt,
-            t.completion,
-            m.requests
-        )
-    } else {
-        format!(
-            "  tokens {} (prompt {}, completion {})  requests {} (retries {retries})",
-            t.total(),
-            t.prompt,
-            t.completion,
-            m.requests
-        )
-    });
+    out.push(t!(in lang;
+        "  tokens {tokens} (prompt {prompt}, completion {completion})  requests {requests} (retries {retries})",
+        tokens = t.total(),
+        prompt = t.prompt,
+        completion = t.completion,
+        requests = m.requests,
+        retries = retries
+    ));
     // What answered, when the server said more than the name zhi asked for.
     if let Some(model) = ModelSeen::of(Some(m), records).filter(ModelSeen::says_more) {
-        out.push(format!(
-            "  {}{}",
-            if zh { "模型 " } else { "model " },
-            model.describe(zh)
-        ));
+        out.push(t!(in lang; "  model {model}", model = model.describe(lang)));
     }
-    out.extend(escalation_and_cost(&m.escalations, &m.costs, zh));
+    out.extend(escalation_and_cost(&m.escalations, &m.costs, lang));
 
     // Where everything is.
     let output_dir = Path::new(&m.output_dir);
@@ -348,12 +317,9 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
     let shown_results = shown(results, cwd);
     let manifest = results.with_file_name("manifest.json");
     let places = [
-        (
-            if zh { "输出目录" } else { "outputs" },
-            format!("{shown_out}/"),
-        ),
-        (if zh { "记录" } else { "records" }, shown_results.clone()),
-        (if zh { "清单" } else { "manifest" }, shown(&manifest, cwd)),
+        (t!(in lang; "outputs"), format!("{shown_out}/")),
+        (t!(in lang; "records"), shown_results.clone()),
+        (t!(in lang; "manifest"), shown(&manifest, cwd)),
     ];
     let label_width = places.iter().map(|(l, _)| columns(l)).max().unwrap_or(0);
     for (label, path) in &places {
@@ -366,32 +332,19 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
             .as_deref()
             .map(|t| one_line(&shown(&output_dir.join(t), cwd)))
     };
-    let more = |n: usize| {
-        if zh {
-            format!("    … 另有 {n} 个，见 {}", one_line(&shown_results))
-        } else {
-            format!("    … and {n} more — see {}", one_line(&shown_results))
-        }
-    };
+    let more = |n: usize| t!(in lang; "    … and {n} more — see {path}", n = n, path = one_line(&shown_results));
 
     let failed: Vec<&JobRecord> = records
         .iter()
         .filter(|r| r.status == Status::Failed)
         .collect();
     if !failed.is_empty() {
-        out.push(
-            if zh {
-                "  失败的任务："
-            } else {
-                "  failed jobs:"
-            }
-            .to_string(),
-        );
+        out.push(t!(in lang; "  failed jobs:"));
         for r in failed.iter().take(NAMED) {
             let head = format!("    {}  ", one_line(&r.input));
             match &r.error {
                 Some(e) => {
-                    let kind = format!("{}{}", e.kind, if zh { "：" } else { ": " });
+                    let kind = t!(in lang; "{kind}: ", kind = e.kind);
                     // Messages from the API already start with their kind.
                     let message = crate::i18n::localize(&e.message);
                     let message = message.trim_start();
@@ -412,10 +365,7 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
                 None => out.push(head.trim_end().to_string()),
             }
             if let Some(t) = transcript(r) {
-                out.push(format!(
-                    "      {} {t}",
-                    if zh { "对话记录" } else { "transcript" }
-                ));
+                out.push(t!(in lang; "      transcript {path}", path = t));
             }
         }
         if failed.len() > NAMED {
@@ -427,22 +377,16 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
         .filter(|r| r.refused_tool_calls > 0)
         .collect();
     if !refused.is_empty() {
-        out.push(
-            if zh {
-                "  有被拒绝的工具调用的任务："
-            } else {
-                "  jobs with refused tool calls:"
-            }
-            .to_string(),
-        );
+        out.push(t!(in lang; "  jobs with refused tool calls:"));
         for r in refused.iter().take(NAMED) {
             let n = r.refused_tool_calls;
             let t = transcript(r).unwrap_or_else(|| "?".into());
-            out.push(if zh {
-                format!("    {}  拒绝 {n} 次  对话记录 {t}", one_line(&r.input))
-            } else {
-                format!("    {}  {n} refused  transcript {t}", one_line(&r.input))
-            });
+            out.push(t!(in lang;
+                "    {input}  {n} refused  transcript {path}",
+                input = one_line(&r.input),
+                n = n,
+                path = t
+            ));
         }
         if refused.len() > NAMED {
             out.push(more(refused.len() - NAMED));
@@ -468,19 +412,17 @@ fn shard_from_run_id(run_id: &str) -> Option<String> {
     Some(format!("{m}/{n}"))
 }
 
-/// The counts of a run on one line, in Chinese or English.
-pub fn counts_line(c: &super::Counts, zh: bool) -> String {
-    if zh {
-        format!(
-            "计划 {}  成功 {}  失败 {}  缓存 {}  跳过 {}  取消 {}",
-            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-        )
-    } else {
-        format!(
-            "planned {}  succeeded {}  failed {}  cached {}  skipped {}  cancelled {}",
-            c.planned, c.succeeded, c.failed, c.cached, c.skipped, c.cancelled
-        )
-    }
+/// The counts of a run on one line, in `lang`.
+pub fn counts_line(c: &super::Counts, lang: Lang) -> String {
+    t!(in lang;
+        "planned {planned}  succeeded {succeeded}  failed {failed}  cached {cached}  skipped {skipped}  cancelled {cancelled}",
+        planned = c.planned,
+        succeeded = c.succeeded,
+        failed = c.failed,
+        cached = c.cached,
+        skipped = c.skipped,
+        cancelled = c.cancelled
+    )
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ impl ZhipuOcr {
                 ApiError::new(
                     ErrorKind::ApiError,
                     false,
-                    format!("cannot encode request: {e}"),
+                    msg!("cannot encode request: {e}"),
                 )
             })?;
         let response = self
@@ -259,7 +259,7 @@ impl ZhipuOcr {
                 .map_err(|e| {
                     JobError::new(
                         ErrorKind::OcrFailed,
-                        format!("cannot start the OCR API runtime: {e}"),
+                        msg!("cannot start the OCR API runtime: {e}"),
                     )
                 })?;
             // Another thread may have won the race; the loser is shut down without blocking.
@@ -268,7 +268,7 @@ impl ZhipuOcr {
         self.runtime
             .get()
             .and_then(|own| own.0.as_ref())
-            .ok_or_else(|| JobError::new(ErrorKind::OcrFailed, "the OCR API runtime is gone"))
+            .ok_or_else(|| JobError::new(ErrorKind::OcrFailed, msg!("the OCR API runtime is gone")))
     }
 }
 
@@ -276,7 +276,7 @@ impl ApiOcr for ZhipuOcr {
     fn recognise(&self, engine: ApiEngine, file: &Path) -> Result<String, JobError> {
         let upload = Upload::read(engine, file)?;
         if self.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
         }
         self.block_on(self.recognise_async(engine, &upload))?
             .map_err(|e| ocr_error(engine, &e))
@@ -506,7 +506,7 @@ impl Upload {
         let failed =
             |m: String| JobError::new(ErrorKind::OcrFailed, format!("{}: {m}", engine.as_str()));
         let rules = accepts(engine);
-        let cannot_read = |e: std::io::Error| failed(format!("cannot read the file: {e}"));
+        let cannot_read = |e: std::io::Error| failed(msg!("cannot read the file: {e}"));
         // The kind first (from the head of the file), then its size: a file that is too large
         // is never read whole.
         let mut file = std::fs::File::open(path).map_err(cannot_read)?;
@@ -518,7 +518,7 @@ impl Upload {
         let media = Media::sniff(&head)
             .filter(|m| rules.media.contains(m))
             .ok_or_else(|| {
-                failed(format!(
+                failed(msg!(
                     "the API reads {} files; this is none of them",
                     rules.names
                 ))
@@ -539,7 +539,7 @@ impl Upload {
         let len = len.max(bytes.len() as u64);
         let what = if media == Media::Pdf { "PDF" } else { "image" };
         if len > limit {
-            return Err(failed(format!(
+            return Err(failed(msg!(
                 "the {what} is {}; the API takes {what}s of at most {}",
                 size(len),
                 size(limit)
@@ -549,7 +549,7 @@ impl Upload {
             && let (Some(max), Some(pages)) = (rules.pdf_pages, pages(path))
             && pages > max
         {
-            return Err(failed(format!(
+            return Err(failed(msg!(
                 "the PDF has {pages} pages; the API takes at most {max}"
             )));
         }

@@ -156,20 +156,18 @@ fn stored_image(
     let Some(pdfimages) = process::find_program("pdfimages") else {
         return Ok(None);
     };
-    let dir = ScratchDir::new("page-image").map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot create a scratch folder: {e}"),
-        )
-    })?;
+    let dir = ScratchDir::new("page-image")
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot create a scratch folder: {e}")))?;
     let prefix = dir.path().join("img");
     let n = page.to_string();
     let mut cmd = process::command(&pdfimages, ["-png", "-f", n.as_str(), "-l", n.as_str()]);
     cmd.arg(pdf).arg(&prefix);
     let done = process::run(cmd, settings.timeout, 1 << 20, settings.cancel.as_ref())
-        .map_err(|e| JobError::new(ErrorKind::OcrFailed, format!("cannot run pdfimages: {e}")))?;
+        .map_err(|e| JobError::new(ErrorKind::OcrFailed, msg!("cannot run pdfimages: {e}")))?;
     match done.end {
-        process::End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
+        process::End::Cancelled => {
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
+        }
         process::End::Exited if done.status.success() => {}
         _ => return Ok(None),
     }
@@ -209,8 +207,10 @@ pub fn rasterise(
     let pdftoppm = process::find_program("pdftoppm").ok_or_else(|| {
         JobError::new(
             ErrorKind::OcrFailed,
-            "scanned PDF pages need the pdftoppm program: apt-get install poppler-utils \
-             (macOS: brew install poppler)",
+            msg!(
+                "scanned PDF pages need the pdftoppm program: apt-get install poppler-utils \
+             (macOS: brew install poppler)"
+            ),
         )
     })?;
     let size_pt = size_pt.or_else(|| page_size(pdf, page, settings));
@@ -222,12 +222,8 @@ pub fn rasterise(
         }
         _ => PDF_DPI,
     };
-    let dir = ScratchDir::new("raster").map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot create a scratch folder: {e}"),
-        )
-    })?;
+    let dir = ScratchDir::new("raster")
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot create a scratch folder: {e}")))?;
     let prefix = dir.path().join("page");
     let page_arg = page.to_string();
     let mut args: Vec<std::ffi::OsString> = vec![
@@ -249,14 +245,14 @@ pub fn rasterise(
         1 << 20,
         settings.cancel.as_ref(),
     )
-    .map_err(|e| JobError::new(ErrorKind::OcrFailed, format!("cannot run pdftoppm: {e}")))?;
+    .map_err(|e| JobError::new(ErrorKind::OcrFailed, msg!("cannot run pdftoppm: {e}")))?;
     let why = match done.end {
         process::End::Cancelled => {
-            return Err(JobError::new(ErrorKind::Cancelled, "cancelled"));
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
         }
-        process::End::TimedOut => Some(format!("timed out after {:?}", settings.timeout)),
+        process::End::TimedOut => Some(msg!("timed out after {:?}", settings.timeout)),
         _ if !done.status.success() => {
-            Some(format!("failed ({}): {}", done.status, done.stderr_tail()))
+            Some(msg!("failed ({}): {}", done.status, done.stderr_tail()))
         }
         _ => None,
     };
@@ -264,7 +260,7 @@ pub fn rasterise(
     if let Some(why) = why.or_else(|| (!path.is_file()).then(|| "wrote no image".to_string())) {
         return Err(JobError::new(
             ErrorKind::OcrFailed,
-            format!("pdftoppm could not rasterise page {page}: {why}"),
+            msg!("pdftoppm could not rasterise page {page}: {why}"),
         ));
     }
     Ok(Raster {
@@ -315,7 +311,7 @@ pub fn select(
             }))),
             None => Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!(
+                msg!(
                     "the {} OCR engine needs the model API client: set ZHI_API_KEY (this \
                      engine sends the image to the API)",
                     engine.as_str()
@@ -334,9 +330,11 @@ pub fn select(
             Err(_) if api.is_some() => api_engine(ApiEngine::GlmOcr),
             Err(_) => Err(JobError::new(
                 ErrorKind::OcrFailed,
-                "this document needs OCR and no engine is available: install tesseract \
+                msg!(
+                    "this document needs OCR and no engine is available: install tesseract \
                  (apt-get install tesseract-ocr tesseract-ocr-chi-sim; macOS: brew install \
-                 tesseract tesseract-lang) or set ZHI_API_KEY to use glm-ocr",
+                 tesseract tesseract-lang) or set ZHI_API_KEY to use glm-ocr"
+                ),
             )),
         },
     }

@@ -56,7 +56,7 @@ impl Tesseract {
         let Some((program, langs)) = installed() else {
             return Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!("tesseract is not installed: {install}"),
+                msg!("tesseract is not installed: {install}"),
             ));
         };
         let have: Vec<&str> = WANTED
@@ -66,7 +66,7 @@ impl Tesseract {
         if have.is_empty() {
             return Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!(
+                msg!(
                     "tesseract has neither Chinese (chi_sim) nor English (eng) language data: {install}"
                 ),
             ));
@@ -119,20 +119,20 @@ impl OcrEngine for Tesseract {
             self.settings.max_output_bytes,
             self.settings.cancel.as_ref(),
         )
-        .map_err(|e| JobError::new(ErrorKind::OcrFailed, format!("cannot run tesseract: {e}")))?;
+        .map_err(|e| JobError::new(ErrorKind::OcrFailed, msg!("cannot run tesseract: {e}")))?;
         match done.end {
-            process::End::Cancelled => Err(JobError::new(ErrorKind::Cancelled, "cancelled")),
+            process::End::Cancelled => Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled"))),
             process::End::TimedOut => Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!("tesseract timed out after {:?}", self.settings.timeout),
+                msg!("tesseract timed out after {:?}", self.settings.timeout),
             )),
             process::End::OutputTooLarge => Err(JobError::new(
                 ErrorKind::OcrFailed,
-                "tesseract printed more text than zhi takes from one page",
+                msg!("tesseract printed more text than zhi takes from one page"),
             )),
             process::End::Exited if !done.status.success() => Err(JobError::new(
                 ErrorKind::OcrFailed,
-                format!("tesseract failed ({}): {}", done.status, done.stderr_tail()),
+                msg!("tesseract failed ({}): {}", done.status, done.stderr_tail()),
             )),
             process::End::Exited => Ok(join_cjk(&String::from_utf8_lossy(&done.stdout))),
         }

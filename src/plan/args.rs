@@ -104,7 +104,7 @@ pub fn resolve_args(
             problem.get_or_insert_with(|| {
                 JobError::new(
                     ErrorKind::InputError,
-                    format!("{} `{shown}` for {display} does not exist", spec.name),
+                    msg!("{} `{shown}` for {display} does not exist", spec.name),
                 )
             });
             args.insert(spec.name.clone(), shown);

@@ -263,7 +263,7 @@ fn unreadable(e: &walkdir::Error, root: &Path, cwd: &Path) -> Found {
         root,
         Some(JobError::new(
             ErrorKind::InputError,
-            format!("cannot read {}: {msg}", path.display()),
+            msg!("cannot read {}: {msg}", path.display()),
         )),
     )
 }
@@ -284,7 +284,7 @@ fn broken_link(path: &Path, f: Found) -> Option<Found> {
             Some(Found {
                 problem: Some(JobError::new(
                     ErrorKind::InputError,
-                    format!("broken symbolic link {} -> {target}: {e}", f.display),
+                    msg!("broken symbolic link {} -> {target}: {e}", f.display),
                 )),
                 ..f
             })
@@ -314,14 +314,14 @@ fn probe_file(path: &Path) -> Option<JobError> {
         };
         return Some(JobError::new(
             ErrorKind::InputError,
-            format!("{} is {what}, not a document zhi can read", path.display()),
+            msg!("{} is {what}, not a document zhi can read", path.display()),
         ));
     }
     match std::fs::File::open(path) {
         Ok(_) => None,
         Err(e) => Some(JobError::new(
             ErrorKind::InputError,
-            format!("cannot read {}: {e}", path.display()),
+            msg!("cannot read {}: {e}", path.display()),
         )),
     }
 }

@@ -138,10 +138,7 @@ fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: 
         let x = X0 + col * i as f64;
         let lo = fmt(step * i as u64);
         let hi = fmt(step * (i as u64 + 1));
-        let jobs = match lang {
-            Lang::En => format!("{n} jobs, {} failed", c[1]),
-            Lang::Zh => format!("{n} 个任务，{} 个失败", c[1]),
-        };
+        let jobs = t!(in lang; "{n} jobs, {failed} failed", n = n, failed = c[1]);
         let _ = write!(svg, "<g><title>{lo} – {hi}: {jobs}</title>");
         let mut y = Y1;
         for (k, &count) in c.iter().enumerate() {

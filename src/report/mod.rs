@@ -130,43 +130,40 @@ fn number(n: u64) -> String {
 
 /// A duration for people: `850 ms`, `12.3 s`, `4 min 05 s`, `2 h 03 min`.
 fn duration(ms: u64, lang: Lang) -> String {
-    let (ms_u, s_u, min_u, h_u) = match lang {
-        Lang::En => ("ms", "s", "min", "h"),
-        Lang::Zh => ("毫秒", "秒", "分", "小时"),
-    };
     let secs = ms / 1000;
     if ms < 1000 {
-        format!("{ms} {ms_u}")
+        t!(in lang; "{ms} ms", ms = ms)
     } else if ms < 60_000 {
-        format!("{:.1} {s_u}", ms as f64 / 1000.0)
+        t!(in lang; "{s} s", s = format!("{:.1}", ms as f64 / 1000.0))
     } else if secs < 3600 {
-        format!("{} {min_u} {:02} {s_u}", secs / 60, secs % 60)
+        let (m, s) = (secs / 60, format!("{:02}", secs % 60));
+        t!(in lang; "{m} min {s} s", m = m, s = s)
     } else {
-        format!("{} {h_u} {:02} {min_u}", secs / 3600, secs % 3600 / 60)
+        let (h, m) = (secs / 3600, format!("{:02}", secs % 3600 / 60));
+        t!(in lang; "{h} h {m} min", h = h, m = m)
     }
 }
 
-fn status_label(s: Status, lang: Lang) -> &'static str {
-    match (lang, s) {
-        (Lang::En, _) => s.as_str(),
-        (Lang::Zh, Status::Succeeded) => "成功",
-        (Lang::Zh, Status::Failed) => "失败",
-        (Lang::Zh, Status::Cached) => "已缓存",
-        (Lang::Zh, Status::Skipped) => "已跳过",
-        (Lang::Zh, Status::Cancelled) => "已取消",
-    }
-}
-
-fn run_status(s: RunStatus) -> (&'static str, &'static str, &'static str) {
+fn status_label(s: Status, lang: Lang) -> String {
     match s {
-        RunStatus::Completed => ("completed", "completed", "完成"),
+        Status::Succeeded => t!(in lang; "succeeded"),
+        Status::Failed => t!(in lang; "failed"),
+        Status::Cached => t!(in lang; "cached"),
+        Status::Skipped => t!(in lang; "skipped"),
+        Status::Cancelled => t!(in lang; "cancelled"),
+    }
+}
+
+/// A run's status: its class in the page, and its words.
+fn run_status(s: RunStatus, lang: Lang) -> (&'static str, String) {
+    match s {
+        RunStatus::Completed => ("completed", t!(in lang; "completed")),
         RunStatus::CompletedWithFailures => (
             "completed_with_failures",
-            "completed with failures",
-            "完成，有失败",
+            t!(in lang; "completed with failures"),
         ),
-        RunStatus::Aborted => ("aborted", "aborted", "已中止"),
-        RunStatus::Interrupted => ("interrupted", "interrupted", "被中断"),
+        RunStatus::Aborted => ("aborted", t!(in lang; "aborted")),
+        RunStatus::Interrupted => ("interrupted", t!(in lang; "interrupted")),
     }
 }
 
@@ -326,8 +323,8 @@ struct Page<'a> {
 /// A column of the jobs table: its key in `#sort=`, its header, and how it sorts.
 struct Column {
     key: &'static str,
-    en: &'static str,
-    zh: &'static str,
+    /// Its header, in the page's language.
+    title: fn(Lang) -> String,
     /// Sorted as numbers (from the cells' `data-v`), largest first on the first click.
     numeric: bool,
     /// A quantity, right-aligned.
@@ -337,82 +334,61 @@ struct Column {
 const COLUMNS: &[Column] = &[
     Column {
         key: "status",
-        en: "Status",
-        zh: "状态",
+        title: |lang| t!(in lang; "Status"),
         numeric: true,
         quantity: false,
     },
     Column {
         key: "file",
-        en: "File",
-        zh: "文件",
+        title: |lang| t!(in lang; "File"),
         numeric: false,
         quantity: false,
     },
     Column {
         key: "duration",
-        en: "Duration",
-        zh: "耗时",
+        title: |lang| t!(in lang; "Duration"),
         numeric: true,
         quantity: true,
     },
     Column {
         key: "requests",
-        en: "Requests",
-        zh: "请求",
+        title: |lang| t!(in lang; "Requests"),
         numeric: true,
         quantity: true,
     },
     Column {
         key: "tokens",
-        en: "Tokens",
-        zh: "Token",
+        title: |lang| t!(in lang; "Tokens"),
         numeric: true,
         quantity: true,
     },
     Column {
         key: "outputs",
-        en: "Outputs",
-        zh: "输出",
+        title: |lang| t!(in lang; "Outputs"),
         numeric: true,
         quantity: false,
     },
     Column {
         key: "error",
-        en: "Error",
-        zh: "错误",
+        title: |lang| t!(in lang; "Error"),
         numeric: false,
         quantity: false,
     },
 ];
 
 impl Page<'_> {
-    fn t(&self, en: &'static str, zh: &'static str) -> &'static str {
-        match self.lang {
-            Lang::En => en,
-            Lang::Zh => zh,
-        }
-    }
-
     fn dur(&self, ms: u64) -> String {
         duration(ms, self.lang)
     }
 
     fn head(&mut self, s: &RunSummary) {
-        let lang = match self.lang {
-            Lang::En => "en",
-            Lang::Zh => "zh",
-        };
+        let lang = self.lang.as_str();
         let csp = format!(
             "default-src 'none'; style-src {}; script-src {}; img-src data:; base-uri 'none'; form-action 'none'",
             csp_hash(CSS),
             csp_hash(SCRIPT)
         );
-        let title = format!(
-            "{} {}",
-            self.t("zhi run", "zhi 运行"),
-            html::text(&s.run_id)
-        );
+        let title = format!("{} {}", t!(in self.lang; "zhi run"), html::text(&s.run_id));
         let _ = write!(
             self.out,
             "<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -425,51 +401,47 @@ impl Page<'_> {
     }
 
     fn header(&mut self, run: &LoadedRun, s: &RunSummary) {
-        let (class, en, zh) = match s.status {
-            Some(st) => run_status(st),
-            None => ("incomplete", "incomplete", "未完成"),
+        let (class, status) = match s.status {
+            Some(st) => run_status(st, self.lang),
+            None => ("incomplete", t!(in self.lang; "incomplete")),
         };
-        let status = self.t(en, zh);
         let _ = write!(
             self.out,
             "<header>\n<h1>{} <code>{}</code> <span class=\"badge {class}\" id=\"run-status\">{status}</span></h1>\n",
-            self.t("Run", "运行"),
+            t!(in self.lang; "Run"),
             html::text(&s.run_id),
         );
         if s.status.is_none() {
             let _ = writeln!(
                 self.out,
                 "<p class=\"reason\">{}</p>",
-                self.t(
-                    "This run has no manifest.json: it was killed or is still running. What follows is read from its records.",
-                    "此运行没有 manifest.json：它被终止了，或仍在运行。以下内容来自它的记录。"
-                )
+                t!(in self.lang; "This run has no manifest.json: it was killed or is still running. What follows is read from its records.")
             );
         }
         if let Some(r) = &s.reason {
             let _ = writeln!(
                 self.out,
                 "<p class=\"reason\">{}: {}</p>",
-                self.t("Stopped early", "提前停止"),
+                t!(in self.lang; "Stopped early"),
                 html::text(r)
             );
         }
         let mut when = format!(
             "{} <b>{}</b>",
-            self.t("started", "开始"),
+            t!(in self.lang; "started"),
             html::text(&s.started_at.map_or("?".to_string(), |t| t.to_string()))
         );
         let _ = write!(
             when,
             " · {} <b>{}</b>",
-            self.t("finished", "结束"),
+            t!(in self.lang; "finished"),
             html::text(&s.finished_at.map_or("?".to_string(), |t| t.to_string()))
         );
         if let Some(sh) = &s.shard {
             let _ = write!(
                 when,
                 " · {} <b>{}</b>",
-                self.t("shard", "分片"),
+                t!(in self.lang; "shard"),
                 html::text(sh)
             );
         }
@@ -494,22 +466,21 @@ impl Page<'_> {
                 .join(", ")
         };
         if !skills.is_empty() {
-            let _ = write!(what, "{} {}", self.t("skill", "技能"), list(&skills));
+            let _ = write!(what, "{} {}", t!(in self.lang; "skill"), list(&skills));
         }
         if let Some(asked) = s.model.as_ref().map(|m| m.asked.as_str()) {
             models.insert(asked);
         }
         if !models.is_empty() {
-            let _ = write!(what, " · {} {}", self.t("model", "模型"), list(&models));
+            let _ = write!(what, " · {} {}", t!(in self.lang; "model"), list(&models));
         }
         // A local server answers to the name zhi asks for, whatever it runs: say what it runs.
         if let Some(runs) = s.model.as_ref().and_then(|m| m.runs.as_deref()) {
+            let runs = format!("<b>{}</b>", html::text(runs));
             let _ = write!(
                 what,
-                " {} <b>{}</b>{}",
-                self.t("(the server runs", "（服务器运行的是"),
-                html::text(runs),
-                self.t(")", "）")
+                " {}",
+                t!(in self.lang; "(the server runs {model})", model = runs)
             );
         }
         if let Some(url) = m.and_then(|m| m.base_url.as_deref()) {
@@ -522,7 +493,7 @@ impl Page<'_> {
             let _ = writeln!(
                 self.out,
                 "<p class=\"meta\">{} <code>{}</code></p>",
-                self.t("command", "命令"),
+                t!(in self.lang; "command"),
                 html::text(c)
             );
         }
@@ -533,26 +504,26 @@ impl Page<'_> {
         let c = &s.counts;
         let jobs_time: u64 = run.records.iter().map(|r| r.duration_ms).sum();
         let wall = wall_ms(s.started_at, s.finished_at);
-        let tiles: Vec<(String, &str, &str)> = vec![
-            (number(c.planned), self.t("planned", "计划"), ""),
-            (number(c.succeeded), self.t("succeeded", "成功"), ""),
+        let tiles: Vec<(String, String, &str)> = vec![
+            (number(c.planned), t!(in self.lang; "planned"), ""),
+            (number(c.succeeded), t!(in self.lang; "succeeded"), ""),
             (
                 number(c.failed),
-                self.t("failed", "失败"),
+                t!(in self.lang; "failed"),
                 if c.failed > 0 { "bad" } else { "" },
             ),
-            (number(c.cached), self.t("cached", "已缓存"), ""),
-            (number(c.skipped), self.t("skipped", "已跳过"), ""),
+            (number(c.cached), t!(in self.lang; "cached"), ""),
+            (number(c.skipped), t!(in self.lang; "skipped"), ""),
             (
                 number(c.cancelled),
-                self.t("cancelled", "已取消"),
+                t!(in self.lang; "cancelled"),
                 if c.cancelled > 0 { "bad" } else { "" },
             ),
-            (number(s.tokens.total()), self.t("tokens", "token 数"), ""),
-            (number(s.requests), self.t("requests", "请求"), ""),
+            (number(s.tokens.total()), t!(in self.lang; "tokens"), ""),
+            (number(s.requests), t!(in self.lang; "requests"), ""),
             (
                 wall.map_or_else(|| "?".into(), |ms| self.dur(ms)),
-                self.t("wall time", "总用时"),
+                t!(in self.lang; "wall time"),
                 "",
             ),
         ];
@@ -567,15 +538,15 @@ impl Page<'_> {
         let _ = writeln!(
             self.out,
             "</section>\n<p class=\"meta\">{} {} · {} {} · {} {}</p>",
-            self.t("prompt tokens", "提示 token"),
+            t!(in self.lang; "prompt tokens"),
             number(s.tokens.prompt),
-            self.t("completion tokens", "生成 token"),
+            t!(in self.lang; "completion tokens"),
             number(s.tokens.completion),
-            self.t("job time, summed", "任务耗时合计"),
+            t!(in self.lang; "job time, summed"),
             self.dur(jobs_time),
         );
         // Escalations and cost, in the words of the summary and `manifest show`.
-        let lines = summary::escalation_and_cost(&s.escalations, &s.costs, self.lang == Lang::Zh);
+        let lines = summary::escalation_and_cost(&s.escalations, &s.costs, self.lang);
         if !lines.is_empty() {
             let text: Vec<String> = lines.iter().map(|l| html::text(l.trim())).collect();
             let _ = writeln!(
@@ -593,15 +564,15 @@ impl Page<'_> {
             let _ = writeln!(
                 self.out,
                 "<p class=\"allok\" id=\"failures\">✓ {}</p>",
-                self.t("No job failed.", "没有失败的任务。")
+                t!(in self.lang; "No job failed.")
             );
             return;
         }
         let n = s.failures.len();
-        let heading = match self.lang {
-            Lang::En if n == 1 => "1 job failed".to_string(),
-            Lang::En => format!("{} jobs failed", number(n as u64)),
-            Lang::Zh => format!("{} 个任务失败", number(n as u64)),
+        let heading = if n == 1 {
+            t!(in self.lang; "1 job failed")
+        } else {
+            t!(in self.lang; "{n} jobs failed", n = number(n as u64))
         };
         let _ = writeln!(
             self.out,
@@ -618,9 +589,9 @@ impl Page<'_> {
         let _ = writeln!(
             self.out,
             "</p>\n<div class=\"scroll\"><table>\n<thead><tr><th>{}</th><th>{}</th><th>{}</th><th></th></tr></thead>\n<tbody>",
-            self.t("File", "文件"),
-            self.t("Error", "错误"),
-            self.t("Message", "信息"),
+            t!(in self.lang; "File"),
+            t!(in self.lang; "Error"),
+            t!(in self.lang; "Message"),
         );
         for r in run
             .records
@@ -637,7 +608,7 @@ impl Page<'_> {
                 let _ = write!(
                     links,
                     "<a href=\"{h}\">{}</a>",
-                    self.t("transcript", "对话记录")
+                    t!(in self.lang; "transcript")
                 );
             }
             let kept = format!(".zhi/failed/{}/{}", run.run_id, r.job_id);
@@ -645,7 +616,7 @@ impl Page<'_> {
                 let _ = write!(
                     links,
                     " <a href=\"{h}/\">{}</a>",
-                    self.t("kept files", "保留的文件")
+                    t!(in self.lang; "kept files")
                 );
             }
             let _ = writeln!(
@@ -662,16 +633,10 @@ impl Page<'_> {
             let _ = writeln!(
                 self.out,
                 "<p>{}</p>",
-                match self.lang {
-                    Lang::En => format!(
-                        "… and {} more failed jobs: they are first in the table of jobs below.",
-                        number(more as u64)
-                    ),
-                    Lang::Zh => format!(
-                        "……还有 {} 个失败的任务：见下方任务表的最前面。",
-                        number(more as u64)
-                    ),
-                }
+                t!(in self.lang;
+                    "… and {n} more failed jobs: they are first in the table of jobs below.",
+                    n = number(more as u64)
+                )
             );
         }
         self.out.push_str("</section>\n");
@@ -695,16 +660,13 @@ impl Page<'_> {
         let _ = writeln!(
             self.out,
             "<h2>{}</h2>",
-            self.t("Durations and tokens", "耗时与 token")
+            t!(in self.lang; "Durations and tokens")
         );
         if ran.is_empty() {
             let _ = writeln!(
                 self.out,
                 "<p class=\"muted\">{}</p>",
-                self.t(
-                    "No job ran now: every job was cached or skipped.",
-                    "本次没有任务运行：所有任务都已缓存或被跳过。"
-                )
+                t!(in self.lang; "No job ran now: every job was cached or skipped.")
             );
             return;
         }
@@ -728,17 +690,17 @@ impl Page<'_> {
             .collect();
         let (d_title, t_title) = if per_job {
             (
-                self.t("Duration of each job", "每个任务的耗时"),
-                self.t("Tokens of each job", "每个任务的 token 数"),
+                t!(in self.lang; "Duration of each job"),
+                t!(in self.lang; "Tokens of each job"),
             )
         } else {
             (
-                self.t("Jobs by duration", "按耗时统计的任务数"),
-                self.t("Jobs by tokens spent", "按 token 数统计的任务数"),
+                t!(in self.lang; "Jobs by duration"),
+                t!(in self.lang; "Jobs by tokens spent"),
             )
         };
-        let d_svg = chart::chart(&durations, &|ms| duration(ms, lang), d_title, lang);
-        let t_svg = chart::chart(&tokens, &number, t_title, lang);
+        let d_svg = chart::chart(&durations, &|ms| duration(ms, lang), &d_title, lang);
+        let t_svg = chart::chart(&tokens, &number, &t_title, lang);
         let mut legend = String::new();
         for (class, st) in [
             ("b-succeeded", Status::Succeeded),
@@ -758,24 +720,15 @@ impl Page<'_> {
         } else {
             format!(
                 " · {}",
-                self.t(
-                    "each column counts the jobs in one range",
-                    "每一列是落在该区间内的任务数"
-                )
+                t!(in self.lang; "each column counts the jobs in one range")
             )
         };
         let skipped = run.records.len() - ran.len();
         let not_charted = if skipped > 0 {
-            match lang {
-                Lang::En => format!(
-                    " · {} cached or skipped jobs not charted",
-                    number(skipped as u64)
-                ),
-                Lang::Zh => format!(
-                    " · 未计入 {} 个已缓存或已跳过的任务",
-                    number(skipped as u64)
-                ),
-            }
+            t!(in lang;
+                " · {n} cached or skipped jobs not charted",
+                n = number(skipped as u64)
+            )
         } else {
             String::new()
         };
@@ -792,12 +745,9 @@ impl Page<'_> {
         let _ = writeln!(
             self.out,
             "<h2>{} ({})</h2>\n<p class=\"muted\" id=\"sort-hint\" hidden>{}</p>",
-            self.t("Jobs", "任务"),
+            t!(in self.lang; "Jobs"),
             number(run.records.len() as u64),
-            self.t(
-                "Click a column header to sort by it; click again for the other way.",
-                "点击列标题按该列排序，再点一次反向排序。"
-            )
+            t!(in self.lang; "Click a column header to sort by it; click again for the other way.")
         );
         self.out
             .push_str("<table id=\"jobs\" data-sorted=\"status:asc\">\n<thead><tr>");
@@ -818,13 +768,13 @@ impl Page<'_> {
                 self.out,
                 "<th{class} data-key=\"{}\" data-type=\"{kind}\" data-first=\"{first}\"{sorted}>{}</th>",
                 c.key,
-                self.t(c.en, c.zh)
+                (c.title)(self.lang)
             );
         }
         let _ = writeln!(
             self.out,
             "<th>{}</th></tr></thead>\n<tbody>",
-            self.t("Transcript", "对话记录")
+            t!(in self.lang; "Transcript")
         );
         for i in table_order(&run.records) {
             self.row(i, &run.records[i]);
@@ -853,9 +803,9 @@ impl Page<'_> {
             r.duration_ms,
             r.requests,
             r.tokens.total(),
-            self.t("prompt", "提示"),
+            t!(in self.lang; "prompt"),
             number(r.tokens.prompt),
-            self.t("completion", "生成"),
+            t!(in self.lang; "completion"),
             number(r.tokens.completion),
             number(r.tokens.total()),
         );
@@ -883,7 +833,7 @@ impl Page<'_> {
                     let _ = write!(
                         self.out,
                         "<span class=\"missing\" title=\"{}\">{}</span>",
-                        self.t("not there now", "现已不在"),
+                        t!(in self.lang; "not there now"),
                         html::text(&name)
                     );
                 }
@@ -917,25 +867,19 @@ impl Page<'_> {
         let _ = write!(
             self.out,
             "<footer>\n<p>{} zhi {} · {} <span class=\"mono\">{}</span>",
-            self.t("Written by", "生成工具"),
+            t!(in self.lang; "Written by"),
             env!("CARGO_PKG_VERSION"),
-            self.t("records", "记录"),
+            t!(in self.lang; "records"),
             html::text(&run.path.join("results.jsonl").display().to_string()),
         );
         if s.torn_lines > 0 {
             let _ = write!(
                 self.out,
                 " · {}",
-                match self.lang {
-                    Lang::En => format!(
-                        "{} torn line(s) of results.jsonl ignored (a crash mid-write)",
-                        s.torn_lines
-                    ),
-                    Lang::Zh => format!(
-                        "忽略了 results.jsonl 中 {} 行残缺记录（写入时崩溃）",
-                        s.torn_lines
-                    ),
-                }
+                t!(in self.lang;
+                    "{n} torn line(s) of results.jsonl ignored (a crash mid-write)",
+                    n = s.torn_lines
+                )
             );
         }
         let _ = writeln!(

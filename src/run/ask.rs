@@ -187,15 +187,15 @@ async fn ask_on(
                 let reason = problem.describe("response.md");
                 return Err(JobError::new(
                     ErrorKind::MissingOutput,
-                    format!("the model wrote no file, and {reason}"),
+                    msg!("the model wrote no file, and {reason}"),
                 ));
             }
             let target = sandbox
                 .check_write("response.md")
                 .map_err(|r| JobError::new(ErrorKind::Io, r.message().to_string()))?;
-            sandbox.write_new(&target, answer.as_bytes()).map_err(|e| {
-                JobError::new(ErrorKind::Io, format!("cannot write response.md: {e}"))
-            })?;
+            sandbox
+                .write_new(&target, answer.as_bytes())
+                .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write response.md: {e}")))?;
         }
     } else if require {
         let problems = expected.problems(&env, &sandbox.written());
@@ -218,7 +218,7 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
         SchemaSpec::Inline(v) => v.clone(),
         SchemaSpec::Arg(name) => {
             let path = ctx.job.arg_path(name).ok_or_else(|| {
-                bad(format!(
+                bad(msg!(
                     "skill `{skill}` takes its schema from the argument `{name}`: give it with -a {name}=FILE",
                     skill = ctx.skill.name
                 ))
@@ -233,12 +233,9 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
 /// the skill's resources are readable.
 fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
     let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
-    run.layout.create_dir(dir).map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot create {}: {e}", dir.display()),
-        )
-    })?;
+    run.layout
+        .create_dir(dir)
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot create {}: {e}", dir.display())))?;
     let mut builder = Sandbox::builder(dir).exclude(run.layout.output_dir());
     if job.is_dir {
         builder = builder.input_dir(job.input.clone(), job.path.clone());

@@ -320,11 +320,11 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
             .map(|(i, r)| {
                 r.unwrap_or_else(|| {
                     Err(if cancelled {
-                        JobError::new(ErrorKind::Cancelled, "cancelled")
+                        JobError::new(ErrorKind::Cancelled, msg!("cancelled"))
                     } else {
                         JobError::new(
                             ErrorKind::Cancelled,
-                            format!("piece {} of {n} not run: another piece failed", i + 1),
+                            msg!("piece {} of {n} not run: another piece failed", i + 1),
                         )
                     })
                 })
@@ -365,7 +365,7 @@ fn save_done(dir: &Path, d: &PieceDone) -> Result<(), JobError> {
     crate::manifest::write_atomic(&dir.join("done.json"), &body).map_err(|e| {
         JobError::new(
             ErrorKind::Io,
-            format!("cannot checkpoint {}: {e}", dir.display()),
+            msg!("cannot checkpoint {}: {e}", dir.display()),
         )
     })
 }
@@ -415,8 +415,7 @@ fn merge_extracted(
     finished: &[(PathBuf, PieceDone)],
     staging: &Path,
 ) -> Result<(), JobError> {
-    let io =
-        |e: std::io::Error| JobError::new(ErrorKind::Io, format!("cannot merge the pieces: {e}"));
+    let io = |e: std::io::Error| JobError::new(ErrorKind::Io, msg!("cannot merge the pieces: {e}"));
     let file = skill
         .direct_output(&job.args)
         .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
@@ -424,10 +423,7 @@ fn merge_extracted(
     for ((dir, _), piece) in finished.iter().zip(pieces) {
         let bytes = std::fs::read(dir.join("out").join(&file)).map_err(io)?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            JobError::new(
-                ErrorKind::Io,
-                format!("a piece's {file} cannot be read: {e}"),
-            )
+            JobError::new(ErrorKind::Io, msg!("a piece's {file} cannot be read: {e}"))
         })?;
         parts.push((value, piece.text.as_str()));
     }
@@ -445,8 +441,7 @@ fn join_pieces(
     finished: &[(PathBuf, PieceDone)],
     staging: &Path,
 ) -> Result<(), JobError> {
-    let io =
-        |e: std::io::Error| JobError::new(ErrorKind::Io, format!("cannot join the pieces: {e}"));
+    let io = |e: std::io::Error| JobError::new(ErrorKind::Io, msg!("cannot join the pieces: {e}"));
     std::fs::create_dir_all(staging).map_err(io)?;
     let mut names: Vec<String> = Vec::new();
     for (_, d) in finished {

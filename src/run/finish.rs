@@ -40,11 +40,11 @@ pub(super) async fn submit_batches(
         book.submit_failed(&ApiError::new(
             ErrorKind::Cancelled,
             false,
-            "the run stopped before submitting",
+            msg!("the run stopped before submitting"),
         ));
         return None;
     }
-    progress.println(&format!(
+    progress.println(&msg!(
         "submitting {} request(s) to the Batch API…",
         book.queued()
     ));
@@ -94,8 +94,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         end.opts.table_rows.as_deref(),
     );
     for p in problems {
-        end.progress
-            .println(&format!("warning: {reason}", reason = p));
+        end.progress.println(&msg!("warning: {reason}", reason = p));
     }
     manifest.tables = tables;
     manifest.account(&records, &end.ctx.config.models.prices);
@@ -104,7 +103,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir(), &records) {
         Ok(()) => exit,
         Err(e) => {
-            end.progress.println(&format!(
+            end.progress.println(&msg!(
                 "error: cannot write the manifest in {}: {e}; the records written so far are in results.jsonl",
                 end.ctx.layout.run(&end.ctx.run_id).display()
             ));
@@ -132,12 +131,12 @@ fn submit_failure(e: &ApiError, opts: &RunOptions) -> (RunStatus, Exit, Option<S
         Exit::Aborted
     };
     let reason = if e.status == Some(404) {
-        format!(
+        msg!(
             "submitting the batch failed: {e}; this server has no Batch API at {} (batch mode needs a provider's: Zhipu's, OpenAI's)",
             crate::secret::url_for_display(&opts.config.api.base_url)
         )
     } else {
-        format!("submitting the batch failed: {e}")
+        msg!("submitting the batch failed: {e}")
     };
     (RunStatus::Aborted, exit, Some(reason))
 }

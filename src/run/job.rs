@@ -108,7 +108,7 @@ pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> J
         finished_at: Some(now),
         error: Some(JobError::new(
             ErrorKind::Internal,
-            format!("internal error while processing {}: {reason}", job.input),
+            msg!("internal error while processing {}: {reason}", job.input),
         )),
         ..base_record(job, cache, run.model(job))
     }
@@ -123,11 +123,11 @@ pub fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord
         .get(skill)
         .is_some_and(crate::skills::Skill::is_workflow);
     let message = if workflow {
-        format!(
+        msg!(
             "skill `{skill}` runs a workflow (each step waits for the ones before it), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch"
         )
     } else {
-        format!(
+        msg!(
             "skill `{skill}` runs the agent loop (tools between turns), which the Batch API cannot carry; add --agent-jobs run to run such jobs now at the standard price, or run them without --submit batch"
         )
     };
@@ -217,7 +217,7 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
                 .unwrap_or_else(|e| {
                     Err(JobError::new(
                         ErrorKind::Internal,
-                        format!("commit crashed: {e}"),
+                        msg!("commit crashed: {e}"),
                     ))
                 })
         }
@@ -319,7 +319,7 @@ fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     record.ungrounded_figures = std::mem::take(&mut stats.ungrounded_figures);
     if !record.ungrounded_figures.is_empty() {
         let list = record.ungrounded_figures.join(", ");
-        record.warnings.push(format!(
+        record.warnings.push(msg!(
             "the output states figures the document does not hold: {list}"
         ));
     }
@@ -342,10 +342,7 @@ async fn run_in_staging(
     transcript: &Arc<Transcript>,
 ) -> Result<(), JobError> {
     let skill = run.skills.get(&job.skill).ok_or_else(|| {
-        JobError::new(
-            ErrorKind::InputError,
-            format!("unknown skill `{}`", job.skill),
-        )
+        JobError::new(ErrorKind::InputError, msg!("unknown skill `{}`", job.skill))
     })?;
     let ctx = JobCtx {
         run,
@@ -409,9 +406,10 @@ pub(super) async fn run_text(
                 };
             return Err(JobError::new(
                 ErrorKind::TooLarge,
-                format!(
+                msg!(
                     "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document{limited}, and skill `{}` does not split documents (chunking: none)",
-                    job.input, skill.name
+                    job.input,
+                    skill.name
                 ),
             ));
         }
@@ -508,7 +506,7 @@ fn ground(
         let (input, list) = (&ctx.job.input, missing.join(", "));
         return Err(JobError::new(
             ErrorKind::InvalidOutput,
-            format!("required values found nowhere in {input} (grounding: required): {list}"),
+            msg!("required values found nowhere in {input} (grounding: required): {list}"),
         ));
     }
     Ok(())
@@ -532,7 +530,7 @@ async fn document_text(
     if text.trim().is_empty() {
         return Err(JobError::new(
             ErrorKind::ExtractFailed,
-            format!(
+            msg!(
                 "{} has no text to process (an empty file, or a scan with no OCR text)",
                 job.input
             ),
@@ -591,7 +589,7 @@ fn unchanged_since_planning(job: &Job, cache: &JobCache) -> Result<Option<FileSt
 fn changed(job: &Job, why: &str) -> JobError {
     JobError::new(
         ErrorKind::InputError,
-        format!(
+        msg!(
             "{} changed after the run was planned: {why}; it was not sent (run again to process it as it is now)",
             job.input
         ),
@@ -605,7 +603,7 @@ async fn read_document(run: &RunContext, path: &Path) -> Result<(String, Vec<Str
     let path = path.to_path_buf();
     tokio::task::spawn_blocking(move || reader.read_document(&path))
         .await
-        .map_err(|e| JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}")))?
+        .map_err(|e| JobError::new(ErrorKind::ExtractFailed, msg!("extraction crashed: {e}")))?
 }
 
 /// The texts of the job's other input files (a `file2` to compare with), given in the first
@@ -685,13 +683,13 @@ fn commit(
     if let Some(parent) = target.parent() {
         run.layout
             .create_dir(parent)
-            .map_err(|e| io(format!("cannot create {}", parent.display()), e))?;
+            .map_err(|e| io(msg!("cannot create {}", parent.display()), e))?;
     }
     // The outputs, hashed before they move, are journaled first: a kill between the rename
     // and the record must not make zhi's own folder look like a person's edit next time.
     let mut outputs = Vec::new();
-    for rel in cache::files_under(staging)
-        .map_err(|e| io(format!("cannot list {}", staging.display()), e))?
+    for rel in
+        cache::files_under(staging).map_err(|e| io(msg!("cannot list {}", staging.display()), e))?
     {
         let (sha, bytes) = cache::hash_file(&staging.join(&rel));
         outputs.push(OutputFile {
@@ -712,17 +710,17 @@ fn commit(
         if let Some(p) = trash.parent() {
             run.layout
                 .create_dir(p)
-                .map_err(|e| io(format!("cannot create {}", p.display()), e))?;
+                .map_err(|e| io(msg!("cannot create {}", p.display()), e))?;
         }
         std::fs::rename(&target, &trash)
-            .map_err(|e| io(format!("cannot move the old {} aside", target.display()), e))?;
+            .map_err(|e| io(msg!("cannot move the old {} aside", target.display()), e))?;
         std::fs::rename(staging, &target)
-            .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
+            .map_err(|e| io(msg!("cannot commit {}", target.display()), e))?;
         let _ = std::fs::remove_dir_all(&trash);
     } else {
         write_journal(run, job, cache, &outputs)?;
         std::fs::rename(staging, &target)
-            .map_err(|e| io(format!("cannot commit {}", target.display()), e))?;
+            .map_err(|e| io(msg!("cannot commit {}", target.display()), e))?;
     }
     Ok(outputs)
 }
@@ -742,7 +740,7 @@ fn conflict(run: &RunContext, job: &Job, cache: &JobCache) -> Option<JobError> {
     (!ours).then(|| {
         JobError::new(
             ErrorKind::OutputConflict,
-            format!(
+            msg!(
                 "{} was changed since zhi wrote it (or was not written by zhi); it is left as it is — move it away or delete it to redo this job",
                 job.output_rel.display()
             ),
@@ -776,12 +774,7 @@ fn write_journal(
         let body = serde_json::to_vec(&pending).map_err(std::io::Error::other)?;
         crate::manifest::write_atomic(&path, &body)
     };
-    write().map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })
+    write().map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {}: {e}", path.display())))
 }
 
 fn read_journal(run: &RunContext, job: &Job) -> Option<JobRecord> {

@@ -136,9 +136,9 @@ impl Ledger {
             // Said once: after the first failure every append fails alike.
             if !matches!(self.stopped(), Some(Stop::OutputUnwritable(_))) {
                 self.progress
-                    .println(&format!("error: cannot append to results.jsonl: {e}"));
+                    .println(&msg!("error: cannot append to results.jsonl: {e}"));
             }
-            self.stop(Stop::OutputUnwritable(format!(
+            self.stop(Stop::OutputUnwritable(msg!(
                 "the output folder cannot be written ({e})"
             )));
         }
@@ -185,7 +185,7 @@ impl Ledger {
 
     fn on_failure(&self, record: &JobRecord) {
         let Some(e) = &record.error else { return };
-        self.progress.println(&format!(
+        self.progress.println(&msg!(
             "failed: {} ({}): {}",
             crate::sanitize::one_line(&record.input),
             e.kind,
@@ -199,7 +199,7 @@ impl Ledger {
         {
             self.stop(Stop::OutputUnwritable(why));
         } else if e.kind == ErrorKind::RateLimited {
-            self.stop(Stop::RateLimited(format!(
+            self.stop(Stop::RateLimited(msg!(
                 "rate limits outlasted every retry ({})",
                 e.message
             )));

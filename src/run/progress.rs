@@ -243,48 +243,32 @@ impl Snapshot {
             .longest
             .filter(|&s| s > 0 && self.running > 0)
             .map(|s| running_for(s, lang));
-        match lang {
-            Lang::En => {
-                let pieces = self
-                    .pieces
-                    .map(|(d, t)| format!(", pieces {d}/{t}"))
-                    .unwrap_or_default();
-                let longest = longest.map(|l| format!(" ({l})")).unwrap_or_default();
-                format!(
-                    "{} running{longest}, {} failed, {tokens} tokens{pieces}, ETA {left}",
-                    self.running, self.failed
-                )
-            }
-            Lang::Zh => {
-                let pieces = self
-                    .pieces
-                    .map(|(d, t)| format!("，分块 {d}/{t}"))
-                    .unwrap_or_default();
-                let longest = longest.map(|l| format!("（{l}）")).unwrap_or_default();
-                format!(
-                    "进行中 {}{longest}，失败 {}，令牌 {tokens}{pieces}，剩余 {left}",
-                    self.running, self.failed
-                )
-            }
-        }
+        let pieces = self
+            .pieces
+            .map(|(d, t)| t!(in lang; ", pieces {done}/{total}", done = d, total = t))
+            .unwrap_or_default();
+        let longest = longest
+            .map(|l| t!(in lang; " ({time})", time = l))
+            .unwrap_or_default();
+        t!(in lang;
+            "{running} running{longest}, {failed} failed, {tokens} tokens{pieces}, ETA {left}",
+            running = self.running,
+            longest = longest,
+            failed = self.failed,
+            tokens = tokens,
+            pieces = pieces,
+            left = left
+        )
     }
 
     /// One plain progress line (no bar, no control characters).
     pub fn line(&self, lang: Lang) -> String {
-        match lang {
-            Lang::En => format!(
-                "zhi: {}/{} done, {}",
-                self.done,
-                self.total,
-                self.status(lang)
-            ),
-            Lang::Zh => format!(
-                "zhi：完成 {}/{}，{}",
-                self.done,
-                self.total,
-                self.status(lang)
-            ),
-        }
+        t!(in lang;
+            "zhi: {done}/{total} done, {status}",
+            done = self.done,
+            total = self.total,
+            status = self.status(lang)
+        )
     }
 }
 
@@ -303,27 +287,21 @@ fn count(n: u64) -> String {
 /// `3天04小时`).
 fn duration(secs: u64, lang: Lang) -> String {
     let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    match (lang, secs) {
-        (Lang::En, 0..60) => format!("{s}s"),
-        (Lang::En, 60..3600) => format!("{m}m{s:02}s"),
-        (Lang::En, 3600..86_400) => format!("{h}h{m:02}m"),
-        (Lang::En, _) => format!("{d}d{h:02}h"),
-        (Lang::Zh, 0..60) => format!("{s}秒"),
-        (Lang::Zh, 60..3600) => format!("{m}分{s:02}秒"),
-        (Lang::Zh, 3600..86_400) => format!("{h}小时{m:02}分"),
-        (Lang::Zh, _) => format!("{d}天{h:02}小时"),
+    match secs {
+        0..60 => t!(in lang; "{s}s", s = s),
+        60..3600 => t!(in lang; "{m}m{s}s", m = m, s = format!("{s:02}")),
+        3600..86_400 => t!(in lang; "{h}h{m}m", h = h, m = format!("{m:02}")),
+        _ => t!(in lang; "{d}d{h}h", d = d, h = format!("{h:02}")),
     }
 }
 
 /// How long a job has run, in at most six columns: to the second for its first hour (so the
 /// display moves every second), then in whole hours, then days: `8s`, `4m05s`, `3h`, `2d`.
 fn running_for(secs: u64, lang: Lang) -> String {
-    match (lang, secs) {
-        (_, 0..3600) => duration(secs, lang),
-        (Lang::En, 3600..86_400) => format!("{}h", secs / 3600),
-        (Lang::En, _) => format!("{}d", secs / 86_400),
-        (Lang::Zh, 3600..86_400) => format!("{}小时", secs / 3600),
-        (Lang::Zh, _) => format!("{}天", secs / 86_400),
+    match secs {
+        0..3600 => duration(secs, lang),
+        3600..86_400 => t!(in lang; "{h}h", h = secs / 3600),
+        _ => t!(in lang; "{d}d", d = secs / 86_400),
     }
 }
 

@@ -66,7 +66,7 @@ async fn watch_signals(ledger: Arc<Ledger>, grace: std::time::Duration, progress
     };
     ledger.stop(Stop::Signal(first));
     crate::interrupt::interrupt();
-    progress.println(&format!(
+    progress.println(&msg!(
         "{} received: no new jobs; waiting up to {}s for jobs in flight (signal again to cancel them now)",
         stop::signal_name(first),
         grace.as_secs()

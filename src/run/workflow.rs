@@ -62,7 +62,7 @@ pub(super) async fn run(
     run.layout.create_dir(staging).map_err(|e| {
         JobError::new(
             ErrorKind::Io,
-            format!("cannot create {}: {e}", staging.display()),
+            msg!("cannot create {}: {e}", staging.display()),
         )
     })?;
     run.progress.add_pieces(job.id.as_str(), steps.len() as u64);
@@ -77,7 +77,7 @@ pub(super) async fn run(
             // `skills validate` and every load refuse cycles; this is a guard, not a path.
             return Err(JobError::new(
                 ErrorKind::Internal,
-                "the workflow's steps wait for each other",
+                msg!("the workflow's steps wait for each other"),
             ));
         }
         // The first ready step runs in the job's own slot; the others now only where a slot
@@ -167,7 +167,7 @@ async fn run_step(
                             .then(|| {
                                 JobError::new(
                                     e.kind,
-                                    format!(
+                                    msg!(
                                         "step `{id}` failed: {reason}",
                                         id = step.id,
                                         reason = e.message
@@ -285,7 +285,7 @@ async fn step_work(
     match &step.run {
         StepRun::Skill(name) => {
             let child = ctx.run.skills.get(name).ok_or_else(|| {
-                JobError::new(ErrorKind::InputError, format!("unknown skill `{name}`"))
+                JobError::new(ErrorKind::InputError, msg!("unknown skill `{name}`"))
             })?;
             if step.for_each_document {
                 for_each(ctx, cache, staging, step, child, &values, stats).await
@@ -325,7 +325,7 @@ async fn step_work(
             text.push('\n');
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(dir.join(&file), &text))
-                .map_err(|e| JobError::new(ErrorKind::Io, format!("cannot write {file}: {e}")))?;
+                .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {file}: {e}")))?;
             place_one(staging, &dir, &file, &file)
         }
     }
@@ -362,7 +362,7 @@ async fn step_input(
             let (id, arg) = (&step.id, &a.name);
             JobError::new(
                 ErrorKind::InputError,
-                format!("step `{id}`: `{arg}: {value}` names no file of this job"),
+                msg!("step `{id}`: `{arg}: {value}` names no file of this job"),
             )
         })?;
         if a.name == primary {
@@ -375,7 +375,7 @@ async fn step_input(
         let (id, arg) = (&step.id, &primary);
         JobError::new(
             ErrorKind::InputError,
-            format!("step `{id}` gives `{arg}` no file"),
+            msg!("step `{id}` gives `{arg}` no file"),
         )
     })?;
     let text = match source {
@@ -446,9 +446,7 @@ async fn read_text(ctx: &JobCtx<'_>, path: &Path) -> Result<String, JobError> {
     let p = path.to_path_buf();
     let (text, _) = tokio::task::spawn_blocking(move || reader.read_document(&p))
         .await
-        .map_err(|e| {
-            JobError::new(ErrorKind::ExtractFailed, format!("extraction crashed: {e}"))
-        })??;
+        .map_err(|e| JobError::new(ErrorKind::ExtractFailed, msg!("extraction crashed: {e}")))??;
     Ok(text)
 }
 
@@ -573,12 +571,12 @@ fn place(
 /// may not write one file).
 fn place_one(staging: &Path, dir: &Path, from: &str, to: &str) -> Result<Ended, JobError> {
     let file = to;
-    let io = |e: std::io::Error| JobError::new(ErrorKind::Io, format!("cannot place {file}: {e}"));
+    let io = |e: std::io::Error| JobError::new(ErrorKind::Io, msg!("cannot place {file}: {e}"));
     let target = staging.join(to);
     if target.exists() {
         return Err(JobError::new(
             ErrorKind::InputError,
-            format!("two steps write {file}"),
+            msg!("two steps write {file}"),
         ));
     }
     if let Some(p) = target.parent() {
@@ -609,7 +607,7 @@ async fn for_each(
     if !job.is_dir {
         return Err(JobError::new(
             ErrorKind::InputError,
-            format!(
+            msg!(
                 "step `{id}` runs for each document, but the job is not a folder",
                 id = step.id
             ),
@@ -766,7 +764,7 @@ async fn prompt_step(
     if given > budget || (given == 0 && !with_doc && source.is_some()) {
         return Err(JobError::new(
             ErrorKind::TooLarge,
-            format!(
+            msg!(
                 "step `{id}`: its inputs are about {estimate} tokens; one request takes about {budget}",
                 id = step.id,
                 estimate = given + doc_tokens

@@ -188,7 +188,7 @@ impl SkillSet {
                     };
                     let stem = named.and_then(|s| s.to_str()).unwrap_or_default();
                     if stem != loaded.skill.name {
-                        self.warnings.push(about(format!(
+                        self.warnings.push(about(msg!(
                             "{label}: file name does not match the skill name `{}`",
                             loaded.skill.name
                         )));
@@ -247,7 +247,7 @@ impl SkillSet {
         for (rel, len, stamp) in &walked.files {
             let top = rel.split('/').next().unwrap_or_default();
             match top {
-                "references" | "assets" if *len > MAX_RESOURCE_BYTES => warnings.push(format!(
+                "references" | "assets" if *len > MAX_RESOURCE_BYTES => warnings.push(msg!(
                     "{rel} is larger than {}, the limit for a skill's resource; it is not readable",
                     crate::small_file::human_bytes(MAX_RESOURCE_BYTES)
                 )),
@@ -291,7 +291,7 @@ impl SkillSet {
                 l.strict_errors.push(format!(
                     "its instructions use {named}, but zhi never runs a skill's scripts (there is no shell): this skill needs a shell zhi does not give"
                 ));
-                l.warnings.push(format!(
+                l.warnings.push(msg!(
                     "its instructions use {named}, which zhi will not run (there is no shell)"
                 ));
             }
@@ -439,7 +439,7 @@ fn walk_folder(dir: &Path) -> Walked {
             continue;
         }
         if files.len() >= MAX_FOLDER_FILES {
-            warnings.push(format!(
+            warnings.push(msg!(
                 "more than {MAX_FOLDER_FILES} files; the rest are not read"
             ));
             break;
@@ -463,7 +463,7 @@ fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {
         Err(e) => {
             set.warnings.push(SkillWarning {
                 skill: None,
-                text: format!("{}: cannot read skill folder: {e}", dir.display()),
+                text: msg!("{}: cannot read skill folder: {e}", dir.display()),
             });
             return;
         }

@@ -174,16 +174,13 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
             "binary file (contains NUL bytes), not a YAML skill".into(),
         ));
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        fail(format!(
-            "not UTF-8 text ({e}); skill files must be UTF-8 YAML"
-        ))
-    })?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| fail(msg!("not UTF-8 text ({e}); skill files must be UTF-8 YAML")))?;
     // The parser's time grows with the square of the nesting depth: refuse deep files first.
     crate::small_file::check_yaml_nesting(text).map_err(|e| fail(e.to_string()))?;
     let value: Value = serde_norway::from_str(text).map_err(|e| fail(yaml_error(&e)))?;
     let Value::Mapping(map) = value else {
-        return Err(fail(format!(
+        return Err(fail(msg!(
             "expected a YAML mapping of skill fields, found {}",
             value_kind(&value)
         )));
@@ -222,7 +219,7 @@ pub fn load_skill_md(
         ));
     }
     let text = std::str::from_utf8(bytes)
-        .map_err(|e| fail(format!("not UTF-8 text ({e}); SKILL.md must be UTF-8")))?;
+        .map_err(|e| fail(msg!("not UTF-8 text ({e}); SKILL.md must be UTF-8")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (front, body) = split_front_matter(text).ok_or_else(|| {
         fail("no front matter: SKILL.md must start with a `---` line, the YAML fields (name, description), and a closing `---` line".into())
@@ -231,11 +228,10 @@ pub fn load_skill_md(
     let value: Value = if front.trim().is_empty() {
         Value::Mapping(Mapping::new())
     } else {
-        serde_norway::from_str(front)
-            .map_err(|e| fail(format!("front matter: {}", yaml_error(&e))))?
+        serde_norway::from_str(front).map_err(|e| fail(msg!("front matter: {}", yaml_error(&e))))?
     };
     let Value::Mapping(map) = value else {
-        return Err(fail(format!(
+        return Err(fail(msg!(
             "the front matter must be a YAML mapping of fields, found {}",
             value_kind(&value)
         )));
@@ -249,12 +245,12 @@ pub fn load_skill_md(
     take_format_fields(&mut map, &mut warnings);
     let (mut f, odd): (SkillFields, _) = fields(map).map_err(fail)?;
     for k in f.unknown.keys().filter_map(Value::as_str) {
-        warnings.push(format!("unknown front-matter field `{k}` ignored"));
+        warnings.push(msg!("unknown front-matter field `{k}` ignored"));
     }
     warnings.extend(odd.iter().map(|k| format!("non-string key {k:?} ignored")));
     for (k, v) in [("name", &f.name), ("description", &f.description)] {
         if absent(v) {
-            return Err(fail(format!("missing required front-matter field `{k}`")));
+            return Err(fail(msg!("missing required front-matter field `{k}`")));
         }
     }
     if body.trim().is_empty() {
@@ -303,7 +299,7 @@ fn take_format_fields(map: &mut Mapping, warnings: &mut Vec<String>) {
             ),
             ("metadata", _) => warnings
                 .push("front-matter field `metadata` should be a mapping; ignored".to_string()),
-            _ => warnings.push(format!(
+            _ => warnings.push(msg!(
                 "front-matter field `{key}` should be a string; ignored"
             )),
         }
@@ -328,10 +324,10 @@ fn split_front_matter(text: &str) -> Option<(&str, &str)> {
 /// A required string field.
 fn required_text(k: &str, v: &Option<Value>) -> Result<String, String> {
     match v {
-        None | Some(Value::Null) => Err(format!("missing required field `{k}`")),
-        Some(Value::String(s)) if s.trim().is_empty() => Err(format!("field `{k}` is empty")),
+        None | Some(Value::Null) => Err(msg!("missing required field `{k}`")),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(msg!("field `{k}` is empty")),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(v) => Err(format!(
+        Some(v) => Err(msg!(
             "field `{k}` must be a string, found {}",
             value_kind(v)
         )),
@@ -343,7 +339,7 @@ fn optional_text(k: &str, v: &Option<Value>) -> Result<Option<String>, String> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(format!(
+        Some(v) => Err(msg!(
             "field `{k}` must be a string, found {}",
             value_kind(v)
         )),
@@ -365,7 +361,7 @@ fn load_fields(
     };
     let mut strict_errors = Vec::new();
     let name = required_text("name", &f.name).map_err(fail)?;
-    check_name(&name).map_err(|r| fail(format!("invalid name `{name}`: {r}")))?;
+    check_name(&name).map_err(|r| fail(msg!("invalid name `{name}`: {r}")))?;
     let description = required_text("description", &f.description).map_err(fail)?;
     let steps = match &f.steps {
         None | Some(Value::Null) => Vec::new(),
@@ -404,11 +400,8 @@ fn load_fields(
     };
     let chunking = match optional_text("chunking", &f.chunking).map_err(fail)? {
         None => Chunking::None,
-        Some(s) => Chunking::parse(s.trim()).ok_or_else(|| {
-            fail(format!(
-                "chunking `{s}` is not one of none, map, map-reduce"
-            ))
-        })?,
+        Some(s) => Chunking::parse(s.trim())
+            .ok_or_else(|| fail(msg!("chunking `{s}` is not one of none, map, map-reduce")))?,
     };
     Ok(Loaded {
         skill: Skill {
@@ -438,7 +431,7 @@ fn parse_tools(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<Vec<Stri
         None | Some(Value::Null) => return Err("missing required field `tools`".into()),
         Some(Value::Sequence(items)) => items,
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "field `tools` must be a list of names, found {}",
                 value_kind(v)
             ));
@@ -449,13 +442,13 @@ fn parse_tools(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<Vec<Stri
         match item.as_str() {
             Some(t) if !t.trim().is_empty() => {
                 if tools.iter().any(|x| x == t) {
-                    warnings.push(format!("tool `{t}` listed twice"));
+                    warnings.push(msg!("tool `{t}` listed twice"));
                 } else {
                     tools.push(t.to_string());
                 }
             }
             _ => {
-                return Err(format!(
+                return Err(msg!(
                     "`tools` entries must be tool or skill names, found {}",
                     value_kind(item)
                 ));
@@ -479,14 +472,14 @@ fn parse_max_turns(
             Some(t) if t >= i64::from(lo) && t <= i64::from(hi) => Ok(t as u32),
             Some(t) => {
                 let clamped = t.clamp(i64::from(lo), i64::from(hi)) as u32;
-                let msg = format!("max_turns {t} is outside {lo}..={hi}; clamped to {clamped}");
+                let msg = msg!("max_turns {t} is outside {lo}..={hi}; clamped to {clamped}");
                 warnings.push(msg.clone());
                 strict_errors.push(msg);
                 Ok(clamped)
             }
-            None => Err(format!("max_turns must be a whole number, found {n}")),
+            None => Err(msg!("max_turns must be a whole number, found {n}")),
         },
-        Some(v) => Err(format!(
+        Some(v) => Err(msg!(
             "max_turns must be a whole number, found {}",
             value_kind(v)
         )),
@@ -514,7 +507,7 @@ fn parse_output(
         }
         Some(Value::Mapping(m)) => m,
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "field `output` must be a mapping, found {}",
                 value_kind(v)
             ));
@@ -522,7 +515,7 @@ fn parse_output(
     };
     let (o, odd): (OutputFields, _) = fields(m.clone())?;
     for k in o.unknown.keys().filter_map(Value::as_str) {
-        warnings.push(format!("unknown field `output.{k}` ignored"));
+        warnings.push(msg!("unknown field `output.{k}` ignored"));
     }
     warnings.extend(
         odd.iter()
@@ -551,7 +544,7 @@ fn parse_output(
                 Value::String(s) => format!("`{s}`"),
                 other => value_kind(other).to_string(),
             };
-            return Err(format!(
+            return Err(msg!(
                 "`output.grounding` must be `flag` or `required`, found {found}"
             ));
         }
@@ -574,7 +567,7 @@ fn parse_output(
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(v) => {
-                    return Err(format!(
+                    return Err(msg!(
                         "`output.language` must be a string, found {}",
                         value_kind(v)
                     ));
@@ -600,14 +593,14 @@ fn parse_schema(
             let s = s.trim();
             if let Some(arg) = s.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
                 if !input.args.iter().any(|a| a.name == arg) {
-                    return Err(format!(
+                    return Err(msg!(
                         "`output.schema` names the argument `{arg}`, which `input.args` does not declare"
                     ));
                 }
                 return Ok((Some(SchemaSpec::Arg(arg.to_string())), None));
             }
             let Some(dir) = source.path().and_then(std::path::Path::parent) else {
-                return Err(format!(
+                return Err(msg!(
                     "`output.schema` names the file `{s}`, but this skill is not in a folder to find it in"
                 ));
             };
@@ -624,7 +617,7 @@ fn parse_schema(
         }
         Some(v) => {
             let found = value_kind(v);
-            Err(format!(
+            Err(msg!(
                 "`output.schema` must be a JSON Schema (a mapping), a file name or `{{argument}}`, found {found}"
             ))
         }
@@ -649,7 +642,7 @@ fn parse_input(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<InputSpe
         }
         Some(Value::Mapping(m)) => m,
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "field `input` must be a mapping, found {}",
                 value_kind(v)
             ));
@@ -658,7 +651,7 @@ fn parse_input(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<InputSpe
     // Keys that are no names are ignored here without a word, as they always were.
     let (input, _): (InputFields, _) = fields(map.clone())?;
     for k in input.unknown.keys().filter_map(Value::as_str) {
-        warnings.push(format!("unknown field `input.{k}` ignored"));
+        warnings.push(msg!("unknown field `input.{k}` ignored"));
     }
     let mut args: Vec<ArgSpec> = Vec::new();
     match &input.args {
@@ -667,7 +660,7 @@ fn parse_input(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<InputSpe
             for (i, item) in items.iter().enumerate() {
                 let arg = parse_arg(i, item, warnings)?;
                 if args.iter().any(|x| x.name == arg.name) {
-                    return Err(format!(
+                    return Err(msg!(
                         "input.args: argument `{}` is declared twice",
                         arg.name
                     ));
@@ -676,10 +669,7 @@ fn parse_input(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<InputSpe
             }
         }
         Some(v) => {
-            return Err(format!(
-                "input.args must be a list, found {}",
-                value_kind(v)
-            ));
+            return Err(msg!("input.args must be a list, found {}", value_kind(v)));
         }
     }
     let primary = args
@@ -702,7 +692,7 @@ fn parse_input(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<InputSpe
 /// Entry `i` of `input.args`: `{name, type, required, default, description}`.
 fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSpec, String> {
     let Value::Mapping(a) = item else {
-        return Err(format!(
+        return Err(msg!(
             "input.args[{i}] must be a mapping with name and type, found {}",
             value_kind(item)
         ));
@@ -719,7 +709,7 @@ fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSp
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Err(format!(
+        return Err(msg!(
             "input.args[{i}]: argument name `{name}` may only hold letters, digits, `_` and `-`"
         ));
     }
@@ -731,7 +721,7 @@ fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSp
             )
         })?,
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "input.args `{name}`: type must be a string, found {}",
                 value_kind(v)
             ));
@@ -741,7 +731,7 @@ fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSp
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "input.args `{name}`: required must be true or false, found {}",
                 value_kind(v)
             ));
@@ -753,14 +743,14 @@ fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSp
         Some(Value::Number(n)) => Some(n.to_string()),
         Some(Value::Bool(b)) => Some(b.to_string()),
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "input.args `{name}`: default must be a scalar, found {}",
                 value_kind(v)
             ));
         }
     };
     for k in a.unknown.keys().filter_map(Value::as_str) {
-        warnings.push(format!("input.args `{name}`: unknown field `{k}` ignored"));
+        warnings.push(msg!("input.args `{name}`: unknown field `{k}` ignored"));
     }
     Ok(ArgSpec {
         name,
@@ -792,7 +782,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(format!(
+        return Err(msg!(
             "character {bad:?} not allowed (letters, digits, `_` and `-` only)"
         ));
     }
@@ -806,7 +796,7 @@ fn parse_output_files(v: Option<&Value>) -> Result<Vec<String>, String> {
         Some(Value::String(s)) => vec![Value::String(s.clone())],
         Some(Value::Sequence(items)) => items.clone(),
         Some(v) => {
-            return Err(format!(
+            return Err(msg!(
                 "`output.files` must be a list of file names, found {}",
                 value_kind(v)
             ));
@@ -815,7 +805,7 @@ fn parse_output_files(v: Option<&Value>) -> Result<Vec<String>, String> {
     let mut files: Vec<String> = Vec::new();
     for item in &items {
         let Some(name) = item.as_str().map(str::trim) else {
-            return Err(format!(
+            return Err(msg!(
                 "`output.files` entries must be file names, found {}",
                 value_kind(item)
             ));
@@ -829,12 +819,12 @@ fn parse_output_files(v: Option<&Value>) -> Result<Vec<String>, String> {
                 .any(|c| c == ".." || c == "." || c.is_empty())
             || name.chars().any(char::is_control);
         if bad {
-            return Err(format!(
+            return Err(msg!(
                 "`output.files` entry {name:?} must be a relative file name inside the job's folder (no `..`, no absolute path)"
             ));
         }
         if files.iter().any(|f| f == name) {
-            return Err(format!("`output.files` names {name:?} twice"));
+            return Err(msg!("`output.files` names {name:?} twice"));
         }
         files.push(name.to_string());
     }

@@ -49,7 +49,7 @@ pub fn read_schema_file(path: &Path) -> Result<Value, String> {
         .map_err(|e| format!("cannot read the schema {}: {e}", path.display()))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         let path = path.display();
-        format!("the schema {path} is not UTF-8 text")
+        msg!("the schema {path} is not UTF-8 text")
     })?;
     let yaml = matches!(
         super::extension(&path.to_string_lossy()).as_str(),

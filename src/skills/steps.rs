@@ -85,7 +85,7 @@ impl Condition {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
             let value = t;
-            return Err(format!(
+            return Err(msg!(
                 "`when: {value}` must be an argument name, `NAME == VALUE` or `NAME != VALUE`"
             ));
         }
@@ -177,14 +177,14 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<Vec<Step>, String>
     let mut steps: Vec<Step> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let Value::Mapping(m) = item else {
-            return Err(format!(
+            return Err(msg!(
                 "steps[{i}] must be a mapping (`id`, `skill` or `prompt`, `args`…)"
             ));
         };
         let step = parse_step(i, m, warnings)?;
         if steps.iter().any(|s| s.id == step.id) {
             let id = &step.id;
-            return Err(format!("two steps are named `{id}`"));
+            return Err(msg!("two steps are named `{id}`"));
         }
         steps.push(step);
     }
@@ -198,7 +198,7 @@ fn text_field(m: &Mapping, field: &str) -> Result<Option<String>, String> {
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
         Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-        Some(_) => Err(format!("`{field}` must be a string")),
+        Some(_) => Err(msg!("`{field}` must be a string")),
     }
 }
 
@@ -217,10 +217,8 @@ fn parse_step(i: usize, m: &Mapping, warnings: &mut Vec<String>) -> Result<Step,
     for k in m.keys() {
         match k.as_str() {
             Some(field) if STEP_FIELDS.contains(&field) => {}
-            Some(field) => warnings.push(format!("step `{id}`: unknown field `{field}` ignored")),
-            None => warnings.push(format!(
-                "step `{id}`: a key that is not a string is ignored"
-            )),
+            Some(field) => warnings.push(msg!("step `{id}`: unknown field `{field}` ignored")),
+            None => warnings.push(msg!("step `{id}`: a key that is not a string is ignored")),
         }
     }
     step_fields(m)
@@ -274,7 +272,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
                     Value::String(s) => s.clone(),
                     Value::Number(n) => n.to_string(),
                     Value::Bool(b) => b.to_string(),
-                    _ => return Err(format!("argument `{name}` must be a string")),
+                    _ => return Err(msg!("argument `{name}` must be a string")),
                 };
                 args.insert(name.to_string(), v);
             }
@@ -287,7 +285,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
             || file.starts_with('/')
             || file.split('/').any(|c| c == ".." || c.is_empty());
         if bad {
-            return Err(format!(
+            return Err(msg!(
                 "`output` `{file}` must be a relative file name inside the job's folder"
             ));
         }
@@ -320,7 +318,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
         None => false,
         Some("document") => true,
         Some(value) => {
-            return Err(format!(
+            return Err(msg!(
                 "`for_each: {value}` is not known (only `for_each: document`)"
             ));
         }
@@ -347,7 +345,7 @@ fn check_order(steps: &[Step]) -> Result<(), String> {
         let id = &s.id;
         for name in s.dependencies() {
             if &name == id {
-                return Err(format!("step `{id}` refers to itself"));
+                return Err(msg!("step `{id}` refers to itself"));
             }
             if !steps.iter().any(|x| x.id == name) {
                 let list = steps
@@ -355,7 +353,7 @@ fn check_order(steps: &[Step]) -> Result<(), String> {
                     .map(|x| x.id.as_str())
                     .collect::<Vec<_>>()
                     .join(", ");
-                return Err(format!(
+                return Err(msg!(
                     "step `{id}` refers to step `{name}`, which does not exist (the steps are {list})"
                 ));
             }
@@ -377,7 +375,7 @@ fn check_order(steps: &[Step]) -> Result<(), String> {
                 .filter(|id| !done.contains(id))
                 .collect();
             let chain = left.join(" -> ");
-            return Err(format!("the steps form a cycle: {chain}"));
+            return Err(msg!("the steps form a cycle: {chain}"));
         }
         done.extend(ready);
     }
