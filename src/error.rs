@@ -8,6 +8,8 @@ use std::fmt;
 /// manifest record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorKind {
     /// Bad or missing credentials (Zhipu 1000–1004, HTTP 401/403). Aborts the run.
     Auth,
@@ -65,31 +67,7 @@ pub enum ErrorKind {
 impl ErrorKind {
     /// The snake_case name used in manifests and messages.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Auth => "auth",
-            ErrorKind::Quota => "quota",
-            ErrorKind::RateLimited => "rate_limited",
-            ErrorKind::ApiError => "api_error",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::ContentFilter => "content_filter",
-            ErrorKind::ContextTooLong => "context_too_long",
-            ErrorKind::MaxTurns => "max_turns",
-            ErrorKind::MissingOutput => "missing_output",
-            ErrorKind::InvalidOutput => "invalid_output",
-            ErrorKind::Truncated => "truncated",
-            ErrorKind::UnsupportedType => "unsupported_type",
-            ErrorKind::ExtractFailed => "extract_failed",
-            ErrorKind::OcrFailed => "ocr_failed",
-            ErrorKind::TooLarge => "too_large",
-            ErrorKind::OutputConflict => "output_conflict",
-            ErrorKind::InputError => "input_error",
-            ErrorKind::Cancelled => "cancelled",
-            ErrorKind::Skipped => "skipped",
-            ErrorKind::BatchPending => "batch_pending",
-            ErrorKind::NotBatchable => "not_batchable",
-            ErrorKind::Io => "io",
-            ErrorKind::Internal => "internal",
-        }
+        self.into()
     }
 
     /// Errors that end the whole run at once (exit 3), not just the job.

@@ -19,6 +19,8 @@ const MAX_RECORD_BYTES: u64 = 256 << 20;
 /// Where a batch is in its life, as far as zhi surely knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Stage {
     /// The request file is written; its upload may have begun.
     Prepared,
@@ -32,12 +34,7 @@ pub enum Stage {
 
 impl Stage {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Prepared => "prepared",
-            Stage::Uploaded => "uploaded",
-            Stage::Submitted => "submitted",
-            Stage::Collected => "collected",
-        }
+        self.into()
     }
 }
 

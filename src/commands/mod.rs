@@ -119,7 +119,8 @@ pub struct Estimate {
 }
 
 /// What an estimate was made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum EstimatedFrom {
     /// The text a run will send, counted (a PDF's or office file's text layer, a text file).
     Text,
@@ -135,12 +136,7 @@ pub enum EstimatedFrom {
 impl EstimatedFrom {
     /// The name `zhi --json plan` gives it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            EstimatedFrom::Text => "text",
-            EstimatedFrom::TextAndPages => "text_and_pages",
-            EstimatedFrom::Size => "size",
-            EstimatedFrom::Record => "record",
-        }
+        self.into()
     }
 }
 

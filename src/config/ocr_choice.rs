@@ -7,6 +7,8 @@ use std::str::FromStr;
 /// The `--ocr` choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum OcrChoice {
     /// tesseract if installed, else glm-ocr if an API key is set
     #[default]
@@ -35,14 +37,7 @@ impl OcrChoice {
 
     /// The name on the command line.
     pub fn as_str(self) -> &'static str {
-        match self {
-            OcrChoice::Auto => "auto",
-            OcrChoice::Tesseract => "tesseract",
-            OcrChoice::GlmOcr => "glm-ocr",
-            OcrChoice::FileExtract => "file-extract",
-            OcrChoice::Vision => "vision",
-            OcrChoice::Off => "off",
-        }
+        self.into()
     }
 }
 

@@ -63,6 +63,8 @@ pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// Which API dialect the model server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Provider {
     /// Zhipu BigModel (the default).
     Zhipu,
@@ -88,10 +90,7 @@ impl Provider {
     }
     /// The lowercase name, as settings and `zhi config show` write it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Zhipu => "zhipu",
-            Provider::Openai => "openai",
-        }
+        self.into()
     }
 }
 

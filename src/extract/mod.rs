@@ -32,6 +32,8 @@ pub use pdf_worker::pdf_worker_main;
 /// The broad kind of a document, which decides how its text is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum DocKind {
     /// Plain text in some encoding: prose, markup, data, source code.
     Text,
@@ -45,12 +47,7 @@ pub enum DocKind {
 
 impl DocKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DocKind::Text => "text",
-            DocKind::Pdf => "pdf",
-            DocKind::Office => "office",
-            DocKind::Image => "image",
-        }
+        self.into()
     }
 }
 

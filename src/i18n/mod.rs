@@ -36,6 +36,8 @@ use template::Template;
 /// A language zhi speaks: the one language type of the program (settings, messages, report).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Lang {
     En,
     Zh,
@@ -59,10 +61,7 @@ impl Lang {
 
     /// `en` or `zh`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Lang::En => "en",
-            Lang::Zh => "zh",
-        }
+        self.into()
     }
 
     /// `ZHI_LANGUAGE` first; then the first locale variable set, in POSIX order of

@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 /// What became of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Status {
     Succeeded,
     Failed,
@@ -37,13 +39,7 @@ impl Status {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Succeeded => "succeeded",
-            Status::Failed => "failed",
-            Status::Cached => "cached",
-            Status::Skipped => "skipped",
-            Status::Cancelled => "cancelled",
-        }
+        self.into()
     }
 }
 

@@ -24,7 +24,8 @@ pub use crate::config::OcrChoice;
 pub use tesseract::Tesseract;
 
 /// The engines that go through the model API (docs/documents.md#ocr-engines).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ApiEngine {
     /// `POST <base>/layout_parsing`, model `glm-ocr`; returns markdown.
     GlmOcr,
@@ -36,11 +37,7 @@ pub enum ApiEngine {
 
 impl ApiEngine {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ApiEngine::GlmOcr => "glm-ocr",
-            ApiEngine::FileExtract => "file-extract",
-            ApiEngine::Vision => "vision",
-        }
+        self.into()
     }
 
     /// What the API accepts for one image.

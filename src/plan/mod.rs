@@ -62,6 +62,8 @@ impl std::fmt::Display for JobId {
 /// What a job of a plan will do, as `zhi plan` says it (`pending`, `cached`, `will-fail`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum PlanStatus {
     /// It will be sent to the model.
     Pending,
@@ -84,11 +86,7 @@ impl PlanStatus {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            PlanStatus::Pending => "pending",
-            PlanStatus::Cached => "cached",
-            PlanStatus::WillFail => "will-fail",
-        }
+        self.into()
     }
 }
 

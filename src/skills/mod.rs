@@ -148,6 +148,8 @@ pub struct ArgSpec {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum ArgType {
     File,
     Directory,
@@ -168,19 +170,15 @@ impl ArgType {
         })
     }
     pub fn as_str(self) -> &'static str {
-        match self {
-            ArgType::File => "file",
-            ArgType::Directory => "directory",
-            ArgType::String => "string",
-            ArgType::Number => "number",
-            ArgType::Boolean => "boolean",
-        }
+        self.into()
     }
 }
 
 /// What happens to a document longer than the model's budget (docs/documents.md#chunking-modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Chunking {
     /// Fail the job with `too_large`.
     #[default]
@@ -201,11 +199,7 @@ impl Chunking {
         })
     }
     pub fn as_str(self) -> &'static str {
-        match self {
-            Chunking::None => "none",
-            Chunking::Map => "map",
-            Chunking::MapReduce => "map-reduce",
-        }
+        self.into()
     }
 }
 
