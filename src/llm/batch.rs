@@ -19,6 +19,7 @@
 
 use super::client::ChatClient;
 use super::error::{ApiError, Body, Observed, ProviderError, classify, provider_error};
+use super::provider::Endpoint;
 use crate::error::ErrorKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -238,11 +239,6 @@ impl BatchApi {
         BatchApi { client }
     }
 
-    /// `<base>/<segments…>` ([`ChatClient::url`]).
-    fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
-        self.client.url(segments)
-    }
-
     /// Upload a request file (`purpose=batch`); returns its id.
     pub async fn upload(
         &self,
@@ -250,7 +246,7 @@ impl BatchApi {
         bytes: &[u8],
         cancel: &CancellationToken,
     ) -> Result<String, ApiError> {
-        let url = self.url(&["files"])?;
+        let url = self.client.endpoint(Endpoint::Files, &[])?;
         let response = self
             .client
             .send_once(
@@ -285,7 +281,7 @@ impl BatchApi {
     ) -> Result<Option<String>, ApiError> {
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let mut url = self.url(&["files"])?;
+            let mut url = self.client.endpoint(Endpoint::Files, &[])?;
             url.query_pairs_mut()
                 .append_pair("purpose", "batch")
                 .append_pair("limit", "100");
@@ -322,7 +318,7 @@ impl BatchApi {
         metadata: Value,
         cancel: &CancellationToken,
     ) -> Result<BatchInfo, ApiError> {
-        let url = self.url(&["batches"])?;
+        let url = self.client.endpoint(Endpoint::Batches, &[])?;
         let body = json!({
             "input_file_id": input_file_id,
             "endpoint": endpoint,
@@ -347,7 +343,7 @@ impl BatchApi {
     ) -> Result<Option<BatchInfo>, ApiError> {
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let mut url = self.url(&["batches"])?;
+            let mut url = self.client.endpoint(Endpoint::Batches, &[])?;
             url.query_pairs_mut().append_pair("limit", "100");
             if let Some(a) = &after {
                 url.query_pairs_mut().append_pair("after", a);
@@ -377,7 +373,7 @@ impl BatchApi {
     /// The batch's status now.
     pub async fn get(&self, id: &str, cancel: &CancellationToken) -> Result<BatchInfo, ApiError> {
         plain_id(id)?;
-        let url = self.url(&["batches", id])?;
+        let url = self.client.endpoint(Endpoint::Batches, &[id])?;
         self.client
             .send(|http| http.get(url.clone()), cancel)
             .await?
@@ -391,7 +387,7 @@ impl BatchApi {
         cancel: &CancellationToken,
     ) -> Result<BatchInfo, ApiError> {
         plain_id(id)?;
-        let url = self.url(&["batches", id, "cancel"])?;
+        let url = self.client.endpoint(Endpoint::Batches, &[id, "cancel"])?;
         self.client
             .send(|http| http.post(url.clone()), cancel)
             .await?
@@ -406,7 +402,9 @@ impl BatchApi {
         cancel: &CancellationToken,
     ) -> Result<u64, ApiError> {
         plain_id(file_id)?;
-        let url = self.url(&["files", file_id, "content"])?;
+        let url = self
+            .client
+            .endpoint(Endpoint::Files, &[file_id, "content"])?;
         self.client
             .download(MAX_RESULT_BYTES, |http| http.get(url.clone()), dest, cancel)
             .await
@@ -420,7 +418,7 @@ impl BatchApi {
         cancel: &CancellationToken,
     ) -> Result<(), ApiError> {
         plain_id(file_id)?;
-        let url = self.url(&["files", file_id])?;
+        let url = self.client.endpoint(Endpoint::Files, &[file_id])?;
         match self
             .client
             .send(|http| http.delete(url.clone()), cancel)

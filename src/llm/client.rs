@@ -15,6 +15,7 @@ use crate::llm::error::{
     ApiError, Body, Observed, ProviderError, classify, excerpt, http_error, provider_error,
 };
 use crate::llm::limit::{Limits, estimate_tokens};
+use crate::llm::provider::{Dialect, Endpoint};
 use crate::llm::retry::{backoff, retry_after};
 use crate::llm::wire::{ChatRequest, ChatResponse, Message, Usage};
 use reqwest::header::HeaderMap;
@@ -56,8 +57,11 @@ pub fn chat_body_limit(max_tokens: Option<u32>) -> usize {
 pub struct ClientSettings {
     /// The API base; chat goes to `<base_url>/chat/completions`. A trailing `/` is ignored.
     pub base_url: String,
-    /// Sent as `Authorization: Bearer <key>` when set (local servers need none).
+    /// Sent as the provider takes it (`Authorization: Bearer <key>`) when set (local servers
+    /// need none).
     pub api_key: Option<ApiKey>,
+    /// The provider's ways: its auth header and endpoint paths.
+    pub dialect: Dialect,
     /// The limit for one request, connection to last body byte (`--timeout`).
     pub timeout: Duration,
     pub retry: RetryPolicy,
@@ -74,10 +78,29 @@ impl ClientSettings {
         ClientSettings {
             base_url: base_url.into(),
             api_key,
+            dialect: Dialect::default(),
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
             rpm: None,
             tpm: None,
+        }
+    }
+
+    /// These settings for another server (an escalation rung's): its own URL, key and
+    /// per-minute limits; the timeout, the retries and the provider's ways stay.
+    pub fn elsewhere(
+        self,
+        base_url: String,
+        api_key: Option<ApiKey>,
+        rpm: Option<NonZeroU32>,
+        tpm: Option<NonZeroU32>,
+    ) -> Self {
+        ClientSettings {
+            base_url,
+            api_key,
+            rpm,
+            tpm,
+            ..self
         }
     }
 }
@@ -90,6 +113,7 @@ impl From<&crate::config::Config> for ClientSettings {
         ClientSettings {
             base_url: config.api.base_url.clone(),
             api_key: config.api.key.clone(),
+            dialect: Dialect::of(config.api.provider),
             timeout: config.api.timeout,
             retry: config.api.retry,
             rpm: config.run.rpm,
@@ -176,6 +200,7 @@ struct Inner {
     http: reqwest::Client,
     base_url: String,
     key: Option<ApiKey>,
+    dialect: Dialect,
     /// The key and the base URL's credentials, as every form a server may echo them in.
     secrets: crate::secret::Secrets,
     retry: RetryPolicy,
@@ -259,6 +284,7 @@ impl ChatClient {
                 http,
                 base_url,
                 key: settings.api_key,
+                dialect: settings.dialect,
                 secrets,
                 retry,
                 limits: Limits::new(settings.rpm, settings.tpm),
@@ -287,6 +313,19 @@ impl ChatClient {
             .pop_if_empty()
             .extend(segments);
         Ok(url)
+    }
+
+    /// `<base>/<the endpoint's path>/<tail…>` as the provider lays its API out, the tail's
+    /// segments encoded as [`ChatClient::url`] does.
+    pub fn endpoint(&self, endpoint: Endpoint, tail: &[&str]) -> Result<reqwest::Url, ApiError> {
+        let mut segments = self.inner.dialect.path(endpoint).to_vec();
+        segments.extend_from_slice(tail);
+        self.url(&segments)
+    }
+
+    /// The provider's ways this client was made with.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.dialect
     }
 
     /// The shared HTTP client, for building requests handed to [`ChatClient::send`].
@@ -348,7 +387,7 @@ impl ChatClient {
             .tokens(estimate, cancel)
             .await
             .map_err(|_| ApiError::cancelled())?;
-        let url = self.url(&["chat", "completions"])?;
+        let url = self.endpoint(Endpoint::Chat, &[])?;
         let limit = chat_body_limit(req.max_tokens);
         let (response, attempts) = self
             .with_retries(
@@ -639,7 +678,7 @@ impl ChatClient {
         let limit = transfer.limit;
         let mut request = make(&self.inner.http);
         if let Some(key) = &self.inner.key {
-            request = request.bearer_auth(key.expose());
+            request = self.inner.dialect.authorize(request, key);
         }
         let too_large = || {
             ApiError::new(

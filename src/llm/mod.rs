@@ -10,6 +10,7 @@ pub mod batch;
 mod client;
 mod error;
 pub(crate) mod limit;
+pub mod provider;
 mod retry;
 mod server;
 mod wire;
@@ -17,6 +18,7 @@ mod wire;
 pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings, chat_body};
 pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
 pub use limit::text_tokens;
+pub use provider::{Dialect, Endpoint};
 pub use retry::backoff;
 pub use server::{ServerInfo, is_known_provider, probe};
 pub use wire::{

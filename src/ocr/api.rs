@@ -16,7 +16,7 @@
 use super::{ApiEngine, ApiOcr};
 use crate::config::Config;
 use crate::error::{ErrorKind, JobError};
-use crate::llm::{ApiError, ChatClient, ChatRequest, ContentPart, Message};
+use crate::llm::{ApiError, ChatClient, ChatRequest, ContentPart, Endpoint, Message};
 use crate::subprocess as process;
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -94,7 +94,7 @@ impl ZhipuOcr {
         file: &Upload,
         cancel: &CancellationToken,
     ) -> Result<String, ApiError> {
-        let url = self.client.url(&["layout_parsing"])?;
+        let url = self.client.endpoint(Endpoint::LayoutParsing, &[])?;
         let body = serde_json::to_vec(&json!({"model": GLM_OCR_MODEL, "file": file.data_url()}))
             .map_err(|e| {
                 ApiError::new(
@@ -131,7 +131,7 @@ impl ZhipuOcr {
         file: &Upload,
         cancel: &CancellationToken,
     ) -> Result<String, ApiError> {
-        let files_url = self.client.url(&["files"])?;
+        let files_url = self.client.endpoint(Endpoint::Files, &[])?;
         let uploaded = self
             .client
             .send(
@@ -158,7 +158,7 @@ impl ZhipuOcr {
 
     /// `<base>/files/<id>`, the id encoded as one path segment (it comes from the server).
     fn file_url(&self, id: &str) -> Result<reqwest::Url, ApiError> {
-        self.client.url(&["files", id])
+        self.client.endpoint(Endpoint::Files, &[id])
     }
 
     async fn file_content(

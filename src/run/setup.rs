@@ -3,7 +3,7 @@
 
 use super::BatchOptions;
 use super::error::RunError;
-use crate::config::{Concurrency, Config, Origin, Provider};
+use crate::config::{Concurrency, Config, Origin};
 use crate::layout::OutputLayout;
 use crate::llm::{ChatClient, ClientSettings, ServerInfo};
 use crate::plan::{Job, Shard};
@@ -62,10 +62,7 @@ pub(super) async fn open_batches(
             base_url: crate::secret::url_for_display(&config.api.base_url),
             endpoint: crate::llm::batch::chat_endpoint(
                 &config.api.base_url,
-                match config.api.provider {
-                    Provider::Zhipu => "v4",
-                    Provider::Openai => "v1",
-                },
+                client.dialect().batch_version,
             ),
             run_id: run_id.to_string(),
             max_stalled_runs: config.run.batch.max_stalled_runs,
@@ -209,13 +206,7 @@ pub(super) async fn escalation_ladder(
             )));
         }
         // Another server: its own limits (the entry's `rpm`/`tpm`), not the run's.
-        let settings = ClientSettings {
-            base_url: base.clone(),
-            api_key: key,
-            rpm: e.rpm,
-            tpm: e.tpm,
-            ..ClientSettings::from(&*config)
-        };
+        let settings = ClientSettings::from(&*config).elsewhere(base.clone(), key, e.rpm, e.tpm);
         let rung_client = ChatClient::new(settings).map_err(|err| {
             RunError::Client(format!(
                 "escalation to {label}: {e}",
