@@ -2,7 +2,9 @@
 //! Validation and defaults live in `config`, so there is one place that decides a setting.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::num::NonZeroU32;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Run LLM skills over whole folders of documents.
 ///
@@ -270,16 +272,16 @@ pub struct RunArgs {
     pub base_url: Option<String>,
 
     /// Documents in flight: a number, or auto to adapt to rate limits [default: 4]
-    #[arg(short = 'j', long, value_name = "N|auto")]
-    pub concurrency: Option<String>,
+    #[arg(short = 'j', long, value_name = "N|auto", value_parser = crate::config::flag::concurrency)]
+    pub concurrency: Option<crate::config::Concurrency>,
 
     /// Requests per minute, per process
-    #[arg(long, value_name = "N")]
-    pub rpm: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = crate::config::flag::per_minute)]
+    pub rpm: Option<NonZeroU32>,
 
     /// Tokens per minute, per process
-    #[arg(long, value_name = "N")]
-    pub tpm: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = crate::config::flag::per_minute)]
+    pub tpm: Option<NonZeroU32>,
 
     /// OCR engine for images and scanned pages
     #[arg(long, value_enum, value_name = "ENGINE")]
@@ -310,11 +312,11 @@ pub struct RunArgs {
     pub checksum: bool,
 
     /// At most N jobs
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::flags::limit)]
     pub limit: Option<usize>,
 
     /// Stop scheduling after N failed jobs
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::flags::max_failures)]
     pub max_failures: Option<u64>,
 
     /// Stop scheduling after the first failed job
@@ -322,11 +324,11 @@ pub struct RunArgs {
     pub fail_fast: bool,
 
     /// Stop scheduling when the tokens spent reach N
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::flags::budget_tokens)]
     pub budget_tokens: Option<u64>,
 
     /// Stop scheduling when the jobs' cost (at the run's prices) reaches AMOUNT
-    #[arg(long, value_name = "AMOUNT", value_parser = positive_amount)]
+    #[arg(long, value_name = "AMOUNT", value_parser = crate::flags::budget_cost)]
     pub budget_cost: Option<f64>,
 
     /// Ask a job's failing step once of a stronger model (repeatable, in order)
@@ -334,8 +336,8 @@ pub struct RunArgs {
     pub escalate: Vec<String>,
 
     /// Timeout of each API request, in seconds [default: 120]
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<u64>,
+    #[arg(long, value_name = "SECS", value_parser = crate::config::flag::timeout)]
+    pub timeout: Option<Duration>,
 
     /// Give skills that list web_fetch that tool (private and local addresses are refused)
     #[arg(long)]
@@ -372,12 +374,4 @@ pub enum AgentJobs {
     Run,
     #[default]
     Refuse,
-}
-
-/// `--budget-cost`: a number above 0.
-fn positive_amount(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(n),
-        _ => Err("must be a number above 0 (leave it out for no budget)".into()),
-    }
 }

@@ -17,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod exit;
 pub mod extract;
+pub mod flags;
 pub(crate) mod interrupt;
 pub(crate) mod layout;
 pub mod llm;

@@ -59,12 +59,29 @@ fn parse() -> Cli {
             );
         }
     }
+    if let Some(text) = refused(&err) {
+        zhi::i18n::error(&text);
+        std::process::exit(2);
+    }
     // In Chinese, clap's own words are replaced (help and version are printed as they are).
     if let Some(text) = zhi::i18n::clap_message(&err) {
         eprintln!("{text}");
         std::process::exit(2);
     }
     err.exit()
+}
+
+/// A flag's value its check refused (`zhi::flags::Refused`): said as a refused setting is,
+/// after the flag's name (`--rpm must be a whole number of at least 1 …`), not in clap's words.
+fn refused(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let problem = std::error::Error::source(err)?.downcast_ref::<zhi::flags::Refused>()?;
+    // `--rpm <N>`: the flag, without its value's name.
+    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split_whitespace().next().unwrap_or(arg);
+    Some(format!("{flag} {problem}"))
 }
 
 /// Logs go to stderr through `tracing`: `-v` info (turns, tool calls), `-vv` debug; otherwise

@@ -695,7 +695,7 @@ pub fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
         let Some(kind) = ToolKind::from_name(name) else {
             continue;
         };
-        if kind == ToolKind::WebFetch && !env.tools.allow_web {
+        if kind == ToolKind::WebFetch && !env.tools.flags.allow_web {
             continue;
         }
         defs.push(ToolDef::function(

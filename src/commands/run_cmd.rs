@@ -1,9 +1,10 @@
 //! `zhi run` and `zhi plan`: resolve settings, plan, then (for run) execute and report.
 
 use super::{Ctx, print_json, print_table};
-use crate::cli::RunArgs;
+use crate::cli::{AgentJobs, RunArgs, SubmitWhen};
 use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
+use crate::flags::{BatchOptions, RunFlags};
 use crate::i18n::{Lang, notice};
 use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Shard};
 use crate::sanitize::one_line;
@@ -23,43 +24,26 @@ pub struct Prepared {
     pub plan_ids: Vec<String>,
 }
 
-fn overrides(a: &RunArgs) -> Result<Overrides, ExitError> {
-    // A limit of zero would stop the run before its first job; a user who wants no limit
-    // leaves the flag out. (`--rpm 0` and `--tpm 0` are refused with the settings, as
-    // `rpm: 0` in a file is.)
-    if a.budget_tokens == Some(0) {
-        return Err(ExitError::usage(msg!(
-            "--budget-tokens must be at least 1 (leave it out for no budget)"
-        )));
-    }
-    if a.limit == Some(0) {
-        return Err(ExitError::usage(msg!(
-            "--limit must be at least 1 (a run of no jobs does nothing; `zhi plan` shows the plan)"
-        )));
-    }
-    if a.max_failures == Some(0) {
-        return Err(ExitError::usage(msg!(
-            "--max-failures must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)"
-        )));
-    }
-    Ok(Overrides {
+fn overrides(a: &RunArgs) -> Overrides {
+    // Values were checked by the argument parser (`config::flag`, `flags`).
+    Overrides {
         config_file: None,
         output_dir: a.output.clone(),
         base_url: a.base_url.clone(),
         model: a.model.clone(),
-        concurrency: a.concurrency.clone(),
+        concurrency: a.concurrency,
         rpm: a.rpm,
         tpm: a.tpm,
-        timeout_secs: a.timeout,
+        timeout: a.timeout,
         ocr: a.ocr,
         escalate: a.escalate.clone(),
         checksum: a.checksum,
-    })
+    }
 }
 
 /// Everything up to a complete, valid plan. No network.
 pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
-    let config = ctx.config(overrides(a)?)?;
+    let config = ctx.config(overrides(a))?;
     let set = skills::discover(config.config_dir.as_deref(), &ctx.cwd);
     for e in &set.broken {
         ctx.warn(&msg!("skipped skill file {e}"));
@@ -184,24 +168,11 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         output_dir: prepared.output_dir.clone(),
         shard: prepared.shard,
         plan_ids: prepared.plan_ids,
-        force: a.force,
-        max_failures: if a.fail_fast { Some(1) } else { a.max_failures },
-        budget_tokens: a.budget_tokens,
-        budget_cost: a.budget_cost,
-        allow_web: a.allow_web,
         command,
-        progress: !ctx.global.no_progress && !ctx.global.quiet,
-        // `-q` keeps errors and the final summary (see `--help`).
-        summary: true,
         cancel,
-        submit_batch: (a.submit == crate::cli::SubmitWhen::Batch).then_some(
-            crate::run::BatchOptions {
-                run_agent_jobs: a.agent_jobs == crate::cli::AgentJobs::Run,
-            },
-        ),
-        table_rows: a.rows.clone(),
+        flags: Arc::new(run_flags(ctx, &a)),
     };
-    let summary = opts.summary;
+    let summary = opts.flags.summary;
     let language = opts.config.ui.language;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -217,6 +188,24 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         print_json(&serde_json::to_value(&result.manifest).unwrap_or_default());
     }
     Ok(result.exit)
+}
+
+/// The switches of `zhi run` that are not settings, as the executor and the tools take them.
+fn run_flags(ctx: &Ctx, a: &RunArgs) -> RunFlags {
+    RunFlags {
+        force: a.force,
+        max_failures: if a.fail_fast { Some(1) } else { a.max_failures },
+        budget_tokens: a.budget_tokens,
+        budget_cost: a.budget_cost,
+        allow_web: a.allow_web,
+        submit_batch: (a.submit == SubmitWhen::Batch).then_some(BatchOptions {
+            run_agent_jobs: a.agent_jobs == AgentJobs::Run,
+        }),
+        table_rows: a.rows.clone(),
+        progress: !ctx.global.no_progress && !ctx.global.quiet,
+        // `-q` keeps errors and the final summary (see `--help`).
+        summary: true,
+    }
 }
 
 /// One line (or a few, joined by `\n`) of the run's summary on stderr: ids, statuses and

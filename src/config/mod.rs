@@ -16,6 +16,7 @@
 
 mod error;
 mod file;
+pub mod flag;
 mod ocr_choice;
 mod setting;
 mod value;
@@ -47,14 +48,14 @@ pub struct Overrides {
     pub base_url: Option<String>,
     /// `-m`.
     pub model: Option<String>,
-    /// `-j`, as typed (`auto` or a number).
-    pub concurrency: Option<String>,
-    /// `--rpm`.
-    pub rpm: Option<u32>,
-    /// `--tpm`.
-    pub tpm: Option<u32>,
-    /// `--timeout`, in seconds.
-    pub timeout_secs: Option<u64>,
+    /// `-j` (checked by the command line parser, as [`flag`] says).
+    pub concurrency: Option<Concurrency>,
+    /// `--rpm` (checked by the command line parser).
+    pub rpm: Option<NonZeroU32>,
+    /// `--tpm` (checked by the command line parser).
+    pub tpm: Option<NonZeroU32>,
+    /// `--timeout` (checked by the command line parser).
+    pub timeout: Option<Duration>,
     /// `--ocr` (its names are checked by the command line parser).
     pub ocr: Option<OcrChoice>,
     /// `--escalate MODEL[@BASE_URL]`, in order; replaces `escalate:`.
@@ -518,26 +519,21 @@ impl Config {
             self.run.output_dir = v.clone();
             self.origins.insert("output_dir", at("--output"));
         }
-        if let Some(v) = &ov.concurrency {
-            let raw = Value::String(v.clone());
-            self.run.concurrency = self.given(
-                "concurrency",
-                at("--concurrency"),
-                raw,
-                setting::concurrency,
-            )?;
+        if let Some(v) = ov.concurrency {
+            self.run.concurrency = v;
+            self.origins.insert("concurrency", at("--concurrency"));
         }
         if let Some(n) = ov.rpm {
-            let raw = Value::from(n);
-            self.run.rpm = Some(self.given("rpm", at("--rpm"), raw, setting::per_minute)?);
+            self.run.rpm = Some(n);
+            self.origins.insert("rpm", at("--rpm"));
         }
         if let Some(n) = ov.tpm {
-            let raw = Value::from(n);
-            self.run.tpm = Some(self.given("tpm", at("--tpm"), raw, setting::per_minute)?);
+            self.run.tpm = Some(n);
+            self.origins.insert("tpm", at("--tpm"));
         }
-        if let Some(n) = ov.timeout_secs {
-            let raw = Value::from(n);
-            self.api.timeout = self.given("timeout", at("--timeout"), raw, setting::timeout)?;
+        if let Some(t) = ov.timeout {
+            self.api.timeout = t;
+            self.origins.insert("timeout", at("--timeout"));
         }
         if let Some(v) = ov.ocr {
             self.run.ocr = v;

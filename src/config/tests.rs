@@ -66,8 +66,9 @@ fn key_is_redacted_and_local_needs_none() {
     assert!(c.api.require_key().is_err());
 }
 
-/// `rpm: 0` in a file and `--rpm 0` are one setting's one check: both refused, each naming
-/// where the zero came from (docs/exit-codes.md#usage-errors, docs/config.md#checked-values).
+/// `rpm: 0` in a file and `--rpm 0` are one setting's one check: both refused in the same
+/// words, the file by the settings and the flag by the argument parser
+/// (docs/exit-codes.md#usage-errors, docs/config.md#checked-values).
 #[test]
 fn zero_rpm_is_refused_from_a_file_and_from_the_flag_alike() {
     let dir = tempfile::tempdir().unwrap();
@@ -76,44 +77,22 @@ fn zero_rpm_is_refused_from_a_file_and_from_the_flag_alike() {
         std::fs::write(dir.path().join("zhi.yaml"), format!("{setting}: 0\n")).unwrap();
         let from_file = Config::resolve(&Overrides::default(), &none, dir.path()).unwrap_err();
         std::fs::remove_file(dir.path().join("zhi.yaml")).unwrap();
-        let ov = match setting {
-            "rpm" => Overrides {
-                rpm: Some(0),
-                ..Default::default()
-            },
-            _ => Overrides {
-                tpm: Some(0),
-                ..Default::default()
-            },
-        };
-        let from_flag = Config::resolve(&ov, &none, dir.path()).unwrap_err();
-        let (
-            ConfigError::Invalid {
-                at: file_at,
-                problem: file_problem,
-                ..
-            },
-            ConfigError::Invalid {
-                at: flag_at,
-                problem: flag_problem,
-                ..
-            },
-        ) = (&from_file, &from_flag)
+        let from_flag = super::flag::per_minute("0").unwrap_err();
+        let ConfigError::Invalid {
+            at: file_at,
+            problem: file_problem,
+            ..
+        } = &from_file
         else {
-            panic!("{from_file:?} / {from_flag:?}");
+            panic!("{from_file:?}");
         };
-        assert_eq!(file_problem, flag_problem);
+        assert_eq!(file_problem, &from_flag.to_string());
+        assert!(from_flag.is::<crate::flags::Refused>());
         assert!(matches!(file_at, Origin::File(f) if f.ends_with("zhi.yaml")));
-        assert_eq!(flag_at, &Origin::Flag(format!("--{setting}")));
         assert!(
             from_file
                 .to_string()
                 .contains(&format!("zhi.yaml: {setting} must be"))
-        );
-        assert!(
-            from_flag
-                .to_string()
-                .starts_with(&format!("--{setting} must be"))
         );
         assert!(from_flag.to_string().contains("at least 1"));
     }

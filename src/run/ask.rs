@@ -279,7 +279,7 @@ fn agent_env(
         tools: ToolEnv {
             sandbox: sandbox.clone(),
             reader: run.reader.clone(),
-            allow_web: run.allow_web,
+            flags: run.flags.clone(),
             declared: Arc::new(declared),
         },
         model,

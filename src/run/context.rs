@@ -21,7 +21,8 @@ pub struct RunContext {
     pub config: Config,
     pub layout: OutputLayout,
     pub run_id: String,
-    pub allow_web: bool,
+    /// What `zhi run` was asked beyond its settings; the tools get it whole.
+    pub flags: Arc<crate::flags::RunFlags>,
     /// Extraction and OCR; its API engines hold a clone of `client`.
     pub reader: Arc<dyn DocumentReader>,
     pub toolbox: Toolbox,

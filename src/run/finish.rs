@@ -82,8 +82,8 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         _ => (exit, reason),
     };
     end.book.settle(&records);
-    let batches =
-        (end.book.has_batches() || end.opts.submit_batch.is_some()).then(|| end.book.report());
+    let batches = (end.book.has_batches() || end.opts.flags.submit_batch.is_some())
+        .then(|| end.book.report());
     let mut manifest = manifest(&end, &records, counts, tokens, status, reason, batches);
     // Extraction skills: the folder's tables, rebuilt from every record (this run's first).
     let (tables, problems) = super::tables::write(
@@ -91,7 +91,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         &end.opts.jobs,
         &end.opts.skills,
         &records,
-        end.opts.table_rows.as_deref(),
+        end.opts.flags.table_rows.as_deref(),
     );
     for p in problems {
         end.progress.println(&msg!("warning: {reason}", reason = p));

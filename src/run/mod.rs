@@ -25,10 +25,12 @@ mod tables;
 mod watch;
 mod workflow;
 
+pub use crate::flags::BatchOptions;
 pub use error::RunError;
 
 use crate::config::{Concurrency, Config};
 use crate::exit::Exit;
+use crate::flags::RunFlags;
 use crate::layout::OutputLayout;
 use crate::manifest::{JobRecord, ManifestWriter, RunManifest};
 use crate::plan::cache::{self, CacheIndex, JobCache};
@@ -53,33 +55,12 @@ pub struct RunOptions {
     /// Every job id of the whole plan (all shards), written to the manifest so that merging
     /// shards can tell which planned jobs none of them did.
     pub plan_ids: Vec<String>,
-    pub force: bool,
-    pub max_failures: Option<u64>,
-    pub budget_tokens: Option<u64>,
-    /// `--budget-cost`: stop scheduling when the records' costs reach it.
-    pub budget_cost: Option<f64>,
-    pub allow_web: bool,
     /// The command line, for the manifest.
     pub command: String,
-    /// Show progress (bar or lines).
-    pub progress: bool,
-    /// Print the summary table (not with `-q`).
-    pub summary: bool,
     /// Cancelled to stop in-flight work at once (the reader's helper programs share it).
     pub cancel: CancellationToken,
-    /// `--submit batch`: direct requests go to the provider's Batch API
-    /// (docs/model-api.md#batch-mode).
-    pub submit_batch: Option<BatchOptions>,
-    /// `--rows PATH`: the extraction tables get a row per item of this array field.
-    pub table_rows: Option<String>,
-}
-
-/// Batch mode's choices.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BatchOptions {
-    /// `--agent-jobs run`: jobs that run the agent loop (which a batch cannot carry) run now,
-    /// directly; otherwise they fail with `not_batchable`.
-    pub run_agent_jobs: bool,
+    /// What `zhi run` was asked beyond its settings: kept whole in the run's context.
+    pub flags: Arc<RunFlags>,
 }
 
 /// How a run ended.
@@ -108,7 +89,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         &layout,
         &client,
         &opts.config,
-        opts.submit_batch,
+        opts.flags.submit_batch,
         &run_id,
         &opts.cancel,
     )
@@ -120,7 +101,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         &mut config,
         &opts.jobs,
         &opts.skills,
-        opts.submit_batch.is_some(),
+        opts.flags.submit_batch.is_some(),
     )
     .await?;
     let env = |k: &str| std::env::var(k).ok();
@@ -163,7 +144,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         Concurrency::Auto => (true, slots::AUTO_START),
     };
     let slots = Arc::new(Slots::new(initial, auto));
-    let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.progress));
+    let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.flags.progress));
     let ledger = open_ledger(&layout.run(&run_id), &opts, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
@@ -178,7 +159,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         config,
         layout,
         run_id,
-        allow_web: opts.allow_web,
+        flags: opts.flags.clone(),
         toolbox: crate::agent::tools::Toolbox::new(),
         cancel: opts.cancel.clone(),
         slots: slots.clone(),
@@ -201,10 +182,10 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
             .count() as u64,
     );
     let jobs = opts.jobs.iter().cloned().zip(caches).collect();
-    let unscheduled = schedule::run_jobs(&ctx, &ledger, jobs, opts.submit_batch).await;
+    let unscheduled = schedule::run_jobs(&ctx, &ledger, jobs, opts.flags.submit_batch).await;
     // Signals are still watched while submitting: an interrupted upload ends with the grace
     // period, and the next run cleans up.
-    let submit_error = match opts.submit_batch {
+    let submit_error = match opts.flags.submit_batch {
         Some(_) => {
             finish::submit_batches(&book, &ledger, &progress, &ctx.cancel, &ctx.client).await
         }
@@ -260,9 +241,9 @@ fn open_ledger(
         source,
     })?;
     let rules = StopRules {
-        max_failures: opts.max_failures,
-        budget_tokens: opts.budget_tokens,
-        budget_cost: opts.budget_cost,
+        max_failures: opts.flags.max_failures,
+        budget_tokens: opts.flags.budget_tokens,
+        budget_cost: opts.flags.budget_cost,
     };
     Ok(Arc::new(Ledger::new(
         Box::new(writer),
@@ -296,7 +277,7 @@ async fn cache_statuses(
     let jobs = opts.jobs.clone();
     let out = ctx.layout.output_dir().to_path_buf();
     let mode = cache::HashMode {
-        force: opts.force,
+        force: opts.flags.force,
         // `--checksum`, `checksum: true`.
         checksum: opts.config.run.checksum,
     };

@@ -205,8 +205,8 @@ impl ToolKind {
 pub struct ToolEnv {
     pub sandbox: Arc<Sandbox>,
     pub reader: Arc<dyn DocumentReader>,
-    /// `--allow-web`: whether `web_fetch` may run at all.
-    pub allow_web: bool,
+    /// The run's switches (`--allow-web`: whether `web_fetch` may run at all).
+    pub flags: Arc<crate::flags::RunFlags>,
     /// The job's declared files and their checks: a `file_write` of one is judged before it
     /// is saved (docs/skills.md#declared-outputs).
     pub declared: Arc<Vec<crate::agent::accept::Acceptance>>,
@@ -219,7 +219,7 @@ impl ToolEnv {
         ToolEnv {
             sandbox: Arc::new(sandbox),
             reader: Arc::new(PlainTextReader),
-            allow_web: false,
+            flags: Arc::default(),
             declared: Arc::default(),
         }
     }
@@ -288,7 +288,7 @@ impl Toolbox {
             ToolKind::FileList => list::file_list(args, env).await,
             ToolKind::FileWrite => write::file_write(args, env).await,
             ToolKind::WebFetch => {
-                if !env.allow_web {
+                if !env.flags.allow_web {
                     return ToolOutcome::refused(
                         "web_fetch is not available in this run (web access is off); work \
                          with the job's documents only",

@@ -967,7 +967,10 @@ mod tests {
         assert!(out.refused);
         assert!(out.content.contains("web access is off"));
         let env = ToolEnv {
-            allow_web: true,
+            flags: std::sync::Arc::new(crate::flags::RunFlags {
+                allow_web: true,
+                ..Default::default()
+            }),
             ..env
         };
         let out = Toolbox::new()

@@ -1,0 +1,115 @@
+//! [`RunFlags`]: the switches of one `zhi run` that are not settings (no file or variable can
+//! give them), as one value from the command line to where each is used.
+//!
+//! It exists so that such a switch travels whole: `run_cmd` builds it once from the
+//! arguments, the executor keeps it in the run's context, and the agent's tools get it in
+//! their environment. A new switch is a field here, a flag in `cli.rs`, a line where this is
+//! built, and its consumer; nothing in between names it. It is a leaf: it imports nothing of
+//! zhi, so every layer may read it.
+
+/// What one `zhi run` was asked to do beyond its settings.
+#[derive(Debug, Clone, Default)]
+pub struct RunFlags {
+    /// `--force`: redo jobs even if cached.
+    pub force: bool,
+    /// `--max-failures N`, or 1 with `--fail-fast`: stop scheduling after that many failures.
+    pub max_failures: Option<u64>,
+    /// `--budget-tokens N`: stop scheduling when the tokens spent reach it.
+    pub budget_tokens: Option<u64>,
+    /// `--budget-cost AMOUNT`: stop scheduling when the records' costs reach it.
+    pub budget_cost: Option<f64>,
+    /// `--allow-web`: skills that list `web_fetch` get it.
+    pub allow_web: bool,
+    /// `--submit batch`: direct requests go to the provider's Batch API
+    /// (docs/model-api.md#batch-mode).
+    pub submit_batch: Option<BatchOptions>,
+    /// `--rows PATH`: the extraction tables get a row per item of this array field.
+    pub table_rows: Option<String>,
+    /// Show progress (bar or lines): neither `--no-progress` nor `-q`.
+    pub progress: bool,
+    /// Print the summary when the run ends (`-q` keeps it too).
+    pub summary: bool,
+}
+
+/// Batch mode's choices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchOptions {
+    /// `--agent-jobs run`: jobs that run the agent loop (which a batch cannot carry) run now,
+    /// directly; otherwise they fail with `not_batchable`.
+    pub run_agent_jobs: bool,
+}
+
+/// A flag's value refused by its check, as the phrase that follows the flag's name
+/// (`must be at least 1 …`). clap's value parsers return it; `main` prints it after the flag,
+/// as a refused setting is named after its source (`--rpm must be …`), and exits 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// What a value parser returns: a value, [`Refused`], or clap's own words for text that is no
+/// number at all (`invalid digit found in string`).
+pub type Parsed<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A whole number of at least 1, else `problem`.
+fn at_least_one(s: &str, problem: fn() -> String) -> Parsed<u64> {
+    match s.trim().parse::<u64>()? {
+        0 => Err(Box::new(Refused(problem()))),
+        n => Ok(n),
+    }
+}
+
+/// `--budget-tokens`: a limit of zero would stop the run before its first job; a user who
+/// wants no limit leaves the flag out.
+pub fn budget_tokens(s: &str) -> Parsed<u64> {
+    at_least_one(s, || {
+        msg!("must be at least 1 (leave it out for no budget)")
+    })
+}
+
+/// `--limit`.
+pub fn limit(s: &str) -> Parsed<usize> {
+    let n = at_least_one(s, || {
+        msg!("must be at least 1 (a run of no jobs does nothing; `zhi plan` shows the plan)")
+    })?;
+    Ok(usize::try_from(n)?)
+}
+
+/// `--max-failures`.
+pub fn max_failures(s: &str) -> Parsed<u64> {
+    at_least_one(s, || {
+        msg!(
+            "must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)"
+        )
+    })
+}
+
+/// `--budget-cost`: a number above 0.
+pub fn budget_cost(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(n),
+        _ => Err(msg!(
+            "must be a number above 0 (leave it out for no budget)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_is_refused_and_text_left_to_clap() {
+        let refused = budget_tokens("0").unwrap_err();
+        assert!(refused.downcast_ref::<Refused>().is_some(), "{refused}");
+        assert_eq!(
+            refused.to_string(),
+            "must be at least 1 (leave it out for no budget)"
+        );
+        assert!(limit("0").unwrap_err().downcast_ref::<Refused>().is_some());
+        assert!(max_failures("0").unwrap_err().is::<Refused>());
+        let text = budget_tokens("abc").unwrap_err();
+        assert!(!text.is::<Refused>());
+        assert_eq!(budget_tokens("25").unwrap(), 25);
+        assert!(budget_cost("0").is_err() && budget_cost("inf").is_err());
+    }
+}
