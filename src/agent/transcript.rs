@@ -41,7 +41,10 @@ impl Transcript {
         let file = match file {
             Ok(f) => Some(f),
             Err(e) => {
-                tracing::warn!("cannot write the transcript {}: {e}", path.display());
+                tracing::warn!(
+                    "{}",
+                    msg!("cannot write the transcript {}: {e}", path.display())
+                );
                 None
             }
         };
@@ -146,7 +149,7 @@ impl Transcript {
         let mut text = self.secrets.redact_body(line.to_string().into_bytes());
         text.push(b'\n');
         if let Err(e) = file.write_all(&text) {
-            tracing::warn!("cannot write the transcript: {e}");
+            tracing::warn!("{}", msg!("cannot write the transcript: {e}"));
             *guard = None;
         }
     }

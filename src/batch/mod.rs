@@ -705,9 +705,10 @@ impl Book {
                 msg!("cannot write {what} of batch {local_id}: {e}"),
             )
         };
-        crate::layout::create_dir_within(&self.out, &folder).map_err(|e| io("the folder", e))?;
+        crate::layout::create_dir_within(&self.out, &folder)
+            .map_err(|e| io(&msg!("the folder"), e))?;
         crate::manifest::write_atomic(&folder.join("input.jsonl"), &bytes)
-            .map_err(|e| io("the request file", e))?;
+            .map_err(|e| io(&msg!("the request file"), e))?;
         let count = requests.len() as u64;
         let mut r = BatchRecord::prepared(
             &local_id,
@@ -755,7 +756,7 @@ impl Book {
         self.save(&r)?;
         self.replace(&r);
         let _ = std::fs::remove_file(folder.join("input.jsonl"));
-        tracing::info!(batch = %info.id, requests = count, "batch submitted");
+        tracing::info!(batch = %info.id, requests = count, "{}", msg!("batch submitted"));
         self.report
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -790,7 +791,7 @@ impl Book {
             };
             match api.find_file(&r.file_name, cancel).await {
                 Ok(Some(id)) if plain_id(&id).is_ok() => {
-                    tracing::info!(file = %id, "an upload that seemed to fail was made; adopted");
+                    tracing::info!(file = %id, "{}", msg!("an upload that seemed to fail was made; adopted"));
                     return Ok(id);
                 }
                 Ok(_) if attempt < policy.max_attempts => {}
@@ -833,7 +834,7 @@ impl Book {
             };
             match api.find_batch(file_id, cancel).await {
                 Ok(Some(info)) if plain_id(&info.id).is_ok() => {
-                    tracing::info!(batch = %info.id, "a creation that seemed to fail was made; adopted");
+                    tracing::info!(batch = %info.id, "{}", msg!("a creation that seemed to fail was made; adopted"));
                     return Ok(info);
                 }
                 Ok(_) if attempt < policy.max_attempts => {}
@@ -911,7 +912,10 @@ impl Book {
             if r.settled_jobs.len() != before
                 && let Err(e) = record::save(&self.dir, r)
             {
-                tracing::warn!("cannot write the batch record of {}: {e}", r.local_id);
+                tracing::warn!(
+                    "{}",
+                    msg!("cannot write the batch record of {}: {e}", r.local_id)
+                );
             }
             true
         });

@@ -154,9 +154,9 @@ fn status(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Resul
         ));
     }
     if book.records.iter().any(|r| r.base_url != ours) {
-        notice(
-            "batches submitted to another API base are shown as last seen; give --base-url to ask about them",
-        );
+        notice(&msg!(
+            "batches submitted to another API base are shown as last seen; give --base-url to ask about them"
+        ));
     }
     if !can_ask {
         notice(&msg!(

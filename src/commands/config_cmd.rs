@@ -46,7 +46,7 @@ pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
 fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
     let origin = |k: &str| c.origins.get(k).cloned().unwrap_or(Origin::Default);
     let row = |k: &'static str, v: String| (k, v, origin(k));
-    let per_minute = |v: Option<NonZeroU32>| v.map_or("unlimited".to_string(), |n| n.to_string());
+    let per_minute = |v: Option<NonZeroU32>| v.map_or_else(|| msg!("unlimited"), |n| n.to_string());
     let (api, run, models, ui) = (&c.api, &c.run, &c.models, &c.ui);
     vec![
         row("provider", api.provider.as_str().to_string()),
@@ -64,7 +64,7 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
             models
                 .model_override
                 .clone()
-                .unwrap_or_else(|| "(each skill's)".into()),
+                .unwrap_or_else(|| msg!("(each skill's)")),
         ),
         row("default_model", models.default_model.clone()),
         row(
@@ -101,7 +101,7 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
             "temperature",
             models
                 .temperature
-                .map_or("(server default)".into(), |t| t.to_string()),
+                .map_or_else(|| msg!("(server default)"), |t| t.to_string()),
         ),
         row("language", ui.language.as_str().to_string()),
         row("log_level", ui.log_level.clone()),

@@ -157,7 +157,7 @@ pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     check_schemas(&prepared.jobs, &prepared.skills)?;
     if prepared.jobs.is_empty() {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
-        ctx.warn("this shard has no jobs");
+        ctx.warn(&msg!("this shard has no jobs"));
     }
     let command = crate::secret::command_for_display(std::env::args());
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -482,9 +482,9 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         super::OCR_PAGE_TOKENS
     ));
     if lines.iter().any(|l| l.from == super::EstimatedFrom::Size) {
-        notice(
-            "~: estimated from the file's size (it could not be read here, or is a folder): a rough figure",
-        );
+        notice(&msg!(
+            "~: estimated from the file's size (it could not be read here, or is a folder): a rough figure"
+        ));
     }
 }
 

@@ -166,10 +166,9 @@ pub fn temperature(v: &Value) -> Result<f32, String> {
 /// `escalate`: a list of `MODEL`, `MODEL@BASE_URL` or `{model, base_url, api_key_env}`.
 pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
     let Value::Sequence(items) = v else {
-        return Err(
+        return Err(msg!(
             "must be a list of models: MODEL, MODEL@BASE_URL, or a mapping with model, base_url and api_key_env"
-                .into(),
-        );
+        ));
     };
     let mut out = Vec::new();
     for item in items {
@@ -182,7 +181,7 @@ pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
                         .map(|s| s.trim().to_string())
                         .filter(|s| !s.is_empty())
                 };
-                let model = get("model").ok_or("an entry has no `model`")?;
+                let model = get("model").ok_or_else(|| msg!("an entry has no `model`"))?;
                 let limit = |k: &str| -> Result<Option<NonZeroU32>, String> {
                     match m.get(Value::String(k.into())) {
                         None | Some(Value::Null) => Ok(None),
@@ -204,7 +203,11 @@ pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
                     tpm: limit("tpm")?,
                 });
             }
-            _ => return Err("each entry must be a model name or a mapping with `model`".into()),
+            _ => {
+                return Err(msg!(
+                    "each entry must be a model name or a mapping with `model`"
+                ));
+            }
         }
     }
     Ok(out)
@@ -216,7 +219,7 @@ pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
 pub fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
     use crate::error::ErrorKind as K;
     let Value::Sequence(items) = v else {
-        return Err("must be a list of error kinds".into());
+        return Err(msg!("must be a list of error kinds"));
     };
     let mut out = Vec::new();
     for item in items {
@@ -244,7 +247,7 @@ pub fn prices(
     let Value::Mapping(m) = v else {
         return Err(Problem::new(
             "prices",
-            "must be a mapping of model names to input, output and currency",
+            msg!("must be a mapping of model names to input, output and currency"),
         ));
     };
     let mut out = BTreeMap::new();
@@ -338,7 +341,13 @@ pub fn retry(
     base: RetryPolicy,
     warn: &mut dyn FnMut(String),
 ) -> Result<RetryPolicy, Problem> {
-    let f: RetryFields = section("retry", v, "a mapping", |f: &RetryFields| &f.unknown, warn)?;
+    let f: RetryFields = section(
+        "retry",
+        v,
+        &msg!("a mapping"),
+        |f: &RetryFields| &f.unknown,
+        warn,
+    )?;
     let whole = |field: &str, v: &Value| {
         v.as_u64()
             .ok_or_else(|| Problem::new(format!("retry.{field}"), "must be a whole number"))
@@ -391,7 +400,13 @@ pub fn batch(
     base: super::BatchLimits,
     warn: &mut dyn FnMut(String),
 ) -> Result<super::BatchLimits, Problem> {
-    let f: BatchFields = section("batch", v, "a mapping", |f: &BatchFields| &f.unknown, warn)?;
+    let f: BatchFields = section(
+        "batch",
+        v,
+        &msg!("a mapping"),
+        |f: &BatchFields| &f.unknown,
+        warn,
+    )?;
     let limit = |field: &str, v: &Value, max: u64| {
         let setting = format!("batch.{field}");
         let n = v
@@ -425,7 +440,7 @@ pub fn batch(
             .ok_or_else(|| {
                 Problem::new(
                     "batch.max_stalled_runs",
-                    "must be a whole number from 1 to 1000",
+                    msg!("must be a whole number from 1 to 1000"),
                 )
             })?;
     }
@@ -520,13 +535,13 @@ fn model_budget(
 /// A YAML value as a user wrote it, for messages.
 pub fn shown(v: &Value) -> String {
     match v {
-        Value::Null => "nothing".into(),
+        Value::Null => msg!("nothing"),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => format!("`{s}`"),
-        Value::Sequence(_) => "a list".into(),
-        Value::Mapping(_) => "a mapping".into(),
-        Value::Tagged(_) => "a tagged value".into(),
+        Value::Sequence(_) => msg!("a list"),
+        Value::Mapping(_) => msg!("a mapping"),
+        Value::Tagged(_) => msg!("a tagged value"),
     }
 }
 

@@ -58,9 +58,9 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
         .with_guessed_format()
         .map_err(|e| failed(msg!("cannot read the image: {e}")))?;
     if reader.format().is_none() {
-        return Err(failed(
-            "not an image zhi can decode (png, jpeg, gif, webp, tiff, bmp)".to_string(),
-        ));
+        return Err(failed(msg!(
+            "not an image zhi can decode (png, jpeg, gif, webp, tiff, bmp)"
+        )));
     }
     let mut decoder = reader
         .into_decoder()
@@ -80,7 +80,7 @@ pub(crate) fn prepare(path: &Path, limits: ImageLimits) -> Result<Prepared, JobE
     let img = DynamicImage::ImageLuma8(img.to_luma8());
     let (w, h) = (img.width(), img.height());
     if w == 0 || h == 0 {
-        return Err(failed("the image is empty (0 pixels)".to_string()));
+        return Err(failed(msg!("the image is empty (0 pixels)")));
     }
 
     let dir = ScratchDir::new("ocr")

@@ -448,7 +448,7 @@ pub fn ocr_file(path: &Path, opts: &ExtractOptions) -> Result<Extracted, JobErro
 fn unsupported(path: &Path) -> JobError {
     let what = match path.extension() {
         Some(ext) => msg!("unsupported file type .{}", ext.to_string_lossy()),
-        None => "unsupported file type (no extension)".to_string(),
+        None => msg!("unsupported file type (no extension)"),
     };
     JobError::new(
         ErrorKind::UnsupportedType,
@@ -479,10 +479,10 @@ fn check_input(path: &Path) -> Result<u64, JobError> {
             let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
             let msg = match e.kind() {
                 std::io::ErrorKind::NotFound if link => {
-                    "broken symbolic link: its target does not exist".to_string()
+                    msg!("broken symbolic link: its target does not exist")
                 }
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                std::io::ErrorKind::NotFound => msg!("no such file"),
+                std::io::ErrorKind::PermissionDenied => msg!("permission denied"),
                 _ => msg!("cannot read the file: {e}"),
             };
             return Err(JobError::new(ErrorKind::InputError, msg));
@@ -509,7 +509,7 @@ fn check_input(path: &Path) -> Result<u64, JobError> {
     // Opening proves readability now rather than deep inside a worker.
     if let Err(e) = std::fs::File::open(path) {
         let msg = match e.kind() {
-            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            std::io::ErrorKind::PermissionDenied => msg!("permission denied"),
             _ => msg!("cannot open the file: {e}"),
         };
         return Err(JobError::new(ErrorKind::InputError, msg));

@@ -43,7 +43,7 @@ pub(super) fn extract(path: &Path) -> Result<Extracted, JobError> {
         }
     };
     if pages.iter().all(|(_, _, t)| t.trim().is_empty()) {
-        return Err(failed("no text found in the document".to_string()));
+        return Err(failed(msg!("no text found in the document")));
     }
     let (text, pages) = assemble(pages);
     Ok(Extracted {
@@ -106,7 +106,7 @@ fn read_part(zip: &mut Archive, name: &str) -> Result<Option<String>, JobError> 
 fn docx(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
     let mut zip = open_zip(path, "docx")?;
     let xml = read_part(&mut zip, "word/document.xml")?
-        .ok_or_else(|| failed("not a Word document: word/document.xml is missing".to_string()))?;
+        .ok_or_else(|| failed(msg!("not a Word document: word/document.xml is missing")))?;
     let text = xml_text(&xml).map_err(|e| failed(format!("word/document.xml: {e}")))?;
     Ok(vec![(1, Method::Office, tidy(&text))])
 }
@@ -115,7 +115,7 @@ fn pptx(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
     let mut zip = open_zip(path, "pptx")?;
     let slides = slide_order(&mut zip)?;
     if slides.is_empty() {
-        return Err(failed("the presentation has no slides".to_string()));
+        return Err(failed(msg!("the presentation has no slides")));
     }
     let mut pages = Vec::with_capacity(slides.len());
     for (i, part) in slides.iter().enumerate() {
@@ -386,7 +386,7 @@ fn spreadsheet(path: &Path) -> Result<Vec<(u32, Method, String)>, JobError> {
         .map_err(|e| failed(msg!("not a readable spreadsheet: {e}")))?;
     let names = workbook.sheet_names();
     if names.is_empty() {
-        return Err(failed("the workbook has no sheets".to_string()));
+        return Err(failed(msg!("the workbook has no sheets")));
     }
     let mut pages = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {

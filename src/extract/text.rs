@@ -67,7 +67,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(String, String), JobError> {
     }
     let nuls = sample.iter().filter(|&&b| b == 0).count();
     if nuls >= 16 || nuls * 100 >= sample.len() {
-        return Err(binary("it contains NUL bytes"));
+        return Err(binary(&msg!("it contains NUL bytes")));
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
         return check_not_binary(text.to_string(), "UTF-8".to_string());

@@ -194,7 +194,7 @@ fn line_error(error: &ProviderError) -> ApiError {
         Some(v) if v.kind != ErrorKind::ApiError => (v.kind, v.retryable),
         _ => (ErrorKind::ApiError, true),
     };
-    let mut message = String::from("in the batch");
+    let mut message = msg!("in the batch");
     if !code.is_empty() {
         message.push_str(&format!(" (code {code})"));
     }

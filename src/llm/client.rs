@@ -867,7 +867,7 @@ impl ChatClient {
             (None, Body::Completion { finish_reason }) => {
                 format!("finish_reason: {}", finish_reason.unwrap_or("none"))
             }
-            (None, Body::Malformed) => "the response is not a chat completion".to_owned(),
+            (None, Body::Malformed) => msg!("the response is not a chat completion"),
             (None, Body::NotJson) if success => format!(
                 "invalid JSON body: {}",
                 String::from_utf8_lossy(&received.body)

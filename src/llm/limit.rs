@@ -76,7 +76,10 @@ impl Limits {
         // start, so this is a conversation that grew past it: slow, and never silent.
         if want > u64::from(burst.get()) && !self.told_oversized.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                "a request of about {want} tokens is larger than the token budget of {burst} a minute (--tpm); it waits for a full minute's budget and is sent alone"
+                "{}",
+                msg!(
+                    "a request of about {want} tokens is larger than the token budget of {burst} a minute (--tpm); it waits for a full minute's budget and is sent alone"
+                )
             );
         }
         tokio::select! {

@@ -197,13 +197,19 @@ impl ZhipuOcr {
             Ok(Err(e)) => tracing::warn!(
                 file_id = id,
                 error = %e,
-                "could not delete the file uploaded for OCR; the account holds at most 100 \
-                 files, delete it in the API console"
+                "{}",
+                msg!(
+                    "could not delete the file uploaded for OCR; the account holds at most 100 \
+                     files, delete it in the API console"
+                )
             ),
             Err(_) => tracing::warn!(
                 file_id = id,
-                "deleting the file uploaded for OCR took more than {DELETE_LIMIT:?}; delete it \
-                 in the API console"
+                "{}",
+                msg!(
+                    "deleting the file uploaded for OCR took more than {DELETE_LIMIT:?}; delete \
+                     it in the API console"
+                )
             ),
         }
     }

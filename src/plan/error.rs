@@ -201,7 +201,7 @@ pub enum JobsFileProblem {
 
 fn list(known: &[String]) -> String {
     if known.is_empty() {
-        "none besides the input".into()
+        msg!("none besides the input")
     } else {
         known.join(", ")
     }

@@ -125,8 +125,11 @@ impl CacheIndex {
             None => {
                 if path.exists() {
                     tracing::info!(
-                        "{} does not match the records; rebuilt from them",
-                        path.display()
+                        "{}",
+                        msg!(
+                            "{} does not match the records; rebuilt from them",
+                            path.display()
+                        )
                     );
                 }
                 index.source = IndexSource::Rebuilt;

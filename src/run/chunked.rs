@@ -76,7 +76,7 @@ pub(super) async fn run(
     };
     let ckpt = run.layout.checkpoints(job.id.as_str()).join(&key);
     state.checkpoint = Some(ckpt.parent().map(Path::to_path_buf).unwrap_or(ckpt.clone()));
-    tracing::info!(job = %job.input, pieces = total, budget, "document split into pieces");
+    tracing::info!(job = %job.input, pieces = total, budget, "{}", msg!("document split into pieces"));
     ctx.transcript.note(&format!(
         "the document is split into {total} pieces of at most about {budget} tokens"
     ));
@@ -289,13 +289,13 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         match &r {
             Ok(_) => {
                 self.ctx.run.progress.piece_done(job.id.as_str(), true);
-                tracing::info!(job = %job.input, piece = i + 1, of = n, "piece done");
+                tracing::info!(job = %job.input, piece = i + 1, of = n, "{}", msg!("piece done"));
             }
             // A piece waiting for a batch stops no other: every piece still to do is queued
             // in this run.
             Err(e) if e.kind == ErrorKind::BatchPending => {}
             Err(e) => {
-                tracing::info!(job = %job.input, piece = i + 1, of = n, "piece failed: {e}");
+                tracing::info!(job = %job.input, piece = i + 1, of = n, "{}", msg!("piece failed: {e}"));
                 self.failed.cancel();
             }
         }

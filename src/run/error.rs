@@ -39,7 +39,7 @@ pub enum RunError {
         "output folder {} is in use by another zhi run (pid {pid}{on}, started {started}, run {run}); try again when it ends{hint}",
         folder.display(),
         on = on_host(host),
-        hint = if host.is_some() { OTHER_MACHINE } else { "" }
+        hint = if host.is_some() { other_machine() } else { String::new() }
     )]
     InUse {
         folder: PathBuf,
@@ -73,8 +73,10 @@ pub enum RunError {
     Plan(#[from] PlanError),
 }
 
-const OTHER_MACHINE: &str =
-    " (a lock of another machine is never taken over: remove it by hand if that run is gone)";
+/// What `InUse` adds when the lock is another machine's.
+fn other_machine() -> String {
+    msg!(" (a lock of another machine is never taken over: remove it by hand if that run is gone)")
+}
 
 fn on_host(host: &Option<String>) -> String {
     host.as_ref()

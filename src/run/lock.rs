@@ -110,7 +110,7 @@ fn read_holder(path: &Path) -> Result<Existing, RunError> {
         // cannot be written: none is a lock zhi can judge.
         Err(e @ (ReadError::NotFound | ReadError::Folder | ReadError::NotRegular(_))) => {
             let what = match e {
-                ReadError::NotFound => "is a symbolic link to nothing".to_string(),
+                ReadError::NotFound => msg!("is a symbolic link to nothing"),
                 e => e.to_string(),
             };
             return Err(RunError::LockUnjudgeable {
@@ -153,9 +153,12 @@ fn take_over_or_refuse(
         });
     }
     tracing::warn!(
-        "taking over a stale lock of pid {} (run {})",
-        h.pid,
-        h.run_id
+        "{}",
+        msg!(
+            "taking over a stale lock of pid {} (run {})",
+            h.pid,
+            h.run_id
+        )
     );
     let _ = std::fs::remove_file(path);
     Ok(())

@@ -225,7 +225,10 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: &CacheIndex) {
         }),
     };
     if let Err(e) = saved {
-        tracing::warn!("cannot write {}: {e}", ctx.layout.cache_index().display());
+        tracing::warn!(
+            "{}",
+            msg!("cannot write {}: {e}", ctx.layout.cache_index().display())
+        );
     }
 }
 

@@ -32,9 +32,9 @@ fn clean_stale(layout: &OutputLayout) {
     for p in [layout.staging(), layout.trash()] {
         if p.exists() {
             if let Err(e) = std::fs::remove_dir_all(&p) {
-                tracing::warn!("cannot clean {}: {e}", p.display());
+                tracing::warn!("{}", msg!("cannot clean {}: {e}", p.display()));
             } else {
-                tracing::info!("cleaned stale {}", p.display());
+                tracing::info!("{}", msg!("cleaned stale {}", p.display()));
             }
         }
     }
@@ -142,7 +142,8 @@ pub(super) async fn ask_server(
         kind = info.kind.as_deref().unwrap_or("unknown"),
         context_window = info.context_window,
         slots = info.slots,
-        "asked the server what it is"
+        "{}",
+        msg!("asked the server what it is")
     );
     Ok(Some(info))
 }

@@ -85,7 +85,10 @@ impl Slots {
         let mut s = self.lock();
         let new = (s.limit / 2).max(AUTO_MIN);
         if new != s.limit {
-            tracing::info!("concurrency {} -> {new} (rate limited)", s.limit);
+            tracing::info!(
+                "{}",
+                msg!("concurrency {} -> {new} (rate limited)", s.limit)
+            );
             s.limit = new;
         }
         s.streak = 0;
@@ -102,7 +105,10 @@ impl Slots {
             s.limit += 1;
             s.peak = s.peak.max(s.limit);
             s.streak = 0;
-            tracing::info!("concurrency {} -> {} (successes)", s.limit - 1, s.limit);
+            tracing::info!(
+                "{}",
+                msg!("concurrency {} -> {} (successes)", s.limit - 1, s.limit)
+            );
             drop(s);
             self.notify.notify_waiters();
         }

@@ -42,7 +42,7 @@ impl Stop {
             Some(Stop::RateLimited(m)) => cancelled(format!("run aborted: {m}")),
             Some(Stop::Signal(sig)) => cancelled(format!("interrupted by {}", signal_name(*sig))),
             Some(Stop::OutputUnwritable(m)) => cancelled(format!("not run: {m}")),
-            None => skipped("not scheduled".to_string()),
+            None => skipped(msg!("not scheduled")),
         }
     }
 

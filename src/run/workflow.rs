@@ -671,7 +671,7 @@ async fn for_each(
     }
     if outputs.is_empty() {
         let reason = if failures.is_empty() {
-            "the folder has no documents".to_string()
+            msg!("the folder has no documents")
         } else {
             failures.join("; ")
         };

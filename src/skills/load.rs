@@ -71,7 +71,7 @@ fn parse_escalate(v: &Option<Value>) -> Result<Vec<String>, String> {
     let items = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Sequence(items)) => items,
-        Some(_) => return Err("field `escalate` must be a list of models".into()),
+        Some(_) => return Err(msg!("field `escalate` must be a list of models")),
     };
     let mut out = Vec::new();
     for item in items {
@@ -84,17 +84,17 @@ fn parse_escalate(v: &Option<Value>) -> Result<Vec<String>, String> {
                         .map(str::trim)
                         .filter(|s| !s.is_empty())
                 };
-                let model = get("model").ok_or("an entry of `escalate` has no `model`")?;
+                let model =
+                    get("model").ok_or_else(|| msg!("an entry of `escalate` has no `model`"))?;
                 match get("base_url") {
                     Some(url) => format!("{model}@{url}"),
                     None => model.to_string(),
                 }
             }
             _ => {
-                return Err(
+                return Err(msg!(
                     "each entry of `escalate` must be a model name or a mapping with `model`"
-                        .into(),
-                );
+                ));
             }
         };
         out.push(entry);
@@ -165,14 +165,14 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
         reason,
     };
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(fail(
-            "empty file: a skill needs at least name, description, system_prompt and tools".into(),
-        ));
+        return Err(fail(msg!(
+            "empty file: a skill needs at least name, description, system_prompt and tools"
+        )));
     }
     if bytes.contains(&0) {
-        return Err(fail(
-            "binary file (contains NUL bytes), not a YAML skill".into(),
-        ));
+        return Err(fail(msg!(
+            "binary file (contains NUL bytes), not a YAML skill"
+        )));
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|e| fail(msg!("not UTF-8 text ({e}); skill files must be UTF-8 YAML")))?;
@@ -214,15 +214,15 @@ pub fn load_skill_md(
         reason,
     };
     if bytes.contains(&0) {
-        return Err(fail(
-            "binary file (contains NUL bytes), not a SKILL.md".into(),
-        ));
+        return Err(fail(msg!(
+            "binary file (contains NUL bytes), not a SKILL.md"
+        )));
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|e| fail(msg!("not UTF-8 text ({e}); SKILL.md must be UTF-8")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (front, body) = split_front_matter(text).ok_or_else(|| {
-        fail("no front matter: SKILL.md must start with a `---` line, the YAML fields (name, description), and a closing `---` line".into())
+        fail(msg!("no front matter: SKILL.md must start with a `---` line, the YAML fields (name, description), and a closing `---` line"))
     })?;
     crate::small_file::check_yaml_nesting(front).map_err(|e| fail(e.to_string()))?;
     let value: Value = if front.trim().is_empty() {
@@ -239,7 +239,7 @@ pub fn load_skill_md(
     let mut warnings = Vec::new();
     // The body is the system prompt: a `system_prompt` in the front matter is not one.
     if map.contains_key("system_prompt") {
-        warnings.push("unknown front-matter field `system_prompt` ignored".to_string());
+        warnings.push(msg!("unknown front-matter field `system_prompt` ignored"));
     }
     let mut map = map;
     take_format_fields(&mut map, &mut warnings);
@@ -254,9 +254,9 @@ pub fn load_skill_md(
         }
     }
     if body.trim().is_empty() {
-        return Err(fail(
-            "no instructions: the Markdown after the front matter is the skill's prompt".into(),
-        ));
+        return Err(fail(msg!(
+            "no instructions: the Markdown after the front matter is the skill's prompt"
+        )));
     }
     f.system_prompt = Some(Value::String(body.trim().to_string()));
     if absent(&f.tools) {
@@ -293,12 +293,12 @@ fn take_format_fields(map: &mut Mapping, warnings: &mut Vec<String>) {
             | ("allowed-tools", Value::Sequence(_))
             | ("license" | "allowed-tools", Value::String(_)) => {}
             ("compatibility", Value::String(s)) if s.chars().count() <= 500 => {}
-            ("compatibility", Value::String(_)) => warnings.push(
+            ("compatibility", Value::String(_)) => warnings.push(msg!(
                 "front-matter field `compatibility` is longer than 500 characters; ignored"
-                    .to_string(),
-            ),
-            ("metadata", _) => warnings
-                .push("front-matter field `metadata` should be a mapping; ignored".to_string()),
+            )),
+            ("metadata", _) => warnings.push(msg!(
+                "front-matter field `metadata` should be a mapping; ignored"
+            )),
             _ => warnings.push(msg!(
                 "front-matter field `{key}` should be a string; ignored"
             )),
@@ -428,7 +428,7 @@ fn load_fields(
 /// `tools`: tool and skill names, each once (a repeat warns).
 fn parse_tools(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<Vec<String>, String> {
     let items = match v {
-        None | Some(Value::Null) => return Err("missing required field `tools`".into()),
+        None | Some(Value::Null) => return Err(msg!("missing required field `tools`")),
         Some(Value::Sequence(items)) => items,
         Some(v) => {
             return Err(msg!(
@@ -528,10 +528,9 @@ fn parse_output(
             [] => files.push(super::schema::EXTRACTED_FILE.to_string()),
             [one] if super::extension(one) == "json" => {}
             _ => {
-                return Err(
+                return Err(msg!(
                     "an extraction skill (`output.schema`) writes one `.json` file: leave `output.files` out (it is `extracted.json`) or name one"
-                        .into(),
-                );
+                ));
             }
         }
     }
@@ -542,7 +541,7 @@ fn parse_output(
         Some(v) => {
             let found = match v {
                 Value::String(s) => format!("`{s}`"),
-                other => value_kind(other).to_string(),
+                other => value_kind(other),
             };
             return Err(msg!(
                 "`output.grounding` must be `flag` or `required`, found {found}"
@@ -550,10 +549,9 @@ fn parse_output(
         }
     };
     if grounding == GroundingRule::Required && schema.is_none() {
-        warnings.push(
+        warnings.push(msg!(
             "`output.grounding` applies to extraction skills (`output.schema`) only; ignored"
-                .into(),
-        );
+        ));
     }
     Ok((
         Some(OutputSpec {
@@ -768,15 +766,15 @@ fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSp
 /// `^[a-zA-Z0-9][a-zA-Z0-9_-]*$`, at most 64 characters.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
-        return Err("empty".into());
+        return Err(msg!("empty"));
     }
     if name.chars().count() > 64 {
-        return Err("longer than 64 characters".into());
+        return Err(msg!("longer than 64 characters"));
     }
     let mut chars = name.chars();
     let first = chars.next().unwrap_or(' ');
     if !first.is_ascii_alphanumeric() {
-        return Err("must start with a letter or digit".into());
+        return Err(msg!("must start with a letter or digit"));
     }
     if let Some(bad) = name
         .chars()
@@ -843,15 +841,15 @@ fn yaml_error(e: &serde_norway::Error) -> String {
     }
 }
 
-fn value_kind(v: &Value) -> &'static str {
+fn value_kind(v: &Value) -> String {
     match v {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Sequence(_) => "a list",
-        Value::Mapping(_) => "a mapping",
-        Value::Tagged(_) => "a tagged value",
+        Value::Null => msg!("nothing"),
+        Value::Bool(_) => msg!("a boolean"),
+        Value::Number(_) => msg!("a number"),
+        Value::String(_) => msg!("a string"),
+        Value::Sequence(_) => msg!("a list"),
+        Value::Mapping(_) => msg!("a mapping"),
+        Value::Tagged(_) => msg!("a tagged value"),
     }
 }
 

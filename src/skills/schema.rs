@@ -72,14 +72,14 @@ pub fn read_schema_file(path: &Path) -> Result<Value, String> {
 /// properties.
 pub fn check(schema: &Value) -> Result<(), String> {
     let Some(map) = schema.as_object() else {
-        return Err("a schema must be a JSON object".into());
+        return Err(msg!("a schema must be a JSON object"));
     };
     if map.get("type").and_then(Value::as_str) != Some("object")
         || !map.get("properties").is_some_and(Value::is_object)
     {
-        return Err(
-            "the top level must be `type: object` with `properties` (the fields to extract)".into(),
-        );
+        return Err(msg!(
+            "the top level must be `type: object` with `properties` (the fields to extract)"
+        ));
     }
     jsonschema::validator_for(schema)
         .map(|_| ())

@@ -241,23 +241,25 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
                 .map(|x| {
                     x.as_str()
                         .map(str::to_string)
-                        .ok_or_else(|| "`join` must list step ids".to_string())
+                        .ok_or_else(|| msg!("`join` must list step ids"))
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         ),
-        Some(_) => return Err("`join` must list step ids".into()),
+        Some(_) => return Err(msg!("`join` must list step ids")),
     };
     let run = match (skill, prompt, join) {
         (Some(s), None, None) if !s.trim().is_empty() => StepRun::Skill(s.trim().to_string()),
         (None, Some(p), None) if !p.trim().is_empty() => StepRun::Prompt { prompt: p, task },
         (None, None, Some(ids)) => StepRun::Join(ids),
         (None, None, None) => {
-            return Err("it needs `skill` (a skill to run), `prompt` or `join`".into());
+            return Err(msg!(
+                "it needs `skill` (a skill to run), `prompt` or `join`"
+            ));
         }
         _ => {
-            return Err(
-                "it has more than one of `skill`, `prompt` and `join`: a step does one".into(),
-            );
+            return Err(msg!(
+                "it has more than one of `skill`, `prompt` and `join`: a step does one"
+            ));
         }
     };
     let mut args = BTreeMap::new();
@@ -266,7 +268,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
         Some(Value::Mapping(a)) => {
             for (k, v) in a {
                 let Some(name) = k.as_str() else {
-                    return Err("`args` names must be strings".into());
+                    return Err(msg!("`args` names must be strings"));
                 };
                 let v = match v {
                     Value::String(s) => s.clone(),
@@ -277,7 +279,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
                 args.insert(name.to_string(), v);
             }
         }
-        Some(_) => return Err("`args` must be a mapping of names to values".into()),
+        Some(_) => return Err(msg!("`args` must be a mapping of names to values")),
     }
     let output = text_field(m, "output")?;
     if let Some(file) = &output {
@@ -291,7 +293,9 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
         }
     }
     if !matches!(run, StepRun::Skill(_)) && output.is_none() {
-        return Err("a `prompt` or `join` step needs `output`, the file it writes".into());
+        return Err(msg!(
+            "a `prompt` or `join` step needs `output`, the file it writes"
+        ));
     }
     let needs = match m.get("needs") {
         None | Some(Value::Null) => Vec::new(),
@@ -301,10 +305,10 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
             .map(|x| {
                 x.as_str()
                     .map(str::to_string)
-                    .ok_or_else(|| "`needs` must list step ids".to_string())
+                    .ok_or_else(|| msg!("`needs` must list step ids"))
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("`needs` must list step ids".into()),
+        Some(_) => return Err(msg!("`needs` must list step ids")),
     };
     let when = text_field(m, "when")?
         .map(|w| Condition::parse(&w))
@@ -312,7 +316,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
     let optional = match m.get("optional") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("`optional` must be true or false".into()),
+        Some(_) => return Err(msg!("`optional` must be true or false")),
     };
     let for_each_document = match text_field(m, "for_each")?.as_deref() {
         None => false,
@@ -324,7 +328,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
         }
     };
     if for_each_document && !matches!(run, StepRun::Skill(_)) {
-        return Err("`for_each` needs a `skill` step".into());
+        return Err(msg!("`for_each` needs a `skill` step"));
     }
     Ok(Step {
         id: String::new(),

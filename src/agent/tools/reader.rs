@@ -55,7 +55,10 @@ impl DocumentReader for PlainTextReader {
             return Ok(text.into_owned());
         }
         if is_binary(&bytes) {
-            return Err(JobError::new(ErrorKind::UnsupportedType, "not a text file"));
+            return Err(JobError::new(
+                ErrorKind::UnsupportedType,
+                msg!("not a text file"),
+            ));
         }
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
@@ -63,7 +66,7 @@ impl DocumentReader for PlainTextReader {
     fn ocr(&self, _path: &Path) -> Result<String, JobError> {
         Err(JobError::new(
             ErrorKind::OcrFailed,
-            "no OCR engine configured",
+            msg!("no OCR engine configured"),
         ))
     }
 }
