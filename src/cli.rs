@@ -300,8 +300,8 @@ pub struct RunArgs {
     pub follow_links: bool,
 
     /// Do only shard M of N (hash:M/N, the default, or slice:M/N)
-    #[arg(long, value_name = "M/N")]
-    pub shard: Option<String>,
+    #[arg(long, value_name = "M/N", value_parser = crate::plan::Shard::parse)]
+    pub(crate) shard: Option<crate::plan::Shard>,
 
     /// Redo jobs even if cached
     #[arg(long)]

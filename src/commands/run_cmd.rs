@@ -123,8 +123,8 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
 
     let output_dir = absolute(&ctx.cwd, &config.run.output_dir);
     let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
-    let shard = match &a.shard {
-        Some(s) => Some(Shard::parse(s)?),
+    let shard = match a.shard {
+        Some(s) => Some(s),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
     let plan_ids = jobs.iter().map(|j| j.id.to_string()).collect();

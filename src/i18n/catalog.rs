@@ -215,6 +215,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("skill `{skill}` needs --arg {key}=… ({type}; a template like {{dir}}/{{stem}}.old{{ext}} names a file beside each input)", "技能 `{skill}` 需要 --arg {key}=…（{type}；像 {{dir}}/{{stem}}.old{{ext}} 这样的模板指向每个输入旁边的文件）"),
     ("{name} `{shown}` for {display} does not exist", "{name} `{shown}`（用于 {display}）不存在"),
     ("--shard `{value}` must be M/N with 1 <= M <= N (optionally hash:M/N or slice:M/N)", "--shard `{value}` 必须写成 M/N，且 1 <= M <= N（也可写 hash:M/N 或 slice:M/N）"),
+    ("`{value}` must be M/N with 1 <= M <= N (optionally hash:M/N or slice:M/N)", "`{value}` 必须写成 M/N，且 1 <= M <= N（也可写 hash:M/N 或 slice:M/N）"),
     ("{var}=`{value}` is not a whole number", "{var}=`{value}` 不是整数"),
     ("{src}: shard {index} of {total} is out of range", "{src}：第 {index}/{total} 个分片超出范围"),
     ("JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)", "设置了 JOB_COMPLETION_INDEX，却没有设置 ZHI_SHARD_TOTAL：请把 ZHI_SHARD_TOTAL 设为该 Job 的 `completions` 数（或使用 --shard M/N）"),

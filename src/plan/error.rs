@@ -113,9 +113,6 @@ pub enum PlanError {
     #[error("jobs file: argument `{arg}` of skill `{skill}` must be a single value")]
     JobsFileArgument { arg: String, skill: String },
 
-    /// `--shard` that is not M/N.
-    #[error("--shard `{0}` must be M/N with 1 <= M <= N (optionally hash:M/N or slice:M/N)")]
-    BadShard(String),
     /// A shard variable (`CI_NODE_INDEX`, …) that is not a number.
     #[error("{var}=`{value}` is not a whole number")]
     ShardVariable { var: &'static str, value: String },

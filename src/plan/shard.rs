@@ -7,6 +7,7 @@
 //! N contiguous, nearly equal parts.
 
 use super::PlanError;
+use crate::flags::Refused;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardMode {
@@ -28,8 +29,15 @@ pub struct Shard {
 
 impl Shard {
     /// `M/N`, `hash:M/N` or `slice:M/N`.
-    pub fn parse(s: &str) -> Result<Shard, PlanError> {
-        let bad = || PlanError::BadShard(s.to_string());
+    /// The value parser of `--shard`: a bad one is refused by the argument parser, before
+    /// anything runs (`--shard `3/2` must be M/N …`).
+    pub fn parse(s: &str) -> Result<Shard, Refused> {
+        let bad = || {
+            Refused(msg!(
+                "`{value}` must be M/N with 1 <= M <= N (optionally hash:M/N or slice:M/N)",
+                value = s
+            ))
+        };
         let (mode, rest) = match s.split_once(':') {
             Some(("hash", r)) => (ShardMode::Hash, r),
             Some(("slice", r)) => (ShardMode::Slice, r),
