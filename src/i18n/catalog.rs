@@ -531,6 +531,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("cannot write {path}: {e}", "无法写入 {path}：{e}"),
     ("cannot start the runtime: {e}", "无法启动运行时：{e}"),
     ("planning failed: {e}", "规划失败：{e}"),
+    ("a worker deciding the cache statuses panicked", "判定缓存状态的工作线程崩溃了"),
     ("lock file {path} {what}; zhi cannot tell whether another run holds it: remove it and run again", "锁文件 {path} {what}；zhi 无法判断是否有其他运行持有它：请删除它后再运行"),
     ("output folder {path} is in use by another zhi run (pid {pid}, started {started}, run {run}); try again when it ends{hint}", "输出文件夹 {path} 正被另一个 zhi 运行使用（进程 {pid}，开始于 {started}，运行 {run}）；请在它结束后再试{hint}"),
     ("output folder {path} is in use by another zhi run (pid {pid}, started {started}, run {run}); try again when it ends", "输出文件夹 {path} 正被另一个 zhi 运行使用（进程 {pid}，开始于 {started}，运行 {run}）；请在它结束后再试"),
