@@ -209,6 +209,38 @@ fn kind_of(parent: BorrowedFd<'_>, name: &OsStr) -> Option<FileType> {
         .map(|st| FileType::from_raw_mode(st.st_mode))
 }
 
+/// Test support for the race the path checks had: runs `attempt(n)` again and again while
+/// another thread swaps `a` and `b` atomically (a folder and a link to outside), until both
+/// have run thousands of times (or ten seconds passed).
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn while_swapping(a: &Path, b: &Path, mut attempt: impl FnMut(usize)) {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const ROUNDS: usize = 10_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (stop, swaps, a, b) = (stop.clone(), swaps.clone(), a.to_owned(), b.to_owned());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).unwrap();
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut n = 0;
+    while (n < ROUNDS || swaps.load(Ordering::Relaxed) < ROUNDS)
+        && std::time::Instant::now() < deadline
+    {
+        attempt(n);
+        n += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

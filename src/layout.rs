@@ -198,4 +198,21 @@ mod tests {
         assert!(create_dir_within(&root, &root.join("file/x")).is_err());
         assert!(create_dir_within(&root, &tmp.path().join("elsewhere")).is_err());
     }
+
+    /// `.zhi` swapped for a link to outside (atomically, again and again) while folders are
+    /// created under it: each lands inside the output folder or is refused, never outside.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_folder_swapped_for_a_link_mid_walk_never_leads_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(root.join(".zhi")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("swap")).unwrap();
+        crate::confine::while_swapping(&root.join(".zhi"), &root.join("swap"), |n| {
+            let _ = create_dir_within(&root, &root.join(format!(".zhi/staging/{n}/job")));
+        });
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+    }
 }

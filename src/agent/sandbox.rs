@@ -8,7 +8,9 @@
 //! Reads are confined to the job's own inputs (its files, and the files under its input folders)
 //! and the job's output folder, compared after every symlink is resolved. Writes are confined to
 //! the output folder: relative paths only, no `..`, no link followed anywhere on the way, and
-//! never over an existing file.
+//! never over an existing file. A write is carried out beneath the output folder's handle, one
+//! part at a time ([`crate::confine`]), so a folder that passed cannot be swapped for a link
+//! before the file is created.
 //!
 //! This module must never widen what a job may touch: no fallback to the current directory, no
 //! following of links during a write, no overwriting.
@@ -1195,30 +1197,17 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_parent_swapped_for_a_link_mid_write_never_leads_outside() {
-        use rustix::fs::{CWD, RenameFlags, renameat_with};
-        use std::sync::atomic::{AtomicBool, Ordering};
         let f = fixture();
         let before = tree(&f.outside);
         fs::create_dir(f.out.join("a")).unwrap();
         symlink(&f.outside, f.out.join("swap")).unwrap();
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let swapper = {
-            let (stop, a, swap) = (stop.clone(), f.out.join("a"), f.out.join("swap"));
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    renameat_with(CWD, &a, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-                }
-            })
-        };
         let mut written = 0;
-        for n in 0..3000 {
+        crate::confine::while_swapping(&f.out.join("a"), &f.out.join("swap"), |n| {
             let t = f.sandbox.check_write(&format!("a/b/{n}.md")).unwrap();
             if f.sandbox.write_new(&t, b"x").is_ok() {
                 written += 1;
             }
-        }
-        stop.store(true, Ordering::Relaxed);
-        swapper.join().unwrap();
+        });
         assert_eq!(tree(&f.outside), before);
         assert!(written > 0, "no write got through at all");
     }
