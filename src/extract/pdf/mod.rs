@@ -1,9 +1,9 @@
 //! PDF text, the parent side: every page's text is checked against what the page draws.
 //!
 //! Where `pdftotext` is installed it leads: it reads the document (a large one in several
-//! processes, a range of pages each) while the worker (`pdf_worker.rs`, in a process of its own
+//! processes, a range of pages each) while the worker (`worker.rs`, in a process of its own
 //! under a wall clock and a memory limit) surveys every page: the glyphs its text operators
-//! draw, its images (`pdf_survey.rs`). The worker is then handed pdftotext's count for each
+//! draw, its images (`survey.rs`). The worker is then handed pdftotext's count for each
 //! page and reads with pdf-extract and lopdf the pages pdftotext fell short on; another reading
 //! wins a page only when it holds pdftotext's text and clearly more. Without pdftotext the
 //! worker reads every page itself, lopdf after pdf-extract where pdf-extract falls short. Pages
@@ -12,8 +12,9 @@
 //! page k, a bounded number of times, so one hostile page costs that page, not the document.
 //! Every detour is written into [`Extracted::fallbacks`], every page's reason into its `why`.
 
-use super::pdf_survey::PageImage;
-use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage, faithful};
+mod survey;
+mod worker;
+
 use super::{
     DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars,
 };
@@ -25,6 +26,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use survey::PageImage;
+pub use worker::pdf_worker_main;
+use worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage, faithful};
 
 /// Worker restarts after crashes, per document.
 const MAX_RESTARTS: usize = 3;
