@@ -28,24 +28,20 @@ use std::path::{Component, Path, PathBuf};
 const ATTEMPTS: usize = 2;
 
 /// Why a walk beneath the root stopped. `at` is the part where it stopped, relative to the
-/// root (the path as far as it was walked).
-#[derive(Debug, thiserror::Error)]
+/// root (the path as far as it was walked). Never shown as it is: each caller (the sandbox,
+/// the layout) says it in its own words.
+#[derive(Debug)]
 pub enum ConfineError {
     /// The part is a link: never followed.
-    #[error("`{}` is a link", at.display())]
     Link { at: PathBuf },
     /// The part is a file (or anything but a folder) where a folder is needed.
-    #[error("`{}` is not a folder", at.display())]
     NotAFolder { at: PathBuf },
     /// The part kept changing while it was created (created and removed by someone else).
-    #[error("`{}` keeps changing", at.display())]
     Unstable { at: PathBuf },
     /// The path is not a plain relative path (`..`, `/`, a prefix).
-    #[error("`{}` is not a plain relative path", at.display())]
-    NotPlain { at: PathBuf },
+    NotPlain,
     /// The file system refused.
-    #[error("`{}`: {source}", at.display())]
-    Io { at: PathBuf, source: io::Error },
+    Io(io::Error),
 }
 
 /// A folder opened once by its path; everything else is reached beneath it.
@@ -80,11 +76,7 @@ impl Root {
             let name = match part {
                 Component::Normal(name) => name,
                 Component::CurDir => continue,
-                _ => {
-                    return Err(ConfineError::NotPlain {
-                        at: rel.to_path_buf(),
-                    });
-                }
+                _ => return Err(ConfineError::NotPlain),
             };
             at.push(name);
             let (fd, created) = open_or_create_dir(walk.folder(), name, &at)?;
@@ -159,10 +151,7 @@ fn open_or_create_dir(
     name: &OsStr,
     at: &Path,
 ) -> Result<(OwnedFd, bool), ConfineError> {
-    let io_error = |e: rustix::io::Errno| ConfineError::Io {
-        at: at.to_path_buf(),
-        source: e.into(),
-    };
+    let io_error = |e: rustix::io::Errno| ConfineError::Io(e.into());
     let mut created = false;
     for _ in 0..ATTEMPTS {
         match open_dir(parent, name) {
@@ -288,7 +277,7 @@ mod tests {
         }
         assert!(matches!(
             root.create_dirs(Path::new("../outside/x")),
-            Err(ConfineError::NotPlain { .. })
+            Err(ConfineError::NotPlain)
         ));
         assert!(fs::read_dir(&outside).unwrap().next().is_none());
     }

@@ -169,11 +169,11 @@ pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
             "{} keeps changing while zhi creates it",
             root.join(at).display()
         )),
-        ConfineError::NotPlain { .. } => io::Error::other(format!(
+        ConfineError::NotPlain => io::Error::other(format!(
             "{} is not a plain path inside the output folder",
             dir.display()
         )),
-        ConfineError::Io { source, .. } => source,
+        ConfineError::Io(source) => source,
     })
 }
 

@@ -871,10 +871,10 @@ impl Sandbox {
             ))
             .into(),
             // `check_write` only keeps normal components.
-            ConfineError::NotPlain { .. } => {
+            ConfineError::NotPlain => {
                 Refusal::new(format!("`{shown}` is not a plain relative path")).into()
             }
-            ConfineError::Io { source, .. } => WriteError::Io {
+            ConfineError::Io(source) => WriteError::Io {
                 path: shown.clone(),
                 source,
             },
