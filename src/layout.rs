@@ -2,9 +2,10 @@
 //! else, so the executor, the cache, the batch book and the manifest readers agree on it.
 //!
 //! Folders under the output folder are created the way the sandbox creates the agent's: one
-//! part at a time beneath the output folder's handle ([`crate::confine`]), never through a link. A link planted inside the output folder
-//! (`zhi-output/summarize -> ../elsewhere`, `zhi-output/.zhi -> /tmp/x`) would otherwise carry
-//! job outputs, records or manifests outside it.
+//! part at a time beneath the output folder's handle ([`crate::confine`]), never through a
+//! link. A link planted inside the output folder (`zhi-output/summarize -> ../elsewhere`,
+//! `zhi-output/.zhi -> /tmp/x`) would otherwise carry job outputs, records or manifests
+//! outside it.
 
 use crate::confine::{ConfineError, Root};
 use std::io;

@@ -9,7 +9,7 @@
 //! and the job's output folder, compared after every symlink is resolved. Writes are confined to
 //! the output folder: relative paths only, no `..`, no link followed anywhere on the way, and
 //! never over an existing file. A write is carried out beneath the output folder's handle, one
-//! part at a time ([`crate::confine`]), so a folder that passed cannot be swapped for a link
+//! part at a time (`crate::confine`), so a folder that passed cannot be swapped for a link
 //! before the file is created.
 //!
 //! This module must never widen what a job may touch: no fallback to the current directory, no
@@ -847,7 +847,7 @@ impl Sandbox {
     }
 
     /// Open (and create) the parent folders beneath the output folder's handle, refusing
-    /// links and non-folders ([`crate::confine`]): no part can be swapped for a link between
+    /// links and non-folders (`crate::confine`): no part can be swapped for a link between
     /// its check and its use.
     fn make_parents(&self, target: &WriteTarget) -> Result<Walk<'_>, WriteError> {
         let shown = target.display();
