@@ -33,7 +33,7 @@ pub(super) async fn run_jobs<'a>(
         // Batch mode carries direct requests only; an agent-loop job runs now only when the
         // user said so.
         if batch.is_some_and(|b| !b.run_agent_jobs && !cache.cached && job.problem.is_none())
-            && !batchable(&job, &ctx.skills)
+            && !batchable(job, &ctx.skills)
         {
             ledger.record(job::not_batchable(job, &cache, ctx));
             continue;
