@@ -2,10 +2,12 @@
 //! else, so the executor, the cache, the batch book and the manifest readers agree on it.
 //!
 //! Folders under the output folder are created the way the sandbox creates the agent's: one
-//! part at a time, never through a link. A link planted inside the output folder
-//! (`zhi-output/summarize -> ../elsewhere`, `zhi-output/.zhi -> /tmp/x`) would otherwise carry
-//! job outputs, records or manifests outside it.
+//! part at a time beneath the output folder's handle ([`crate::confine`]), never through a
+//! link. A link planted inside the output folder (`zhi-output/summarize -> ../elsewhere`,
+//! `zhi-output/.zhi -> /tmp/x`) would otherwise carry job outputs, records or manifests
+//! outside it.
 
+use crate::confine::{ConfineError, Root};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -136,7 +138,9 @@ impl OutputLayout {
 }
 
 /// Create `dir` and any missing parents below `root` (which must exist), refusing a link or
-/// a non-folder at any part between them. `dir` must be under `root`.
+/// a non-folder at any part between them. `dir` must be under `root`. Each part is created
+/// beneath the one before it ([`crate::confine`]), so no part checked can be swapped for a
+/// link before it is used.
 pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
     let rel = dir.strip_prefix(root).map_err(|_| {
         io::Error::other(format!(
@@ -145,49 +149,33 @@ pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
             root.display()
         ))
     })?;
-    let mut current = root.to_path_buf();
-    for part in rel.components() {
-        let Component::Normal(name) = part else {
-            return Err(io::Error::other(format!(
-                "{} is not a plain path inside the output folder",
-                dir.display()
-            )));
-        };
-        current.push(name);
-        check_or_create(&current)?;
+    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(io::Error::other(format!(
+            "{} is not a plain path inside the output folder",
+            dir.display()
+        )));
     }
-    Ok(())
-}
-
-fn check_or_create(path: &Path) -> io::Result<()> {
-    for _ in 0..2 {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(io::Error::other(format!(
-                    "{} is a link; zhi never follows links inside its output folder",
-                    path.display()
-                )));
-            }
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {
-                return Err(io::Error::other(format!(
-                    "{} is in the way: it is not a folder",
-                    path.display()
-                )));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::create_dir(path) {
-                Ok(()) => return Ok(()),
-                // Created by another job meanwhile: look again.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::other(format!(
-        "{} keeps changing while zhi creates it",
-        path.display()
-    )))
+    let root_dir = Root::open(root)?;
+    let walk = root_dir.create_dirs(rel);
+    walk.map(drop).map_err(|e| match e {
+        ConfineError::Link { at } => io::Error::other(format!(
+            "{} is a link; zhi never follows links inside its output folder",
+            root.join(at).display()
+        )),
+        ConfineError::NotAFolder { at } => io::Error::other(format!(
+            "{} is in the way: it is not a folder",
+            root.join(at).display()
+        )),
+        ConfineError::Unstable { at } => io::Error::other(format!(
+            "{} keeps changing while zhi creates it",
+            root.join(at).display()
+        )),
+        ConfineError::NotPlain => io::Error::other(format!(
+            "{} is not a plain path inside the output folder",
+            dir.display()
+        )),
+        ConfineError::Io(source) => source,
+    })
 }
 
 #[cfg(test)]
@@ -210,5 +198,22 @@ mod tests {
         std::fs::write(root.join("file"), "x").unwrap();
         assert!(create_dir_within(&root, &root.join("file/x")).is_err());
         assert!(create_dir_within(&root, &tmp.path().join("elsewhere")).is_err());
+    }
+
+    /// `.zhi` swapped for a link to outside (atomically, again and again) while folders are
+    /// created under it: each lands inside the output folder or is refused, never outside.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_folder_swapped_for_a_link_mid_walk_never_leads_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(root.join(".zhi")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("swap")).unwrap();
+        crate::confine::while_swapping(&root.join(".zhi"), &root.join("swap"), |n| {
+            let _ = create_dir_within(&root, &root.join(format!(".zhi/staging/{n}/job")));
+        });
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
     }
 }

@@ -14,6 +14,7 @@ pub mod chunk;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub(crate) mod confine;
 pub mod error;
 pub mod exit;
 pub mod extract;

@@ -8,16 +8,18 @@
 //! Reads are confined to the job's own inputs (its files, and the files under its input folders)
 //! and the job's output folder, compared after every symlink is resolved. Writes are confined to
 //! the output folder: relative paths only, no `..`, no link followed anywhere on the way, and
-//! never over an existing file.
+//! never over an existing file. A write is carried out beneath the output folder's handle, one
+//! part at a time (`crate::confine`), so a folder that passed cannot be swapped for a link
+//! before the file is created.
 //!
 //! This module must never widen what a job may touch: no fallback to the current directory, no
 //! following of links during a write, no overwriting.
 
+use crate::confine::{ConfineError, Root, Walk};
 use crate::small_file::Stamp;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
@@ -240,6 +242,11 @@ impl SandboxBuilder {
         if !output_dir.is_dir() {
             return Err(SandboxError::NotAFolder(self.output_dir));
         }
+        // Writes happen beneath this handle, never by path.
+        let root = Root::open(&output_dir).map_err(|source| SandboxError::OutputDir {
+            path: self.output_dir.clone(),
+            source,
+        })?;
         // An input that cannot be resolved (gone, broken link) stays listed by its display
         // path but can never be read.
         let inputs = self
@@ -273,6 +280,7 @@ impl SandboxBuilder {
             .collect();
         Ok(Sandbox {
             output_dir,
+            root,
             inputs,
             pins: self.pins,
             input_dirs,
@@ -310,6 +318,8 @@ impl Drop for Reservation<'_> {
 #[derive(Debug)]
 pub struct Sandbox {
     output_dir: PathBuf,
+    /// The output folder, opened once: every write is created beneath it.
+    root: Root,
     inputs: Vec<InputFile>,
     pins: BTreeMap<PathBuf, Stamp>,
     input_dirs: Vec<InputDir>,
@@ -792,42 +802,29 @@ impl Sandbox {
             }
         };
 
-        let mut created: Vec<PathBuf> = Vec::new();
-        let parent = self
-            .make_parents(target, &mut created)
-            .inspect_err(|_| remove_created(&created))?;
+        let walk = self.make_parents(target)?;
         // `check_write` proved the path has at least one component, so it has a file name.
         let Some(name) = target.rel.file_name() else {
-            remove_created(&created);
+            walk.undo();
             return Err(Refusal::new(format!("`{shown}` names no file")).into());
         };
-        let path = parent.join(name);
-        let opened = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path);
-        let mut file = match opened {
+        let mut file = match walk.create_new_file(name, 0o644) {
             Ok(file) => file,
             Err(e) => {
-                remove_created(&created);
-                let is_link =
-                    || fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+                let is_link = walk.is_link(name);
+                walk.undo();
                 return Err(match e.kind() {
                     // A link is in the way (O_EXCL does not follow it): refused below.
-                    io::ErrorKind::AlreadyExists if !is_link() => {
+                    io::ErrorKind::AlreadyExists if !is_link => {
                         WriteError::Exists(Refusal::new(format!(
                             "`{shown}` already exists and is never overwritten; choose another name"
                         )))
                     }
-                    _ if e.raw_os_error() == Some(libc::ELOOP) || is_link() => {
-                        Refusal::new(format!(
-                            "`{shown}` is a link; links are never written through. Choose another \
+                    _ if e.raw_os_error() == Some(libc::ELOOP) || is_link => Refusal::new(format!(
+                        "`{shown}` is a link; links are never written through. Choose another \
                          name"
-                        ))
-                        .into()
-                    }
+                    ))
+                    .into(),
                     io::ErrorKind::IsADirectory => {
                         Refusal::new(format!("`{shown}` is a folder; choose a file name")).into()
                     }
@@ -837,8 +834,8 @@ impl Sandbox {
         };
         if let Err(e) = file.write_all(bytes).and_then(|()| file.flush()) {
             drop(file);
-            let _ = fs::remove_file(&path);
-            remove_created(&created);
+            walk.remove_file(name);
+            walk.undo();
             return Err(io_error(e));
         }
         reservation.kept = true;
@@ -849,87 +846,39 @@ impl Sandbox {
         Ok(target.rel.clone())
     }
 
-    /// Walk (and create) the parent folders one by one, refusing links and non-folders.
-    /// Returns the canonical parent folder.
-    fn make_parents(
-        &self,
-        target: &WriteTarget,
-        created: &mut Vec<PathBuf>,
-    ) -> Result<PathBuf, WriteError> {
+    /// Open (and create) the parent folders beneath the output folder's handle, refusing
+    /// links and non-folders (`crate::confine`): no part can be swapped for a link between
+    /// its check and its use.
+    fn make_parents(&self, target: &WriteTarget) -> Result<Walk<'_>, WriteError> {
         let shown = target.display();
-        let mut current = self.output_dir.clone();
-        let mut walked = PathBuf::new();
         let parent = target.rel.parent().unwrap_or(Path::new(""));
-        for component in parent.components() {
-            let Component::Normal(name) = component else {
-                // `check_write` only keeps normal components.
-                return Err(Refusal::new(format!("`{shown}` is not a plain relative path")).into());
-            };
-            walked.push(name);
-            let next = current.join(name);
-            match fs::symlink_metadata(&next) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(Refusal::new(format!(
-                        "`{}` is a link; links are never followed when writing. Write into \
-                         another folder.",
-                        walked.display()
-                    ))
-                    .into());
-                }
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => {
-                    return Err(Refusal::new(format!(
-                        "`{}` is a file, not a folder; choose another path",
-                        walked.display()
-                    ))
-                    .into());
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&next) {
-                    Ok(()) => created.push(next.clone()),
-                    // A concurrent write (a nested skill) made it first: judge what is there.
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        let meta =
-                            fs::symlink_metadata(&next).map_err(|source| WriteError::Io {
-                                path: shown.clone(),
-                                source,
-                            })?;
-                        if !meta.is_dir() {
-                            return Err(Refusal::new(format!(
-                                "`{}` is not a folder; choose another path",
-                                walked.display()
-                            ))
-                            .into());
-                        }
-                    }
-                    Err(source) => {
-                        return Err(WriteError::Io {
-                            path: shown.clone(),
-                            source,
-                        });
-                    }
-                },
-                Err(source) => {
-                    return Err(WriteError::Io {
-                        path: shown.clone(),
-                        source,
-                    });
-                }
-            }
-            current = next;
-        }
-        // Belt and braces: the folder we are about to write into resolves inside the output
-        // folder.
-        let canonical = fs::canonicalize(&current).map_err(|source| WriteError::Io {
-            path: shown.clone(),
-            source,
-        })?;
-        if !canonical.starts_with(&self.output_dir) {
-            return Err(Refusal::new(format!(
-                "`{shown}` would land outside the output folder; choose another path"
+        self.root.create_dirs(parent).map_err(|e| match e {
+            ConfineError::Link { at } => Refusal::new(format!(
+                "`{}` is a link; links are never followed when writing. Write into \
+                 another folder.",
+                at.display()
             ))
-            .into());
-        }
-        Ok(canonical)
+            .into(),
+            ConfineError::NotAFolder { at } => Refusal::new(format!(
+                "`{}` is a file, not a folder; choose another path",
+                at.display()
+            ))
+            .into(),
+            // A concurrent write (a nested skill) made and removed it meanwhile.
+            ConfineError::Unstable { at } => Refusal::new(format!(
+                "`{}` is not a folder; choose another path",
+                at.display()
+            ))
+            .into(),
+            // `check_write` only keeps normal components.
+            ConfineError::NotPlain => {
+                Refusal::new(format!("`{shown}` is not a plain relative path")).into()
+            }
+            ConfineError::Io(source) => WriteError::Io {
+                path: shown.clone(),
+                source,
+            },
+        })
     }
 }
 
@@ -957,13 +906,6 @@ fn normalize(raw: &str) -> PathBuf {
 
 fn display_string(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// Remove folders created for a write that failed, deepest first (only if still empty).
-fn remove_created(created: &[PathBuf]) {
-    for dir in created.iter().rev() {
-        let _ = fs::remove_dir(dir);
-    }
 }
 
 #[cfg(test)]
@@ -1246,6 +1188,28 @@ mod tests {
             "secret"
         );
         assert!(f.sandbox.written().is_empty());
+    }
+
+    /// The race the path checks had: a parent checked as a folder, then swapped for a link to
+    /// outside before the next part was created and the file opened by path. A thread swaps
+    /// `a` (a folder) and a link to outside atomically, again and again, while writes go to
+    /// `a/b/<n>.md`: each either lands inside the output folder or is refused.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_parent_swapped_for_a_link_mid_write_never_leads_outside() {
+        let f = fixture();
+        let before = tree(&f.outside);
+        fs::create_dir(f.out.join("a")).unwrap();
+        symlink(&f.outside, f.out.join("swap")).unwrap();
+        let mut written = 0;
+        crate::confine::while_swapping(&f.out.join("a"), &f.out.join("swap"), |n| {
+            let t = f.sandbox.check_write(&format!("a/b/{n}.md")).unwrap();
+            if f.sandbox.write_new(&t, b"x").is_ok() {
+                written += 1;
+            }
+        });
+        assert_eq!(tree(&f.outside), before);
+        assert!(written > 0, "no write got through at all");
     }
 
     #[test]

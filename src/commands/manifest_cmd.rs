@@ -7,9 +7,8 @@ use crate::cli::ManifestCommand;
 use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
 use crate::manifest::merge::{self, LoadedRun, MergeError, RunSource};
-use crate::manifest::summary::counts_line;
-use crate::manifest::summary::{self, RunSummary};
-use crate::manifest::{RunDir, RunStatus, Tokens};
+use crate::manifest::summary::{self, counts_line};
+use crate::manifest::{RunDir, Tokens};
 use crate::sanitize::one_line;
 use std::path::{Path, PathBuf};
 
@@ -109,165 +108,15 @@ fn show(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Exit, E
     if ctx.global.json {
         print_json(&serde_json::to_value(&s).unwrap_or_default());
     } else {
-        for line in render(&s) {
+        for line in summary::lines(&s, summary::MANIFEST_SHOW, &ctx.cwd, crate::i18n::lang()) {
             println!("{}", crate::sanitize::one_line(&line));
         }
     }
     Ok(Exit::Success)
 }
 
-fn status_name(s: RunStatus) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn seconds(ms: u64) -> String {
-    format!("{:.1}s", ms as f64 / 1000.0)
-}
-
 fn tokens_line(t: &Tokens) -> String {
-    t!(
-        "{tokens} (prompt {prompt}, completion {completion})",
-        tokens = t.total(),
-        prompt = t.prompt,
-        completion = t.completion
-    )
-}
-
-/// The human summary, line by line; untrusted text (inputs, messages) is made one-line and
-/// free of control characters.
-fn render(s: &RunSummary) -> Vec<String> {
-    let mut out = Vec::new();
-    let status = match s.status {
-        Some(st) => status_name(st),
-        None => t!(
-            "incomplete: no manifest.json (the run was killed or is still running); read from its records"
-        ),
-    };
-    let shard = s
-        .shard
-        .as_ref()
-        .map(|sh| t!("  shard {shard}", shard = sh))
-        .unwrap_or_default();
-    let run = t!(
-        "run {run}  {status}",
-        run = one_line(&s.run_id),
-        status = status
-    );
-    out.push(run + &shard);
-    if let Some(r) = &s.reason {
-        out.push(t!(
-            "  reason: {reason}",
-            reason = one_line(&crate::i18n::localize(r))
-        ));
-    }
-    if let Some(c) = &s.command {
-        out.push(t!("  command: {command}", command = one_line(c)));
-    }
-    if let Some(m) = &s.model {
-        out.push(t!(
-            "  model: {model}",
-            model = m.describe(crate::i18n::lang())
-        ));
-    }
-    out.extend(summary::escalation_and_cost(
-        &s.escalations,
-        &s.costs,
-        crate::i18n::lang(),
-    ));
-    let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
-    let (started, finished) = (shown(s.started_at), shown(s.finished_at));
-    let took = match (s.started_at, s.finished_at) {
-        (Some(a), Some(b)) => format!("  ({})", seconds(b.millis_since(a))),
-        _ => String::new(),
-    };
-    let times = t!(
-        "  started {started}  finished {finished}",
-        started = started,
-        finished = finished
-    );
-    out.push(times + &took);
-    out.push(t!(
-        "  jobs: {counts}",
-        counts = counts_line(&s.counts, crate::i18n::lang())
-    ));
-    out.push(t!(
-        "  tokens: {tokens}  requests: {requests}",
-        tokens = tokens_line(&s.tokens),
-        requests = s.requests
-    ));
-    if !s.failures_by_kind.is_empty() {
-        out.push(t!("  failures by kind:"));
-        for (kind, n) in &s.failures_by_kind {
-            out.push(format!("    {kind:<18} {n}"));
-        }
-        out.push(t!("  failed jobs:"));
-        for f in s.failures.iter().take(20) {
-            let message = crate::i18n::localize(f.error_message.as_deref().unwrap_or(""));
-            out.push(format!(
-                "    {}  {}  {}",
-                one_line(&f.input),
-                f.error_kind.as_deref().unwrap_or("?"),
-                one_line(&truncate(&message, 120))
-            ));
-            if let Some(t) = &f.transcript {
-                out.push(t!(
-                    "      transcript {path}",
-                    path = one_line(&transcript_path(s, t))
-                ));
-            }
-        }
-        if s.failures.len() > 20 {
-            out.push(t!(
-                "    … and {n} more (see results.jsonl)",
-                n = s.failures.len() - 20
-            ));
-        }
-    }
-    if !s.refused.is_empty() {
-        out.push(t!("  jobs with refused tool calls:"));
-        for j in s.refused.iter().take(20) {
-            out.push(t!(
-                "    {input}  {n} refused  transcript {path}",
-                input = one_line(&j.input),
-                n = j.refused_tool_calls,
-                path = one_line(&transcript_path(s, j.transcript.as_deref().unwrap_or("?")))
-            ));
-        }
-    }
-    if !s.slowest.is_empty() {
-        out.push(t!("  slowest jobs:"));
-        for j in &s.slowest {
-            out.push(format!(
-                "    {:>8}  {:<9}  {}",
-                seconds(j.duration_ms),
-                j.status.as_str(),
-                one_line(&j.input)
-            ));
-        }
-    }
-    if s.torn_lines > 0 {
-        out.push(t!(
-            "  note: {n} torn line(s) in results.jsonl ignored (a crash mid-write)",
-            n = s.torn_lines
-        ));
-    }
-    let records = Path::new(&s.path).join("results.jsonl");
-    out.push(t!(
-        "  records: {path}",
-        path = one_line(&records.display().to_string())
-    ));
-    out
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
+    summary::tokens_line(t, crate::i18n::lang())
 }
 
 fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitError> {
@@ -363,14 +212,4 @@ fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitE
     } else {
         Exit::JobsFailed
     })
-}
-
-/// A transcript's path as a person can open it: under the output folder that holds the run
-/// (`<OUT>/.zhi/runs/<run>`).
-fn transcript_path(s: &crate::manifest::summary::RunSummary, rel: &str) -> String {
-    let run = std::path::Path::new(&s.path);
-    match run.ancestors().nth(3) {
-        Some(out) if !out.as_os_str().is_empty() => out.join(rel).display().to_string(),
-        _ => rel.to_string(),
-    }
 }

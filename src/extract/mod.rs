@@ -13,8 +13,6 @@
 mod images;
 mod office;
 mod pdf;
-mod pdf_survey;
-mod pdf_worker;
 mod text;
 
 use crate::error::{ErrorKind, JobError};
@@ -27,7 +25,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::ocr::OcrChoice;
-pub use pdf_worker::pdf_worker_main;
+pub use pdf::pdf_worker_main;
 
 /// The broad kind of a document, which decides how its text is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

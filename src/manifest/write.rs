@@ -126,10 +126,19 @@ impl Drop for ManifestWriter {
 
 /// Write a file so that readers see the old or the new content, never a part.
 pub fn write_atomic(path: &Path, body: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |f| f.write_all(body))
+}
+
+/// [`write_atomic`], the content written by `write` (a table of 100,000 rows is not held
+/// whole in memory).
+fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let written = (|| {
         let mut f = File::create(&tmp)?;
-        f.write_all(body)?;
+        write(&mut f)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -177,9 +186,8 @@ pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
 /// `results.csv`: the records, flat, for spreadsheets. Text cells are kept from being read
 /// as formulas ([`formula_safe`]).
 pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
-    let mut body = Vec::new();
-    {
-        let mut w = csv::Writer::from_writer(&mut body);
+    write_atomic_with(path, |file| {
+        let mut w = csv::Writer::from_writer(io::BufWriter::new(file));
         w.write_record(CSV_HEADERS).map_err(io::Error::other)?;
         for r in records {
             let outputs = r
@@ -212,7 +220,6 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
             ])
             .map_err(io::Error::other)?;
         }
-        w.flush()?;
-    }
-    write_atomic(path, &body)
+        w.flush()
+    })
 }

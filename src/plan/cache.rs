@@ -23,8 +23,9 @@ pub struct JobCache {
     pub input_sha256: Option<String>,
     pub input_bytes: Option<u64>,
     pub cache_key: Option<String>,
-    /// The latest succeeded record of this job, whatever its key.
-    pub previous: Option<JobRecord>,
+    /// The latest succeeded record of this job, whatever its key (boxed: a plan of 100,000
+    /// jobs holds 100,000 of these, most without one or soon done with it).
+    pub previous: Option<Box<JobRecord>>,
     /// Whether the job is cached: same key, outputs unchanged.
     pub cached: bool,
     /// The primary input's file as it was hashed, to tell at run time that the file read is
@@ -199,7 +200,7 @@ fn statuses_once(
     let force = mode.force;
     jobs.par_iter()
         .map(|job| {
-            let previous = index.get(job.id.as_str());
+            let previous = index.get(job.id.as_str()).map(Box::new);
             let h = if job.problem.is_some() {
                 Hashed {
                     sha: None,
@@ -218,7 +219,7 @@ fn statuses_once(
                     unchanged: false,
                 }
             } else {
-                input_hash(&job.path, previous.as_ref(), mode.checksum)
+                input_hash(&job.path, previous.as_deref(), mode.checksum)
             };
             let Hashed {
                 sha,

@@ -239,9 +239,15 @@ impl CacheIndex {
         if u64::from(slot.len) > MAX_LINE {
             return None;
         }
-        let mut buf = vec![0u8; slot.len as usize];
-        file.read_exact_at(&mut buf, slot.offset).ok()?;
-        serde_json::from_slice(&buf).ok()
+        // One buffer per thread: a rerun reads a line per job.
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        LINE.with_borrow_mut(|buf| {
+            buf.resize(slot.len as usize, 0);
+            file.read_exact_at(buf, slot.offset).ok()?;
+            serde_json::from_slice(buf).ok()
+        })
     }
 
     /// After a run (which holds the output folder's lock): the index with the run's records

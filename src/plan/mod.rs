@@ -179,7 +179,7 @@ pub fn build(
     output_dir: &std::path::Path,
 ) -> Result<Vec<Job>, PlanError> {
     let mut jobs: Vec<Job> = Vec::new();
-    let mut ids = std::collections::BTreeSet::new();
+    let mut ids = std::collections::HashSet::new();
     // Each job's folder, and the input it belongs to: one folder, one job.
     let mut folders: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
     for req in requests {

@@ -1,12 +1,13 @@
 //! Charts as inline SVG, drawn here rather than by a script: they show with scripts off and
 //! need nothing from the network. A chart's size does not grow with the run: up to
 //! [`PER_JOB`] jobs get one bar each; beyond that, jobs are counted into at most [`BUCKETS`]
-//! ranges of equal width.
+//! ranges of equal width. The SVG is maud markup, so labels (file names) are escaped by the
+//! template engine like the rest of the page.
 
-use super::html;
+use super::html::{Text, tail};
 use crate::i18n::Lang;
 use crate::manifest::Status;
-use std::fmt::Write;
+use maud::{Markup, html};
 
 /// The most jobs drawn one bar each.
 pub const PER_JOB: usize = 30;
@@ -24,7 +25,7 @@ pub struct Sample<'a> {
 
 /// The chart for `samples`: one bar per job for a few, a histogram for many. `fmt` writes a
 /// value for people (a duration, a token count); `what` names the chart for screen readers.
-pub fn chart(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> String {
+pub fn chart(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> Markup {
     if samples.len() <= PER_JOB {
         per_job(samples, fmt, what)
     } else {
@@ -42,7 +43,7 @@ fn class(s: Status) -> &'static str {
 }
 
 /// Horizontal bars, largest first, each labelled with the job's file.
-fn per_job(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str) -> String {
+fn per_job(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str) -> Markup {
     const ROW: f64 = 20.0;
     const LABEL: f64 = 210.0;
     const VALUE: f64 = 90.0;
@@ -51,27 +52,22 @@ fn per_job(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str) -> Strin
     let max = order.first().map_or(0, |s| s.value).max(1) as f64;
     let height = ROW * order.len() as f64 + 6.0;
     let span = WIDTH - LABEL - VALUE;
-    let mut svg = open(height, what);
-    for (i, s) in order.iter().enumerate() {
-        let y = 3.0 + ROW * i as f64;
-        let w = (s.value as f64 / max * span).max(if s.value > 0 { 1.0 } else { 0.0 });
-        let value = fmt(s.value);
-        let _ = write!(
-            svg,
-            r#"<g><title>{title} — {value} ({status})</title><text x="{lx}" y="{ty:.1}" text-anchor="end">{label}</text><rect class="{class}" x="{bx}" y="{y:.1}" width="{w:.1}" height="{h:.1}" rx="2"/><text x="{vx:.1}" y="{ty:.1}">{value}</text></g>"#,
-            title = html::text(s.label),
-            status = s.status.as_str(),
-            lx = LABEL - 8.0,
-            ty = y + 13.0,
-            label = html::text_tail(s.label, 32),
-            class = class(s.status),
-            bx = LABEL,
-            h = ROW - 5.0,
-            vx = LABEL + w + 5.0,
-        );
-    }
-    svg.push_str("</svg>");
-    svg
+    let bars = html! {
+        @for (i, s) in order.iter().enumerate() {
+            @let y = 3.0 + ROW * i as f64;
+            @let w = (s.value as f64 / max * span).max(if s.value > 0 { 1.0 } else { 0.0 });
+            @let value = fmt(s.value);
+            @let ty = format!("{:.1}", y + 13.0);
+            g {
+                title { (Text(s.label)) " — " (value) " (" (s.status.as_str()) ")" }
+                text x=(LABEL - 8.0) y=(ty) text-anchor="end" { (Text(&tail(s.label, 32))) }
+                rect class=(class(s.status)) x=(LABEL) y=(format!("{y:.1}")) width=(format!("{w:.1}"))
+                    height=(format!("{:.1}", ROW - 5.0)) rx="2" {}
+                text x=(format!("{:.1}", LABEL + w + 5.0)) y=(ty) { (value) }
+            }
+        }
+    };
+    svg(height, what, bars)
 }
 
 /// The smallest of 1, 2, 5, 10, 20, 50, … that is at least `x`.
@@ -105,7 +101,7 @@ pub fn buckets(samples: &[Sample]) -> (u64, Vec<[u64; 3]>) {
 }
 
 /// Columns of job counts per range, stacked by colour.
-fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> String {
+fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> Markup {
     const HEIGHT: f64 = 230.0;
     const X0: f64 = 46.0;
     const X1: f64 = WIDTH - 10.0;
@@ -119,66 +115,60 @@ fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: 
         .unwrap_or(0);
     let top = nice_step(most.max(1)) as f64;
     let col = (X1 - X0) / counts.len() as f64;
-    let mut svg = open(HEIGHT, what);
-    for tick in [0.0, top / 2.0, top] {
-        let y = Y1 - tick / top * (Y1 - Y0);
-        let _ = write!(
-            svg,
-            r#"<line class="grid" x1="{X0}" x2="{X1}" y1="{y:.1}" y2="{y:.1}"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{tick}</text>"#,
-            tx = X0 - 6.0,
-            ty = y + 4.0,
-        );
-    }
     let classes = ["b-succeeded", "b-failed", "b-cancelled"];
-    for (i, c) in counts.iter().enumerate() {
-        let n: u64 = c.iter().sum();
-        if n == 0 {
-            continue;
-        }
-        let x = X0 + col * i as f64;
-        let lo = fmt(step * i as u64);
-        let hi = fmt(step * (i as u64 + 1));
-        let jobs = t!(in lang; "{n} jobs, {failed} failed", n = n, failed = c[1]);
-        let _ = write!(svg, "<g><title>{lo} – {hi}: {jobs}</title>");
-        let mut y = Y1;
-        for (k, &count) in c.iter().enumerate() {
-            if count == 0 {
-                continue;
-            }
-            let h = count as f64 / top * (Y1 - Y0);
-            y -= h;
-            let _ = write!(
-                svg,
-                r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}"/>"#,
-                class = classes[k],
-                w = (col - 1.0).max(0.5),
-            );
-        }
-        svg.push_str("</g>");
-    }
     // At most seven labels under the axis, on range boundaries.
     let every = counts.len().div_ceil(6).max(1);
-    for i in (0..=counts.len()).step_by(every) {
-        let _ = write!(
-            svg,
-            r#"<text x="{x:.1}" y="{y}" text-anchor="middle">{label}</text>"#,
-            x = X0 + col * i as f64,
-            y = Y1 + 16.0,
-            label = fmt(step * i as u64),
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<line class="axis" x1="{X0}" x2="{X1}" y1="{Y1}" y2="{Y1}"/></svg>"#
-    );
-    svg
+    let inner = html! {
+        @for tick in [0.0, top / 2.0, top] {
+            @let y = format!("{:.1}", Y1 - tick / top * (Y1 - Y0));
+            line class="grid" x1=(X0) x2=(X1) y1=(y) y2=(y) {}
+            text x=(X0 - 6.0) y=(format!("{:.1}", Y1 - tick / top * (Y1 - Y0) + 4.0)) text-anchor="end" { (tick) }
+        }
+        @for (i, c) in counts.iter().enumerate() {
+            @let n: u64 = c.iter().sum();
+            @if n > 0 {
+                @let x = format!("{:.1}", X0 + col * i as f64);
+                @let jobs = t!(in lang; "{n} jobs, {failed} failed", n = n, failed = c[1]);
+                g {
+                    title { (fmt(step * i as u64)) " – " (fmt(step * (i as u64 + 1))) ": " (jobs) }
+                    @for (k, y, h) in stack(c, top, Y1, Y1 - Y0) {
+                        rect class=(classes[k]) x=(x) y=(format!("{y:.1}")) width=(format!("{:.1}", (col - 1.0).max(0.5)))
+                            height=(format!("{h:.1}")) {}
+                    }
+                }
+            }
+        }
+        @for i in (0..=counts.len()).step_by(every) {
+            text x=(format!("{:.1}", X0 + col * i as f64)) y=(Y1 + 16.0) text-anchor="middle" {
+                (fmt(step * i as u64))
+            }
+        }
+        line class="axis" x1=(X0) x2=(X1) y1=(Y1) y2=(Y1) {}
+    };
+    svg(HEIGHT, what, inner)
 }
 
-fn open(height: f64, what: &str) -> String {
-    format!(
-        r#"<svg viewBox="0 0 {WIDTH} {height}" width="100%" role="img" aria-label="{what}" xmlns="http://www.w3.org/2000/svg">"#,
-        what = html::text(what),
-    )
+/// The parts of one column, bottom up: each colour's index, top and height.
+fn stack(counts: &[u64; 3], top: f64, bottom: f64, tall: f64) -> Vec<(usize, f64, f64)> {
+    let mut y = bottom;
+    let mut out = Vec::new();
+    for (k, &count) in counts.iter().enumerate() {
+        if count == 0 {
+            continue;
+        }
+        let h = count as f64 / top * tall;
+        y -= h;
+        out.push((k, y, h));
+    }
+    out
+}
+
+/// The `<svg>` around a chart's `inner` markup; `what` names it for screen readers.
+fn svg(height: f64, what: &str, inner: Markup) -> Markup {
+    html! {
+        svg viewBox={ "0 0 " (WIDTH) " " (height) } width="100%" role="img" aria-label=(what)
+            xmlns="http://www.w3.org/2000/svg" { (inner) }
+    }
 }
 
 #[cfg(test)]
@@ -223,7 +213,7 @@ mod tests {
         let failed: u64 = counts.iter().map(|c| c[1]).sum();
         assert_eq!(failed, (0..10_000).filter(|i| i % 7 == 0).count() as u64);
 
-        let svg = chart(&samples, &|v| v.to_string(), "durations", Lang::En);
+        let svg = chart(&samples, &|v| v.to_string(), "durations", Lang::En).into_string();
         assert!(svg.matches("<rect").count() <= 3 * 21, "bounded size");
     }
 
@@ -241,7 +231,7 @@ mod tests {
                 status: Status::Failed,
             },
         ];
-        let svg = chart(&samples, &|v| format!("{v} s"), "durations", Lang::En);
+        let svg = chart(&samples, &|v| format!("{v} s"), "durations", Lang::En).into_string();
         assert_eq!(svg.matches("<rect").count(), 2);
         let big = svg.find("big.txt").unwrap();
         let small = svg.find("&lt;b&gt;small").unwrap();
@@ -255,6 +245,10 @@ mod tests {
         let samples: Vec<Sample> = (0..40).map(|_| sample(0, Status::Failed)).collect();
         let (step, counts) = buckets(&samples);
         assert_eq!((step, counts.len()), (1, 1));
-        assert!(chart(&samples, &|v| v.to_string(), "t", Lang::Zh).contains("40 个任务"));
+        assert!(
+            chart(&samples, &|v| v.to_string(), "t", Lang::Zh)
+                .into_string()
+                .contains("40 个任务")
+        );
     }
 }

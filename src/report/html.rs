@@ -1,39 +1,34 @@
 //! Text and paths made safe for the page: every string that came from a record (a file name,
-//! a server's message, a model name) goes through [`text`] before it is part of the HTML, and
-//! every link through [`href`], so nothing a document or a server chose can become markup or
-//! a script.
+//! a server's message, a model name) is spliced into the markup as [`Text`] — escaped by the
+//! template engine, with control characters and bidirectional overrides replaced — and every
+//! link is made by [`href`], so nothing a document or a server chose can become markup or a
+//! script.
 
 use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 
-/// `s` as HTML text or attribute value: `& < > " '` escaped, and control characters and
-/// bidirectional overrides replaced as they are for a terminal (a file name must not read
-/// differently from what it is).
-pub fn text(s: &str) -> String {
-    let s = crate::sanitize::for_terminal(s);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+/// Text from a record, for the page: control characters and bidirectional overrides replaced
+/// as they are for a terminal (a file name must not read differently from what it is), then
+/// escaped by maud like any spliced value.
+pub struct Text<'a>(pub &'a str);
+
+impl maud::Render for Text<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        let shown = crate::sanitize::for_terminal(self.0);
+        // Writing to a String cannot fail.
+        let _ = maud::Escaper::new(buffer).write_str(&shown);
     }
-    out
 }
 
-/// [`text`] of at most `n` characters; a longer string keeps its end (a path's file name is
-/// its most telling part) behind an ellipsis.
-pub fn text_tail(s: &str, n: usize) -> String {
+/// At most `n` characters of `s`; a longer string keeps its end (a path's file name is its
+/// most telling part) behind an ellipsis.
+pub fn tail(s: &str, n: usize) -> String {
     let count = s.chars().count();
     if count <= n {
-        return text(s);
+        return s.to_string();
     }
     let tail: String = s.chars().skip(count - (n - 1)).collect();
-    format!("…{}", text(&tail))
+    format!("…{tail}")
 }
 
 /// A relative path as a URL path: every byte other than unreserved characters and `/` is
@@ -80,15 +75,22 @@ pub fn is_plain_relative(rel: &Path) -> bool {
 mod tests {
     use super::*;
 
+    use maud::Render;
+
+    fn text(s: &str) -> String {
+        Text(s).render().into_string()
+    }
+
     #[test]
     fn markup_in_names_is_text() {
         assert_eq!(
             text("<script>alert(1)</script>.txt"),
             "&lt;script&gt;alert(1)&lt;/script&gt;.txt"
         );
+        // maud quotes every attribute with `"`, so a `'` needs no escape.
         assert_eq!(
             text(r#"a"b'c&d"#),
-            "a&quot;b&#39;c&amp;d",
+            "a&quot;b'c&amp;d",
             "safe inside quoted attributes too"
         );
         assert_eq!(text("x\u{202E}y\x1b[2J"), "x\u{FFFD}y\u{FFFD}[2J");
@@ -97,9 +99,9 @@ mod tests {
 
     #[test]
     fn long_names_keep_their_end() {
-        assert_eq!(text_tail("short.txt", 20), "short.txt");
-        assert_eq!(text_tail("a/very/long/path/q3.pdf", 10), "…th/q3.pdf");
-        assert_eq!(text_tail("<<<<<<<<<<b>", 4), "…&lt;b&gt;");
+        assert_eq!(tail("short.txt", 20), "short.txt");
+        assert_eq!(tail("a/very/long/path/q3.pdf", 10), "…th/q3.pdf");
+        assert_eq!(text(&tail("<<<<<<<<<<b>", 4)), "…&lt;b&gt;");
     }
 
     #[test]

@@ -734,7 +734,8 @@ fn conflict(run: &RunContext, job: &Job, cache: &JobCache) -> Option<JobError> {
     }
     let ours = cache
         .previous
-        .iter()
+        .as_deref()
+        .into_iter()
         .chain(read_journal(run, job).as_ref())
         .any(|prev| cache::outputs_intact(out, prev));
     (!ours).then(|| {

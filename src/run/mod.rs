@@ -173,7 +173,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let watchers = watch::Watchers::start(&ctx, &ledger, &progress);
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a large
     // tree still ends with a manifest and 130.
-    let (caches, index) = cache_statuses(&ctx, &opts).await?;
+    let (caches, index) = cache_statuses(&ctx, &opts)?;
     progress.counters.set_to_run(
         caches
             .iter()
@@ -181,7 +181,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
             .filter(|(c, j)| !c.cached && j.problem.is_none())
             .count() as u64,
     );
-    let jobs = opts.jobs.iter().cloned().zip(caches).collect();
+    let jobs = opts.jobs.iter().zip(caches);
     let unscheduled = schedule::run_jobs(&ctx, &ledger, jobs, opts.flags.submit_batch).await;
     // Signals are still watched while submitting: an interrupted upload ends with the grace
     // period, and the next run cleans up.
@@ -271,29 +271,29 @@ fn remove_scratch(ctx: &RunContext) {
 
 /// Each job's cache status, inputs hashed in parallel (those whose stat is unchanged are not
 /// opened), before anything reaches the model; and the cache index it was decided with.
-async fn cache_statuses(
+fn cache_statuses(
     ctx: &RunContext,
     opts: &RunOptions,
 ) -> Result<(Vec<JobCache>, CacheIndex), RunError> {
-    let config = ctx.config.clone();
-    let skills = opts.skills.clone();
-    let jobs = opts.jobs.clone();
-    let out = ctx.layout.output_dir().to_path_buf();
+    let out = ctx.layout.output_dir();
     let mode = cache::HashMode {
         force: opts.flags.force,
         // `--checksum`, `checksum: true`.
         checksum: opts.config.run.checksum,
     };
-    tokio::task::spawn_blocking(move || {
-        let mut index = CacheIndex::load(&out);
-        let model_of = |skill: &str| {
-            config
-                .models
-                .model_for(skills.get(skill).and_then(|s| s.model.as_deref()))
-        };
-        let caches = cache::statuses(&jobs, &mut index, &skills, &model_of, &out, mode);
-        (caches, index)
-    })
-    .await
-    .map_err(|e| RunError::Planning(e.to_string()))
+    // On this thread, which the runtime replaces meanwhile: the jobs are not copied.
+    let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tokio::task::block_in_place(|| {
+            let mut index = CacheIndex::load(out);
+            let model_of = |skill: &str| {
+                ctx.config
+                    .models
+                    .model_for(opts.skills.get(skill).and_then(|s| s.model.as_deref()))
+            };
+            let caches =
+                cache::statuses(&opts.jobs, &mut index, &opts.skills, &model_of, out, mode);
+            (caches, index)
+        })
+    }));
+    decided.map_err(|_| RunError::Planning(msg!("a worker deciding the cache statuses panicked")))
 }

@@ -15,38 +15,38 @@ use std::sync::atomic::Ordering;
 use tokio::task::JoinSet;
 
 /// Runs the jobs; returns those it never started (the run stopped first).
-pub(super) async fn run_jobs(
+pub(super) async fn run_jobs<'a>(
     ctx: &Arc<RunContext>,
     ledger: &Arc<Ledger>,
-    jobs: Vec<(Job, JobCache)>,
+    jobs: impl Iterator<Item = (&'a Job, JobCache)>,
     batch: Option<BatchOptions>,
 ) -> Vec<(Job, JobCache)> {
     let mut tasks = JoinSet::new();
     let mut unscheduled = Vec::new();
-    let mut queue = jobs.into_iter();
+    let mut queue = jobs;
     let mut left = LeftBehind::find(ctx);
     for (job, cache) in queue.by_ref() {
         if ledger.stopped().is_some() {
-            unscheduled.push((job, cache));
+            unscheduled.push((job.clone(), cache));
             break;
         }
         // Batch mode carries direct requests only; an agent-loop job runs now only when the
         // user said so.
         if batch.is_some_and(|b| !b.run_agent_jobs && !cache.cached && job.problem.is_none())
-            && !batchable(&job, &ctx.skills)
+            && !batchable(job, &ctx.skills)
         {
-            ledger.record(job::not_batchable(&job, &cache, ctx));
+            ledger.record(job::not_batchable(job, &cache, ctx));
             continue;
         }
         // Cached jobs and jobs that fail at planning take no slot and make no request.
         if cache.cached || job.problem.is_some() {
-            record_at_once(ctx, ledger, &job, &cache, &mut left);
+            record_at_once(ctx, ledger, job, &cache, &mut left);
             continue;
         }
         tokio::select! {
             biased;
             _ = ledger.stopping().cancelled() => {
-                unscheduled.push((job, cache));
+                unscheduled.push((job.clone(), cache));
                 break;
             }
             _ = ctx.slots.acquire() => {}
@@ -54,12 +54,12 @@ pub(super) async fn run_jobs(
         // The slot may have been freed by the very job that reached a limit.
         if ledger.stopped().is_some() {
             ctx.slots.release();
-            unscheduled.push((job, cache));
+            unscheduled.push((job.clone(), cache));
             break;
         }
-        spawn(&mut tasks, ctx.clone(), ledger.clone(), job, cache);
+        spawn(&mut tasks, ctx.clone(), ledger.clone(), job.clone(), cache);
     }
-    unscheduled.extend(queue);
+    unscheduled.extend(queue.map(|(job, cache)| (job.clone(), cache)));
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
             // A job's own panic is caught inside its task; this one is the scheduler's.

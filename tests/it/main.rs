@@ -9,6 +9,7 @@ mod batch_api;
 mod batch_hostile;
 mod chunking;
 mod config_cli;
+mod console_snapshots;
 mod conventions;
 mod corpus;
 mod docs_links;

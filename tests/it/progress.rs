@@ -84,17 +84,17 @@ fn the_summary_says_where_things_went_and_why_jobs_failed() {
             "en",
             "  failed jobs:",
             "    … and 2 more — see out/.zhi/runs/",
-            "  outputs   out/",
-            "  records   out/.zhi/runs/",
-            "  manifest  out/.zhi/runs/",
+            "  outputs:   out/",
+            "  records:   out/.zhi/runs/",
+            "  manifest:  out/.zhi/runs/",
         ),
         (
             "zh",
             "  失败的任务：",
             "    … 另有 2 个，见 out/.zhi/runs/",
-            "  输出目录  out/",
-            "  记录      out/.zhi/runs/",
-            "  清单      out/.zhi/runs/",
+            "  输出目录：  out/",
+            "  记录：      out/.zhi/runs/",
+            "  清单：      out/.zhi/runs/",
         ),
     ] {
         let out = env

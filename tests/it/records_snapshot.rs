@@ -94,6 +94,8 @@ fn assert_run_snapshots(env: &TestEnv, name: &str) {
             (r#""duration_ms": \d+"#, r#""duration_ms": "[ms]""#),
             // the input file's stat (docs/outputs.md#the-stat-cache)
             (r#""(dev|ino|mtime_ns|ctime_ns|hashed_at_ns)": \d+"#, r#""$1": "[stat]""#),
+            // a folder's size is the file system's (docs/outputs.md#the-stat-cache)
+            (r#"("output_dir_stat": \{\s*"dev": "\[stat\]",\s*"ino": "\[stat\]",\s*"size": )\d+"#, r#"$1"[size]""#),
             // sha256 of inputs, cache keys, job ids
             (r"\b[0-9a-f]{16,64}\b", "[hash]"),
             // the fake server's port

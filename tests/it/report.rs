@@ -257,3 +257,30 @@ fn report_of_ten_thousand_jobs() {
     );
     assert!(html.contains("incomplete"), "no manifest.json: said so");
 }
+
+/// Markup in a file name and in an error message stays text wherever the page shows them —
+/// the failures list, the table, the charts — and cannot close the cell it is in.
+#[test]
+fn markup_in_an_input_name_and_an_error_message_is_escaped() {
+    const NAME: &str = "docs/<img src=x onerror=alert(1)>.txt";
+    const MESSAGE: &str = "bad</td><td>injected</td> request";
+    let env = TestEnv::new();
+    env.write(NAME, "A document with a hostile name.\n");
+    env.write("docs/ok.txt", "A plain document.\n");
+    let api = crate::support::FakeApi::start(|req| match req.input_document().as_str() {
+        NAME => crate::support::Reply::zhipu_error(400, "1214", MESSAGE),
+        _ => crate::support::Reply::text("# ok\n\nA summary.\n").with_usage(10, 5),
+    });
+    let out = crate::testenv::run_skill(&env, &api, "summarize", &["docs"]);
+    assert_exit(&out, Exit::JobsFailed);
+    let html = read(&report(&env, &["-o", "out"], "en"));
+    assert!(!html.contains("<img"), "a file name became markup");
+    assert!(!html.contains("injected</td>"), "a message closed its cell");
+    assert!(html.contains("docs/&lt;img src=x onerror=alert(1)&gt;.txt"));
+    assert!(html.contains("bad&lt;/td&gt;&lt;td&gt;injected&lt;/td&gt; request"));
+    // Each row of the table still has its eight cells.
+    for row in html.split("<tr data-i=").skip(1) {
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert_eq!(row.matches("<td").count(), 8, "{row}");
+    }
+}

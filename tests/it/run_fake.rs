@@ -930,7 +930,7 @@ fn the_model_a_local_server_runs_is_shown_beside_the_name_zhi_asked_for() {
     assert_exit(&out, Exit::Success);
     let said = "glm-4-flash (the server runs qwen2.5-coder-0.5b-instruct.gguf)";
     assert!(
-        show(&out).contains(&format!("model {said}")),
+        show(&out).contains(&format!("model: {said}")),
         "{}",
         show(&out)
     );

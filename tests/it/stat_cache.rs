@@ -166,3 +166,65 @@ fn a_changed_document_reruns_and_a_missing_or_torn_index_changes_nothing() {
         assert!(index.is_file(), "the run wrote the index again");
     }
 }
+
+/// Outputs are trusted by their stat once a rerun has checked them by content: an output
+/// edited afterwards (even to the same size, its modification time put back) and a file
+/// added to a job's folder are still found, and the job is not taken as cached.
+#[test]
+fn an_output_edited_or_a_file_added_after_its_stat_was_recorded_is_found() {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    env.write("docs/b.txt", "The board approved the bridge.\n");
+    age_past_racy_margin();
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    run(&env, &api, &[]);
+    age_past_racy_margin();
+    // This rerun checks the outputs by content and records their stats.
+    run(&env, &api, &[]);
+    let records = crate::testenv::records_by_input(&env.path("out"));
+    assert_eq!(records["docs/a.txt"]["status"], "cached");
+    assert!(records["docs/a.txt"]["outputs"][0]["stat"].is_object());
+    assert!(records["docs/a.txt"]["output_dir_stat"].is_object());
+    assert_eq!(plan(&env, &[])["docs/a.txt"], status("cached", "record"));
+
+    // Same size, modification time put back: the change time still tells.
+    let summary = env.path("out/summarize/docs/a.txt/summary.md");
+    let meta = std::fs::metadata(&summary).unwrap();
+    let text = std::fs::read_to_string(&summary).unwrap();
+    std::fs::write(&summary, text.replace("Approved", "Rejected")).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&summary)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    assert_eq!(std::fs::metadata(&summary).unwrap().len(), meta.len());
+    // A file added beside an output the person did not touch.
+    env.write("out/summarize/docs/b.txt/notes.md", "mine\n");
+
+    let planned = plan(&env, &[]);
+    assert_ne!(
+        planned["docs/a.txt"].0, "cached",
+        "an edited output was trusted"
+    );
+    assert_ne!(
+        planned["docs/b.txt"].0, "cached",
+        "an added file was not seen"
+    );
+    // The person's edits are kept: both jobs stop at the conflict.
+    let out = env
+        .zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .args(["--base-url", &api.base_url()])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::JobsFailed);
+    let records = crate::testenv::records_by_input(&env.path("out"));
+    assert_eq!(records["docs/a.txt"]["error"]["kind"], "output_conflict");
+    assert_eq!(records["docs/b.txt"]["error"]["kind"], "output_conflict");
+    assert!(
+        std::fs::read_to_string(&summary)
+            .unwrap()
+            .contains("Rejected")
+    );
+}

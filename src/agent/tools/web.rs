@@ -12,10 +12,19 @@
 //! [`redirect_target`]), and the fetch loop is tested against a local server with a test-only
 //! switch that lets loopback through (and nothing else: private, link-local and named-local
 //! redirects are still refused there).
+//!
+//! A page is given to the model as text, read with html5ever's tokenizer (a browser's rules
+//! for tags, attributes and scripts) rather than by searching for `<` and `>`.
 
+use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{
+    BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use reqwest::redirect::Policy;
@@ -512,123 +521,98 @@ const BLOCKS: &[&str] = &[
 
 /// HTML reduced to readable text: tags, scripts, styles and comments dropped, block elements
 /// on their own lines, entities decoded, whitespace collapsed. The `<title>` is kept.
+///
+/// The markup is read by html5ever's tokenizer (the WHATWG rules a browser follows: quoted
+/// attributes, comments, character references, raw text in scripts), never by searching for
+/// `<` and `>`; only what becomes text is decided here.
 pub(super) fn html_to_text(html: &str) -> String {
-    let lower = html.to_ascii_lowercase();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < html.len() {
-        let rest = &lower[i..];
-        if rest.starts_with("<!--") {
-            i = rest.find("-->").map_or(html.len(), |end| i + end + 3);
-            continue;
-        }
-        if rest.starts_with('<') {
-            let Some(end) = rest.find('>') else {
-                break;
-            };
-            let tag = &rest[1..end];
-            let closing = tag.starts_with('/');
-            let name: String = tag
-                .trim_start_matches('/')
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric())
-                .collect();
-            i += end + 1;
-            if !closing && SKIPPED.contains(&name.as_str()) && !tag.ends_with('/') {
-                let close = format!("</{name}");
-                i = lower[i..]
-                    .find(&close)
-                    .and_then(|at| lower[i + at..].find('>').map(|gt| i + at + gt + 1))
-                    .unwrap_or(html.len());
-                continue;
-            }
-            if name == "li" && !closing {
-                out.push_str("\n- ");
-            } else if (name == "td" || name == "th") && !closing {
-                out.push_str(" | ");
-            } else if BLOCKS.contains(&name.as_str()) {
-                out.push('\n');
-            }
-            continue;
-        }
-        let end = rest.find('<').map_or(html.len(), |at| i + at);
-        out.push_str(&decode_entities(&html[i..end]));
-        i = end;
-    }
-    let body = collapse_whitespace(&out);
-    match element_text(html, &lower, "title").map(|t| collapse_whitespace(&decode_entities(t))) {
+    let input = BufferQueue::default();
+    input.push_back(StrTendril::from_slice(html));
+    let tokenizer = Tokenizer::new(TextSink::default(), TokenizerOpts::default());
+    // The sink never asks the tokenizer to pause for a script, so one feed reads it all.
+    let _ = tokenizer.feed(&input);
+    tokenizer.end();
+    let reading = tokenizer.sink.reading.into_inner();
+    let body = collapse_whitespace(&reading.out);
+    match reading.title.map(|t| collapse_whitespace(&t)) {
         Some(title) if !title.is_empty() => format!("Title: {title}\n\n{body}"),
         _ => body,
     }
 }
 
-/// The raw text inside the first `<name>…</name>`.
-fn element_text<'a>(html: &'a str, lower: &str, name: &str) -> Option<&'a str> {
-    let open = lower.find(&format!("<{name}"))?;
-    let start = open + lower[open..].find('>')? + 1;
-    let end = start + lower[start..].find(&format!("</{name}"))?;
-    Some(&html[start..end])
+/// What the tokens of a page have given so far.
+#[derive(Debug, Default)]
+struct Reading {
+    out: String,
+    /// The text of the first `<title>`.
+    title: Option<String>,
+    in_title: bool,
+    /// The skipped element being read (its content is dropped up to its end tag).
+    skipping: Option<String>,
 }
 
-fn decode_entities(text: &str) -> String {
-    if !text.contains('&') {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let decoded = rest[1..]
-            .find(';')
-            .filter(|semi| *semi <= 10)
-            .and_then(|semi| entity(&rest[1..1 + semi]).map(|c| (c, semi + 2)));
-        match decoded {
-            Some((c, len)) => {
-                out.push(c);
-                rest = &rest[len..];
+/// Turns the tokenizer's tokens into text.
+#[derive(Debug, Default)]
+struct TextSink {
+    reading: RefCell<Reading>,
+}
+
+impl TokenSink for TextSink {
+    type Handle = ();
+
+    fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+        let mut r = self.reading.borrow_mut();
+        match token {
+            Token::TagToken(tag) => {
+                let name: &str = &tag.name;
+                let start = tag.kind == TagKind::StartTag;
+                if name == "title" {
+                    r.in_title = start && !tag.self_closing && r.title.is_none();
+                    if r.in_title {
+                        r.title = Some(String::new());
+                    }
+                }
+                match &r.skipping {
+                    Some(skipped) if !start && skipped == name => r.skipping = None,
+                    Some(_) => {}
+                    None if start && !tag.self_closing && SKIPPED.contains(&name) => {
+                        r.skipping = Some(name.to_string());
+                    }
+                    None if start && name == "li" => r.out.push_str("\n- "),
+                    None if start && (name == "td" || name == "th") => r.out.push_str(" | "),
+                    None if BLOCKS.contains(&name) => r.out.push('\n'),
+                    None => {}
+                }
+                match raw_kind(name) {
+                    Some(kind) if start && !tag.self_closing => TokenSinkResult::RawData(kind),
+                    _ => TokenSinkResult::Continue,
+                }
             }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
+            Token::CharacterTokens(text) => {
+                if r.in_title
+                    && let Some(title) = r.title.as_mut()
+                {
+                    title.push_str(&text);
+                }
+                if r.skipping.is_none() {
+                    r.out.push_str(&text);
+                }
+                TokenSinkResult::Continue
             }
+            _ => TokenSinkResult::Continue,
         }
     }
-    out.push_str(rest);
-    out
 }
 
-fn entity(name: &str) -> Option<char> {
-    if let Some(num) = name.strip_prefix('#') {
-        let code = match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse::<u32>().ok()?,
-        };
-        return char::from_u32(code);
+/// Elements whose content a browser's parser reads as raw text (a `<` in a script is not a
+/// tag); the tree builder would tell the tokenizer, so the sink does.
+fn raw_kind(name: &str) -> Option<RawKind> {
+    match name {
+        "script" => Some(RawKind::ScriptData),
+        "style" | "iframe" | "xmp" | "noembed" | "noframes" => Some(RawKind::Rawtext),
+        "title" | "textarea" => Some(RawKind::Rcdata),
+        _ => None,
     }
-    Some(match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "mdash" => '—',
-        "ndash" => '–',
-        "hellip" => '…',
-        "copy" => '©',
-        "reg" => '®',
-        "laquo" => '«',
-        "raquo" => '»',
-        "ldquo" => '“',
-        "rdquo" => '”',
-        "lsquo" => '‘',
-        "rsquo" => '’',
-        "middot" => '·',
-        "yen" => '¥',
-        "euro" => '€',
-        _ => return None,
-    })
 }
 
 /// One line per block, spaces collapsed, empty lines and empty cells dropped.
@@ -770,6 +754,16 @@ mod tests {
             text,
             "Title: Q3 & more\n\nReport\nRevenue grew! 中文\n- one\n- two\na | b\na < b &unknown; c"
         );
+    }
+
+    #[test]
+    fn a_gt_inside_an_attribute_is_not_the_end_of_the_tag() {
+        let html = concat!(
+            r#"<p>Go <a title="a > b" href="https://example.com/?q=1>2">there</a> now</p>"#,
+            r#"<img alt='x > y' src=x.png><script>if (a < b && c > d) {}</script>"#,
+            r#"<p data-x="<script>">kept</p>"#,
+        );
+        assert_eq!(html_to_text(html), "Go there now\nkept");
     }
 
     #[test]

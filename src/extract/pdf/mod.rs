@@ -1,9 +1,9 @@
 //! PDF text, the parent side: every page's text is checked against what the page draws.
 //!
 //! Where `pdftotext` is installed it leads: it reads the document (a large one in several
-//! processes, a range of pages each) while the worker (`pdf_worker.rs`, in a process of its own
+//! processes, a range of pages each) while the worker (`worker.rs`, in a process of its own
 //! under a wall clock and a memory limit) surveys every page: the glyphs its text operators
-//! draw, its images (`pdf_survey.rs`). The worker is then handed pdftotext's count for each
+//! draw, its images (`survey.rs`). The worker is then handed pdftotext's count for each
 //! page and reads with pdf-extract and lopdf the pages pdftotext fell short on; another reading
 //! wins a page only when it holds pdftotext's text and clearly more. Without pdftotext the
 //! worker reads every page itself, lopdf after pdf-extract where pdf-extract falls short. Pages
@@ -11,20 +11,28 @@
 //! than half of what it draws is a warning. A worker that dies on page k is restarted after
 //! page k, a bounded number of times, so one hostile page costs that page, not the document.
 //! Every detour is written into [`Extracted::fallbacks`], every page's reason into its `why`.
+//!
+//! The folder: this file drives the worker and assembles the pages; `pdftotext.rs` runs
+//! poppler's reader, `arbitration.rs` decides which reading of a page wins, `ocr.rs` reads the
+//! pages left without text.
 
-use super::pdf_survey::PageImage;
-use super::pdf_worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage, faithful};
-use super::{
-    DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, tidy, usable_chars,
-};
+mod arbitration;
+mod ocr;
+mod pdftotext;
+mod survey;
+mod worker;
+
+use super::{DocKind, ExtractOptions, Extracted, Method, assemble, page_ranges, usable_chars};
 use crate::error::{ErrorKind, JobError};
-use crate::ocr::{EngineSettings, OcrEngine, PageShape};
 use crate::subprocess::{self as process, End, Finished};
-use std::collections::{BTreeMap, HashMap};
+use arbitration::read_led_by_pdftotext;
+use ocr::ocr;
+use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use survey::PageImage;
+pub use worker::pdf_worker_main;
+use worker::{Line, Mode, PROTOCOL, PageMethod, WorkerPage};
 
 /// Worker restarts after crashes, per document.
 const MAX_RESTARTS: usize = 3;
@@ -211,222 +219,6 @@ pub(super) fn text_layer(path: &Path, opts: &ExtractOptions) -> Result<super::Te
         pages: count,
         pages_without_text: count.saturating_sub(with_text),
     })
-}
-
-/// pdftotext reads every page while the worker surveys what each page draws; the worker is
-/// then handed pdftotext's count for each page and reads again, with pdf-extract and lopdf, the
-/// pages where pdftotext found less than the page draws; the fullest text of each page wins.
-/// Without a usable pdftotext answer, the worker reads everything.
-fn read_led_by_pdftotext(
-    path: &Path,
-    opts: &ExtractOptions,
-    program: &Path,
-    notes: &mut Notes,
-) -> Result<(u32, BTreeMap<u32, Page>), JobError> {
-    let reference = Arc::new(Reference::default());
-    let reading = {
-        let (reference, program, path, opts) = (
-            Arc::clone(&reference),
-            program.to_path_buf(),
-            path.to_path_buf(),
-            opts.clone(),
-        );
-        std::thread::spawn(move || reference.set(pdftotext(&program, &path, &opts)))
-    };
-    let feed: process::Feed = {
-        let reference = Arc::clone(&reference);
-        Box::new(move |stdin| {
-            let _ = writeln!(stdin, "{}", reference.counts_line());
-        })
-    };
-    let checked = run_worker(path, opts, Mode::Check, 1, None, None, Some(feed));
-    let reference = reference.take();
-    let _ = reading.join();
-    let checked = checked?;
-
-    let mut survey = Layer {
-        count: checked.count,
-        ..Layer::default()
-    };
-    let mut second: BTreeMap<u32, Page> = BTreeMap::new();
-    let mut per_page = Vec::new();
-    for page in checked.pages {
-        per_page.extend(page.notes.iter().map(|n| (page.number, n.clone())));
-        let (n, extracted) = (page.number, page.extracted);
-        let page = Page::from_worker(page);
-        if extracted {
-            second.insert(n, page);
-        } else {
-            survey.pages.insert(n, page);
-        }
-    }
-    per_page.dedup();
-    notes.pages(per_page);
-    let ended = match checked.end {
-        WorkerEnd::Ended => true,
-        WorkerEnd::Unreadable(reason) => {
-            survey.unreadable = Some(reason);
-            false
-        }
-        WorkerEnd::Died { reason, .. } => {
-            notes.doc(msg!("the PDF worker {reason} checking the pages"));
-            false
-        }
-    };
-
-    let reference = match reference {
-        Ok(pages) => pages,
-        Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
-        Err(e) => {
-            notes.doc(msg!("pdftotext: {}", e.message));
-            if survey.unreadable.is_some() {
-                return Err(unreadable(&survey, Some(&e.message)));
-            }
-            if !ended || survey.count.is_none() {
-                return read_by_worker(path, opts, notes);
-            }
-            // The worker was told to read every page.
-            let mut pages = survey.pages;
-            pages.append(&mut second);
-            return Ok((survey.count.unwrap_or(0), pages));
-        }
-    };
-    if let Some(why) = &survey.unreadable {
-        notes.doc(msg!(
-            "pdf-extract and lopdf cannot read the document ({why}); its text is pdftotext's, unchecked"
-        ));
-    }
-    let count = survey
-        .count
-        .unwrap_or(0)
-        .max(u32::try_from(reference.len()).unwrap_or(u32::MAX));
-    let mut pages = survey.pages;
-    for (i, text) in reference.into_iter().enumerate() {
-        let n = i as u32 + 1;
-        let page = pages.entry(n).or_insert_with(Page::empty);
-        page.why = found(Method::Pdftotext, &text, page.glyphs);
-        page.method = Method::Pdftotext;
-        page.text = text;
-    }
-    if !ended && survey.unreadable.is_none() {
-        // The worker died before it had checked every page: read the rest the slow way.
-        let short: Vec<u32> = (1..=count)
-            .filter(|n| !second.contains_key(n))
-            .filter(|n| {
-                pages
-                    .get(n)
-                    .is_none_or(|p| !faithful(usable_chars(&p.text), p.glyphs, opts.min_page_chars))
-            })
-            .collect();
-        if !short.is_empty() {
-            let again = read_text_layer(path, opts, Mode::Full, Some(&short), notes)?;
-            second.extend(again.pages);
-        }
-    }
-    let mut better = Vec::new();
-    for (n, other) in second {
-        let page = pages.entry(n).or_insert_with(Page::empty);
-        if page.glyphs.is_none() {
-            page.glyphs = other.glyphs;
-        }
-        if more_faithful(&other.text, &page.text, page.glyphs) {
-            page.why = format!("{}; {}", page.why, other.why);
-            page.text = other.text;
-            page.method = other.method;
-            better.push(n);
-        } else if !other.why.is_empty() {
-            page.why = format!("{}; {}", page.why, other.why);
-        }
-    }
-    if !better.is_empty() {
-        notes.doc(msg!(
-            "{}: pdftotext found less than the page draws; pdf-extract or lopdf found more",
-            pages_label(&better)
-        ));
-    }
-    Ok((count, pages))
-}
-
-/// Whether `other` (pdf-extract's or lopdf's page) is a more faithful text than pdftotext's
-/// `leader`: it holds what pdftotext found and clearly more, or pdftotext lost most of the
-/// page and `other` has at least twice as much. A few characters more is no reason to trade
-/// pdftotext's reading for one that splits accents or runs words together.
-fn more_faithful(other: &str, leader: &str, glyphs: Option<u32>) -> bool {
-    let (have, offered) = (usable_chars(leader), usable_chars(other));
-    let clearly_more = offered >= have + 16 && offered * 20 >= have * 21;
-    if !clearly_more {
-        return false;
-    }
-    let lost_most = glyphs.is_some_and(|g| (have as f64) < LOST * f64::from(g));
-    (lost_most && offered >= 2 * have) || holds(other, leader) >= 0.97
-}
-
-/// The share of `inner`'s usable characters (as a multiset) that `outer` has too.
-fn holds(outer: &str, inner: &str) -> f64 {
-    let mut counts: HashMap<char, i64> = HashMap::new();
-    let usable = |c: &char| usable_chars(c.encode_utf8(&mut [0; 4])) == 1;
-    for c in outer.chars().filter(usable) {
-        *counts.entry(c).or_default() += 1;
-    }
-    let (mut total, mut held) = (0usize, 0usize);
-    for c in inner.chars().filter(usable) {
-        total += 1;
-        if let Some(n) = counts.get_mut(&c)
-            && *n > 0
-        {
-            *n -= 1;
-            held += 1;
-        }
-    }
-    if total == 0 {
-        1.0
-    } else {
-        held as f64 / total as f64
-    }
-}
-
-/// pdftotext's pages, handed from the thread that runs it to whoever waits for them.
-#[derive(Default)]
-struct Reference {
-    result: Mutex<Option<Result<Vec<String>, JobError>>>,
-    ready: Condvar,
-}
-
-impl Reference {
-    fn set(&self, result: Result<Vec<String>, JobError>) {
-        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        self.ready.notify_all();
-    }
-
-    fn wait(&self) -> MutexGuard<'_, Option<Result<Vec<String>, JobError>>> {
-        let mut guard = self.result.lock().unwrap_or_else(|p| p.into_inner());
-        while guard.is_none() {
-            guard = self.ready.wait(guard).unwrap_or_else(|p| p.into_inner());
-        }
-        guard
-    }
-
-    /// What the checking worker is told: each page's usable characters, or `all` when
-    /// pdftotext found nothing.
-    fn counts_line(&self) -> String {
-        match &*self.wait() {
-            Some(Ok(pages)) => {
-                let counts: Vec<String> =
-                    pages.iter().map(|p| usable_chars(p).to_string()).collect();
-                format!("counts {}", counts.join(","))
-            }
-            _ => "all".to_string(),
-        }
-    }
-
-    fn take(&self) -> Result<Vec<String>, JobError> {
-        self.wait().take().unwrap_or_else(|| {
-            Err(JobError::new(
-                ErrorKind::ExtractFailed,
-                msg!("pdftotext gave no answer"),
-            ))
-        })
-    }
 }
 
 /// The worker reads every page: pdf-extract, then lopdf where pdf-extract found less than the
@@ -796,276 +588,6 @@ fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
     }
 }
 
-/// Every page's text according to `pdftotext` (no `-layout`), split on its form feeds: of a
-/// large document, read by as many processes as the document has cores (`ocr_parallelism`,
-/// the run's cores shared among the documents in flight), a range of pages each.
-fn pdftotext(program: &Path, path: &Path, opts: &ExtractOptions) -> Result<Vec<String>, JobError> {
-    let parts = opts.ocr_parallelism.clamp(1, 4);
-    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= SPLIT_BYTES);
-    if parts > 1
-        && large
-        && let Some(count) = page_count(path, opts)
-        && count >= 2 * parts as u32
-        && let Some(pages) = pdftotext_in_parts(program, path, opts, count, parts)?
-    {
-        return Ok(pages);
-    }
-    pdftotext_range(program, path, opts, None)
-}
-
-/// A PDF this large is read by several pdftotext processes at once, a range of pages each,
-/// when the document has the cores to itself.
-const SPLIT_BYTES: u64 = 256 << 10;
-
-/// The page count `pdfinfo` reports.
-fn page_count(path: &Path, opts: &ExtractOptions) -> Option<u32> {
-    let pdfinfo = process::find_program("pdfinfo")?;
-    let mut cmd = process::command(&pdfinfo, std::iter::empty::<&str>());
-    cmd.arg(path);
-    let done = process::run(cmd, opts.pdf_timeout, 1 << 20, opts.cancel.as_ref()).ok()?;
-    let out = String::from_utf8_lossy(&done.stdout);
-    out.lines()
-        .find_map(|l| l.strip_prefix("Pages:"))
-        .and_then(|n| n.trim().parse().ok())
-}
-
-/// `parts` pdftotext processes side by side, a range of pages each; `None` when a part did not
-/// give the pages it was asked for (then one process reads the whole document).
-fn pdftotext_in_parts(
-    program: &Path,
-    path: &Path,
-    opts: &ExtractOptions,
-    count: u32,
-    parts: usize,
-) -> Result<Option<Vec<String>>, JobError> {
-    let per = count.div_ceil(parts as u32);
-    let ranges: Vec<(u32, u32)> = (0..parts as u32)
-        .map(|i| (i * per + 1, ((i + 1) * per).min(count)))
-        .filter(|(first, last)| first <= last)
-        .collect();
-    let results: Vec<Result<Vec<String>, JobError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = ranges
-            .iter()
-            .map(|&range| scope.spawn(move || pdftotext_range(program, path, opts, Some(range))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(JobError::new(
-                        ErrorKind::ExtractFailed,
-                        msg!("pdftotext: a reader panicked"),
-                    ))
-                })
-            })
-            .collect()
-    });
-    let mut pages = Vec::with_capacity(count as usize);
-    for ((first, last), result) in ranges.into_iter().zip(results) {
-        match result {
-            Ok(part) if part.len() == (last - first + 1) as usize => pages.extend(part),
-            Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
-            _ => return Ok(None),
-        }
-    }
-    Ok(Some(pages))
-}
-
-/// pdftotext's pages, of the whole document or of `range` (first, last).
-fn pdftotext_range(
-    program: &Path,
-    path: &Path,
-    opts: &ExtractOptions,
-    range: Option<(u32, u32)>,
-) -> Result<Vec<String>, JobError> {
-    let failed = |m: String| JobError::new(ErrorKind::ExtractFailed, m);
-    let mut cmd = process::command(program, ["-enc", "UTF-8"]);
-    if let Some((first, last)) = range {
-        cmd.arg("-f")
-            .arg(first.to_string())
-            .arg("-l")
-            .arg(last.to_string());
-    }
-    cmd.arg(path).arg("-");
-    let done = process::run(
-        cmd,
-        opts.pdf_timeout,
-        opts.max_output_bytes,
-        opts.cancel.as_ref(),
-    )
-    .map_err(|e| failed(msg!("cannot run: {e}")))?;
-    match done.end {
-        End::Cancelled => return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled"))),
-        End::TimedOut => {
-            return Err(failed(msg!("timed out after {:?}", opts.pdf_timeout)));
-        }
-        End::OutputTooLarge => {
-            return Err(failed(msg!(
-                "printed more than {} MiB",
-                opts.max_output_bytes >> 20
-            )));
-        }
-        End::Exited => {}
-    }
-    if !done.status.success() && done.stdout.is_empty() {
-        let tail = done.stderr_tail();
-        return Err(failed(match done.status.code() {
-            Some(1) if tail.is_empty() => "cannot open the document".to_string(),
-            Some(3) => "the document forbids copying its text".to_string(),
-            _ if tail.is_empty() => msg!("failed ({})", done.status),
-            _ => format!("failed ({}): {tail}", done.status),
-        }));
-    }
-    let text = String::from_utf8_lossy(&done.stdout);
-    let mut pages: Vec<String> = text.split('\u{0C}').map(tidy).collect();
-    // pdftotext ends every page with a form feed; the piece after the last one is empty.
-    if text.ends_with('\u{0C}') {
-        pages.pop();
-    }
-    Ok(pages)
-}
-
-/// What the OCR stage did.
-#[derive(Default)]
-struct OcrOutcome {
-    used: Option<String>,
-    /// No engine could run although pages needed one.
-    unavailable: Option<JobError>,
-    first_error: Option<JobError>,
-}
-
-fn ocr(
-    path: &Path,
-    opts: &ExtractOptions,
-    force: bool,
-    pages: &mut BTreeMap<u32, Page>,
-    notes: &mut Notes,
-) -> Result<OcrOutcome, JobError> {
-    let mut outcome = OcrOutcome::default();
-    let wanted: Vec<(u32, PageShape)> = pages
-        .iter()
-        .filter(|(_, p)| {
-            force || (usable_chars(&p.text) < opts.min_page_chars && p.has_images != Some(false))
-        })
-        .map(|(&n, p)| {
-            let shape = PageShape {
-                size_pt: p.size_pt,
-                image: p.page_image.map(|i| (i.width, i.height)),
-            };
-            (n, shape)
-        })
-        .collect();
-    if wanted.is_empty() {
-        return Ok(outcome);
-    }
-    let numbers: Vec<u32> = wanted.iter().map(|w| w.0).collect();
-    let engine = match opts.ocr_engine() {
-        Ok(Some(engine)) => engine,
-        Ok(None) if force => {
-            return Err(JobError::new(
-                ErrorKind::OcrFailed,
-                msg!("OCR is off (--ocr off)"),
-            ));
-        }
-        Ok(None) => {
-            notes.doc(msg!("{} no usable text; OCR is off", pages_have(&numbers)));
-            return Ok(outcome);
-        }
-        Err(e) if force => return Err(e),
-        Err(e) => {
-            notes.doc(msg!(
-                "{} no usable text and cannot be OCR'd: {}",
-                pages_have(&numbers),
-                e.message
-            ));
-            outcome.unavailable = Some(e);
-            return Ok(outcome);
-        }
-    };
-    notes.0.extend(engine.note());
-    let results = ocr_pages(engine.as_ref(), path, &wanted, opts);
-    let mut read = Vec::new();
-    let mut failures = Vec::new();
-    for (n, result) in results {
-        match result {
-            Ok((text, made)) => {
-                let Some(page) = pages.get_mut(&n) else {
-                    continue;
-                };
-                let ocr = format!(
-                    "OCR ({}) of {made} found {} characters",
-                    engine.name(),
-                    usable_chars(&text)
-                );
-                page.why = if page.why.is_empty() {
-                    ocr
-                } else {
-                    format!("{}; {ocr}", page.why)
-                };
-                if force || usable_chars(&text) > usable_chars(&page.text) {
-                    page.text = text;
-                    page.method = Method::Ocr;
-                    read.push(n);
-                }
-            }
-            Err(e) if e.kind == ErrorKind::Cancelled => return Err(e),
-            Err(e) => {
-                failures.push((n, format!("OCR failed: {}", e.message)));
-                outcome.first_error.get_or_insert(e);
-            }
-        }
-    }
-    if !read.is_empty() {
-        notes.doc(format!("{}: OCR ({})", pages_label(&read), engine.name()));
-        outcome.used = Some(engine.name().to_string());
-    }
-    notes.pages(failures);
-    Ok(outcome)
-}
-
-/// A page's OCR text and how its picture was made.
-type PageOcr = (String, String);
-
-/// OCR `wanted` pages, `opts.ocr_parallelism` at a time, in page order.
-fn ocr_pages(
-    engine: &dyn OcrEngine,
-    path: &Path,
-    wanted: &[(u32, PageShape)],
-    opts: &ExtractOptions,
-) -> Vec<(u32, Result<PageOcr, JobError>)> {
-    let settings = EngineSettings {
-        timeout: opts.ocr_timeout,
-        max_output_bytes: opts.max_output_bytes,
-        cancel: opts.cancel.clone(),
-    };
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::with_capacity(wanted.len()));
-    let threads = opts.ocr_parallelism.min(wanted.len()).max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while let Some(&(page, shape)) = wanted.get(next.fetch_add(1, Ordering::SeqCst)) {
-                    let result = if opts.cancelled() {
-                        Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")))
-                    } else {
-                        engine
-                            .pdf_page(path, page, shape, &settings)
-                            .map(|(t, made)| (tidy(&t), made))
-                    };
-                    // A poisoned lock only means another OCR thread panicked; its data is fine.
-                    results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((page, result));
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    results.sort_by_key(|(page, _)| *page);
-    results
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1121,25 +643,6 @@ mod tests {
         assert!(
             matches!(run.end, WorkerEnd::Died { ref reason, retry: false } if reason.contains("not the worker protocol"))
         );
-    }
-
-    #[test]
-    fn another_reading_wins_only_when_it_holds_pdftotexts_and_clearly_more() {
-        let leader = "The quick brown fox jumps over the lazy dog.";
-        let superset = format!("{leader} And a table cell beyond the page's edge.");
-        assert!(more_faithful(&superset, leader, Some(80)));
-        // A few characters more: pdftotext stays.
-        assert!(!more_faithful(&format!("{leader} Yes."), leader, Some(80)));
-        // More, but not holding what pdftotext found (split accents, other letters).
-        let other =
-            "Tbe qoick brawn fax jomps aver tbe lazy dag. And a table cell beyond the page.";
-        assert!(!more_faithful(other, leader, Some(80)));
-        // pdftotext lost most of the page: twice as much wins even if it differs.
-        let header = "Chapter 3, page 41";
-        let body = "Every line of the page that pdftotext did not return at all, read by lopdf.";
-        assert!(more_faithful(body, header, Some(200)));
-        assert!((holds("aab", "ab") - 1.0).abs() < 1e-9);
-        assert!((holds("a", "aa") - 0.5).abs() < 1e-9);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! predefined CJK encodings. Spaces in simple fonts are not counted, as extracted whitespace is
 //! not either. Text in form XObjects counts each time the form is drawn, as extractors read it.
 //!
-//! Runs inside the PDF worker (`pdf_worker.rs`), under its limits and `catch_unwind`.
+//! Runs inside the PDF worker (`worker.rs`), under its limits and `catch_unwind`.
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use serde::{Deserialize, Serialize};

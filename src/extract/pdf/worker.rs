@@ -3,7 +3,7 @@
 //! PDF parsers crash on real files: they panic, recurse until the stack overflows (an abort no
 //! `catch_unwind` can stop) or allocate gigabytes. So the text layer is read here, in a process
 //! of its own, with an address-space limit (RLIMIT_AS), no core dumps, a large stack on the
-//! extraction thread, and every page under `catch_unwind`. The parent (`pdf.rs`) enforces the
+//! extraction thread, and every page under `catch_unwind`. The parent (`mod.rs`) enforces the
 //! wall clock and reads whatever this process managed to say before it died.
 //!
 //! Protocol, one JSON object per line on stdout, flushed as each is done:
@@ -13,9 +13,9 @@
 //!
 //! This process must never write a file or read anything but the one PDF it is given.
 
-use super::office::panic_message;
-use super::pdf_survey::{self, PageImage, inherited, resolve};
-use super::{tidy, usable_chars};
+use super::survey::{self, PageImage, inherited, resolve};
+use crate::extract::office::panic_message;
+use crate::extract::{tidy, usable_chars};
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -382,7 +382,7 @@ fn read_page(
     let mut text = String::new();
     let mut method = PageMethod::None;
 
-    let shown = match catch_unwind(AssertUnwindSafe(|| pdf_survey::survey(doc, page_id))) {
+    let shown = match catch_unwind(AssertUnwindSafe(|| survey::survey(doc, page_id))) {
         Ok(Ok(shown)) => Some(shown),
         Ok(Err(e)) => {
             notes.push(format!("the page's content cannot be surveyed: {e}"));
@@ -437,7 +437,7 @@ fn read_page(
         Some(s) => s.images > 0,
         None => catch_unwind(AssertUnwindSafe(|| page_has_images(doc, page_id))).unwrap_or(true),
     };
-    let size_pt = catch_unwind(AssertUnwindSafe(|| pdf_survey::media_box(doc, page_id)))
+    let size_pt = catch_unwind(AssertUnwindSafe(|| survey::media_box(doc, page_id)))
         .ok()
         .flatten()
         .map(|(x0, y0, x1, y1)| (x1 - x0, y1 - y0));

@@ -1,0 +1,284 @@
+//! Confinement by the kernel: folders and files are created *beneath* a folder handle, one
+//! part at a time, and no part is ever reached through a link.
+//!
+//! Checking a path and then opening it by path leaves a gap: a parent checked as a folder can
+//! be swapped for a link before the open, and the open follows it. Here every part is opened
+//! relative to the handle of the folder before it (`openat` with `O_NOFOLLOW | O_DIRECTORY`),
+//! so what was checked is what is used: a part that is a link is refused by the kernel itself,
+//! and a folder moved or replaced mid-walk cannot carry the walk anywhere else. The names
+//! walked are plain (no `..`, no `/`), so nothing leaves the root.
+//!
+//! This is the one mechanism behind the output folder's layout ([`crate::layout`]) and the
+//! agent's sandbox (`agent::sandbox`); the policy (which names are allowed, what a refusal
+//! says) stays with them. It works the same on every unix (`openat2`'s `RESOLVE_BENEATH` is
+//! Linux-only and, for names without `..` and walked without links, adds nothing).
+//!
+//! It must never follow a link below the root, nor open the root by anything but its path
+//! (the one place where ambient authority is used: the root is what the person named).
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+/// How often a part is looked at again when it changes under the walk (created by a concurrent
+/// job, removed again).
+const ATTEMPTS: usize = 2;
+
+/// Why a walk beneath the root stopped. `at` is the part where it stopped, relative to the
+/// root (the path as far as it was walked). Never shown as it is: each caller (the sandbox,
+/// the layout) says it in its own words.
+#[derive(Debug)]
+pub enum ConfineError {
+    /// The part is a link: never followed.
+    Link { at: PathBuf },
+    /// The part is a file (or anything but a folder) where a folder is needed.
+    NotAFolder { at: PathBuf },
+    /// The part kept changing while it was created (created and removed by someone else).
+    Unstable { at: PathBuf },
+    /// The path is not a plain relative path (`..`, `/`, a prefix).
+    NotPlain,
+    /// The file system refused.
+    Io(io::Error),
+}
+
+/// A folder opened once by its path; everything else is reached beneath it.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+}
+
+impl Root {
+    /// Open `path` as the root. It may be (or pass through) a link: the root is what the
+    /// person or the run named; only what lies below it is confined.
+    pub fn open(path: &Path) -> io::Result<Root> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Root { fd })
+    }
+
+    /// Create the folder `rel` and any missing parents beneath the root, refusing a link or
+    /// a non-folder at any part. The returned [`Walk`] holds the folder open and knows which
+    /// folders it created ([`Walk::undo`]).
+    pub fn create_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
+        let mut walk = Walk {
+            root: self,
+            chain: Vec::new(),
+            created_from: None,
+        };
+        let mut at = PathBuf::new();
+        for part in rel.components() {
+            let name = match part {
+                Component::Normal(name) => name,
+                Component::CurDir => continue,
+                _ => return Err(ConfineError::NotPlain),
+            };
+            at.push(name);
+            let (fd, created) = open_or_create_dir(walk.folder(), name, &at)?;
+            if created && walk.created_from.is_none() {
+                walk.created_from = Some(walk.chain.len());
+            }
+            walk.chain.push((fd, name.to_os_string()));
+        }
+        Ok(walk)
+    }
+}
+
+/// A folder reached beneath a [`Root`], and the folders on the way to it.
+#[derive(Debug)]
+pub struct Walk<'a> {
+    root: &'a Root,
+    /// Each folder opened, with its name in the folder before it.
+    chain: Vec<(OwnedFd, OsString)>,
+    /// The first folder of `chain` this walk created (all after it were created too).
+    created_from: Option<usize>,
+}
+
+impl Walk<'_> {
+    /// The folder walked to.
+    pub fn folder(&self) -> BorrowedFd<'_> {
+        self.chain
+            .last()
+            .map_or(self.root.fd.as_fd(), |(fd, _)| fd.as_fd())
+    }
+
+    /// Create `name` in the folder as a new file (never over an existing one, never through
+    /// a link planted in its place), open for writing.
+    pub fn create_new_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            self.folder(),
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode as rustix::fs::RawMode),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// Whether `name` in the folder is a link (not followed).
+    pub fn is_link(&self, name: &OsStr) -> bool {
+        kind_of(self.folder(), name) == Some(FileType::Symlink)
+    }
+
+    /// Remove the file `name` from the folder (a write that failed half-way).
+    pub fn remove_file(&self, name: &OsStr) {
+        let _ = rustix::fs::unlinkat(self.folder(), name, AtFlags::empty());
+    }
+
+    /// Remove the folders this walk created, deepest first, each only if still empty.
+    pub fn undo(self) {
+        let Some(from) = self.created_from else {
+            return;
+        };
+        for i in (from..self.chain.len()).rev() {
+            let parent = match i {
+                0 => self.root.fd.as_fd(),
+                _ => self.chain[i - 1].0.as_fd(),
+            };
+            let _ = rustix::fs::unlinkat(parent, &self.chain[i].1, AtFlags::REMOVEDIR);
+        }
+    }
+}
+
+/// Open the folder `name` in `parent` without following a link, creating it when missing.
+/// Returns the folder and whether this call created it.
+fn open_or_create_dir(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    at: &Path,
+) -> Result<(OwnedFd, bool), ConfineError> {
+    let io_error = |e: rustix::io::Errno| ConfineError::Io(e.into());
+    let mut created = false;
+    for _ in 0..ATTEMPTS {
+        match open_dir(parent, name) {
+            Ok(fd) => return Ok((fd, created)),
+            Err(rustix::io::Errno::NOENT) => {}
+            // A link or a file in the way (which error a unix gives differs: ask what it is).
+            Err(e) => {
+                return Err(match kind_of(parent, name) {
+                    Some(FileType::Symlink) => ConfineError::Link {
+                        at: at.to_path_buf(),
+                    },
+                    Some(FileType::Directory) | None => io_error(e),
+                    Some(_) => ConfineError::NotAFolder {
+                        at: at.to_path_buf(),
+                    },
+                });
+            }
+        }
+        match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o777)) {
+            Ok(()) => created = true,
+            // Created by another job meanwhile: open it (or judge it) again.
+            Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(io_error(e)),
+        }
+    }
+    Err(ConfineError::Unstable {
+        at: at.to_path_buf(),
+    })
+}
+
+fn open_dir(parent: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// What `name` in `parent` is, without following a link (`None`: nothing, or unreadable).
+fn kind_of(parent: BorrowedFd<'_>, name: &OsStr) -> Option<FileType> {
+    rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| FileType::from_raw_mode(st.st_mode))
+}
+
+/// Test support for the race the path checks had: runs `attempt(n)` again and again while
+/// another thread swaps `a` and `b` atomically (a folder and a link to outside), until both
+/// have run thousands of times (or ten seconds passed).
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn while_swapping(a: &Path, b: &Path, mut attempt: impl FnMut(usize)) {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const ROUNDS: usize = 10_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (stop, swaps, a, b) = (stop.clone(), swaps.clone(), a.to_owned(), b.to_owned());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).unwrap();
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut n = 0;
+    while (n < ROUNDS || swaps.load(Ordering::Relaxed) < ROUNDS)
+        && std::time::Instant::now() < deadline
+    {
+        attempt(n);
+        n += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::io::Write;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn creates_beneath_and_undoes_only_what_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        fs::create_dir(tmp.path().join("a")).unwrap();
+        let walk = root.create_dirs(Path::new("a/b/c")).unwrap();
+        let mut f = walk.create_new_file(OsStr::new("x.md"), 0o644).unwrap();
+        f.write_all(b"x").unwrap();
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("a/b/c/x.md")).unwrap(),
+            "x"
+        );
+        let err = walk.create_new_file(OsStr::new("x.md"), 0o644).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        walk.remove_file(OsStr::new("x.md"));
+        walk.undo();
+        assert!(tmp.path().join("a").is_dir());
+        assert!(!tmp.path().join("a/b").exists());
+    }
+
+    #[test]
+    fn refuses_links_files_and_dot_dot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(&out).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        symlink(&outside, out.join("link")).unwrap();
+        fs::write(out.join("file"), "f").unwrap();
+        let root = Root::open(&out).unwrap();
+        match root.create_dirs(Path::new("link/x")) {
+            Err(ConfineError::Link { at }) => assert_eq!(at, Path::new("link")),
+            other => panic!("unexpected {other:?}"),
+        }
+        match root.create_dirs(Path::new("file/x")) {
+            Err(ConfineError::NotAFolder { at }) => assert_eq!(at, Path::new("file")),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            root.create_dirs(Path::new("../outside/x")),
+            Err(ConfineError::NotPlain)
+        ));
+        assert!(fs::read_dir(&outside).unwrap().next().is_none());
+    }
+}

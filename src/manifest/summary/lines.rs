@@ -1,0 +1,576 @@
+//! A [`RunSummary`] said to a person, line by line: the one wording of a run's sections, used
+//! by the summary a run prints as it ends and by `zhi manifest show` (each picks its sections).
+//! Statuses, error kinds, numbers and paths stay as in the manifest: they are what scripts and
+//! people search for. Untrusted text (inputs, error messages, model names) is made one-line
+//! and free of control characters; paths under the working folder are shown relative to it.
+
+use super::RunSummary;
+use crate::i18n::Lang;
+use crate::manifest::{Cost, Counts, Tokens};
+use crate::sanitize::{columns, fit, one_line};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How many failed jobs (and jobs with refused tool calls) are named; the rest are in the
+/// run's `results.jsonl`, which the summary points to.
+pub const NAMED: usize = 20;
+
+/// The width the lines keep to (paths excepted: they are never cut).
+const COLUMNS: usize = 100;
+
+/// One part of a summary, in the order a caller lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// `run <id>  <status>  shard <m/n>`, and why it stopped early.
+    Head,
+    /// The command that started the run.
+    Command,
+    /// The model asked for, and what the server said answered and runs.
+    Model,
+    /// The model, only when the server said more than the name zhi asked for.
+    ModelWhenTelling,
+    /// Jobs escalated, and the run's cost.
+    EscalationAndCost,
+    /// When the run started and finished, and how long it took.
+    Times,
+    /// Jobs planned, succeeded, failed, cached, skipped, cancelled.
+    Counts,
+    /// Tokens, requests and retries.
+    Tokens,
+    /// Where the outputs, records and manifest are.
+    Places,
+    /// Failed jobs per error kind.
+    FailuresByKind,
+    /// Each failed job: its input, kind, message and transcript.
+    Failed,
+    /// Jobs whose model made tool calls that were refused.
+    Refused,
+    /// The slowest jobs.
+    Slowest,
+    /// Lines of `results.jsonl` that did not parse.
+    Torn,
+}
+
+/// What a run says as it ends: what it did, where its files are, which jobs failed and why.
+pub const END_OF_RUN: &[Section] = &[
+    Section::Head,
+    Section::Counts,
+    Section::Tokens,
+    Section::ModelWhenTelling,
+    Section::EscalationAndCost,
+    Section::Places,
+    Section::Failed,
+    Section::Refused,
+];
+
+/// What `zhi manifest show` says of a run.
+pub const MANIFEST_SHOW: &[Section] = &[
+    Section::Head,
+    Section::Command,
+    Section::Model,
+    Section::EscalationAndCost,
+    Section::Times,
+    Section::Counts,
+    Section::Tokens,
+    Section::FailuresByKind,
+    Section::Failed,
+    Section::Refused,
+    Section::Slowest,
+    Section::Torn,
+    Section::Places,
+];
+
+/// `sections` of `s`, in that order, in `lang`; paths under `cwd` are shown relative to it.
+pub fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang) -> Vec<String> {
+    let w = Writer { s, cwd, lang };
+    let mut out = Vec::new();
+    for section in sections {
+        match section {
+            Section::Head => w.head(&mut out),
+            Section::Command => {
+                if let Some(c) = &s.command {
+                    out.push(t!(in lang; "  command: {command}", command = one_line(c)));
+                }
+            }
+            Section::Model => w.model(&mut out, false),
+            Section::ModelWhenTelling => w.model(&mut out, true),
+            Section::EscalationAndCost => {
+                out.extend(escalation_and_cost(&s.escalations, &s.costs, lang));
+            }
+            Section::Times => w.times(&mut out),
+            Section::Counts => {
+                out.push(t!(in lang; "  jobs: {counts}", counts = counts_line(&s.counts, lang)));
+            }
+            Section::Tokens => out.push(t!(in lang;
+                "  tokens: {tokens}  requests: {requests} (retries {retries})",
+                tokens = tokens_line(&s.tokens, lang),
+                requests = s.requests,
+                retries = s.retries
+            )),
+            Section::Places => w.places(&mut out),
+            Section::FailuresByKind => w.failures_by_kind(&mut out),
+            Section::Failed => w.failed(&mut out),
+            Section::Refused => w.refused(&mut out),
+            Section::Slowest => w.slowest(&mut out),
+            Section::Torn => {
+                if s.torn_lines > 0 {
+                    out.push(t!(in lang;
+                        "  note: {n} torn line(s) in results.jsonl ignored (a crash mid-write)",
+                        n = s.torn_lines
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The counts of a run on one line, in `lang`.
+pub fn counts_line(c: &Counts, lang: Lang) -> String {
+    t!(in lang;
+        "planned {planned}  succeeded {succeeded}  failed {failed}  cached {cached}  skipped {skipped}  cancelled {cancelled}",
+        planned = c.planned,
+        succeeded = c.succeeded,
+        failed = c.failed,
+        cached = c.cached,
+        skipped = c.skipped,
+        cancelled = c.cancelled
+    )
+}
+
+/// `2400 (prompt 2000, completion 400)`.
+pub fn tokens_line(t: &Tokens, lang: Lang) -> String {
+    t!(in lang;
+        "{tokens} (prompt {prompt}, completion {completion})",
+        tokens = t.total(),
+        prompt = t.prompt,
+        completion = t.completion
+    )
+}
+
+/// The summary's lines on escalation and cost (the end-of-run summary and `manifest show`
+/// say them alike): `escalated 3 job(s): summarize → glm-4-plus 3` and `cost ¥0.012
+/// (glm-4-flash ¥0, glm-4-plus ¥0.012)`.
+pub fn escalation_and_cost(
+    escalations: &BTreeMap<String, BTreeMap<String, u64>>,
+    costs: &BTreeMap<String, Cost>,
+    lang: Lang,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let total: u64 = escalations.values().flat_map(|m| m.values()).sum();
+    if total > 0 {
+        let parts: Vec<String> = escalations
+            .iter()
+            .flat_map(|(skill, to)| {
+                to.iter()
+                    .map(move |(model, n)| format!("{} → {} {n}", one_line(skill), one_line(model)))
+            })
+            .collect();
+        let list = parts.join(&t!(in lang; ", "));
+        out.push(t!(in lang; "  escalated {total} job(s): {list}", total = total, list = list));
+    }
+    if !costs.is_empty() {
+        let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
+        for c in costs.values() {
+            *totals.entry(c.currency.as_str()).or_default() += c.amount;
+        }
+        let total: Vec<String> = totals
+            .iter()
+            .map(|(currency, amount)| {
+                Cost {
+                    amount: *amount,
+                    currency: (*currency).to_string(),
+                }
+                .show()
+            })
+            .collect();
+        let each: Vec<String> = costs
+            .iter()
+            .map(|(m, c)| format!("{} {}", one_line(m), c.show()))
+            .collect();
+        let each = each.join(&t!(in lang; ", "));
+        out.push(t!(in lang; "  cost {total} ({list})", total = total.join(" + "), list = each));
+    }
+    out
+}
+
+/// The sections of one summary, said for one reader.
+struct Writer<'a> {
+    s: &'a RunSummary,
+    cwd: &'a Path,
+    lang: Lang,
+}
+
+impl Writer<'_> {
+    fn head(&self, out: &mut Vec<String>) {
+        let (s, lang) = (self.s, self.lang);
+        let status = match s.status {
+            Some(st) => serde_json::to_value(st)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            None => t!(in lang;
+                "incomplete: no manifest.json (the run was killed or is still running); read from its records"
+            ),
+        };
+        let shard = s
+            .shard
+            .as_ref()
+            .map(|sh| t!(in lang; "  shard {shard}", shard = one_line(sh)))
+            .unwrap_or_default();
+        let run = t!(in lang; "run {run}  {status}", run = one_line(&s.run_id), status = status);
+        out.push(run + &shard);
+        if let Some(r) = &s.reason {
+            let r = crate::i18n::localize(r);
+            out.push(t!(in lang; "  reason: {reason}", reason = one_line(&r)));
+        }
+    }
+
+    fn model(&self, out: &mut Vec<String>, only_when_telling: bool) {
+        let Some(m) = &self.s.model else { return };
+        if !only_when_telling || m.says_more() {
+            let model = m.describe(self.lang);
+            out.push(t!(in self.lang; "  model: {model}", model = model));
+        }
+    }
+
+    fn times(&self, out: &mut Vec<String>) {
+        let s = self.s;
+        let shown = |t: Option<crate::manifest::Timestamp>| t.map_or("?".into(), |t| t.to_string());
+        let took = match (s.started_at, s.finished_at) {
+            (Some(a), Some(b)) => format!("  ({:.1}s)", b.millis_since(a) as f64 / 1000.0),
+            _ => String::new(),
+        };
+        let times = t!(in self.lang;
+            "  started {started}  finished {finished}",
+            started = shown(s.started_at),
+            finished = shown(s.finished_at)
+        );
+        out.push(times + &took);
+    }
+
+    /// A path as a person can use it from here: relative when it is under the working folder.
+    fn shown(&self, path: &Path) -> String {
+        let shown = match path.strip_prefix(self.cwd) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        };
+        one_line(&shown)
+    }
+
+    /// A job's transcript (relative to the output folder), as a person can open it from here.
+    fn transcript(&self, rel: &str) -> String {
+        match &self.s.output_dir {
+            Some(out) => self.shown(&out.join(rel)),
+            None => one_line(rel),
+        }
+    }
+
+    fn places(&self, out: &mut Vec<String>) {
+        let s = self.s;
+        let lang = self.lang;
+        let mut places = Vec::new();
+        if let Some(dir) = &s.output_dir {
+            places.push((t!(in lang; "outputs:"), format!("{}/", self.shown(dir))));
+        }
+        places.push((t!(in lang; "records:"), self.shown(&s.results())));
+        if s.complete {
+            let manifest = Path::new(&s.path).join("manifest.json");
+            places.push((t!(in lang; "manifest:"), self.shown(&manifest)));
+        }
+        let width = places.iter().map(|(l, _)| columns(l)).max().unwrap_or(0);
+        for (label, path) in &places {
+            let pad = " ".repeat(width - columns(label));
+            out.push(format!("  {label}{pad}  {path}"));
+        }
+    }
+
+    /// `    … and 2 more — see out/.zhi/runs/…/results.jsonl`
+    fn more(&self, n: usize) -> String {
+        let path = self.shown(&self.s.results());
+        t!(in self.lang; "    … and {n} more — see {path}", n = n, path = path)
+    }
+
+    fn failures_by_kind(&self, out: &mut Vec<String>) {
+        if self.s.failures_by_kind.is_empty() {
+            return;
+        }
+        out.push(t!(in self.lang; "  failures by kind:"));
+        for (kind, n) in &self.s.failures_by_kind {
+            out.push(format!("    {:<18} {n}", one_line(kind)));
+        }
+    }
+
+    fn failed(&self, out: &mut Vec<String>) {
+        let (failed, lang) = (&self.s.failures, self.lang);
+        if failed.is_empty() {
+            return;
+        }
+        out.push(t!(in lang; "  failed jobs:"));
+        for f in failed.iter().take(NAMED) {
+            let head = format!("    {}  ", one_line(&f.input));
+            match &f.error_kind {
+                Some(kind) => {
+                    let kind_said = t!(in lang; "{kind}: ", kind = one_line(kind));
+                    // Messages from the API already start with their kind (in the words of
+                    // the language they were translated into).
+                    let message = crate::i18n::localize(f.error_message.as_deref().unwrap_or(""));
+                    let message = message.trim_start();
+                    let message = message
+                        .strip_prefix(&format!("{kind}: "))
+                        .or_else(|| message.strip_prefix(kind_said.as_str()))
+                        .unwrap_or(message);
+                    let message = one_line(message);
+                    let room = COLUMNS.saturating_sub(columns(&head) + columns(&kind_said));
+                    // A long path leaves the reason too little room: it goes on a line of its
+                    // own.
+                    if room >= 30 {
+                        out.push(format!("{head}{kind_said}{}", fit(&message, room)));
+                    } else {
+                        out.push(format!("{head}{}", one_line(kind)));
+                        out.push(format!("      {}", fit(&message, COLUMNS - 6)));
+                    }
+                }
+                None => out.push(head.trim_end().to_string()),
+            }
+            if let Some(t) = &f.transcript {
+                let path = self.transcript(t);
+                out.push(t!(in lang; "      transcript {path}", path = path));
+            }
+        }
+        if failed.len() > NAMED {
+            out.push(self.more(failed.len() - NAMED));
+        }
+    }
+
+    fn refused(&self, out: &mut Vec<String>) {
+        let (refused, lang) = (&self.s.refused, self.lang);
+        if refused.is_empty() {
+            return;
+        }
+        out.push(t!(in lang; "  jobs with refused tool calls:"));
+        for j in refused.iter().take(NAMED) {
+            let path = j
+                .transcript
+                .as_deref()
+                .map_or_else(|| "?".into(), |t| self.transcript(t));
+            out.push(t!(in lang;
+                "    {input}  {n} refused  transcript {path}",
+                input = one_line(&j.input),
+                n = j.refused_tool_calls,
+                path = path
+            ));
+        }
+        if refused.len() > NAMED {
+            out.push(self.more(refused.len() - NAMED));
+        }
+    }
+
+    fn slowest(&self, out: &mut Vec<String>) {
+        if self.s.slowest.is_empty() {
+            return;
+        }
+        out.push(t!(in self.lang; "  slowest jobs:"));
+        for j in &self.s.slowest {
+            out.push(format!(
+                "    {:>8}  {:<9}  {}",
+                format!("{:.1}s", j.duration_ms as f64 / 1000.0),
+                j.status.as_str(),
+                one_line(&j.input)
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::end_of_run;
+    use super::*;
+    use crate::manifest::{JobRecord, RunManifest, Status};
+
+    fn manifest(failed: u64) -> RunManifest {
+        serde_json::from_value(serde_json::json!({
+            "run_id": "20240101T000000.000Z",
+            "zhi_version": "0",
+            "command": "zhi run summarize docs -o out",
+            "started_at": "2024-01-01T00:00:00.000Z",
+            "finished_at": "2024-01-01T00:01:00.000Z",
+            "status": "completed_with_failures",
+            "skills": {},
+            "counts": {"planned": 30, "succeeded": 30 - failed, "failed": failed,
+                       "cached": 0, "skipped": 0, "cancelled": 0},
+            "tokens": {"prompt": 2000, "completion": 400},
+            "output_dir": "/w/out",
+            "results": "/w/out/.zhi/runs/20240101T000000.000Z/results.jsonl",
+            "results_csv": "/w/out/.zhi/runs/20240101T000000.000Z/results.csv",
+            "shard": null,
+            "requests": 23
+        }))
+        .unwrap()
+    }
+
+    fn failed(i: usize, input: &str) -> JobRecord {
+        let mut r = JobRecord::new(&format!("j{i:02}"), "summarize", input, Status::Failed);
+        r.turns = 1;
+        r.requests = 2;
+        r.tokens.prompt = if i == 0 { 2000 } else { 0 };
+        r.tokens.completion = if i == 0 { 400 } else { 0 };
+        r.error = Some(crate::error::JobError::new(
+            crate::error::ErrorKind::ContentFilter,
+            "content_filter: the provider refused the document (1301: \x1b[31m unsafe content) and said so at great length, far more than a line can hold",
+        ));
+        r.transcript = Some(format!(
+            ".zhi/runs/20240101T000000.000Z/transcripts/j{i:02}.jsonl"
+        ));
+        r
+    }
+
+    fn records() -> Vec<JobRecord> {
+        let mut rs: Vec<JobRecord> = (0..NAMED + 2)
+            .map(|i| failed(i, &format!("docs/d{i:02}.txt")))
+            .collect();
+        rs[1].input = format!("docs/{}/deep.txt", "a-very-long-folder-name".repeat(3));
+        for i in 0..8 {
+            rs.push(JobRecord::new(
+                &format!("ok{i}"),
+                "summarize",
+                &format!("docs/ok{i}.txt"),
+                Status::Succeeded,
+            ));
+        }
+        rs
+    }
+
+    #[test]
+    fn the_end_of_a_run_says_where_things_are_and_why_jobs_failed() {
+        let lines = end_of_run(&manifest(22), &records(), Path::new("/w"), Lang::En);
+        let text = lines.join("\n");
+        assert_eq!(
+            lines[0],
+            "run 20240101T000000.000Z  completed_with_failures"
+        );
+        assert_eq!(
+            lines[1],
+            "  jobs: planned 30  succeeded 8  failed 22  cached 0  skipped 0  cancelled 0"
+        );
+        assert_eq!(
+            lines[2],
+            "  tokens: 2400 (prompt 2000, completion 400)  requests: 23 (retries 22)"
+        );
+        assert_eq!(lines[3], "  outputs:   out/");
+        assert_eq!(
+            lines[4],
+            "  records:   out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        assert_eq!(
+            lines[5],
+            "  manifest:  out/.zhi/runs/20240101T000000.000Z/manifest.json"
+        );
+        assert_eq!(lines[6], "  failed jobs:");
+        assert!(
+            lines[7].starts_with("    docs/d00.txt  content_filter: the provider refused"),
+            "{text}"
+        );
+        assert!(lines[7].ends_with('…'), "{text}");
+        assert_eq!(
+            lines[8],
+            "      transcript out/.zhi/runs/20240101T000000.000Z/transcripts/j00.jsonl"
+        );
+        // A long path: the reason on a line of its own.
+        assert!(lines[9].ends_with("/deep.txt  content_filter"), "{text}");
+        assert!(
+            lines[10].starts_with("      the provider refused"),
+            "{text}"
+        );
+        // Twenty jobs named, the rest pointed to.
+        assert_eq!(text.matches("content_filter").count(), NAMED, "{text}");
+        assert_eq!(
+            lines.last().unwrap(),
+            "    … and 2 more — see out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text}");
+        // Paths are never cut; every other line fits.
+        for l in lines
+            .iter()
+            .filter(|l| !l.contains("/.zhi/") && !l.contains("/deep.txt"))
+        {
+            assert!(columns(l) <= 100, "{} columns: {l}", columns(l));
+        }
+    }
+
+    #[test]
+    fn the_end_of_a_run_in_chinese_fits_the_same_width() {
+        let lines = end_of_run(&manifest(22), &records(), Path::new("/w"), Lang::Zh);
+        let text = lines.join("\n");
+        assert_eq!(
+            lines[0],
+            "运行 20240101T000000.000Z  completed_with_failures"
+        );
+        assert_eq!(
+            lines[1],
+            "  任务：计划 30  成功 8  失败 22  缓存 0  跳过 0  取消 0"
+        );
+        assert_eq!(lines[3], "  输出目录：  out/");
+        assert_eq!(
+            lines[4],
+            "  记录：      out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        assert_eq!(lines[6], "  失败的任务：");
+        assert!(lines[7].starts_with("    docs/d00.txt  content_filter：the provider"));
+        assert_eq!(
+            lines.last().unwrap(),
+            "    … 另有 2 个，见 out/.zhi/runs/20240101T000000.000Z/results.jsonl"
+        );
+        // Paths are never cut; every other line fits.
+        for l in lines
+            .iter()
+            .filter(|l| !l.contains("/.zhi/") && !l.contains("/deep.txt"))
+        {
+            assert!(columns(l) <= 100, "{} columns: {l}", columns(l));
+        }
+        assert!(text.contains("对话记录 out/.zhi/runs/"), "{text}");
+    }
+
+    #[test]
+    fn outputs_in_the_working_folder_itself_are_shown_as_dot() {
+        let mut m = manifest(0);
+        m.output_dir = "/w".into();
+        m.results = "/w/.zhi/runs/R/results.jsonl".into();
+        let lines = end_of_run(&m, &[], Path::new("/w"), Lang::En);
+        assert_eq!(lines[3], "  outputs:   ./");
+        assert_eq!(lines[4], "  records:   .zhi/runs/R/results.jsonl");
+        // Elsewhere: absolute.
+        let lines = end_of_run(&m, &[], Path::new("/elsewhere"), Lang::En);
+        assert_eq!(lines[3], "  outputs:   /w/");
+        assert!(!lines.iter().any(|l| l.contains("failed jobs")));
+    }
+
+    #[test]
+    fn manifest_show_says_the_same_sections_and_more() {
+        let m = manifest(22);
+        let s = RunSummary::of_finished(&m, &records());
+        let lines = lines(&s, MANIFEST_SHOW, Path::new("/w"), Lang::En);
+        let text = lines.join("\n");
+        assert_eq!(
+            lines[0],
+            "run 20240101T000000.000Z  completed_with_failures"
+        );
+        assert_eq!(lines[1], "  command: zhi run summarize docs -o out");
+        assert!(
+            text.contains(
+                "  started 2024-01-01T00:00:00.000Z  finished 2024-01-01T00:01:00.000Z  (60.0s)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  failures by kind:\n    content_filter     22\n"),
+            "{text}"
+        );
+        assert!(text.contains("  slowest jobs:\n"), "{text}");
+        assert!(
+            text.ends_with("  manifest:  out/.zhi/runs/20240101T000000.000Z/manifest.json"),
+            "{text}"
+        );
+    }
+}

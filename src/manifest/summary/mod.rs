@@ -1,0 +1,334 @@
+//! A run at a glance, as one value: counts, failures by kind, tokens, cost, escalations, the
+//! slowest jobs, where its files are. Built once from a manifest and records — by the end of a
+//! run, by `zhi manifest show` and by `zhi report` alike — so the three never count apart.
+//! Built from the records alone when the run never wrote its `manifest.json` (it was killed),
+//! so a crashed run can still be inspected. [`lines`] says it to a person. Reading only;
+//! nothing here writes.
+
+mod lines;
+
+pub use lines::{
+    END_OF_RUN, MANIFEST_SHOW, NAMED, Section, counts_line, escalation_and_cost, lines, tokens_line,
+};
+
+use super::merge::LoadedRun;
+use super::{Counts, JobRecord, RunManifest, RunStatus, Status, Timestamp, Tokens};
+use crate::i18n::Lang;
+use crate::sanitize::one_line;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How many of the slowest jobs a summary lists.
+pub const SLOWEST: usize = 5;
+
+/// One job in a summary's lists.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobLine {
+    pub job_id: String,
+    /// The skill that ran it (not in `manifest show --json`, a contract that predates it).
+    #[serde(skip)]
+    pub skill: String,
+    pub input: String,
+    pub status: Status,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    pub refused_tool_calls: u32,
+    /// The job's transcript, relative to the output folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+}
+
+/// The summary object `zhi manifest show --json` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub path: String,
+    /// The run's status; `None` when it wrote no `manifest.json` (killed, or still running).
+    pub status: Option<RunStatus>,
+    /// Whether `manifest.json` was written.
+    pub complete: bool,
+    pub reason: Option<String>,
+    pub command: Option<String>,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+    pub shard: Option<String>,
+    pub counts: Counts,
+    pub tokens: Tokens,
+    /// Failed jobs per error kind.
+    pub failures_by_kind: BTreeMap<String, u64>,
+    /// The failed jobs, in record order.
+    pub failures: Vec<JobLine>,
+    /// Jobs whose model made tool calls that were refused, in record order.
+    pub refused: Vec<JobLine>,
+    /// HTTP requests sent, retries included.
+    pub requests: u64,
+    /// The slowest jobs that ran, slowest first (at most [`SLOWEST`]).
+    pub slowest: Vec<JobLine>,
+    /// Lines of `results.jsonl` that did not parse (a crash mid-write).
+    pub torn_lines: usize,
+    /// The model zhi asked for, and what the server said answered and runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSeen>,
+    /// Jobs escalated, by skill and answering model (docs/escalation.md).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The run's cost per model (docs/escalation.md#cost).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub costs: BTreeMap<String, super::Cost>,
+    // What follows is for people, not in `manifest show --json` (a contract).
+    /// Requests that were retries: sent beyond one per turn.
+    #[serde(skip)]
+    pub retries: u64,
+    /// Every job's duration, summed.
+    #[serde(skip)]
+    pub job_time_ms: u64,
+    /// The output folder holding the run (`<OUT>/.zhi/runs/<run>`), else the one its manifest
+    /// names; transcripts and outputs in records are relative to it.
+    #[serde(skip)]
+    pub output_dir: Option<PathBuf>,
+}
+
+/// The model of a run: the name zhi asked for, beside what the server said — the model it
+/// said answered, and what it runs under that name (a local server answers to any name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelSeen {
+    /// The name zhi asked for (most jobs', when several).
+    pub asked: String,
+    /// The model the server said answered (most requests').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served: Option<String>,
+    /// What the server says it runs under that name (docs/model-api.md#knowing-the-server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<String>,
+}
+
+impl ModelSeen {
+    /// The model of a run, from its manifest (when it wrote one) and its records.
+    pub fn of(m: Option<&RunManifest>, records: &[JobRecord]) -> Option<ModelSeen> {
+        // The model the run asked first: an escalated job's record names the model that
+        // answered it, and the escalation line says so.
+        let asked = most_common(
+            records
+                .iter()
+                .map(|r| r.escalated_from.as_deref().unwrap_or(&r.model)),
+        )?;
+        let served = m
+            .and_then(|m| m.served_model.clone())
+            .or_else(|| most_common(records.iter().filter_map(|r| r.served_model.as_deref())));
+        let runs = m
+            .and_then(|m| m.server.as_ref())
+            .and_then(|s| s.model_source.clone());
+        Some(ModelSeen {
+            asked,
+            served,
+            runs,
+        })
+    }
+
+    /// Whether the server said more than the name zhi asked for.
+    pub fn says_more(&self) -> bool {
+        self.runs.is_some() || self.served.as_ref().is_some_and(|s| *s != self.asked)
+    }
+
+    /// `glm-4-flash, answered as glm-4-flash-250414 (the server runs qwen2.5.gguf)`.
+    pub fn describe(&self, lang: Lang) -> String {
+        let mut out = one_line(&self.asked);
+        if let Some(served) = self.served.as_ref().filter(|s| **s != self.asked) {
+            out += &t!(in lang; ", answered as {model}", model = one_line(served));
+        }
+        if let Some(runs) = &self.runs {
+            out += &t!(in lang; " (the server runs {model})", model = one_line(runs));
+        }
+        out
+    }
+}
+
+/// The most frequent non-empty name (the first of equals in name order).
+fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in names.filter(|n| !n.is_empty()) {
+        *seen.entry(n).or_default() += 1;
+    }
+    let top = seen.values().copied().max()?;
+    seen.into_iter()
+        .find(|(_, n)| *n == top)
+        .map(|(m, _)| m.to_string())
+}
+
+fn line(r: &super::JobRecord) -> JobLine {
+    JobLine {
+        job_id: r.job_id.clone(),
+        skill: r.skill.clone(),
+        input: r.input.clone(),
+        status: r.status,
+        duration_ms: r.duration_ms,
+        error_kind: r.error.as_ref().map(|e| e.kind.to_string()),
+        error_message: r.error.as_ref().map(|e| e.message.clone()),
+        refused_tool_calls: r.refused_tool_calls,
+        transcript: r.transcript.clone(),
+    }
+}
+
+/// The summary a run prints when it ends, line by line, in `lang`; paths under `cwd` are
+/// shown relative to it.
+pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang) -> Vec<String> {
+    lines(&RunSummary::of_finished(m, records), END_OF_RUN, cwd, lang)
+}
+
+/// Summarize one run as read from its folder.
+pub fn summarize(run: &LoadedRun) -> RunSummary {
+    RunSummary::of(
+        &run.run_id,
+        &run.path,
+        run.manifest.as_ref(),
+        &run.records,
+        run.torn_lines,
+    )
+}
+
+impl RunSummary {
+    /// The summary of a run that has just ended: its manifest and records, as written.
+    pub fn of_finished(m: &RunManifest, records: &[JobRecord]) -> RunSummary {
+        let path = Path::new(&m.results)
+            .parent()
+            .map_or_else(PathBuf::new, Path::to_path_buf);
+        RunSummary::of(&m.run_id, &path, Some(m), records, 0)
+    }
+
+    /// The summary of the run `run_id` kept in folder `path`, from its manifest when it wrote
+    /// one and its records.
+    pub fn of(
+        run_id: &str,
+        path: &Path,
+        m: Option<&RunManifest>,
+        records: &[JobRecord],
+        torn_lines: usize,
+    ) -> RunSummary {
+        let tally = Tally::of(records);
+        let mut counts = tally.counts;
+        counts.planned = m.map_or(records.len() as u64, |m| m.counts.planned);
+        let mut ran: Vec<&JobRecord> = records.iter().filter(|r| r.status.ran()).collect();
+        // Slowest first; equal durations in record order.
+        ran.sort_by_key(|r| std::cmp::Reverse(r.duration_ms));
+        RunSummary {
+            run_id: run_id.to_string(),
+            path: path.display().to_string(),
+            status: m.map(|m| m.status),
+            complete: m.is_some(),
+            reason: m.and_then(|m| m.reason.clone()),
+            command: m.map(|m| m.command.clone()),
+            started_at: m
+                .map(|m| m.started_at)
+                .or_else(|| records.iter().filter_map(|r| r.started_at).min()),
+            finished_at: m
+                .and_then(|m| m.finished_at)
+                .or_else(|| records.iter().filter_map(|r| r.finished_at).max()),
+            shard: m
+                .and_then(|m| m.shard.clone())
+                .or_else(|| shard_from_run_id(run_id)),
+            counts,
+            tokens: tally.tokens,
+            failures_by_kind: tally.failures_by_kind,
+            failures: tally.failures,
+            refused: records
+                .iter()
+                .filter(|r| r.refused_tool_calls > 0)
+                .map(line)
+                .collect(),
+            requests: m.map_or_else(
+                || records.iter().map(|r| u64::from(r.requests)).sum(),
+                |m| m.requests,
+            ),
+            slowest: ran.into_iter().take(SLOWEST).map(line).collect(),
+            torn_lines,
+            model: ModelSeen::of(m, records),
+            escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
+            costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
+            retries: records
+                .iter()
+                .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
+                .sum(),
+            job_time_ms: records.iter().map(|r| r.duration_ms).sum(),
+            output_dir: output_dir_of(path, m),
+        }
+    }
+
+    /// The run's `results.jsonl`.
+    pub fn results(&self) -> PathBuf {
+        Path::new(&self.path).join("results.jsonl")
+    }
+}
+
+/// The output folder of the run kept in `path`: the one holding it, else the one its manifest
+/// names.
+fn output_dir_of(path: &Path, m: Option<&RunManifest>) -> Option<PathBuf> {
+    let holding = match path.parent() {
+        Some(runs) if runs.ends_with(Path::new(".zhi").join("runs")) => {
+            path.ancestors().nth(3).map(Path::to_path_buf)
+        }
+        _ => None,
+    };
+    holding.or_else(|| m.map(|m| PathBuf::from(&m.output_dir)))
+}
+
+/// What the records add up to.
+struct Tally {
+    counts: Counts,
+    tokens: Tokens,
+    failures_by_kind: BTreeMap<String, u64>,
+    failures: Vec<JobLine>,
+}
+
+impl Tally {
+    fn of(records: &[JobRecord]) -> Tally {
+        let mut counts = Counts::default();
+        let mut tokens = Tokens::default();
+        let mut failures_by_kind: BTreeMap<String, u64> = BTreeMap::new();
+        let mut failures = Vec::new();
+        for r in records {
+            counts.add(r.status);
+            tokens.add(r.tokens);
+            if r.status == Status::Failed {
+                let kind = r
+                    .error
+                    .as_ref()
+                    .map(|e| e.kind.to_string())
+                    .unwrap_or_else(|| "unknown".into());
+                *failures_by_kind.entry(kind).or_default() += 1;
+                failures.push(line(r));
+            }
+        }
+        Tally {
+            counts,
+            tokens,
+            failures_by_kind,
+            failures,
+        }
+    }
+}
+
+/// `M/N` from a run id ending in `-shard-M-of-N` (a killed shard has no manifest to say so).
+fn shard_from_run_id(run_id: &str) -> Option<String> {
+    let (_, rest) = run_id.rsplit_once("-shard-")?;
+    let (m, n) = rest.split_once("-of-")?;
+    let (m, n): (u32, u32) = (m.parse().ok()?, n.parse().ok()?);
+    Some(format!("{m}/{n}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_of_a_killed_run_comes_from_its_id() {
+        assert_eq!(
+            shard_from_run_id("20240101T000000.000Z-shard-2-of-3").as_deref(),
+            Some("2/3")
+        );
+        assert_eq!(shard_from_run_id("20240101T000000.000Z"), None);
+    }
+}
