@@ -183,7 +183,7 @@ async fn fetch(
     limit: Duration,
 ) -> Option<Option<Value>> {
     if let Some(key) = client.api_key() {
-        request = request.bearer_auth(key.expose());
+        request = client.dialect().authorize(request, key);
     }
     let exchange = async {
         let mut response = request.send().await?;
