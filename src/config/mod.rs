@@ -12,7 +12,8 @@
 //! Everything is resolved once, here, into [`Config`]; the engine reads it and never looks at
 //! flags, the environment or the files again. A value is checked by its setting's one check
 //! ([`setting`]) whatever its source, so `rpm: 0` in a file and `--rpm 0` are refused alike
-//! (exit 2), each error naming the file, variable or flag it came from ([`ConfigError`]).
+//! (exit 2), each error naming the file, variable or flag it came from ([`ConfigError`]; a
+//! flag's value is checked by the argument parser, through [`flag`], before it gets here).
 
 mod error;
 mod file;
