@@ -104,38 +104,14 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         opts.flags.submit_batch.is_some(),
     )
     .await?;
-    let env = |k: &str| std::env::var(k).ok();
-    let ladder = config.models.escalate.clone();
-    let escalation =
-        setup::escalation_ladder(&client, server.as_ref(), &mut config, &ladder, &env).await?;
-    // A skill's own `escalate:` replaces the settings' ladder for its jobs, unless
-    // `--escalate` was given (docs/escalation.md#the-ladder).
-    let mut skill_ladders = std::collections::BTreeMap::new();
-    let from_flag = matches!(
-        config.origins.get("escalate"),
-        Some(crate::config::Origin::Flag(_))
-    );
-    for job in opts.jobs.iter().filter(|_| !from_flag) {
-        let Some(skill) = opts
-            .skills
-            .get(&job.skill)
-            .filter(|s| !s.escalate.is_empty())
-        else {
-            continue;
-        };
-        if skill_ladders.contains_key(&skill.name) {
-            continue;
-        }
-        let entries = skill
-            .escalate
-            .iter()
-            .map(|e| crate::config::EscalateTo::parse(e))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(RunError::Client)?;
-        let rungs =
-            setup::escalation_ladder(&client, server.as_ref(), &mut config, &entries, &env).await?;
-        skill_ladders.insert(skill.name.clone(), rungs);
-    }
+    let (escalation, skill_ladders) = setup::ladders(
+        &client,
+        server.as_ref(),
+        &mut config,
+        &opts.jobs,
+        &opts.skills,
+    )
+    .await?;
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;
@@ -174,13 +150,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a large
     // tree still ends with a manifest and 130.
     let (caches, index) = cache_statuses(&ctx, &opts)?;
-    progress.counters.set_to_run(
-        caches
-            .iter()
-            .zip(&opts.jobs)
-            .filter(|(c, j)| !c.cached && j.problem.is_none())
-            .count() as u64,
-    );
+    progress.counters.set_to_run(to_run(&caches, &opts.jobs));
     let jobs = opts.jobs.iter().zip(caches);
     let unscheduled = schedule::run_jobs(&ctx, &ledger, jobs, opts.flags.submit_batch).await;
     // Signals are still watched while submitting: an interrupted upload ends with the grace
@@ -208,6 +178,16 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let result = finish::conclude(end, &ledger);
     save_index(&ctx, &ledger, &index);
     Ok(result)
+}
+
+/// How many jobs will reach the model: neither cached nor failed by a problem known at
+/// planning time.
+fn to_run(caches: &[JobCache], jobs: &[Job]) -> u64 {
+    caches
+        .iter()
+        .zip(jobs)
+        .filter(|(c, j)| !c.cached && j.problem.is_none())
+        .count() as u64
 }
 
 /// The cache index with this run's records on top (docs/outputs.md#the-cache-index). A

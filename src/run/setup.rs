@@ -8,7 +8,7 @@ use crate::layout::OutputLayout;
 use crate::llm::{ChatClient, ClientSettings, ServerInfo};
 use crate::plan::{Job, Shard};
 use crate::skills::SkillSet;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tokio_util::sync::CancellationToken;
 
 /// The output folder, ready for a run: its folders made, its lock held, stale staging gone.
@@ -233,4 +233,55 @@ pub(super) async fn escalation_ladder(
         });
     }
     Ok(ladder)
+}
+
+/// The settings' escalation ladder, and the ladders of the skills that name their own, each
+/// rung's server asked once (keys read from the variables the entries name).
+pub(super) async fn ladders(
+    client: &ChatClient,
+    server: Option<&ServerInfo>,
+    config: &mut Config,
+    jobs: &[Job],
+    skills: &SkillSet,
+) -> Result<(Vec<super::context::Rung>, Ladders), RunError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let ladder = config.models.escalate.clone();
+    let escalation = escalation_ladder(client, server, config, &ladder, &env).await?;
+    let by_skill = skill_ladders(client, server, config, jobs, skills, &env).await?;
+    Ok((escalation, by_skill))
+}
+
+/// The ladders of skills that name their own, by skill.
+type Ladders = BTreeMap<String, Vec<super::context::Rung>>;
+
+/// The ladders of the run's skills that name their own (`escalate:`), by skill: a skill's own
+/// replaces the settings' ladder for its jobs, unless `--escalate` was given
+/// (docs/escalation.md#the-ladder).
+async fn skill_ladders(
+    client: &ChatClient,
+    server: Option<&ServerInfo>,
+    config: &mut Config,
+    jobs: &[Job],
+    skills: &SkillSet,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Ladders, RunError> {
+    let mut ladders = BTreeMap::new();
+    let from_flag = matches!(config.origins.get("escalate"), Some(Origin::Flag(_)));
+    for job in jobs.iter().filter(|_| !from_flag) {
+        let Some(skill) = skills.get(&job.skill).filter(|s| !s.escalate.is_empty()) else {
+            continue;
+        };
+        if ladders.contains_key(&skill.name) {
+            continue;
+        }
+        let entries = skill
+            .escalate
+            .iter()
+            .map(|e| crate::config::EscalateTo::parse(e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(RunError::Client)?;
+        let rungs = escalation_ladder(client, server, config, &entries, env).await?;
+        ladders.insert(skill.name.clone(), rungs);
+    }
+    Ok(ladders)
 }

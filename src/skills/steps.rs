@@ -262,25 +262,7 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
             ));
         }
     };
-    let mut args = BTreeMap::new();
-    match m.get("args") {
-        None | Some(Value::Null) => {}
-        Some(Value::Mapping(a)) => {
-            for (k, v) in a {
-                let Some(name) = k.as_str() else {
-                    return Err(msg!("`args` names must be strings"));
-                };
-                let v = match v {
-                    Value::String(s) => s.clone(),
-                    Value::Number(n) => n.to_string(),
-                    Value::Bool(b) => b.to_string(),
-                    _ => return Err(msg!("argument `{name}` must be a string")),
-                };
-                args.insert(name.to_string(), v);
-            }
-        }
-        Some(_) => return Err(msg!("`args` must be a mapping of names to values")),
-    }
+    let args = step_args(m)?;
     let output = text_field(m, "output")?;
     if let Some(file) = &output {
         let bad = file.trim().is_empty()
@@ -340,6 +322,30 @@ fn step_fields(m: &Mapping) -> Result<Step, String> {
         optional,
         for_each_document,
     })
+}
+
+/// A step's `args`: names to values, numbers and booleans as they are written.
+fn step_args(m: &Mapping) -> Result<BTreeMap<String, String>, String> {
+    let mut args = BTreeMap::new();
+    match m.get("args") {
+        None | Some(Value::Null) => {}
+        Some(Value::Mapping(a)) => {
+            for (k, v) in a {
+                let Some(name) = k.as_str() else {
+                    return Err(msg!("`args` names must be strings"));
+                };
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => return Err(msg!("argument `{name}` must be a string")),
+                };
+                args.insert(name.to_string(), v);
+            }
+        }
+        Some(_) => return Err(msg!("`args` must be a mapping of names to values")),
+    }
+    Ok(args)
 }
 
 /// Every reference names an earlier-declared or later step that exists, and the steps form no
