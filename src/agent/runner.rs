@@ -567,8 +567,8 @@ pub fn run_skill<'a>(
                     skill = %skill.name,
                     depth,
                     turn,
-                    "{}",
-                    msg!("final answer ({} chars)", answer.chars().count())
+                    "final answer ({} chars)",
+                    answer.chars().count()
                 );
                 let missing = problems(env);
                 // An answer cut at the length limit is never a result: not as response.md,
@@ -658,8 +658,8 @@ pub fn run_skill<'a>(
                     turn,
                     tool = %one_line(name),
                     refused,
-                    "{}",
-                    msg!("tool call: {}", one_line(&truncate(&content, 160)))
+                    "tool call: {}",
+                    one_line(&truncate(&content, 160))
                 );
                 env.transcript
                     .tool(&skill.name, turn, call, &content, refused);
