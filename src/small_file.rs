@@ -30,7 +30,7 @@ pub enum ReadError {
     Folder,
     /// A FIFO, socket or device: reading it could block forever or never end.
     #[error("is {0}, not a regular file")]
-    NotRegular(&'static str),
+    NotRegular(String),
     /// Larger than the cap for its kind of file.
     #[error("is larger than {}, the limit for this kind of file", human_bytes(*.0))]
     TooLarge(u64),
@@ -132,24 +132,24 @@ fn check_type(meta: &std::fs::Metadata) -> Result<(), ReadError> {
 }
 
 #[cfg(unix)]
-fn kind_of(t: &std::fs::FileType) -> &'static str {
+fn kind_of(t: &std::fs::FileType) -> String {
     use std::os::unix::fs::FileTypeExt;
     if t.is_fifo() {
-        "a FIFO (named pipe)"
+        msg!("a FIFO (named pipe)")
     } else if t.is_char_device() {
-        "a character device"
+        msg!("a character device")
     } else if t.is_block_device() {
-        "a block device"
+        msg!("a block device")
     } else if t.is_socket() {
-        "a socket"
+        msg!("a socket")
     } else {
-        "not a regular file"
+        msg!("not a regular file")
     }
 }
 
 #[cfg(not(unix))]
-fn kind_of(_: &std::fs::FileType) -> &'static str {
-    "a special file"
+fn kind_of(_: &std::fs::FileType) -> String {
+    "a special file".to_string()
 }
 
 #[cfg(unix)]

@@ -14,6 +14,7 @@
 pub const RECURSIVE: &[&str] = &[
     "reason", "e", "why", "what", "m", "w", "found", "pages", "advice", "hint", "shard_note",
     "limited", "arguments", "exit", "sig", "line_note", "tpm_label", "kind_text", "host_note",
+    "method",
 ];
 
 /// Holes kept as they are: names, paths, numbers, identifiers, text of others. Every other
@@ -115,6 +116,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("nothing", "空值"),
     ("a boolean", "布尔值"),
     ("a number", "数字"),
+    ("true or false", "`true` 或 `false`"),
     ("a string", "字符串"),
     ("a list", "列表"),
     ("a mapping", "映射"),
@@ -136,7 +138,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("the cache index is stale; rebuilt from the records", "缓存索引已过时，已根据运行记录重建"),
     ("{path} does not match the records; rebuilt from them", "{path} 与运行记录不符，已根据记录重建"),
     ("`{value}` must be a number from 1 to 1024, or auto", "`{value}` 必须是 1 到 1024 之间的数，或 `auto`"),
-    ("--arg {arg}=`{value}` must be {expected}", "--arg {arg}=`{value}` 必须是 {expected}"),
+    ("--arg {arg}=`{value}` must be {what}", "--arg {arg}=`{value}` 必须是{what}"),
     ("no jobs", "没有任务"),
     ("each column counts the jobs in one range", "每一列是落在该区间内的任务数"),
     ("entry {n} (skill `{skill}`) has no inputs", "第 {n} 项（技能 `{skill}`）没有输入"),
@@ -420,8 +422,8 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("{pages} no usable text and cannot be OCR'd: {e}", "{pages}没有可用的文字，且无法进行 OCR：{e}"),
     ("{pages}: OCR ({engine})", "{pages}：OCR（{engine}）"),
     ("OCR failed: {e}", "OCR 失败：{e}"),
-    ("{engine} found {n} characters of {count} glyphs", "{engine} 找到 {n} 个字符（共 {count} 个字形）"),
-    ("{engine} found {n} characters", "{engine} 找到 {n} 个字符"),
+    ("{method} found {n} characters of {count} glyphs", "{method} 找到 {n} 个字符（共 {count} 个字形）"),
+    ("{method} found {n} characters", "{method} 找到 {n} 个字符"),
     ("the text layer", "文字层"),
     ("OCR ({engine}) of {what} found {n} characters", "对{what}的 OCR（{engine}）找到 {n} 个字符"),
     ("its stored {size} image", "其内嵌的 {size} 图像"),

@@ -38,8 +38,8 @@ pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(),
             return Err(PlanError::ArgumentIsTheInput(k.clone()));
         }
         let expected = match spec.kind {
-            ArgType::Number if v.trim().parse::<f64>().is_err() => "a number",
-            ArgType::Boolean if !matches!(v.trim(), "true" | "false") => "true or false",
+            ArgType::Number if v.trim().parse::<f64>().is_err() => msg!("a number"),
+            ArgType::Boolean if !matches!(v.trim(), "true" | "false") => msg!("true or false"),
             _ => continue,
         };
         return Err(PlanError::ArgumentType {

@@ -184,7 +184,10 @@ pub fn statuses(
     }
     // The index pointed at a record that is not there: it is rebuilt from the records, and
     // the statuses decided again.
-    tracing::info!("the cache index is stale; rebuilt from the records");
+    tracing::info!(
+        "{}",
+        msg!("the cache index is stale; rebuilt from the records")
+    );
     *index = index.rebuilt();
     statuses_once(jobs, index, skills, models, output_dir, mode)
 }

@@ -39,8 +39,8 @@ pub enum PlanError {
     ArgumentType {
         arg: String,
         value: String,
-        /// `a number`, `true or false`.
-        expected: &'static str,
+        /// `a number`, `true or false` (translated where the error is printed).
+        expected: String,
     },
     /// A required argument with no default, not given.
     #[error("skill `{skill}` needs --arg {arg}=… ({kind}{})", template_hint(.kind))]

@@ -118,7 +118,7 @@ pub fn expand(
             }
         }
         if found.len() == before && is_glob(input) {
-            tracing::warn!("glob `{input}` matched nothing");
+            tracing::warn!("{}", msg!("glob `{input}` matched nothing"));
         }
     }
     Ok(found)
@@ -251,7 +251,7 @@ fn unreadable(e: &walkdir::Error, root: &Path, cwd: &Path) -> Found {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| root.to_path_buf());
     let msg = if e.loop_ancestor().is_some() {
-        "symbolic link loop".to_string()
+        msg!("symbolic link loop")
     } else {
         e.io_error()
             .map(ToString::to_string)
@@ -274,7 +274,10 @@ fn unreadable(e: &walkdir::Error, root: &Path, cwd: &Path) -> Found {
 fn broken_link(path: &Path, f: Found) -> Option<Found> {
     match std::fs::metadata(path) {
         Ok(_) => {
-            tracing::info!("skipping symbolic link {} (use --follow-links)", f.display);
+            tracing::info!(
+                "{}",
+                msg!("skipping symbolic link {} (use --follow-links)", f.display)
+            );
             None
         }
         Err(e) => {
@@ -302,15 +305,15 @@ fn probe_file(path: &Path) -> Option<JobError> {
         use std::os::unix::fs::FileTypeExt;
         let ft = m.file_type();
         let what = if ft.is_char_device() {
-            "a character device"
+            msg!("a character device")
         } else if ft.is_block_device() {
-            "a block device"
+            msg!("a block device")
         } else if ft.is_fifo() {
-            "a FIFO (named pipe)"
+            msg!("a FIFO (named pipe)")
         } else if ft.is_socket() {
-            "a socket"
+            msg!("a socket")
         } else {
-            "not a regular file"
+            msg!("not a regular file")
         };
         return Some(JobError::new(
             ErrorKind::InputError,

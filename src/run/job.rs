@@ -255,7 +255,8 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
         job = %crate::sanitize::one_line(&job.input),
         status = record.status.as_str(),
         turns = record.turns,
-        "job ended"
+        "{}",
+        msg!("job ended")
     );
     record
 }
@@ -422,7 +423,7 @@ pub(super) async fn run_text(
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
         Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
-            tracing::info!(job = %job.input, "context too long for the model; splitting the document");
+            tracing::info!(job = %job.input, "{}", msg!("context too long for the model; splitting the document"));
             transcript.note("the server said the context was exceeded; splitting the document");
             let _ = std::fs::remove_dir_all(staging);
             let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
@@ -525,7 +526,7 @@ async fn document_text(
     stats.input_warnings.extend(warnings);
     stats.input_tokens = Some(crate::llm::text_tokens(&text));
     if before.is_some() && before != FileStamp::of(&job.path) {
-        return Err(changed(job, "it changed while it was being read"));
+        return Err(changed(job, msg!("it changed while it was being read")));
     }
     if text.trim().is_empty() {
         return Err(JobError::new(
@@ -580,13 +581,13 @@ fn unchanged_since_planning(job: &Job, cache: &JobCache) -> Result<Option<FileSt
         Some(now) if now == planned => Ok(Some(now)),
         Some(_) => Err(changed(
             job,
-            "it is not the file that was planned, or it was modified",
+            msg!("it is not the file that was planned, or it was modified"),
         )),
-        None => Err(changed(job, "it can no longer be read")),
+        None => Err(changed(job, msg!("it can no longer be read"))),
     }
 }
 
-fn changed(job: &Job, why: &str) -> JobError {
+fn changed(job: &Job, why: String) -> JobError {
     JobError::new(
         ErrorKind::InputError,
         msg!(
@@ -802,6 +803,9 @@ fn keep_failed(run: &RunContext, job: &Job, staging: &Path) {
         let _ = run.layout.create_dir(p);
     }
     if let Err(e) = std::fs::rename(staging, &dest) {
-        tracing::warn!("cannot keep the failed staging of {}: {e}", job.input);
+        tracing::warn!(
+            "{}",
+            msg!("cannot keep the failed staging of {}: {e}", job.input)
+        );
     }
 }

@@ -63,7 +63,7 @@ pub(super) async fn run_jobs<'a>(
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
             // A job's own panic is caught inside its task; this one is the scheduler's.
-            tracing::error!("a job's task ended without its record: {e}");
+            tracing::error!("{}", msg!("a job's task ended without its record: {e}"));
         }
     }
     unscheduled
@@ -147,7 +147,7 @@ fn spawn(
         })
         .await;
         if let Err(e) = recorded {
-            tracing::error!("recording a job failed: {e}");
+            tracing::error!("{}", msg!("recording a job failed: {e}"));
         }
         slots.release();
     });

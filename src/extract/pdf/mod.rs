@@ -92,22 +92,24 @@ impl Page {
 fn found(method: Method, text: &str, glyphs: Option<u32>) -> String {
     let chars = usable_chars(text);
     match glyphs {
-        Some(g) => format!(
+        Some(g) => msg!(
             "{} found {chars} characters of {g} glyphs",
             method_name(method)
         ),
-        None => format!("{} found {chars} characters", method_name(method)),
+        None => msg!("{} found {chars} characters", method_name(method)),
     }
 }
 
-fn method_name(method: Method) -> &'static str {
+/// An extractor's name, or the words for the text layer and for no extractor (translated
+/// where the message they are a part of is printed).
+fn method_name(method: Method) -> String {
     match method {
-        Method::PdfExtract => "pdf-extract",
-        Method::Lopdf => "lopdf",
-        Method::Pdftotext => "pdftotext",
-        Method::Ocr => "OCR",
-        Method::Text | Method::Office => "the text layer",
-        Method::Empty => "nothing",
+        Method::PdfExtract => "pdf-extract".to_string(),
+        Method::Lopdf => "lopdf".to_string(),
+        Method::Pdftotext => "pdftotext".to_string(),
+        Method::Ocr => "OCR".to_string(),
+        Method::Text | Method::Office => msg!("the text layer"),
+        Method::Empty => msg!("nothing"),
     }
 }
 
@@ -237,9 +239,9 @@ fn read_by_worker(
 
 fn unreadable(layer: &Layer, pdftotext_failure: Option<&str>) -> JobError {
     let mut reasons: Vec<String> = layer.unreadable.iter().cloned().collect();
-    reasons.extend(pdftotext_failure.map(|f| format!("pdftotext: {f}")));
+    reasons.extend(pdftotext_failure.map(|f| msg!("pdftotext: {f}")));
     if reasons.is_empty() {
-        reasons.push("the PDF worker read no page".to_string());
+        reasons.push(msg!("the PDF worker read no page"));
     }
     JobError::new(
         ErrorKind::ExtractFailed,
@@ -265,7 +267,7 @@ fn lost_text(pages: &BTreeMap<u32, Page>) -> Vec<String> {
         return Vec::new();
     };
     let numbers: Vec<u32> = lost.iter().map(|l| l.0).collect();
-    vec![format!(
+    vec![msg!(
         "{}: every extractor found less than half of the text the page draws \
          (page {n}: {chars} characters of {glyphs} glyphs); the model is not given all of it",
         pages_label(&numbers)
@@ -306,16 +308,19 @@ impl Notes {
 
 fn pages_label(pages: &[u32]) -> String {
     if pages.len() == 1 {
-        format!("page {}", pages[0])
+        msg!("page {}", pages[0])
     } else {
-        format!("pages {}", page_ranges(pages))
+        msg!("pages {}", page_ranges(pages))
     }
 }
 
 /// `page 3 has` / `pages 1–3 have`.
 fn pages_have(pages: &[u32]) -> String {
-    let verb = if pages.len() == 1 { "has" } else { "have" };
-    format!("{} {verb}", pages_label(pages))
+    if pages.len() == 1 {
+        msg!("page {} has", pages[0])
+    } else {
+        msg!("pages {} have", page_ranges(pages))
+    }
 }
 
 /// Run the worker over the whole document (or over `only`), restarting it after pages that
@@ -355,7 +360,7 @@ fn read_text_layer(
             WorkerEnd::Died { reason, retry } => (reason, retry),
         };
         let Some(count) = layer.count else {
-            layer.unreadable = Some(format!("the PDF worker {reason} while loading it"));
+            layer.unreadable = Some(msg!("the PDF worker {reason} while loading it"));
             break;
         };
         // The worker died on the page after the last one it finished.
@@ -379,7 +384,7 @@ fn read_text_layer(
             ));
             break;
         }
-        per_page.push((bad, format!("pdf-extract worker {reason}")));
+        per_page.push((bad, msg!("pdf-extract worker {reason}")));
         let alone = run_worker(path, opts, Mode::Lopdf, bad, Some(bad), None, None)?;
         match (alone.pages.into_iter().next(), alone.end) {
             (Some(page), _) => {
@@ -387,7 +392,7 @@ fn read_text_layer(
                 layer.pages.insert(bad, Page::from_worker(page));
             }
             (None, WorkerEnd::Died { reason, .. } | WorkerEnd::Unreadable(reason)) => {
-                per_page.push((bad, format!("lopdf worker {reason}")));
+                per_page.push((bad, msg!("lopdf worker {reason}")));
             }
             (None, WorkerEnd::Ended) => {}
         }
@@ -475,7 +480,7 @@ fn run_worker(
                 count: None,
                 pages: Vec::new(),
                 end: WorkerEnd::Died {
-                    reason: format!("could not be started ({}: {e})", opts.worker_exe.display()),
+                    reason: msg!("could not be started ({}: {e})", opts.worker_exe.display()),
                     retry: false,
                 },
             });
@@ -508,7 +513,7 @@ fn parse_run(done: &Finished, opts: &ExtractOptions) -> WorkerRun {
         match serde_json::from_str::<Line>(line) {
             Ok(Line::Doc { protocol, pages }) if protocol == PROTOCOL => run.count = Some(pages),
             Ok(Line::Doc { protocol, .. }) => {
-                garbage = Some(format!("speaks {protocol:?}, not {PROTOCOL}"));
+                garbage = Some(msg!("speaks {protocol:?}, not {PROTOCOL}"));
                 break;
             }
             Ok(Line::Page(page)) => run.pages.push(page),
@@ -518,7 +523,7 @@ fn parse_run(done: &Finished, opts: &ExtractOptions) -> WorkerRun {
                 return run;
             }
             Err(_) => {
-                garbage = Some(format!(
+                garbage = Some(msg!(
                     "printed something that is not the worker protocol (is {} a zhi binary?)",
                     opts.worker_exe.display()
                 ));
@@ -553,38 +558,38 @@ fn death_reason(done: &Finished, opts: &ExtractOptions) -> String {
         End::OutputTooLarge => {
             return msg!("printed more than {} MiB", opts.max_output_bytes >> 20);
         }
-        End::Cancelled => return "was cancelled".to_string(),
+        End::Cancelled => return msg!("was cancelled"),
         End::Exited => {}
     }
     if stderr.contains("has overflowed its stack") {
-        return "overflowed its stack (endless recursion in the document)".to_string();
+        return msg!("overflowed its stack (endless recursion in the document)");
     }
     if stderr.contains("memory allocation of") || stderr.contains("out of memory") {
-        return format!("ran out of memory (limit {limit} MiB)");
+        return msg!("ran out of memory (limit {limit} MiB)");
     }
     let tail = done.stderr_tail();
     if let Some(signal) = done.status.signal() {
         let name = match signal {
-            libc::SIGSEGV => "SIGSEGV",
-            libc::SIGABRT => "SIGABRT",
-            libc::SIGBUS => "SIGBUS",
-            libc::SIGKILL => "SIGKILL, perhaps the system ran out of memory",
-            libc::SIGILL => "SIGILL",
-            libc::SIGFPE => "SIGFPE",
-            _ => "a signal",
+            libc::SIGSEGV => "SIGSEGV".to_string(),
+            libc::SIGABRT => "SIGABRT".to_string(),
+            libc::SIGBUS => "SIGBUS".to_string(),
+            libc::SIGKILL => msg!("SIGKILL, perhaps the system ran out of memory"),
+            libc::SIGILL => "SIGILL".to_string(),
+            libc::SIGFPE => "SIGFPE".to_string(),
+            _ => msg!("a signal"),
         };
         return if tail.is_empty() {
-            format!("crashed ({name}, signal {signal})")
+            msg!("crashed ({name}, signal {signal})")
         } else {
-            format!("crashed ({name}, signal {signal}): {tail}")
+            msg!("crashed ({name}, signal {signal}): {tail}")
         };
     }
     match done.status.code() {
-        Some(101) => format!("panicked: {tail}"),
-        Some(0) => "ended without finishing its output".to_string(),
-        Some(code) if tail.is_empty() => format!("exited with code {code}"),
-        Some(code) => format!("exited with code {code}: {tail}"),
-        None => format!("ended abnormally: {tail}"),
+        Some(101) => msg!("panicked: {tail}"),
+        Some(0) => msg!("ended without finishing its output"),
+        Some(code) if tail.is_empty() => msg!("exited with code {code}"),
+        Some(code) => msg!("exited with code {code}: {tail}"),
+        None => msg!("ended abnormally: {tail}"),
     }
 }
 

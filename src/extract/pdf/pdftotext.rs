@@ -127,10 +127,10 @@ fn pdftotext_range(
     if !done.status.success() && done.stdout.is_empty() {
         let tail = done.stderr_tail();
         return Err(failed(match done.status.code() {
-            Some(1) if tail.is_empty() => "cannot open the document".to_string(),
-            Some(3) => "the document forbids copying its text".to_string(),
+            Some(1) if tail.is_empty() => msg!("cannot open the document"),
+            Some(3) => msg!("the document forbids copying its text"),
             _ if tail.is_empty() => msg!("failed ({})", done.status),
-            _ => format!("failed ({}): {tail}", done.status),
+            _ => msg!("failed ({}): {tail}", done.status),
         }));
     }
     let text = String::from_utf8_lossy(&done.stdout);
