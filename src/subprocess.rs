@@ -100,49 +100,14 @@ pub(crate) fn run_fed(
     let group = child.id() as libc::pid_t;
     let overflow = Arc::new(AtomicBool::new(false));
 
-    let stdout_reader = child.stdout.take().map(|mut out| {
+    let stdout_reader = child.stdout.take().map(|out| {
         let overflow = Arc::clone(&overflow);
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 64 << 10];
-            loop {
-                match out.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) if buf.len() + n > stdout_cap => {
-                        overflow.store(true, Ordering::SeqCst);
-                        break;
-                    }
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            buf
-        })
+        thread::spawn(move || read_capped(out, stdout_cap, &overflow))
     });
-    let stderr_reader = child.stderr.take().map(|mut err| {
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 16 << 10];
-            loop {
-                match err.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        buf.extend_from_slice(&chunk[..n]);
-                        if buf.len() > 2 * STDERR_KEEP {
-                            buf.drain(..buf.len() - STDERR_KEEP);
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            if buf.len() > STDERR_KEEP {
-                buf.drain(..buf.len() - STDERR_KEEP);
-            }
-            buf
-        })
-    });
+    let stderr_reader = child
+        .stderr
+        .take()
+        .map(|err| thread::spawn(move || read_tail(err)));
 
     let started = Instant::now();
     let mut pause = Duration::from_millis(1);
@@ -191,6 +156,50 @@ pub(crate) fn run_fed(
         stderr,
         end,
     })
+}
+
+/// A program's stdout, read until it ends or would pass `cap` bytes (then `overflow` is set and
+/// reading stops, so the poll loop ends the program).
+fn read_capped(mut out: impl Read, cap: usize, overflow: &AtomicBool) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 << 10];
+    loop {
+        match out.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) if buf.len() + n > cap => {
+                overflow.store(true, Ordering::SeqCst);
+                break;
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    buf
+}
+
+/// A program's stderr, read to its end keeping only the last [`STDERR_KEEP`] bytes: the end of
+/// a long complaint is what says what went wrong.
+fn read_tail(mut err: impl Read) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 << 10];
+    loop {
+        match err.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > 2 * STDERR_KEEP {
+                    buf.drain(..buf.len() - STDERR_KEEP);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    if buf.len() > STDERR_KEEP {
+        buf.drain(..buf.len() - STDERR_KEEP);
+    }
+    buf
 }
 
 /// A write to a program that has already exited must fail with EPIPE in this thread, not end

@@ -309,14 +309,7 @@ pub async fn run_direct(
             req.frequency_penalty = env.retry_penalty;
         }
         let reply = request(env, &ask.name, round, &req, stats).await?;
-        // A model that calls file_write anyway has still given the content.
-        let answer = reply
-            .message
-            .content
-            .clone()
-            .filter(|c| !c.trim().is_empty())
-            .or_else(|| written_content(&reply.message))
-            .unwrap_or_default();
+        let answer = direct_answer(&reply.message);
         let truncated = reply.finish_reason.as_deref() == Some("length");
         let content = outputs::strip_fence(&answer);
         let problem = if truncated {
@@ -337,17 +330,7 @@ pub async fn run_direct(
             if figures.is_empty() || round >= 2 {
                 return keep(env, stats, file, kept.take().expect("kept above"));
             }
-            let list = figures.join(", ");
-            let why = msg!("{file} states figures the document does not hold: {list}");
-            env.transcript.note(&format!("{why}; asking once more"));
-            messages = fresh.clone();
-            push_hint(
-                &mut messages,
-                &format!(
-                    "Use only figures (numbers, amounts, dates) that the document states. These are not in it: {}.",
-                    figures.join(", ")
-                ),
-            );
+            messages = ask_for_figures(env, &fresh, file, figures);
             continue;
         }
         if let Some(k) = kept.take() {
@@ -375,27 +358,72 @@ pub async fn run_direct(
             keep_rejected(env, file, &content);
             return Err(JobError::new(kind, why));
         }
-        match problem.as_ref().map(Problem::retry) {
-            None | Some(Retry::Fresh) => {
-                // Shown its own loop or its copy of the input, a small model repeats it: ask
-                // afresh, naming what went wrong, with a frequency penalty where the server
-                // takes one.
-                penalised = true;
-                messages = fresh.clone();
-                let hint = match &problem {
-                    None => Problem::Loop.fresh_hint(),
-                    Some(p) => p.fresh_hint(),
-                };
-                push_hint(&mut messages, &hint);
-            }
-            Some(Retry::Correct) => {
-                messages.push(Message::assistant(content.trim_end()));
-                messages.push(Message::user(match problem {
-                    Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
-                    Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),
-                    _ => "Your answer was empty. Answer with the content itself.".to_string(),
-                }));
-            }
+        retry(&fresh, &mut messages, problem, &content, &mut penalised);
+    }
+}
+
+/// The text a direct request answered; a model that calls file_write anyway has still given
+/// the content.
+fn direct_answer(message: &Message) -> String {
+    message
+        .content
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| written_content(message))
+        .unwrap_or_default()
+}
+
+/// The fresh request that asks once more for an answer stating only the document's figures,
+/// after one that states `figures` it does not hold.
+fn ask_for_figures(
+    env: &AgentEnv,
+    fresh: &[Message],
+    file: &str,
+    figures: &[String],
+) -> Vec<Message> {
+    let list = figures.join(", ");
+    let why = msg!("{file} states figures the document does not hold: {list}");
+    env.transcript.note(&format!("{why}; asking once more"));
+    let mut messages = fresh.to_vec();
+    push_hint(
+        &mut messages,
+        &format!(
+            "Use only figures (numbers, amounts, dates) that the document states. These are not in it: {}.",
+            figures.join(", ")
+        ),
+    );
+    messages
+}
+
+/// The next direct request after a bad answer: asked afresh, naming the problem, or the
+/// conversation corrected, as the problem's [`Retry`] says.
+fn retry(
+    fresh: &[Message],
+    messages: &mut Vec<Message>,
+    problem: Option<Problem>,
+    content: &str,
+    penalised: &mut bool,
+) {
+    match problem.as_ref().map(Problem::retry) {
+        None | Some(Retry::Fresh) => {
+            // Shown its own loop or its copy of the input, a small model repeats it: ask
+            // afresh, naming what went wrong, with a frequency penalty where the server
+            // takes one.
+            *penalised = true;
+            *messages = fresh.to_vec();
+            let hint = match &problem {
+                None => Problem::Loop.fresh_hint(),
+                Some(p) => p.fresh_hint(),
+            };
+            push_hint(messages, &hint);
+        }
+        Some(Retry::Correct) => {
+            messages.push(Message::assistant(content.trim_end()));
+            messages.push(Message::user(match problem {
+                Some(Problem::Claim) => "You only said you wrote something. Nothing was saved. Answer with the content itself.".to_string(),
+                Some(Problem::Invalid(why)) => format!("Your answer is not valid: {why}. Answer again with only the content."),
+                _ => "Your answer was empty. Answer with the content itself.".to_string(),
+            }));
         }
     }
 }
@@ -567,104 +595,28 @@ pub fn run_skill<'a>(
                     skill = %skill.name,
                     depth,
                     turn,
-                    "final answer ({} chars)",
-                    answer.chars().count()
+                    "{}",
+                    msg!("final answer ({n} chars)", n = answer.chars().count())
                 );
-                let missing = problems(env);
                 // An answer cut at the length limit is never a result: not as response.md,
                 // not as a declared file.
                 let cut = reply.finish_reason.as_deref() == Some("length");
-                if missing.is_empty() {
-                    if cut && expected.declared.is_empty() {
-                        return Err(JobError::new(
-                            ErrorKind::Truncated,
-                            msg!(
-                                "the model's answer was cut at the length limit ({} tokens)",
-                                env.max_tokens.unwrap_or(0)
-                            ),
-                        ));
-                    }
-                    return Ok(answer);
+                let plain = PlainAnswer {
+                    answer,
+                    cut,
+                    missing: problems(env),
+                    instructions: &instructions,
+                };
+                match take_answer(env, expected, plain, &mut correcting, &mut messages) {
+                    Some(result) => return result,
+                    None => continue,
                 }
-                if let [(file, Problem::Missing)] = missing.as_slice()
-                    && !cut
-                    && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
-                {
-                    let content = outputs::strip_fence(&answer);
-                    let accept = expected
-                        .declared
-                        .iter()
-                        .find(|a| &a.file == file)
-                        .map(|a| a.clone().with_instructions(&instructions));
-                    if accept.is_some_and(|a| a.answer(&content).is_none()) {
-                        let rel = write_answer(env, file, &content)?;
-                        env.transcript.note(&format!(
-                            "the model answered in plain text; its answer was saved as {}",
-                            rel.display()
-                        ));
-                        return Ok(answer);
-                    }
-                }
-                if correcting {
-                    return Ok(answer);
-                }
-                correcting = true;
-                let list: Vec<String> = missing.iter().map(|(f, p)| p.describe(f)).collect();
-                env.transcript
-                    .note(&format!("corrective turn: {}", list.join("; ")));
-                messages.push(Message::assistant(answer));
-                messages.push(Message::user(format!(
-                    "Not done yet: {}. Call file_write now for {}, with the full content your instructions ask for.",
-                    list.join("; "),
-                    missing
-                        .iter()
-                        .map(|(f, _)| format!("`{f}`"))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                )));
-                continue;
             }
             if last {
                 break;
             }
             messages.push(echo_safe(&reply.message));
-            // The calls of one turn run concurrently; their results go back in call order.
-            let results = futures_util::future::join_all(calls.iter().map(|call| {
-                let chain = &chain;
-                async move {
-                    let mut own = AgentStats::default();
-                    let name = call.function.name.clone();
-                    let outcome =
-                        call_tool(env, skill, &name, &call.function.arguments, chain, &mut own)
-                            .await;
-                    (own, outcome)
-                }
-            }))
-            .await;
-            for (call, (own, outcome)) in calls.iter().zip(results) {
-                stats.add(&own);
-                let ToolOutcome {
-                    content, refused, ..
-                } = outcome?;
-                let name = &call.function.name;
-                stats.tool_calls += 1;
-                if refused {
-                    stats.refused_tool_calls += 1;
-                }
-                tracing::info!(
-                    job = %env.label,
-                    skill = %skill.name,
-                    depth,
-                    turn,
-                    tool = %one_line(name),
-                    refused,
-                    "tool call: {}",
-                    one_line(&truncate(&content, 160))
-                );
-                env.transcript
-                    .tool(&skill.name, turn, call, &content, refused);
-                messages.push(Message::tool_result(call.id.clone(), content));
-            }
+            run_calls(env, skill, &chain, &calls, turn, stats, &mut messages).await?;
             if let Some((kind, why)) = env.tools.sandbox.fatal() {
                 return Err(JobError::new(kind, why));
             }
@@ -685,6 +637,147 @@ pub fn run_skill<'a>(
             ),
         ))
     })
+}
+
+/// A plain answer (a turn without tool calls) and what it leaves undone.
+struct PlainAnswer<'i> {
+    answer: String,
+    /// The answer ran to the length limit.
+    cut: bool,
+    /// Declared files still missing or wrong.
+    missing: Vec<(String, Problem)>,
+    /// What the model was told, for the echo check.
+    instructions: &'i str,
+}
+
+/// A plain answer ends the skill unless declared files are missing and no corrective turn was
+/// spent yet: then one is pushed onto `messages`, and `None` says to go on.
+fn take_answer(
+    env: &AgentEnv,
+    expected: &Expected,
+    plain: PlainAnswer,
+    correcting: &mut bool,
+    messages: &mut Vec<Message>,
+) -> Option<Result<String, JobError>> {
+    let PlainAnswer {
+        answer,
+        cut,
+        missing,
+        instructions,
+    } = plain;
+    if missing.is_empty() {
+        if cut && expected.declared.is_empty() {
+            return Some(Err(JobError::new(
+                ErrorKind::Truncated,
+                msg!(
+                    "the model's answer was cut at the length limit ({} tokens)",
+                    env.max_tokens.unwrap_or(0)
+                ),
+            )));
+        }
+        return Some(Ok(answer));
+    }
+    match answer_as_file(env, expected, &missing, &answer, cut, instructions) {
+        Ok(true) => return Some(Ok(answer)),
+        Ok(false) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    if *correcting {
+        return Some(Ok(answer));
+    }
+    *correcting = true;
+    let list: Vec<String> = missing.iter().map(|(f, p)| p.describe(f)).collect();
+    env.transcript
+        .note(&format!("corrective turn: {}", list.join("; ")));
+    messages.push(Message::assistant(answer));
+    messages.push(Message::user(format!(
+        "Not done yet: {}. Call file_write now for {}, with the full content your instructions ask for.",
+        list.join("; "),
+        missing
+            .iter()
+            .map(|(f, _)| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    )));
+    None
+}
+
+/// A plain answer that is the content of the one missing text file (not a claim, not cut) is
+/// saved as that file; whether it was.
+fn answer_as_file(
+    env: &AgentEnv,
+    expected: &Expected,
+    missing: &[(String, Problem)],
+    answer: &str,
+    cut: bool,
+    instructions: &str,
+) -> Result<bool, JobError> {
+    if let [(file, Problem::Missing)] = missing
+        && !cut
+        && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
+    {
+        let content = outputs::strip_fence(answer);
+        let accept = expected
+            .declared
+            .iter()
+            .find(|a| &a.file == file)
+            .map(|a| a.clone().with_instructions(instructions));
+        if accept.is_some_and(|a| a.answer(&content).is_none()) {
+            let rel = write_answer(env, file, &content)?;
+            env.transcript.note(&format!(
+                "the model answered in plain text; its answer was saved as {}",
+                rel.display()
+            ));
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The calls of one turn run concurrently; their results are counted, logged and go back to
+/// the model in call order.
+async fn run_calls(
+    env: &AgentEnv,
+    skill: &Skill,
+    chain: &[String],
+    calls: &[crate::llm::ToolCall],
+    turn: u32,
+    stats: &mut AgentStats,
+    messages: &mut Vec<Message>,
+) -> Result<(), JobError> {
+    let depth = chain.len() - 1;
+    let results = futures_util::future::join_all(calls.iter().map(|call| async move {
+        let mut own = AgentStats::default();
+        let name = call.function.name.clone();
+        let outcome = call_tool(env, skill, &name, &call.function.arguments, chain, &mut own).await;
+        (own, outcome)
+    }))
+    .await;
+    for (call, (own, outcome)) in calls.iter().zip(results) {
+        stats.add(&own);
+        let ToolOutcome {
+            content, refused, ..
+        } = outcome?;
+        let name = &call.function.name;
+        stats.tool_calls += 1;
+        if refused {
+            stats.refused_tool_calls += 1;
+        }
+        tracing::info!(
+            job = %env.label,
+            skill = %skill.name,
+            depth,
+            turn,
+            tool = %one_line(name),
+            refused,
+            "{}",
+            msg!("tool call: {call}", call = one_line(&truncate(&content, 160)))
+        );
+        env.transcript
+            .tool(&skill.name, turn, call, &content, refused);
+        messages.push(Message::tool_result(call.id.clone(), content));
+    }
+    Ok(())
 }
 
 /// The tools offered to the model: the skill's builtin tools (web_fetch only with
@@ -790,62 +883,12 @@ async fn call_nested(
     let Some(nested) = env.skills.get(name) else {
         return Ok(ToolOutcome::refused(format!("unknown skill `{name}`")));
     };
-    if chain.iter().any(|c| c == name) {
-        return Ok(ToolOutcome::refused(format!(
-            "skill `{name}` is already running in this call chain ({} -> {name}); a skill cannot call itself again",
-            chain.join(" -> ")
-        )));
-    }
-    if chain.len() > MAX_NESTING {
-        return Ok(ToolOutcome::refused(format!(
-            "skills may nest at most {MAX_NESTING} deep ({} -> {name}); do this step yourself",
-            chain.join(" -> ")
-        )));
-    }
-    let args: serde_json::Map<String, Value> = match serde_json::from_str::<Value>(arguments) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) | Err(_) => {
-            return Ok(ToolOutcome::refused(format!(
-                "arguments of {SKILL_TOOL_PREFIX}{name} must be a JSON object like {{\"input\": \"what to do\", \"file\": \"path\"}}"
-            )));
-        }
+    let args = match nested_args(nested, name, arguments, chain) {
+        Ok(args) => args,
+        Err(refusal) => return Ok(refusal),
     };
-    let mut missing = Vec::new();
-    for a in nested
-        .input
-        .args
-        .iter()
-        .filter(|a| a.required && a.default.is_none())
-    {
-        if !args.contains_key(&a.name) {
-            missing.push(a.name.clone());
-        }
-    }
-    if !missing.is_empty() {
-        return Ok(ToolOutcome::refused(format!(
-            "{SKILL_TOOL_PREFIX}{name} needs the argument(s): {}",
-            missing.join(", ")
-        )));
-    }
     let (message, document) = nested_message(env, nested, &args).await;
-    let arg_map: std::collections::BTreeMap<String, String> = args
-        .iter()
-        .map(|(k, v)| {
-            let v = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (k.clone(), v)
-        })
-        .collect();
-    let mut with_defaults = arg_map.clone();
-    for a in &nested.input.args {
-        if let Some(d) = &a.default {
-            with_defaults
-                .entry(a.name.clone())
-                .or_insert_with(|| d.clone());
-        }
-    }
+    let with_defaults = with_defaults(nested, &args);
     let expected = Expected::of(nested, &with_defaults, document.map(Arc::from));
     // A direct skill is one request on the document the call names, never a loop that
     // reads it again (docs/skills.md#nested-skills).
@@ -903,6 +946,80 @@ async fn call_nested(
         Err(e) if e.kind.aborts_run() || e.kind == ErrorKind::Cancelled => Err(e),
         Err(e) => Ok(ToolOutcome::failed(format!("skill `{name}` failed: {e}"))),
     }
+}
+
+/// The arguments of a nested skill's call, or the refusal that goes back to the model: a skill
+/// already in the chain, nesting too deep, arguments not a JSON object, required ones missing.
+fn nested_args(
+    nested: &Skill,
+    name: &str,
+    arguments: &str,
+    chain: &[String],
+) -> Result<serde_json::Map<String, Value>, ToolOutcome> {
+    if chain.iter().any(|c| c == name) {
+        return Err(ToolOutcome::refused(format!(
+            "skill `{name}` is already running in this call chain ({} -> {name}); a skill cannot call itself again",
+            chain.join(" -> ")
+        )));
+    }
+    if chain.len() > MAX_NESTING {
+        return Err(ToolOutcome::refused(format!(
+            "skills may nest at most {MAX_NESTING} deep ({} -> {name}); do this step yourself",
+            chain.join(" -> ")
+        )));
+    }
+    let args: serde_json::Map<String, Value> = match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) | Err(_) => {
+            return Err(ToolOutcome::refused(format!(
+                "arguments of {SKILL_TOOL_PREFIX}{name} must be a JSON object like {{\"input\": \"what to do\", \"file\": \"path\"}}"
+            )));
+        }
+    };
+    let mut missing = Vec::new();
+    for a in nested
+        .input
+        .args
+        .iter()
+        .filter(|a| a.required && a.default.is_none())
+    {
+        if !args.contains_key(&a.name) {
+            missing.push(a.name.clone());
+        }
+    }
+    if !missing.is_empty() {
+        return Err(ToolOutcome::refused(format!(
+            "{SKILL_TOOL_PREFIX}{name} needs the argument(s): {}",
+            missing.join(", ")
+        )));
+    }
+    Ok(args)
+}
+
+/// A nested call's arguments as text, with the skill's defaults for those not given: what its
+/// declared outputs are named from.
+fn with_defaults(
+    nested: &Skill,
+    args: &serde_json::Map<String, Value>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut with_defaults: std::collections::BTreeMap<String, String> = args
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    for a in &nested.input.args {
+        if let Some(d) = &a.default {
+            with_defaults
+                .entry(a.name.clone())
+                .or_insert_with(|| d.clone());
+        }
+    }
+    with_defaults
 }
 
 /// The first message of a nested skill: the caller's request, the arguments, and the text of

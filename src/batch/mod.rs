@@ -319,21 +319,7 @@ impl Book {
     ) -> Result<bool, ApiError> {
         let folder = record::folder(&self.dir, &r.local_id);
         if r.stage == Stage::Prepared {
-            // A kill during the upload: a file the provider may hold is found by its name and
-            // deleted. The requests were never in a batch; this run queues them again.
-            match api.find_file(&r.file_name, cancel).await {
-                Ok(Some(id)) => api.delete_file(&id, cancel).await?,
-                Ok(None) => {}
-                // The provider cannot list its files: nothing to do but say so (no batch was
-                // made from it, so nothing is submitted twice).
-                Err(e) if refused(&e) => self.problem(msg!(
-                    "cannot look for the file {} that an interrupted run may have uploaded ({e}); delete it in the provider's console if it is there",
-                    r.file_name
-                )),
-                Err(e) => return Err(e),
-            }
-            let _ = std::fs::remove_dir_all(&folder);
-            return Ok(false);
+            return self.forget_prepared(api, r, &folder, cancel).await;
         }
         if r.stage == Stage::Uploaded {
             let input = r.input_file_id.clone().unwrap_or_default();
@@ -417,6 +403,32 @@ impl Book {
                 .push(id);
         }
         self.delete_files(api, r, cancel).await
+    }
+
+    /// A batch killed during its upload: the file the provider may hold is deleted, and the
+    /// batch's folder. `Ok(false)`: nothing of it is left to keep.
+    async fn forget_prepared(
+        &self,
+        api: &BatchApi,
+        r: &BatchRecord,
+        folder: &std::path::Path,
+        cancel: &CancellationToken,
+    ) -> Result<bool, ApiError> {
+        // A kill during the upload: a file the provider may hold is found by its name and
+        // deleted. The requests were never in a batch; this run queues them again.
+        match api.find_file(&r.file_name, cancel).await {
+            Ok(Some(id)) => api.delete_file(&id, cancel).await?,
+            Ok(None) => {}
+            // The provider cannot list its files: nothing to do but say so (no batch was
+            // made from it, so nothing is submitted twice).
+            Err(e) if refused(&e) => self.problem(msg!(
+                "cannot look for the file {} that an interrupted run may have uploaded ({e}); delete it in the provider's console if it is there",
+                r.file_name
+            )),
+            Err(e) => return Err(e),
+        }
+        let _ = std::fs::remove_dir_all(folder);
+        Ok(false)
     }
 
     /// A collected batch's files go from the provider (a given-up batch's as far as they can:

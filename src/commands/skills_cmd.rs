@@ -195,129 +195,157 @@ fn show(ctx: &Ctx, set: &SkillSet, name: &str, default_model: &str) -> Result<Ex
     };
     let graph = set.check_graph(Some(&[name]));
     if ctx.global.json {
-        let mut v = skill_json(s, default_model);
-        v["system_prompt"] = json!(s.system_prompt);
-        v["system_prompt_sent"] = json!(skills::system_prompt(s));
-        v["input_description"] = json!(s.input.description);
-        v["output_description"] = json!(s.output.as_ref().and_then(|o| o.description.clone()));
-        v["content_hash"] = json!(s.content_hash());
-        v["nested"] = nested_tree_json(set, name, &mut Vec::new())["nested"].clone();
-        v["errors"] = json!(graph.iter().map(ToString::to_string).collect::<Vec<_>>());
-        print_json(&v);
+        show_json(set, s, name, default_model, &graph);
     } else {
-        println!("{}{}", label(&t!("name:")), s.name);
-        println!(
-            "{}{} ({})",
-            label(&t!("source:")),
-            s.source.kind(),
-            s.source.label()
-        );
-        println!("{}{}", label(&t!("description:")), one_line(&s.description));
-        println!(
-            "{}{}",
-            label(&t!("model:")),
-            s.model.as_deref().unwrap_or(default_model)
-        );
-        println!("{}{}", label(&t!("mode:")), s.mode());
-        println!("{}{}", label(&t!("max_turns:")), s.max_turns);
-        println!("{}{}", label(&t!("chunking:")), s.chunking.as_str());
-        println!("{}{}", label(&t!("tools:")), s.tools.join(", "));
-        println!("{}", t!("args:"));
-        for a in &s.input.args {
-            let mut line = format!(
-                "  {:<12} {:<10} {}",
-                a.name,
-                a.kind.as_str(),
-                if a.required {
-                    t!("required")
-                } else {
-                    t!("optional")
-                }
-            );
-            if let Some(d) = &a.default {
-                line.push_str(&t!(" (default {value})", value = d));
-            }
-            if let Some(d) = &a.description {
-                line.push_str(&format!("  {}", one_line(d)));
-            }
-            println!("{}", line.trim_end());
-        }
-        if let Some(d) = s.output.as_ref().and_then(|o| o.description.as_deref()) {
-            println!("{}{}", label(&t!("output:")), one_line(d));
-        }
-        let files = s.declared_files(&Default::default());
-        if !files.is_empty() {
-            println!("{}{}", label(&t!("declares:")), one_line(&files.join(", ")));
-        }
-        if let Some(folder) = &s.folder {
-            println!("{}{}", label(&t!("folder:")), folder.root.display());
-            for (name, _) in &folder.resources {
-                println!("{}{}", label(&t!("  readable:")), one_line(name));
-            }
-            for name in &folder.scripts {
-                println!(
-                    "{}{}{}",
-                    label(&t!("  script:")),
-                    one_line(name),
-                    t!(" (never run)")
-                );
-            }
-        }
-        match s.schema() {
-            Some(crate::skills::SchemaSpec::Inline(schema)) => {
-                println!("{}", t!("fields:"));
-                let fields = crate::skills::schema::fields(schema);
-                for l in crate::skills::schema::describe(&fields).lines() {
-                    println!("  {}", crate::sanitize::for_terminal(l));
-                }
-            }
-            Some(crate::skills::SchemaSpec::Arg(arg)) => {
-                println!(
-                    "{}{}",
-                    label(&t!("fields:")),
-                    crate::sanitize::for_terminal(&t!(
-                        "the JSON Schema given with -a {arg}=FILE",
-                        arg = arg
-                    ))
-                );
-            }
-            None => {}
-        }
-        if s.is_workflow() {
-            println!("{}", t!("steps:"));
-            for l in step_lines(set, s) {
-                println!("  {}", crate::sanitize::for_terminal(&l));
-            }
-        }
-        if s.nested_skill_names().next().is_some() {
-            println!("{}", t!("nested skills:"));
-            println!("{}", s.name);
-            let mut lines = Vec::new();
-            tree_lines(set, name, "", &mut Vec::new(), &mut lines);
-            for l in lines {
-                println!("{l}");
-            }
-        }
-        for e in &graph {
-            println!("{}", crate::i18n::error_line(&e.to_string()));
-        }
-        if s.schema().is_some() {
-            println!("{}", t!("system prompt:"));
-        } else {
-            println!(
-                "{}",
-                t!("system prompt (sent after the language preamble):")
-            );
-        }
-        for l in s.system_prompt.trim_end().lines() {
-            println!("  {}", crate::sanitize::for_terminal(l));
-        }
+        print_summary(s, default_model);
+        print_outputs(s);
+        print_structure(set, s, name, &graph);
     }
     Ok(if graph.is_empty() {
         Exit::Success
     } else {
         Exit::Usage
     })
+}
+
+/// `skills show --json`: the listing's object with the prompts, descriptions, nested tree and
+/// graph errors added.
+fn show_json(
+    set: &SkillSet,
+    s: &Skill,
+    name: &str,
+    default_model: &str,
+    graph: &[impl std::fmt::Display],
+) {
+    let mut v = skill_json(s, default_model);
+    v["system_prompt"] = json!(s.system_prompt);
+    v["system_prompt_sent"] = json!(skills::system_prompt(s));
+    v["input_description"] = json!(s.input.description);
+    v["output_description"] = json!(s.output.as_ref().and_then(|o| o.description.clone()));
+    v["content_hash"] = json!(s.content_hash());
+    v["nested"] = nested_tree_json(set, name, &mut Vec::new())["nested"].clone();
+    v["errors"] = json!(graph.iter().map(ToString::to_string).collect::<Vec<_>>());
+    print_json(&v);
+}
+
+/// The first lines of `skills show`: what the skill is, how it runs, and its arguments.
+fn print_summary(s: &Skill, default_model: &str) {
+    println!("{}{}", label(&t!("name:")), s.name);
+    println!(
+        "{}{} ({})",
+        label(&t!("source:")),
+        s.source.kind(),
+        s.source.label()
+    );
+    println!("{}{}", label(&t!("description:")), one_line(&s.description));
+    println!(
+        "{}{}",
+        label(&t!("model:")),
+        s.model.as_deref().unwrap_or(default_model)
+    );
+    println!("{}{}", label(&t!("mode:")), s.mode());
+    println!("{}{}", label(&t!("max_turns:")), s.max_turns);
+    println!("{}{}", label(&t!("chunking:")), s.chunking.as_str());
+    println!("{}{}", label(&t!("tools:")), s.tools.join(", "));
+    println!("{}", t!("args:"));
+    for a in &s.input.args {
+        let mut line = format!(
+            "  {:<12} {:<10} {}",
+            a.name,
+            a.kind.as_str(),
+            if a.required {
+                t!("required")
+            } else {
+                t!("optional")
+            }
+        );
+        if let Some(d) = &a.default {
+            line.push_str(&t!(" (default {value})", value = d));
+        }
+        if let Some(d) = &a.description {
+            line.push_str(&format!("  {}", one_line(d)));
+        }
+        println!("{}", line.trim_end());
+    }
+}
+
+/// What `skills show` says a skill produces: its output, declared files, folder and schema.
+fn print_outputs(s: &Skill) {
+    if let Some(d) = s.output.as_ref().and_then(|o| o.description.as_deref()) {
+        println!("{}{}", label(&t!("output:")), one_line(d));
+    }
+    let files = s.declared_files(&Default::default());
+    if !files.is_empty() {
+        println!("{}{}", label(&t!("declares:")), one_line(&files.join(", ")));
+    }
+    if let Some(folder) = &s.folder {
+        println!("{}{}", label(&t!("folder:")), folder.root.display());
+        for (name, _) in &folder.resources {
+            println!("{}{}", label(&t!("  readable:")), one_line(name));
+        }
+        for name in &folder.scripts {
+            println!(
+                "{}{}{}",
+                label(&t!("  script:")),
+                one_line(name),
+                t!(" (never run)")
+            );
+        }
+    }
+    match s.schema() {
+        Some(crate::skills::SchemaSpec::Inline(schema)) => {
+            println!("{}", t!("fields:"));
+            let fields = crate::skills::schema::fields(schema);
+            for l in crate::skills::schema::describe(&fields).lines() {
+                println!("  {}", crate::sanitize::for_terminal(l));
+            }
+        }
+        Some(crate::skills::SchemaSpec::Arg(arg)) => {
+            println!(
+                "{}{}",
+                label(&t!("fields:")),
+                crate::sanitize::for_terminal(&t!(
+                    "the JSON Schema given with -a {arg}=FILE",
+                    arg = arg
+                ))
+            );
+        }
+        None => {}
+    }
+}
+
+/// The last part of `skills show`: a workflow's steps, the nested tree, graph errors, and the
+/// system prompt.
+fn print_structure(set: &SkillSet, s: &Skill, name: &str, graph: &[impl std::fmt::Display]) {
+    if s.is_workflow() {
+        println!("{}", t!("steps:"));
+        for l in step_lines(set, s) {
+            println!("  {}", crate::sanitize::for_terminal(&l));
+        }
+    }
+    if s.nested_skill_names().next().is_some() {
+        println!("{}", t!("nested skills:"));
+        println!("{}", s.name);
+        let mut lines = Vec::new();
+        tree_lines(set, name, "", &mut Vec::new(), &mut lines);
+        for l in lines {
+            println!("{l}");
+        }
+    }
+    for e in graph {
+        println!("{}", crate::i18n::error_line(&e.to_string()));
+    }
+    if s.schema().is_some() {
+        println!("{}", t!("system prompt:"));
+    } else {
+        println!(
+            "{}",
+            t!("system prompt (sent after the language preamble):")
+        );
+    }
+    for l in s.system_prompt.trim_end().lines() {
+        println!("  {}", crate::sanitize::for_terminal(l));
+    }
 }
 
 fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, ExitError> {
@@ -332,60 +360,7 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
         errors.extend(set.check_graph(None).iter().map(ToString::to_string));
         checked.extend(set.names().map(str::to_string));
     } else {
-        // Files are checked against everything discovered, so they may name other skills.
-        let before = (set.broken.len(), set.strict_errors.len());
-        let mut roots = Vec::new();
-        for f in files {
-            // An Agent Skill is named by its folder or its SKILL.md.
-            let folder = if f.is_dir() {
-                Some(f.as_path())
-            } else if f.file_name().is_some_and(|n| n == crate::skills::SKILL_MD) {
-                f.parent()
-            } else {
-                None
-            };
-            let added = match folder {
-                Some(dir) if dir.join(crate::skills::SKILL_MD).exists() || f.is_file() => {
-                    set.add_folder(dir, SkillSource::File)
-                }
-                Some(_) => {
-                    errors.push(format!(
-                        "{}: is a folder without a SKILL.md, not a skill",
-                        f.display()
-                    ));
-                    continue;
-                }
-                None => set.add_file(f, SkillSource::File(f.clone())),
-            };
-            if let Some(name) = added {
-                roots.push(name);
-            }
-        }
-        errors.extend(set.broken[before.0..].iter().map(ToString::to_string));
-        errors.extend(
-            set.strict_errors[before.1..]
-                .iter()
-                .map(ToString::to_string),
-        );
-        let root_refs: Vec<&str> = roots.iter().map(String::as_str).collect();
-        warnings.extend(
-            set.warnings
-                .iter()
-                .filter(|w| w.skill.as_deref().is_some_and(|s| root_refs.contains(&s)))
-                .map(|w| w.text.clone()),
-        );
-        for e in set.check_graph(Some(&root_refs)) {
-            let file = roots
-                .iter()
-                .find(|r| {
-                    e.to_string().contains(&format!("`{r}`")) || e.to_string().contains(r.as_str())
-                })
-                .and_then(|r| set.get(r))
-                .map(|s| format!("{}: ", s.source.label()))
-                .unwrap_or_default();
-            errors.push(format!("{file}{e}"));
-        }
-        checked = roots;
+        checked = check_files(&mut set, files, &mut errors, &mut warnings);
     }
     if ctx.global.json {
         print_json(&json!({
@@ -420,6 +395,70 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
     } else {
         Exit::Usage
     })
+}
+
+/// `skills validate FILE…`: add each file (or Agent Skill folder) to the discovered set, and
+/// collect the errors and warnings about them; the names of the skills they hold.
+fn check_files(
+    set: &mut SkillSet,
+    files: &[PathBuf],
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    // Files are checked against everything discovered, so they may name other skills.
+    let before = (set.broken.len(), set.strict_errors.len());
+    let mut roots = Vec::new();
+    for f in files {
+        // An Agent Skill is named by its folder or its SKILL.md.
+        let folder = if f.is_dir() {
+            Some(f.as_path())
+        } else if f.file_name().is_some_and(|n| n == crate::skills::SKILL_MD) {
+            f.parent()
+        } else {
+            None
+        };
+        let added = match folder {
+            Some(dir) if dir.join(crate::skills::SKILL_MD).exists() || f.is_file() => {
+                set.add_folder(dir, SkillSource::File)
+            }
+            Some(_) => {
+                errors.push(format!(
+                    "{}: is a folder without a SKILL.md, not a skill",
+                    f.display()
+                ));
+                continue;
+            }
+            None => set.add_file(f, SkillSource::File(f.clone())),
+        };
+        if let Some(name) = added {
+            roots.push(name);
+        }
+    }
+    errors.extend(set.broken[before.0..].iter().map(ToString::to_string));
+    errors.extend(
+        set.strict_errors[before.1..]
+            .iter()
+            .map(ToString::to_string),
+    );
+    let root_refs: Vec<&str> = roots.iter().map(String::as_str).collect();
+    warnings.extend(
+        set.warnings
+            .iter()
+            .filter(|w| w.skill.as_deref().is_some_and(|s| root_refs.contains(&s)))
+            .map(|w| w.text.clone()),
+    );
+    for e in set.check_graph(Some(&root_refs)) {
+        let file = roots
+            .iter()
+            .find(|r| {
+                e.to_string().contains(&format!("`{r}`")) || e.to_string().contains(r.as_str())
+            })
+            .and_then(|r| set.get(r))
+            .map(|s| format!("{}: ", s.source.label()))
+            .unwrap_or_default();
+        errors.push(format!("{file}{e}"));
+    }
+    roots
 }
 
 /// A field name of `skills show`, padded so the values line up.

@@ -284,9 +284,9 @@ pub struct Price {
 }
 
 impl Price {
-    /// The cost of `tokens`.
-    pub fn of(&self, tokens: crate::manifest::Tokens) -> f64 {
-        (tokens.prompt as f64 * self.input + tokens.completion as f64 * self.output) / 1e6
+    /// The cost of `prompt` and `completion` tokens.
+    pub fn of(&self, prompt: u64, completion: u64) -> f64 {
+        (prompt as f64 * self.input + completion as f64 * self.output) / 1e6
     }
 }
 

@@ -299,21 +299,7 @@ fn xml_text(xml: &str) -> Result<String, quick_xml::Error> {
                     let line = format!("{prefix}{}", para.trim_end());
                     para.clear();
                     prefix.clear();
-                    match tables.last_mut() {
-                        Some(t) => {
-                            let line = line.trim();
-                            if !line.is_empty() {
-                                if !t.cell.is_empty() {
-                                    t.cell.push(' ');
-                                }
-                                t.cell.push_str(line);
-                            }
-                        }
-                        None => {
-                            out.push_str(&line);
-                            out.push('\n');
-                        }
-                    }
+                    end_paragraph(&line, &mut tables, &mut out);
                 }
                 "tc" => {
                     if let Some(t) = tables.last_mut() {
@@ -329,28 +315,7 @@ fn xml_text(xml: &str) -> Result<String, quick_xml::Error> {
                         }
                     }
                 }
-                "tbl" => {
-                    if let Some(t) = tables.pop() {
-                        let rendered: Vec<String> = t.rows.iter().map(|r| r.join(" | ")).collect();
-                        match tables.last_mut() {
-                            // A table inside a cell: its rows join the cell's text.
-                            Some(outer) => {
-                                if !outer.cell.is_empty() {
-                                    outer.cell.push(' ');
-                                }
-                                outer.cell.push_str(&rendered.join("; "));
-                            }
-                            None => {
-                                out.push('\n');
-                                for line in rendered {
-                                    out.push_str(&line);
-                                    out.push('\n');
-                                }
-                                out.push('\n');
-                            }
-                        }
-                    }
-                }
+                "tbl" => end_table(&mut tables, &mut out),
                 _ => {}
             },
             Event::Eof => break,
@@ -358,6 +323,51 @@ fn xml_text(xml: &str) -> Result<String, quick_xml::Error> {
         }
     }
     Ok(out)
+}
+
+/// A paragraph's line goes into the cell of the table it is in, joined by spaces, or else onto
+/// a line of its own.
+fn end_paragraph(line: &str, tables: &mut [Table], out: &mut String) {
+    match tables.last_mut() {
+        Some(t) => {
+            let line = line.trim();
+            if !line.is_empty() {
+                if !t.cell.is_empty() {
+                    t.cell.push(' ');
+                }
+                t.cell.push_str(line);
+            }
+        }
+        None => {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+/// A finished table: one line per row, cells joined by ` | `, set apart by blank lines; a
+/// table inside a cell joins the cell's text, its rows joined by `; `.
+fn end_table(tables: &mut Vec<Table>, out: &mut String) {
+    if let Some(t) = tables.pop() {
+        let rendered: Vec<String> = t.rows.iter().map(|r| r.join(" | ")).collect();
+        match tables.last_mut() {
+            // A table inside a cell: its rows join the cell's text.
+            Some(outer) => {
+                if !outer.cell.is_empty() {
+                    outer.cell.push(' ');
+                }
+                outer.cell.push_str(&rendered.join("; "));
+            }
+            None => {
+                out.push('\n');
+                for line in rendered {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+        }
+    }
 }
 
 fn attr_value<'a>(

@@ -192,23 +192,7 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
 
     let mut records: Vec<JobRecord> = best.into_values().collect();
     records.sort_by(|a, b| (&a.skill, &a.input, &a.job_id).cmp(&(&b.skill, &b.input, &b.job_id)));
-    let by_id: HashMap<&str, &JobRecord> = records.iter().map(|r| (r.job_id.as_str(), r)).collect();
-    let missing: Vec<Missing> = planned
-        .iter()
-        .filter_map(|id| match by_id.get(id.as_str()) {
-            Some(r) if ran(r.status) => None,
-            Some(r) => Some(Missing {
-                job_id: id.clone(),
-                input: Some(r.input.clone()),
-                status: Some(r.status),
-            }),
-            None => Some(Missing {
-                job_id: id.clone(),
-                input: None,
-                status: None,
-            }),
-        })
-        .collect();
+    let missing = missing_jobs(&planned, &records);
 
     let mut counts = Counts {
         planned: planned.len() as u64,
@@ -217,19 +201,7 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
     for r in &records {
         counts.add(r.status);
     }
-    let (status, reason) = if !missing.is_empty() {
-        (
-            RunStatus::CompletedWithFailures,
-            Some(format!(
-                "{} planned job(s) were done by none of the merged runs",
-                missing.len()
-            )),
-        )
-    } else if counts.failed > 0 || counts.cancelled > 0 {
-        (RunStatus::CompletedWithFailures, None)
-    } else {
-        (RunStatus::Completed, None)
-    };
+    let (status, reason) = merged_status(missing.len(), &counts);
     let now = Timestamp::now();
     let manifest = RunManifest {
         run_id,
@@ -262,6 +234,45 @@ pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &P
         manifest,
         records,
         missing,
+    }
+}
+
+/// The planned jobs that no merged run did: without a record, or whose best record did not run.
+fn missing_jobs(planned: &[String], records: &[JobRecord]) -> Vec<Missing> {
+    let by_id: HashMap<&str, &JobRecord> = records.iter().map(|r| (r.job_id.as_str(), r)).collect();
+    planned
+        .iter()
+        .filter_map(|id| match by_id.get(id.as_str()) {
+            Some(r) if ran(r.status) => None,
+            Some(r) => Some(Missing {
+                job_id: id.clone(),
+                input: Some(r.input.clone()),
+                status: Some(r.status),
+            }),
+            None => Some(Missing {
+                job_id: id.clone(),
+                input: None,
+                status: None,
+            }),
+        })
+        .collect()
+}
+
+/// The merged run's status: failures when planned jobs are `missing` (said why) or jobs failed
+/// or were cancelled.
+fn merged_status(missing: usize, counts: &Counts) -> (RunStatus, Option<String>) {
+    if missing > 0 {
+        (
+            RunStatus::CompletedWithFailures,
+            Some(format!(
+                "{} planned job(s) were done by none of the merged runs",
+                missing
+            )),
+        )
+    } else if counts.failed > 0 || counts.cancelled > 0 {
+        (RunStatus::CompletedWithFailures, None)
+    } else {
+        (RunStatus::Completed, None)
     }
 }
 

@@ -3,6 +3,7 @@
 //! what really happened, and a reader survives a record torn by a crash.
 
 mod batches;
+pub mod extraction;
 pub mod merge;
 mod read;
 pub mod summary;
@@ -10,9 +11,10 @@ mod timestamp;
 mod write;
 
 pub use batches::{BatchReport, Submitted, Waiting};
+pub use extraction::Extraction;
 pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
 pub use timestamp::Timestamp;
-pub use write::{ManifestWriter, formula_safe, write_atomic, write_csv};
+pub use write::{ManifestWriter, RecordLine, formula_safe, job_key, write_atomic, write_csv};
 
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
@@ -247,7 +249,7 @@ pub struct JobRecord {
     /// An extraction job's validity and where each value is in the document
     /// (docs/extract.md#grounding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extraction: Option<crate::agent::grounding::Extraction>,
+    pub extraction: Option<Extraction>,
     /// Files the job left that its skill does not declare, relative to the job's folder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_files: Vec<String>,
@@ -449,7 +451,7 @@ impl RunManifest {
                     amount: 0.0,
                     currency: price.currency.clone(),
                 });
-                c.amount += price.of(tokens);
+                c.amount += price.of(tokens.prompt, tokens.completion);
             }
         }
     }

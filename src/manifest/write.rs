@@ -3,9 +3,43 @@
 //! earlier one that cost a request.
 
 use super::{JobRecord, RunManifest, Status};
+use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// One record line a run wrote, for the cache index (`plan::index`): its job (as the index
+/// keys it), status, offset and length.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordLine {
+    pub key: u64,
+    pub status: Status,
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl RecordLine {
+    pub fn new(job_id: &str, status: Status, offset: u64, len: u64) -> RecordLine {
+        RecordLine {
+            key: job_key(job_id),
+            status,
+            offset,
+            len,
+        }
+    }
+}
+
+/// A job id as the index keys it: its 16 hex digits, else a hash of it (ids are checked
+/// against the record read, so a clash costs a rebuild, never a wrong record).
+pub fn job_key(job_id: &str) -> u64 {
+    if job_id.len() == 16
+        && let Ok(k) = u64::from_str_radix(job_id, 16)
+    {
+        return k;
+    }
+    let h = Sha256::digest(job_id.as_bytes());
+    u64::from_le_bytes(h[..8].try_into().unwrap_or_default())
+}
 
 /// Appends job records to `results.jsonl` as jobs end.
 pub struct ManifestWriter {
@@ -13,7 +47,7 @@ pub struct ManifestWriter {
     jsonl: File,
     /// Where each record line went, for the cache index; `None` once an append failed (the
     /// file's length is then unknown).
-    lines: Option<Vec<crate::plan::index::RecordLine>>,
+    lines: Option<Vec<RecordLine>>,
     /// The length of `results.jsonl` so far, lines still held in `held` included.
     len: u64,
     /// Lines of jobs that did nothing now (`cached`, `skipped`), written with the next line
@@ -62,12 +96,7 @@ impl ManifestWriter {
         self.held.push(b'\n');
         let n = (self.held.len() - start) as u64;
         if let Some(lines) = &mut self.lines {
-            lines.push(crate::plan::index::RecordLine::new(
-                &record.job_id,
-                record.status,
-                self.len,
-                n,
-            ));
+            lines.push(RecordLine::new(&record.job_id, record.status, self.len, n));
         }
         self.len += n;
         match record.status {
@@ -94,7 +123,7 @@ impl ManifestWriter {
 
     /// Where every record line went and the final length of `results.jsonl`, when every
     /// append succeeded.
-    pub fn lines(&self) -> Option<(&[crate::plan::index::RecordLine], u64)> {
+    pub fn lines(&self) -> Option<(&[RecordLine], u64)> {
         self.lines.as_deref().map(|l| (l, self.len))
     }
 

@@ -9,6 +9,8 @@
 //! older run added); runs newer than it are read on top of it. A line it points at that is
 //! not the job's usable record makes the planner rebuild it and decide again.
 
+pub use crate::manifest::RecordLine;
+use crate::manifest::job_key as key;
 use crate::manifest::{self, JobRecord, Status};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -66,18 +68,6 @@ pub enum IndexSource {
     Updated,
     /// Rebuilt from every run's records (no file, or one that could not be trusted).
     Rebuilt,
-}
-
-/// A job id as the index keys it: its 16 hex digits, else a hash of it (ids are checked
-/// against the record read, so a clash costs a rebuild, never a wrong record).
-fn key(job_id: &str) -> u64 {
-    if job_id.len() == 16
-        && let Ok(k) = u64::from_str_radix(job_id, 16)
-    {
-        return k;
-    }
-    let h = Sha256::digest(job_id.as_bytes());
-    u64::from_le_bytes(h[..8].try_into().unwrap_or_default())
 }
 
 /// The fields of a record the index needs, read without the rest.
@@ -289,26 +279,6 @@ impl CacheIndex {
         }
         let path = crate::layout::OutputLayout::new(&self.output_dir).cache_index();
         manifest::write_atomic(&path, &encode(&runs, &slots))
-    }
-}
-
-/// One record line a run wrote: its job (as the index keys it), status, offset and length.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordLine {
-    pub key: u64,
-    pub status: Status,
-    pub offset: u64,
-    pub len: u64,
-}
-
-impl RecordLine {
-    pub fn new(job_id: &str, status: Status, offset: u64, len: u64) -> RecordLine {
-        RecordLine {
-            key: key(job_id),
-            status,
-            offset,
-            len,
-        }
     }
 }
 

@@ -291,7 +291,7 @@ pub(crate) fn cost_of(
     let mut total: Option<crate::manifest::Cost> = None;
     for (model, tokens) in by_model {
         let price = prices.get(model)?;
-        let amount = price.of(*tokens);
+        let amount = price.of(tokens.prompt, tokens.completion);
         match &mut total {
             None => {
                 total = Some(crate::manifest::Cost {

@@ -237,20 +237,7 @@ impl Table {
                         .unwrap_or(Value::Null);
                     base.insert(f.path.clone(), v);
                 }
-                for (path, _, sheet_rows) in &mut sheets {
-                    let items = crate::skills::schema::at(obj, path)
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    for item in items {
-                        let mut row = Map::new();
-                        row.insert("file".into(), Value::String(r.input.clone()));
-                        if let Value::Object(m) = item {
-                            row.extend(m);
-                        }
-                        sheet_rows.push(row);
-                    }
-                }
+                add_sheet_rows(&mut sheets, obj, &r.input);
             }
             let ungrounded = r
                 .extraction
@@ -262,26 +249,7 @@ impl Table {
                 format!("{}: {}", e.kind, crate::sanitize::one_line(&e.message))
             });
             base.insert("error".into(), Value::String(error));
-            match (per_item, &object) {
-                (Some(a), Some(obj)) => {
-                    let items = crate::skills::schema::at(obj, &a.path)
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    if items.is_empty() {
-                        table_rows.push(base.clone());
-                    }
-                    for item in items {
-                        let mut row = base.clone();
-                        for c in item_columns(a) {
-                            let key = c.trim_start_matches(&format!("{}.", a.path)).to_string();
-                            row.insert(c, item.get(&key).cloned().unwrap_or(Value::Null));
-                        }
-                        table_rows.push(row);
-                    }
-                }
-                _ => table_rows.push(base),
-            }
+            push_rows(&mut table_rows, base, per_item, object.as_ref());
         }
         Table {
             columns,
@@ -336,6 +304,55 @@ impl Table {
         let bytes = crate::agent::tools::xlsx::render(&json!({ "sheets": sheets }))
             .map_err(std::io::Error::other)?;
         crate::manifest::write_atomic(path, &bytes)
+    }
+}
+
+/// A document's items of each array field with a sheet of its own: one row each, after the
+/// document's file.
+fn add_sheet_rows(sheets: &mut [Sheet], obj: &Value, input: &str) {
+    for (path, _, sheet_rows) in sheets {
+        let items = crate::skills::schema::at(obj, path)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for item in items {
+            let mut row = Map::new();
+            row.insert("file".into(), Value::String(input.to_string()));
+            if let Value::Object(m) = item {
+                row.extend(m);
+            }
+            sheet_rows.push(row);
+        }
+    }
+}
+
+/// A document's rows: its one row, or with `--rows` one per item of that array (the document's
+/// own values repeated; one row still when it has none).
+fn push_rows(
+    table_rows: &mut Vec<Map<String, Value>>,
+    base: Map<String, Value>,
+    per_item: Option<&Field>,
+    object: Option<&Value>,
+) {
+    match (per_item, object) {
+        (Some(a), Some(obj)) => {
+            let items = crate::skills::schema::at(obj, &a.path)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if items.is_empty() {
+                table_rows.push(base.clone());
+            }
+            for item in items {
+                let mut row = base.clone();
+                for c in item_columns(a) {
+                    let key = c.trim_start_matches(&format!("{}.", a.path)).to_string();
+                    row.insert(c, item.get(&key).cloned().unwrap_or(Value::Null));
+                }
+                table_rows.push(row);
+            }
+        }
+        _ => table_rows.push(base),
     }
 }
 

@@ -695,22 +695,14 @@ async fn for_each(
     })
 }
 
-/// The workflow's own direct request: its instructions, the job's document (when there is one
-/// and it fits beside the rest), the outputs of the steps it needs, and last what to answer
-/// with. Its answer becomes `file` in `dir`.
-#[allow(clippy::too_many_arguments)]
-async fn prompt_step(
-    ctx: &JobCtx<'_>,
-    source: Option<Arc<str>>,
-    dir: &Path,
-    step: &Step,
+/// The skill a prompt step runs as: the workflow with the step's prompt, one document for
+/// input, no tools, and `file` as its one output.
+fn step_skill(
+    workflow: &Skill,
     (prompt, task, file): (&str, Option<&str>, &str),
     values: &BTreeMap<String, String>,
-    ended: &BTreeMap<String, Ended>,
-    stats: &mut AgentStats,
-) -> Result<(), JobError> {
-    let (run, job, workflow) = (ctx.run, ctx.job, ctx.skill);
-    let own = Skill {
+) -> Skill {
+    Skill {
         system_prompt: fill(prompt, values),
         // One request on what it is given, whatever the job's input is (a folder too).
         input: crate::skills::InputSpec {
@@ -736,10 +728,13 @@ async fn prompt_step(
             ..OutputSpec::default()
         }),
         ..workflow.clone()
-    };
-    // The steps it needs, by name, in the order the workflow lists them.
-    let inputs: Vec<(String, String)> = step
-        .dependencies()
+    }
+}
+
+/// The outputs of the steps a prompt step needs that succeeded, by name, in the order the
+/// workflow lists them.
+fn step_inputs(step: &Step, ended: &BTreeMap<String, Ended>) -> Vec<(String, String)> {
+    step.dependencies()
         .iter()
         .filter_map(|id| ended.get(id).map(|e| (id, e)))
         .filter(|(_, e)| e.succeeded)
@@ -751,7 +746,26 @@ async fn prompt_step(
             };
             e.text.clone().map(|t| (name, t))
         })
-        .collect();
+        .collect()
+}
+
+/// The workflow's own direct request: its instructions, the job's document (when there is one
+/// and it fits beside the rest), the outputs of the steps it needs, and last what to answer
+/// with. Its answer becomes `file` in `dir`.
+#[allow(clippy::too_many_arguments)]
+async fn prompt_step(
+    ctx: &JobCtx<'_>,
+    source: Option<Arc<str>>,
+    dir: &Path,
+    step: &Step,
+    (prompt, task, file): (&str, Option<&str>, &str),
+    values: &BTreeMap<String, String>,
+    ended: &BTreeMap<String, Ended>,
+    stats: &mut AgentStats,
+) -> Result<(), JobError> {
+    let (run, job, workflow) = (ctx.run, ctx.job, ctx.skill);
+    let own = step_skill(workflow, (prompt, task, file), values);
+    let inputs = step_inputs(step, ended);
     let budget = crate::chunk::piece_budget(
         run.config.request_budget(&run.model(job)),
         crate::skills::Chunking::None,

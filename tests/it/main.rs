@@ -20,6 +20,7 @@ mod help;
 mod hostile_provider;
 mod hostile_run;
 mod i18n;
+mod layers;
 mod llm_client;
 mod ocr_api;
 mod outputs;

@@ -53,15 +53,34 @@ fn status(s: &str, from: &str) -> (String, String) {
     (s.to_string(), from.to_string())
 }
 
-#[test]
-fn checksum_catches_a_change_that_kept_size_and_modification_time() {
-    let env = TestEnv::new();
+/// Two documents, old enough to be trusted, summarised once (two requests).
+fn two_documents_summarised(env: &TestEnv) -> FakeApi {
     env.write("docs/a.txt", "The board approved the budget.\n");
     env.write("docs/b.txt", "The board approved the bridge.\n");
     age_past_racy_margin();
     let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
-    run(&env, &api, &[]);
+    run(env, &api, &[]);
     assert_eq!(api.chat_requests().len(), 2);
+    api
+}
+
+/// Write `text` over `path` and put its modification time back as it was.
+fn rewrite_keeping_mtime(path: &std::path::Path, text: &str) {
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    std::fs::write(path, text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), mtime);
+}
+
+#[test]
+fn checksum_catches_a_change_that_kept_size_and_modification_time() {
+    let env = TestEnv::new();
+    let api = two_documents_summarised(&env);
 
     // Unchanged documents are planned from their records: cached, estimated from what the
     // run counted, not read again.
@@ -73,16 +92,7 @@ fn checksum_catches_a_change_that_kept_size_and_modification_time() {
     assert_eq!(planned["docs/a.txt"], status("cached", "text"));
 
     // Same size, modification time put back as it was.
-    let path = env.path("docs/a.txt");
-    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-    std::fs::write(&path, "The board rejected the budget.\n").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(mtime)
-        .unwrap();
-    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+    rewrite_keeping_mtime(&env.path("docs/a.txt"), "The board rejected the budget.\n");
 
     let out = run(&env, &api, &["--checksum"]);
     assert_eq!(api.chat_requests().len(), 3, "{}", show(&out));
@@ -173,11 +183,7 @@ fn a_changed_document_reruns_and_a_missing_or_torn_index_changes_nothing() {
 #[test]
 fn an_output_edited_or_a_file_added_after_its_stat_was_recorded_is_found() {
     let env = TestEnv::new();
-    env.write("docs/a.txt", "The board approved the budget.\n");
-    env.write("docs/b.txt", "The board approved the bridge.\n");
-    age_past_racy_margin();
-    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
-    run(&env, &api, &[]);
+    let api = two_documents_summarised(&env);
     age_past_racy_margin();
     // This rerun checks the outputs by content and records their stats.
     run(&env, &api, &[]);
@@ -189,16 +195,9 @@ fn an_output_edited_or_a_file_added_after_its_stat_was_recorded_is_found() {
 
     // Same size, modification time put back: the change time still tells.
     let summary = env.path("out/summarize/docs/a.txt/summary.md");
-    let meta = std::fs::metadata(&summary).unwrap();
     let text = std::fs::read_to_string(&summary).unwrap();
-    std::fs::write(&summary, text.replace("Approved", "Rejected")).unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&summary)
-        .unwrap()
-        .set_modified(meta.modified().unwrap())
-        .unwrap();
-    assert_eq!(std::fs::metadata(&summary).unwrap().len(), meta.len());
+    rewrite_keeping_mtime(&summary, &text.replace("Approved", "Rejected"));
+    assert_eq!(std::fs::read_to_string(&summary).unwrap().len(), text.len());
     // A file added beside an output the person did not touch.
     env.write("out/summarize/docs/b.txt/notes.md", "mine\n");
 

@@ -87,15 +87,6 @@ fn parse(markdown: &str) -> Vec<Block> {
     // The ordered list the last item belonged to, while a list is running.
     let mut current_list: Option<usize> = None;
 
-    fn flush(blocks: &mut Vec<Block>, paragraph: &mut Vec<String>, table: &mut Vec<Vec<String>>) {
-        if !paragraph.is_empty() {
-            blocks.push(Block::Paragraph(std::mem::take(paragraph)));
-        }
-        if !table.is_empty() {
-            blocks.push(Block::Table(std::mem::take(table)));
-        }
-    }
-
     for line in markdown.lines() {
         let trimmed = line.trim();
         if let Some(lines) = code.as_mut() {
@@ -158,13 +149,7 @@ fn parse(markdown: &str) -> Vec<Block> {
         }
         if let Some(text) = ordered(trimmed) {
             flush(&mut blocks, &mut paragraph, &mut table);
-            let list = match current_list {
-                Some(list) => list,
-                None => {
-                    ordered_lists += 1;
-                    ordered_lists - 1
-                }
-            };
+            let list = list_of(current_list, &mut ordered_lists);
             current_list = Some(list);
             blocks.push(Block::Item {
                 level,
@@ -187,6 +172,28 @@ fn parse(markdown: &str) -> Vec<Block> {
     }
     flush(&mut blocks, &mut paragraph, &mut table);
     blocks
+}
+
+/// The paragraph and the table being gathered, ended: each becomes a block when it holds lines.
+fn flush(blocks: &mut Vec<Block>, paragraph: &mut Vec<String>, table: &mut Vec<Vec<String>>) {
+    if !paragraph.is_empty() {
+        blocks.push(Block::Paragraph(std::mem::take(paragraph)));
+    }
+    if !table.is_empty() {
+        blocks.push(Block::Table(std::mem::take(table)));
+    }
+}
+
+/// The ordered list an item belongs to: the running one, or a new one after the
+/// `ordered_lists` so far (counted here).
+fn list_of(current_list: Option<usize>, ordered_lists: &mut usize) -> usize {
+    match current_list {
+        Some(list) => list,
+        None => {
+            *ordered_lists += 1;
+            *ordered_lists - 1
+        }
+    }
 }
 
 fn heading(line: &str) -> Option<(usize, String)> {

@@ -9,8 +9,8 @@
 use super::pdftotext::pdftotext;
 use super::worker::{Mode, faithful};
 use super::{
-    LOST, Layer, Notes, Page, WorkerEnd, found, pages_label, read_by_worker, read_text_layer,
-    run_worker, unreadable,
+    LOST, Layer, Notes, Page, WorkerEnd, WorkerRun, found, pages_label, read_by_worker,
+    read_text_layer, run_worker, unreadable,
 };
 use crate::error::{ErrorKind, JobError};
 use crate::extract::{ExtractOptions, Method, usable_chars};
@@ -50,35 +50,7 @@ pub(super) fn read_led_by_pdftotext(
     let _ = reading.join();
     let checked = checked?;
 
-    let mut survey = Layer {
-        count: checked.count,
-        ..Layer::default()
-    };
-    let mut second: BTreeMap<u32, Page> = BTreeMap::new();
-    let mut per_page = Vec::new();
-    for page in checked.pages {
-        per_page.extend(page.notes.iter().map(|n| (page.number, n.clone())));
-        let (n, extracted) = (page.number, page.extracted);
-        let page = Page::from_worker(page);
-        if extracted {
-            second.insert(n, page);
-        } else {
-            survey.pages.insert(n, page);
-        }
-    }
-    per_page.dedup();
-    notes.pages(per_page);
-    let ended = match checked.end {
-        WorkerEnd::Ended => true,
-        WorkerEnd::Unreadable(reason) => {
-            survey.unreadable = Some(reason);
-            false
-        }
-        WorkerEnd::Died { reason, .. } => {
-            notes.doc(msg!("the PDF worker {reason} checking the pages"));
-            false
-        }
-    };
+    let (survey, mut second, ended) = sort_checked(checked, notes);
 
     let reference = match reference {
         Ok(pages) => pages,
@@ -129,6 +101,48 @@ pub(super) fn read_led_by_pdftotext(
             second.extend(again.pages);
         }
     }
+    take_fuller(&mut pages, second, notes);
+    Ok((count, pages))
+}
+
+/// The worker's check, sorted: the pages it surveyed (their glyph counts), the pages it read
+/// again because pdftotext fell short on them, and whether it ended (had checked every page).
+fn sort_checked(checked: WorkerRun, notes: &mut Notes) -> (Layer, BTreeMap<u32, Page>, bool) {
+    let mut survey = Layer {
+        count: checked.count,
+        ..Layer::default()
+    };
+    let mut second: BTreeMap<u32, Page> = BTreeMap::new();
+    let mut per_page = Vec::new();
+    for page in checked.pages {
+        per_page.extend(page.notes.iter().map(|n| (page.number, n.clone())));
+        let (n, extracted) = (page.number, page.extracted);
+        let page = Page::from_worker(page);
+        if extracted {
+            second.insert(n, page);
+        } else {
+            survey.pages.insert(n, page);
+        }
+    }
+    per_page.dedup();
+    notes.pages(per_page);
+    let ended = match checked.end {
+        WorkerEnd::Ended => true,
+        WorkerEnd::Unreadable(reason) => {
+            survey.unreadable = Some(reason);
+            false
+        }
+        WorkerEnd::Died { reason, .. } => {
+            notes.doc(msg!("the PDF worker {reason} checking the pages"));
+            false
+        }
+    };
+    (survey, second, ended)
+}
+
+/// Each page read again replaces pdftotext's text when it is more faithful; the pages where it
+/// did are noted.
+fn take_fuller(pages: &mut BTreeMap<u32, Page>, second: BTreeMap<u32, Page>, notes: &mut Notes) {
     let mut better = Vec::new();
     for (n, other) in second {
         let page = pages.entry(n).or_insert_with(Page::empty);
@@ -150,7 +164,6 @@ pub(super) fn read_led_by_pdftotext(
             pages_label(&better)
         ));
     }
-    Ok((count, pages))
 }
 
 /// Whether `other` (pdf-extract's or lopdf's page) is a more faithful text than pdftotext's
