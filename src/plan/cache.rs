@@ -322,7 +322,7 @@ pub fn outputs_check(output_dir: &Path, record: &JobRecord, checksum: bool) -> O
     } else {
         // Listed after the stat is taken: an entry added meanwhile changes the folder's
         // times past the stat recorded, and the next run lists it again.
-        let before = FileStamp::from(&meta).stat(now_ns());
+        let before = FileStamp::from(&meta);
         let entries = walkdir::WalkDir::new(&dir)
             .min_depth(1)
             .into_iter()
@@ -332,10 +332,7 @@ pub fn outputs_check(output_dir: &Path, record: &JobRecord, checksum: bool) -> O
         if files != record.outputs.len() {
             return None;
         }
-        (files == entries.len()).then(|| InputStat {
-            hashed_at_ns: now_ns(),
-            ..before
-        })
+        (files == entries.len()).then(|| before.stat(now_ns()))
     };
     let mut seen = OutputsSeen {
         folder,
@@ -360,20 +357,7 @@ pub fn outputs_check(output_dir: &Path, record: &JobRecord, checksum: bool) -> O
 /// Every output of the record is still there, byte for byte, and nothing else is in the job's
 /// folder (read and hashed, whatever the stats say).
 pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
-    if record.output_dir.is_empty() {
-        return false;
-    }
-    let dir = output_dir.join(&record.output_dir);
-    let Ok(files) = files_under(&dir) else {
-        return false;
-    };
-    if files.len() != record.outputs.len() {
-        return false;
-    }
-    record.outputs.iter().all(|o| {
-        let p = output_dir.join(&o.path);
-        hash_file(&p).0.as_deref() == Some(o.sha256.as_str())
-    })
+    outputs_check(output_dir, record, true).is_some()
 }
 
 /// The documents of a directory job: files below `dir`, relative to it, sorted, leaving out
