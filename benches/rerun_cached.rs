@@ -100,7 +100,10 @@ fn main() {
     let first = t.elapsed();
     let made = requests.load(Ordering::SeqCst);
     // One request per document; a long one is split into pieces, a request each.
-    assert!(reuse || made >= docs, "the first run makes a request per document");
+    assert!(
+        reuse || made >= docs,
+        "the first run makes a request per document"
+    );
     if !reuse && std::env::var_os("ZHI_BENCH_KEEP").is_some() {
         std::fs::write(&made_marker, &made_as).expect("write the first pass's marker");
     }

@@ -27,7 +27,7 @@ use crate::llm::batch::{
     BatchApi, BatchInfo, LineOutcome, parse_answer_line, plain_id, request_line,
 };
 use crate::llm::{ApiError, ChatClient, ChatReply, ChatRequest};
-use crate::manifest::{BatchReport, JobRecord, Status, Submitted, Waiting};
+use crate::manifest::{BatchReport, Submitted, Waiting};
 use answers::{Answers, Place};
 use record::{BatchRecord, Request, Stage};
 use sha2::{Digest, Sha256};
@@ -895,17 +895,7 @@ impl Book {
 
     /// The run is over: answers whose jobs ended (succeeded, failed, cached) are no longer
     /// needed, and a collected batch none of whose answers is needed goes.
-    pub fn settle(&self, records: &[JobRecord]) {
-        let settled: HashSet<&str> = records
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.status,
-                    Status::Succeeded | Status::Failed | Status::Cached
-                )
-            })
-            .map(|r| r.job_id.as_str())
-            .collect();
+    pub fn settle(&self, settled: &HashSet<String>) {
         let mut all = self.lock_records();
         all.retain_mut(|r| {
             if r.stage != Stage::Collected || r.base_url != self.settings.base_url {
@@ -913,7 +903,7 @@ impl Book {
             }
             let before = r.settled_jobs.len();
             for q in &r.requests {
-                if settled.contains(q.job_id.as_str()) {
+                if settled.contains(&q.job_id) {
                     r.settled_jobs.insert(q.job_id.clone());
                 }
             }

@@ -217,7 +217,7 @@ fn say(text: &str) {
 /// The summary printed when the run ends, on a terminal and in plain mode alike.
 fn print_summary(result: &crate::run::RunResult, cwd: &Path, lang: Lang) {
     eprintln!();
-    for line in crate::manifest::summary::end_of_run(&result.manifest, &result.records, cwd, lang) {
+    for line in crate::manifest::summary::end_of_run_lines(&result.summary, cwd, lang) {
         say(&line);
     }
     if let Some(b) = &result.manifest.batches {

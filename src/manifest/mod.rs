@@ -427,32 +427,38 @@ impl JobRecord {
     }
 }
 
-impl RunManifest {
-    /// Escalations and costs from the run's records (cached ones cost nothing now).
-    pub fn account(
-        &mut self,
-        records: &[JobRecord],
-        prices: &BTreeMap<String, crate::config::Price>,
-    ) {
-        for r in records.iter().filter(|r| r.status != Status::Cached) {
-            if r.escalated {
-                *self
-                    .escalations
-                    .entry(r.skill.clone())
-                    .or_default()
-                    .entry(r.model.clone())
-                    .or_default() += 1;
-            }
-            for (model, tokens) in r.tokens_per_model() {
-                let Some(price) = prices.get(&model) else {
-                    continue;
-                };
-                let c = self.costs.entry(model).or_insert_with(|| Cost {
-                    amount: 0.0,
-                    currency: price.currency.clone(),
-                });
-                c.amount += price.of(tokens.prompt, tokens.completion);
-            }
+/// A run's escalations and costs, added up one record at a time (cached records cost nothing
+/// now).
+#[derive(Debug, Default)]
+pub struct Accounts {
+    /// Jobs escalated, by skill and answering model.
+    pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
+    /// What the run cost, per model.
+    pub costs: BTreeMap<String, Cost>,
+}
+
+impl Accounts {
+    pub fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
+        if r.status == Status::Cached {
+            return;
+        }
+        if r.escalated {
+            *self
+                .escalations
+                .entry(r.skill.clone())
+                .or_default()
+                .entry(r.model.clone())
+                .or_default() += 1;
+        }
+        for (model, tokens) in r.tokens_per_model() {
+            let Some(price) = prices.get(&model) else {
+                continue;
+            };
+            let c = self.costs.entry(model).or_insert_with(|| Cost {
+                amount: 0.0,
+                currency: price.currency.clone(),
+            });
+            c.amount += price.of(tokens.prompt, tokens.completion);
         }
     }
 }

@@ -54,6 +54,17 @@ pub struct ManifestWriter {
     /// that is not, when this fills, or at the end: a rerun of 100,000 cached jobs makes a
     /// few hundred writes, not 100,000.
     held: Vec<u8>,
+    /// `results.csv`, written a row per record under a temporary name and put in place by
+    /// [`ManifestWriter::finish`]: the run keeps no record to write it from at the end.
+    csv: Option<ResultsCsv>,
+}
+
+/// `results.csv` being written.
+struct ResultsCsv {
+    tmp: PathBuf,
+    rows: csv::Writer<io::BufWriter<File>>,
+    /// The first failure to write a row: said by `finish`, which then writes no table.
+    failed: Option<io::Error>,
 }
 
 /// Held lines are written once they reach this many bytes.
@@ -68,12 +79,20 @@ impl ManifestWriter {
             .append(true)
             .open(dir.join("results.jsonl"))?;
         let len = jsonl.metadata()?.len();
+        let tmp = dir.join(format!("results.csv.tmp-{}", std::process::id()));
+        let mut rows = csv::Writer::from_writer(io::BufWriter::new(File::create(&tmp)?));
+        rows.write_record(CSV_HEADERS).map_err(io::Error::other)?;
         Ok(ManifestWriter {
             dir: dir.to_path_buf(),
             jsonl,
             lines: Some(Vec::new()),
             len,
             held: Vec::new(),
+            csv: Some(ResultsCsv {
+                tmp,
+                rows,
+                failed: None,
+            }),
         })
     }
 
@@ -94,6 +113,11 @@ impl ManifestWriter {
             return Err(io::Error::other(e));
         }
         self.held.push(b'\n');
+        if let Some(csv) = self.csv.as_mut().filter(|c| c.failed.is_none())
+            && let Err(e) = csv_row(&mut csv.rows, record)
+        {
+            csv.failed = Some(e);
+        }
         let n = (self.held.len() - start) as u64;
         if let Some(lines) = &mut self.lines {
             lines.push(RecordLine::new(&record.job_id, record.status, self.len, n));
@@ -129,15 +153,12 @@ impl ManifestWriter {
 
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to
     /// `<output>/manifest.json`.
-    pub fn finish(
-        &mut self,
-        manifest: &RunManifest,
-        output_dir: &Path,
-        records: &[JobRecord],
-    ) -> io::Result<()> {
+    pub fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()> {
         self.write_held()?;
         self.jsonl.sync_data()?;
-        write_csv(&self.dir.join("results.csv"), records)?;
+        if let Some(csv) = self.csv.take() {
+            csv.finish(&self.dir.join("results.csv"))?;
+        }
         let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
         write_atomic(&self.dir.join("manifest.json"), &body)?;
         write_atomic(&output_dir.join("manifest.json"), &body)
@@ -150,6 +171,31 @@ impl Drop for ManifestWriter {
         if !self.held.is_empty() {
             let _ = self.write_held();
         }
+        // A run that wrote no manifest has no `results.csv` either.
+        if let Some(csv) = self.csv.take() {
+            drop(csv.rows);
+            let _ = std::fs::remove_file(&csv.tmp);
+        }
+    }
+}
+
+impl ResultsCsv {
+    /// Put the table in place, whole, or remove it and say why.
+    fn finish(self, path: &Path) -> io::Result<()> {
+        let ResultsCsv { tmp, rows, failed } = self;
+        let written = match failed {
+            Some(e) => Err(e),
+            None => rows
+                .into_inner()
+                .map_err(|e| io::Error::other(e.to_string()))
+                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+                .and_then(|f| f.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, path)),
+        };
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 }
 
@@ -219,36 +265,41 @@ pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
         let mut w = csv::Writer::from_writer(io::BufWriter::new(file));
         w.write_record(CSV_HEADERS).map_err(io::Error::other)?;
         for r in records {
-            let outputs = r
-                .outputs
-                .iter()
-                .map(|o| o.path.as_str())
-                .collect::<Vec<_>>()
-                .join(";");
-            w.write_record([
-                r.job_id.as_str(),
-                &formula_safe(&r.skill),
-                &formula_safe(&r.input),
-                r.input_sha256.as_deref().unwrap_or(""),
-                &r.input_bytes.map(|b| b.to_string()).unwrap_or_default(),
-                r.status.as_str(),
-                &formula_safe(&outputs),
-                &formula_safe(&r.model),
-                &r.turns.to_string(),
-                &r.attempts.to_string(),
-                &r.requests.to_string(),
-                &r.refused_tool_calls.to_string(),
-                &r.tokens.prompt.to_string(),
-                &r.tokens.completion.to_string(),
-                &r.started_at.map(|t| t.to_string()).unwrap_or_default(),
-                &r.finished_at.map(|t| t.to_string()).unwrap_or_default(),
-                &r.duration_ms.to_string(),
-                r.error.as_ref().map(|e| e.kind.as_str()).unwrap_or(""),
-                &formula_safe(r.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
-                &formula_safe(r.transcript.as_deref().unwrap_or("")),
-            ])
-            .map_err(io::Error::other)?;
+            csv_row(&mut w, r)?;
         }
         w.flush()
     })
+}
+
+/// One record's row of `results.csv`.
+fn csv_row(w: &mut csv::Writer<impl Write>, r: &JobRecord) -> io::Result<()> {
+    let outputs = r
+        .outputs
+        .iter()
+        .map(|o| o.path.as_str())
+        .collect::<Vec<_>>()
+        .join(";");
+    w.write_record([
+        r.job_id.as_str(),
+        &formula_safe(&r.skill),
+        &formula_safe(&r.input),
+        r.input_sha256.as_deref().unwrap_or(""),
+        &r.input_bytes.map(|b| b.to_string()).unwrap_or_default(),
+        r.status.as_str(),
+        &formula_safe(&outputs),
+        &formula_safe(&r.model),
+        &r.turns.to_string(),
+        &r.attempts.to_string(),
+        &r.requests.to_string(),
+        &r.refused_tool_calls.to_string(),
+        &r.tokens.prompt.to_string(),
+        &r.tokens.completion.to_string(),
+        &r.started_at.map(|t| t.to_string()).unwrap_or_default(),
+        &r.finished_at.map(|t| t.to_string()).unwrap_or_default(),
+        &r.duration_ms.to_string(),
+        r.error.as_ref().map(|e| e.kind.as_str()).unwrap_or(""),
+        &formula_safe(r.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
+        &formula_safe(r.transcript.as_deref().unwrap_or("")),
+    ])
+    .map_err(io::Error::other)
 }

@@ -7,8 +7,9 @@ use super::{RunOptions, RunResult};
 use crate::error::ErrorKind;
 use crate::exit::Exit;
 use crate::llm::ApiError;
+use crate::manifest::summary::SummaryFold;
 use crate::manifest::{
-    ConcurrencyMode, ConcurrencyStats, Counts, JobRecord, RunManifest, RunStatus, Timestamp, Tokens,
+    ConcurrencyMode, ConcurrencyStats, Counts, RunManifest, RunStatus, Timestamp, Tokens,
 };
 use std::collections::BTreeMap;
 
@@ -56,16 +57,12 @@ pub(super) async fn submit_batches(
 
 /// The manifest, written; the exit code.
 pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
-    let records = ledger.take_records();
-    let mut counts = Counts {
+    let fold = ledger.take_fold();
+    let counts = Counts {
         planned: end.opts.jobs.len() as u64,
-        ..Counts::default()
+        ..fold.summary.counts()
     };
-    let mut tokens = Tokens::default();
-    for r in &records {
-        counts.add(r.status);
-        tokens.add(r.tokens);
-    }
+    let tokens = fold.summary.tokens();
     let (status, exit, reason) = Stop::outcome(ledger.stopped().as_ref(), &counts);
     let (status, exit, reason) = match &end.submit_error {
         Some(e) if matches!(exit, Exit::Success | Exit::JobsFailed) => submit_failure(e, end.opts),
@@ -81,26 +78,27 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         ),
         _ => (exit, reason),
     };
-    end.book.settle(&records);
+    end.book.settle(&fold.settled);
     let batches = (end.book.has_batches() || end.opts.flags.submit_batch.is_some())
         .then(|| end.book.report());
-    let mut manifest = manifest(&end, &records, counts, tokens, status, reason, batches);
+    let mut manifest = manifest(&end, &fold.summary, counts, tokens, status, reason, batches);
     // Extraction skills: the folder's tables, rebuilt from every record (this run's first).
     let (tables, problems) = super::tables::write(
         end.ctx.layout.output_dir(),
         &end.opts.jobs,
         &end.opts.skills,
-        &records,
+        &fold.for_tables,
         end.opts.flags.table_rows.as_deref(),
     );
     for p in problems {
         end.progress.println(&msg!("warning: {reason}", reason = p));
     }
     manifest.tables = tables;
-    manifest.account(&records, &end.ctx.config.models.prices);
+    manifest.escalations = fold.accounts.escalations;
+    manifest.costs = fold.accounts.costs;
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
     // never "nothing ran"; the records appended so far stay in results.jsonl.
-    let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir(), &records) {
+    let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir()) {
         Ok(()) => exit,
         Err(e) => {
             end.progress.println(&msg!(
@@ -111,9 +109,9 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
         }
     };
     RunResult {
+        summary: fold.summary.finished(&manifest),
         manifest,
         exit,
-        records,
     }
 }
 
@@ -143,7 +141,7 @@ fn submit_failure(e: &ApiError, opts: &RunOptions) -> (RunStatus, Exit, Option<S
 
 fn manifest(
     end: &Ending<'_>,
-    records: &[JobRecord],
+    records: &SummaryFold,
     counts: Counts,
     tokens: Tokens,
     status: RunStatus,
@@ -192,10 +190,7 @@ fn manifest(
         server: ctx.server.clone(),
         // Every HTTP request of the run, the Batch API's calls (status checks, downloads,
         // uploads, creations, deletions) and the OCR engines' included.
-        requests: ctx
-            .client
-            .requests_sent()
-            .max(records.iter().map(|r| u64::from(r.requests)).sum()),
+        requests: ctx.client.requests_sent().max(records.requests()),
         batches,
         tables: Vec::new(),
         escalations: BTreeMap::new(),
@@ -204,14 +199,10 @@ fn manifest(
 }
 
 /// The model the server said answered most of the run's requests.
-fn served_model(records: &[JobRecord]) -> Option<String> {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in records {
-        if let Some(m) = &r.served_model {
-            *seen.entry(m.as_str()).or_default() += 1;
-        }
-    }
-    seen.into_iter()
-        .max_by_key(|(_, n)| *n)
-        .map(|(m, _)| m.to_string())
+fn served_model(records: &SummaryFold) -> Option<String> {
+    records
+        .served()
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(m, _)| m.clone())
 }

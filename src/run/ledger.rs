@@ -3,7 +3,11 @@
 //! `--max-failures`, `--budget-tokens`, a folder that can no longer be written).
 //!
 //! A record is never lost: a failed append stops the run with exit 75 and the record is still
-//! kept for the manifest; a panic while writing it is caught and treated the same way.
+//! counted in the manifest; a panic while writing it is caught and treated the same way.
+//!
+//! Once written, a record is folded into what the end of the run needs ([`RunFold`]: the
+//! summary's sums, the costs, the rows of the folder's tables) and dropped: a rerun of a
+//! million cached jobs holds none of their records.
 
 use super::progress::Progress;
 use super::slots::Slots;
@@ -11,7 +15,9 @@ use super::stop::Stop;
 use crate::error::ErrorKind;
 use crate::layout::OutputLayout;
 use crate::manifest::RecordLine;
-use crate::manifest::{JobRecord, ManifestWriter, RunManifest, Status};
+use crate::manifest::summary::SummaryFold;
+use crate::manifest::{Accounts, JobRecord, ManifestWriter, RunManifest, Status};
+use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -25,12 +31,7 @@ pub trait RecordSink: Send {
     /// The run's folder (`.zhi/runs/<run-id>`).
     fn dir(&self) -> &Path;
     /// After the last record: `results.csv` and `manifest.json`.
-    fn finish(
-        &mut self,
-        manifest: &RunManifest,
-        output_dir: &Path,
-        records: &[JobRecord],
-    ) -> io::Result<()>;
+    fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()>;
     /// Where each record line went and the file's length, for the cache index (`None`: not
     /// known).
     fn lines(&self) -> Option<(Vec<RecordLine>, u64)> {
@@ -45,13 +46,8 @@ impl RecordSink for ManifestWriter {
     fn dir(&self) -> &Path {
         ManifestWriter::dir(self)
     }
-    fn finish(
-        &mut self,
-        manifest: &RunManifest,
-        output_dir: &Path,
-        records: &[JobRecord],
-    ) -> io::Result<()> {
-        ManifestWriter::finish(self, manifest, output_dir, records)
+    fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()> {
+        ManifestWriter::finish(self, manifest, output_dir)
     }
     fn lines(&self) -> Option<(Vec<RecordLine>, u64)> {
         ManifestWriter::lines(self).map(|(l, n)| (l.to_vec(), n))
@@ -67,11 +63,61 @@ pub struct StopRules {
     pub budget_cost: Option<f64>,
 }
 
+/// What of its records a run keeps beyond their sums.
+#[derive(Debug, Default)]
+pub struct Keep {
+    /// Skills whose jobs feed a table of the output folder (docs/extract.md#the-folders-table):
+    /// their records are kept whole, to build the tables from.
+    pub table_skills: HashSet<String>,
+    /// Whether the ids of the jobs that ended are kept, to settle the Batch API's collected
+    /// batches with.
+    pub settled_ids: bool,
+    /// Prices per model, for the costs.
+    pub prices: BTreeMap<String, crate::config::Price>,
+}
+
+/// What the end of the run needs of its records, added up as each is written.
+#[derive(Debug, Default)]
+pub struct RunFold {
+    pub summary: SummaryFold,
+    pub accounts: Accounts,
+    /// The records of the jobs that feed a table, in record order.
+    pub for_tables: Vec<JobRecord>,
+    /// The jobs that ended (succeeded, failed, cached), when [`Keep::settled_ids`].
+    pub settled: HashSet<String>,
+    keep: Keep,
+}
+
+impl RunFold {
+    pub fn new(keep: Keep) -> RunFold {
+        RunFold {
+            keep,
+            ..RunFold::default()
+        }
+    }
+
+    fn add(&mut self, record: JobRecord) {
+        self.summary.add(&record);
+        self.accounts.add(&record, &self.keep.prices);
+        if self.keep.settled_ids
+            && matches!(
+                record.status,
+                Status::Succeeded | Status::Failed | Status::Cached
+            )
+        {
+            self.settled.insert(record.job_id.clone());
+        }
+        if self.keep.table_skills.contains(&record.skill) {
+            self.for_tables.push(record);
+        }
+    }
+}
+
 /// The records, the counters and the stop rules of one run.
 pub struct Ledger {
     sink: Mutex<Box<dyn RecordSink>>,
     run_dir: PathBuf,
-    records: Mutex<Vec<JobRecord>>,
+    fold: Mutex<RunFold>,
     rules: StopRules,
     progress: Arc<Progress>,
     slots: Arc<Slots>,
@@ -93,6 +139,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Ledger {
     pub fn new(
         sink: Box<dyn RecordSink>,
+        keep: Keep,
         rules: StopRules,
         progress: Arc<Progress>,
         slots: Arc<Slots>,
@@ -101,7 +148,7 @@ impl Ledger {
         Ledger {
             run_dir: sink.dir().to_path_buf(),
             sink: Mutex::new(sink),
-            records: Mutex::new(Vec::new()),
+            fold: Mutex::new(RunFold::new(keep)),
             rules,
             progress,
             slots,
@@ -143,7 +190,7 @@ impl Ledger {
             )));
         }
         self.count(&record);
-        lock(&self.records).push(record);
+        lock(&self.fold).add(record);
         self.progress.tick();
         let after = self.stopped();
         (after != before).then_some(after).flatten()
@@ -231,9 +278,9 @@ impl Ledger {
         self.hard.cancel();
     }
 
-    /// The records so far, taken out of the ledger (at the end of the run).
-    pub fn take_records(&self) -> Vec<JobRecord> {
-        std::mem::take(&mut *lock(&self.records))
+    /// What the records so far add up to, taken out of the ledger (at the end of the run).
+    pub fn take_fold(&self) -> RunFold {
+        std::mem::take(&mut *lock(&self.fold))
     }
 
     /// Where the run's record lines went, for the cache index.
@@ -242,8 +289,8 @@ impl Ledger {
     }
 
     /// Writes the run's manifest (and `results.csv`) once every record is in.
-    pub fn finish(&self, m: &RunManifest, out: &Path, records: &[JobRecord]) -> io::Result<()> {
-        lock(&self.sink).finish(m, out, records)
+    pub fn finish(&self, m: &RunManifest, out: &Path) -> io::Result<()> {
+        lock(&self.sink).finish(m, out)
     }
 }
 
@@ -306,7 +353,7 @@ mod tests {
     /// Keeps lines in memory; panics or fails on the job named so.
     struct Memory {
         dir: PathBuf,
-        lines: Arc<Mutex<Vec<String>>>,
+        lines: Arc<Mutex<Vec<JobRecord>>>,
         panic_on: Option<&'static str>,
         fail_on: Option<&'static str>,
     }
@@ -319,13 +366,13 @@ mod tests {
             if self.fail_on == Some(record.job_id.as_str()) {
                 return Err(io::Error::other("No space left on device"));
             }
-            lock(&self.lines).push(record.job_id.clone());
+            lock(&self.lines).push(record.clone());
             Ok(())
         }
         fn dir(&self) -> &Path {
             &self.dir
         }
-        fn finish(&mut self, _: &RunManifest, _: &Path, _: &[JobRecord]) -> io::Result<()> {
+        fn finish(&mut self, _: &RunManifest, _: &Path) -> io::Result<()> {
             Ok(())
         }
     }
@@ -335,7 +382,7 @@ mod tests {
         rules: StopRules,
         panic_on: Option<&'static str>,
         fail_on: Option<&'static str>,
-    ) -> (Ledger, Arc<Mutex<Vec<String>>>) {
+    ) -> (Ledger, Arc<Mutex<Vec<JobRecord>>>) {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = Memory {
             dir: dir.to_path_buf(),
@@ -345,6 +392,7 @@ mod tests {
         };
         let ledger = Ledger::new(
             Box::new(sink),
+            Keep::default(),
             rules,
             Arc::new(Progress::new(10, false)),
             Arc::new(Slots::new(2, false)),
@@ -377,13 +425,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let ids: Vec<String> = ledger
-            .take_records()
-            .into_iter()
-            .map(|r| r.job_id)
-            .collect();
-        assert_eq!(ids, ["a", "b"]);
-        assert_eq!(*lock(&lines), ["a"]);
+        // Both counted; only the first written.
+        assert_eq!(ledger.take_fold().summary.counts().succeeded, 2);
+        let written: Vec<String> = lock(&lines).iter().map(|r| r.job_id.clone()).collect();
+        assert_eq!(written, ["a"]);
         assert!(ledger.stopping().is_cancelled());
     }
 
@@ -397,7 +442,7 @@ mod tests {
         ));
         // The stop was already there: this record gives no new one.
         assert_eq!(ledger.record(rec("b", Status::Succeeded, 1)), None);
-        assert_eq!(ledger.take_records().len(), 2);
+        assert_eq!(ledger.take_fold().summary.counts().succeeded, 2);
     }
 
     #[test]
@@ -433,9 +478,9 @@ mod tests {
     fn every_record_gets_a_transcript() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("runs").join("R1");
-        let (l, _) = ledger(&dir, StopRules::default(), None, None);
+        let (l, lines) = ledger(&dir, StopRules::default(), None, None);
         l.record(rec("a", Status::Cached, 0));
-        let r = l.take_records().remove(0);
+        let r = lock(&lines).remove(0);
         assert_eq!(
             r.transcript.as_deref(),
             Some(".zhi/runs/R1/transcripts/a.jsonl")

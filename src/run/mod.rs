@@ -32,7 +32,7 @@ use crate::config::{Concurrency, Config};
 use crate::exit::Exit;
 use crate::flags::RunFlags;
 use crate::layout::OutputLayout;
-use crate::manifest::{JobRecord, ManifestWriter, RunManifest};
+use crate::manifest::{ManifestWriter, RunManifest};
 use crate::plan::cache::{self, CacheIndex, JobCache};
 use crate::plan::{Job, Shard};
 use crate::skills::SkillSet;
@@ -67,7 +67,8 @@ pub struct RunOptions {
 pub struct RunResult {
     pub manifest: RunManifest,
     pub exit: Exit,
-    pub records: Vec<JobRecord>,
+    /// The run at a glance, as its end prints it.
+    pub summary: crate::manifest::summary::RunSummary,
 }
 
 /// A sortable run id: UTC time to the millisecond, plus the shard.
@@ -121,7 +122,12 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     };
     let slots = Arc::new(Slots::new(initial, auto));
     let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.flags.progress));
-    let ledger = open_ledger(&layout.run(&run_id), &opts, &progress, &slots)?;
+    let keep = ledger::Keep {
+        table_skills: tables::table_skills(&opts.jobs, &opts.skills),
+        settled_ids: book.has_batches(),
+        prices: config.models.prices.clone(),
+    };
+    let ledger = open_ledger(&layout.run(&run_id), &opts, keep, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
         reader: Arc::new(reader::PipelineReader::new(
@@ -149,10 +155,10 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let watchers = watch::Watchers::start(&ctx, &ledger, &progress);
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a large
     // tree still ends with a manifest and 130.
-    let (caches, index) = cache_statuses(&ctx, &opts)?;
-    progress.counters.set_to_run(to_run(&caches, &opts.jobs));
-    let jobs = opts.jobs.iter().zip(caches);
-    let unscheduled = schedule::run_jobs(&ctx, &ledger, jobs, opts.flags.submit_batch).await;
+    let mut statuses = Statuses::start(&ctx, &opts, &ledger)?;
+    let unscheduled =
+        schedule::run_jobs(&ctx, &ledger, &mut statuses, opts.flags.submit_batch).await;
+    let index = statuses.index;
     // Signals are still watched while submitting: an interrupted upload ends with the grace
     // period, and the next run cleans up.
     let submit_error = match opts.flags.submit_batch {
@@ -178,16 +184,6 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let result = finish::conclude(end, &ledger);
     save_index(&ctx, &ledger, &index);
     Ok(result)
-}
-
-/// How many jobs will reach the model: neither cached nor failed by a problem known at
-/// planning time.
-fn to_run(caches: &[JobCache], jobs: &[Job]) -> u64 {
-    caches
-        .iter()
-        .zip(jobs)
-        .filter(|(c, j)| !c.cached && j.problem.is_none())
-        .count() as u64
 }
 
 /// The cache index with this run's records on top (docs/outputs.md#the-cache-index). A
@@ -216,6 +212,7 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: &CacheIndex) {
 fn open_ledger(
     run_dir: &std::path::Path,
     opts: &RunOptions,
+    keep: ledger::Keep,
     progress: &Arc<Progress>,
     slots: &Arc<Slots>,
 ) -> Result<Arc<Ledger>, RunError> {
@@ -230,6 +227,7 @@ fn open_ledger(
     };
     Ok(Arc::new(Ledger::new(
         Box::new(writer),
+        keep,
         rules,
         progress.clone(),
         slots.clone(),
@@ -249,31 +247,108 @@ fn remove_scratch(ctx: &RunContext) {
     }
 }
 
-/// Each job's cache status, inputs hashed in parallel (those whose stat is unchanged are not
-/// opened), before anything reaches the model; and the cache index it was decided with.
-fn cache_statuses(
-    ctx: &RunContext,
-    opts: &RunOptions,
-) -> Result<(Vec<JobCache>, CacheIndex), RunError> {
-    let out = ctx.layout.output_dir();
-    let mode = cache::HashMode {
-        force: opts.flags.force,
-        // `--checksum`, `checksum: true`.
-        checksum: opts.config.run.checksum,
-    };
-    // On this thread, which the runtime replaces meanwhile: the jobs are not copied.
-    let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        tokio::task::block_in_place(|| {
-            let mut index = CacheIndex::load(out);
-            let model_of = |skill: &str| {
-                ctx.config
-                    .models
-                    .model_for(opts.skills.get(skill).and_then(|s| s.model.as_deref()))
-            };
-            let caches =
-                cache::statuses(&opts.jobs, &mut index, &opts.skills, &model_of, out, mode);
-            (caches, index)
-        })
-    }));
-    decided.map_err(|_| RunError::Planning(msg!("a worker deciding the cache statuses panicked")))
+/// How many jobs' cache statuses are decided at a time: enough to keep every core hashing,
+/// few enough that what is held of earlier records grows with them, not with the plan.
+const STATUS_CHUNK: usize = 4096;
+
+/// Each job's cache status, decided a chunk at a time as the scheduler reaches it: inputs
+/// hashed in parallel (those whose stat is unchanged are not opened), before the chunk's jobs
+/// reach the model. Yields the jobs in plan order with their statuses; holds the cache index
+/// they were decided with, which the run's records then go on top of.
+struct Statuses<'a> {
+    ctx: &'a RunContext,
+    opts: &'a RunOptions,
+    ledger: &'a Ledger,
+    index: CacheIndex,
+    mode: cache::HashMode,
+    /// The next job to yield, and the statuses decided from it on.
+    at: usize,
+    decided: std::vec::IntoIter<JobCache>,
+    /// A chunk's workers panicked: the rest are not decided.
+    broken: bool,
+}
+
+impl<'a> Statuses<'a> {
+    /// The index loaded and the first chunk decided: a worker's panic here is the run's
+    /// error, before any job ran.
+    fn start(
+        ctx: &'a RunContext,
+        opts: &'a RunOptions,
+        ledger: &'a Ledger,
+    ) -> Result<Statuses<'a>, RunError> {
+        let index = tokio::task::block_in_place(|| CacheIndex::load(ctx.layout.output_dir()));
+        let mut statuses = Statuses {
+            ctx,
+            opts,
+            ledger,
+            index,
+            mode: cache::HashMode {
+                force: opts.flags.force,
+                // `--checksum`, `checksum: true`.
+                checksum: opts.config.run.checksum,
+            },
+            at: 0,
+            decided: Vec::new().into_iter(),
+            broken: false,
+        };
+        // Until a chunk is decided, every job that has no planning problem may run.
+        let may_run = opts.jobs.iter().filter(|j| j.problem.is_none()).count();
+        ctx.progress.set_to_run(may_run as u64);
+        statuses.decide().map_err(RunError::Planning)?;
+        Ok(statuses)
+    }
+
+    /// Decide the next chunk's statuses, on this thread, which the runtime replaces
+    /// meanwhile (the jobs are not copied).
+    fn decide(&mut self) -> Result<(), String> {
+        let (ctx, opts) = (self.ctx, self.opts);
+        let end = (self.at + STATUS_CHUNK).min(opts.jobs.len());
+        let chunk = &opts.jobs[self.at..end];
+        let (index, mode) = (&mut self.index, self.mode);
+        let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(|| {
+                let model_of = |skill: &str| {
+                    ctx.config
+                        .models
+                        .model_for(opts.skills.get(skill).and_then(|s| s.model.as_deref()))
+                };
+                let out = ctx.layout.output_dir();
+                cache::statuses(chunk, index, &opts.skills, &model_of, out, mode)
+            })
+        }))
+        .map_err(|_| msg!("a worker deciding the cache statuses panicked"))?;
+        // Cached jobs make no request: they are no work left.
+        let cached = decided
+            .iter()
+            .zip(chunk)
+            .filter(|(c, j)| c.cached && j.problem.is_none())
+            .count();
+        ctx.progress.fewer_to_run(cached as u64);
+        self.decided = decided.into_iter();
+        Ok(())
+    }
+}
+
+impl<'a> Iterator for Statuses<'a> {
+    type Item = (&'a Job, JobCache);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let job = self.opts.jobs.get(self.at)?;
+        let cache = match self.decided.next() {
+            Some(c) => c,
+            None if self.broken => JobCache::default(),
+            None => match self.decide() {
+                Ok(()) => self.decided.next().unwrap_or_default(),
+                // A bug: the run stops, and this job and the rest are recorded as not run.
+                Err(why) => {
+                    self.ledger
+                        .stop(stop::Stop::Abort(crate::error::ErrorKind::Internal, why));
+                    self.broken = true;
+                    JobCache::default()
+                }
+            },
+        };
+        self.at += 1;
+        Some((job, cache))
+    }
 }

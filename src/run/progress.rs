@@ -92,6 +92,12 @@ impl Counters {
         self.clock().to_run = n;
     }
 
+    /// `n` of the jobs counted to run turned out cached.
+    pub fn fewer_to_run(&self, n: u64) {
+        let mut clock = self.clock();
+        clock.to_run = clock.to_run.saturating_sub(n);
+    }
+
     /// A job takes its slot.
     pub fn job_started(&self, id: &str) {
         self.start_at(id, Instant::now());

@@ -53,6 +53,20 @@ fn table_name(skill: &str, schema_value: Option<&str>) -> String {
     }
 }
 
+/// The skills of this run's jobs that feed a table (those with a schema).
+pub fn table_skills(jobs: &[Job], skills: &SkillSet) -> HashSet<String> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut feeding = HashSet::new();
+    for job in jobs {
+        if seen.insert(job.skill.as_str())
+            && skills.get(&job.skill).is_some_and(|s| s.schema().is_some())
+        {
+            feeding.insert(job.skill.clone());
+        }
+    }
+    feeding
+}
+
 /// The tables this run's jobs feed, each with its schema as the run resolves it.
 fn specs(jobs: &[Job], skills: &SkillSet) -> Vec<Spec> {
     let mut out: Vec<Spec> = Vec::new();

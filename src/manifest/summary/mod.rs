@@ -107,18 +107,14 @@ pub struct ModelSeen {
 }
 
 impl ModelSeen {
-    /// The model of a run, from its manifest (when it wrote one) and its records.
-    pub fn of(m: Option<&RunManifest>, records: &[JobRecord]) -> Option<ModelSeen> {
+    /// The model of a run, from its manifest (when it wrote one) and what its records named.
+    fn of(m: Option<&RunManifest>, fold: &SummaryFold) -> Option<ModelSeen> {
         // The model the run asked first: an escalated job's record names the model that
         // answered it, and the escalation line says so.
-        let asked = most_common(
-            records
-                .iter()
-                .map(|r| r.escalated_from.as_deref().unwrap_or(&r.model)),
-        )?;
+        let asked = most_common(&fold.asked)?;
         let served = m
             .and_then(|m| m.served_model.clone())
-            .or_else(|| most_common(records.iter().filter_map(|r| r.served_model.as_deref())));
+            .or_else(|| most_common(&fold.served));
         let runs = m
             .and_then(|m| m.server.as_ref())
             .and_then(|s| s.model_source.clone());
@@ -148,15 +144,15 @@ impl ModelSeen {
 }
 
 /// The most frequent non-empty name (the first of equals in name order).
-fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for n in names.filter(|n| !n.is_empty()) {
-        *seen.entry(n).or_default() += 1;
-    }
-    let top = seen.values().copied().max()?;
-    seen.into_iter()
-        .find(|(_, n)| *n == top)
-        .map(|(m, _)| m.to_string())
+fn most_common(seen: &BTreeMap<String, u64>) -> Option<String> {
+    let top = seen
+        .iter()
+        .filter(|(n, _)| !n.is_empty())
+        .map(|(_, c)| *c)
+        .max()?;
+    seen.iter()
+        .find(|(n, c)| !n.is_empty() && **c == top)
+        .map(|(m, _)| m.clone())
 }
 
 fn line(r: &super::JobRecord) -> JobLine {
@@ -179,6 +175,11 @@ pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang
     lines(&RunSummary::of_finished(m, records), END_OF_RUN, cwd, lang)
 }
 
+/// [`end_of_run`] of a summary already made (the run's, folded as its records were written).
+pub fn end_of_run_lines(s: &RunSummary, cwd: &Path, lang: Lang) -> Vec<String> {
+    lines(s, END_OF_RUN, cwd, lang)
+}
+
 /// Summarize one run as read from its folder.
 pub fn summarize(run: &LoadedRun) -> RunSummary {
     RunSummary::of(
@@ -193,10 +194,7 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
 impl RunSummary {
     /// The summary of a run that has just ended: its manifest and records, as written.
     pub fn of_finished(m: &RunManifest, records: &[JobRecord]) -> RunSummary {
-        let path = Path::new(&m.results)
-            .parent()
-            .map_or_else(PathBuf::new, Path::to_path_buf);
-        RunSummary::of(&m.run_id, &path, Some(m), records, 0)
+        SummaryFold::of(records).finished(m)
     }
 
     /// The summary of the run `run_id` kept in folder `path`, from its manifest when it wrote
@@ -208,53 +206,7 @@ impl RunSummary {
         records: &[JobRecord],
         torn_lines: usize,
     ) -> RunSummary {
-        let tally = Tally::of(records);
-        let mut counts = tally.counts;
-        counts.planned = m.map_or(records.len() as u64, |m| m.counts.planned);
-        let mut ran: Vec<&JobRecord> = records.iter().filter(|r| r.status.ran()).collect();
-        // Slowest first; equal durations in record order.
-        ran.sort_by_key(|r| std::cmp::Reverse(r.duration_ms));
-        RunSummary {
-            run_id: run_id.to_string(),
-            path: path.display().to_string(),
-            status: m.map(|m| m.status),
-            complete: m.is_some(),
-            reason: m.and_then(|m| m.reason.clone()),
-            command: m.map(|m| m.command.clone()),
-            started_at: m
-                .map(|m| m.started_at)
-                .or_else(|| records.iter().filter_map(|r| r.started_at).min()),
-            finished_at: m
-                .and_then(|m| m.finished_at)
-                .or_else(|| records.iter().filter_map(|r| r.finished_at).max()),
-            shard: m
-                .and_then(|m| m.shard.clone())
-                .or_else(|| shard_from_run_id(run_id)),
-            counts,
-            tokens: tally.tokens,
-            failures_by_kind: tally.failures_by_kind,
-            failures: tally.failures,
-            refused: records
-                .iter()
-                .filter(|r| r.refused_tool_calls > 0)
-                .map(line)
-                .collect(),
-            requests: m.map_or_else(
-                || records.iter().map(|r| u64::from(r.requests)).sum(),
-                |m| m.requests,
-            ),
-            slowest: ran.into_iter().take(SLOWEST).map(line).collect(),
-            torn_lines,
-            model: ModelSeen::of(m, records),
-            escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
-            costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
-            retries: records
-                .iter()
-                .map(|r| u64::from(r.requests.saturating_sub(r.turns)))
-                .sum(),
-            job_time_ms: records.iter().map(|r| r.duration_ms).sum(),
-            output_dir: output_dir_of(path, m),
-        }
+        SummaryFold::of(records).summary(run_id, path, m, torn_lines)
     }
 
     /// The run's `results.jsonl`.
@@ -275,38 +227,145 @@ fn output_dir_of(path: &Path, m: Option<&RunManifest>) -> Option<PathBuf> {
     holding.or_else(|| m.map(|m| PathBuf::from(&m.output_dir)))
 }
 
-/// What the records add up to.
-struct Tally {
+/// What a run's records add up to, taken one record at a time: a run folds each record as it
+/// is written and keeps no record (a rerun of a million cached jobs holds none of them), and
+/// `manifest show` folds the records it reads. What it keeps grows with the failures, never
+/// with the jobs.
+#[derive(Debug, Default)]
+pub struct SummaryFold {
+    records: u64,
     counts: Counts,
     tokens: Tokens,
     failures_by_kind: BTreeMap<String, u64>,
     failures: Vec<JobLine>,
+    refused: Vec<JobLine>,
+    /// The slowest jobs that ran so far, slowest first, equals in record order.
+    slowest: Vec<JobLine>,
+    requests: u64,
+    retries: u64,
+    job_time_ms: u64,
+    started_at: Option<Timestamp>,
+    finished_at: Option<Timestamp>,
+    /// How many records asked each model first, and how many each served model answered.
+    asked: BTreeMap<String, u64>,
+    served: BTreeMap<String, u64>,
 }
 
-impl Tally {
-    fn of(records: &[JobRecord]) -> Tally {
-        let mut counts = Counts::default();
-        let mut tokens = Tokens::default();
-        let mut failures_by_kind: BTreeMap<String, u64> = BTreeMap::new();
-        let mut failures = Vec::new();
+impl SummaryFold {
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a JobRecord>) -> SummaryFold {
+        let mut fold = SummaryFold::default();
         for r in records {
-            counts.add(r.status);
-            tokens.add(r.tokens);
-            if r.status == Status::Failed {
-                let kind = r
-                    .error
-                    .as_ref()
-                    .map(|e| e.kind.to_string())
-                    .unwrap_or_else(|| "unknown".into());
-                *failures_by_kind.entry(kind).or_default() += 1;
-                failures.push(line(r));
+            fold.add(r);
+        }
+        fold
+    }
+
+    /// Take one record into account.
+    pub fn add(&mut self, r: &JobRecord) {
+        self.records += 1;
+        self.counts.add(r.status);
+        self.tokens.add(r.tokens);
+        if r.status == Status::Failed {
+            let kind = r
+                .error
+                .as_ref()
+                .map(|e| e.kind.to_string())
+                .unwrap_or_else(|| "unknown".into());
+            *self.failures_by_kind.entry(kind).or_default() += 1;
+            self.failures.push(line(r));
+        }
+        if r.refused_tool_calls > 0 {
+            self.refused.push(line(r));
+        }
+        if r.status.ran() {
+            let at = self
+                .slowest
+                .iter()
+                .position(|s| s.duration_ms < r.duration_ms)
+                .unwrap_or(self.slowest.len());
+            if at < SLOWEST {
+                self.slowest.insert(at, line(r));
+                self.slowest.truncate(SLOWEST);
             }
         }
-        Tally {
+        self.requests += u64::from(r.requests);
+        self.retries += u64::from(r.requests.saturating_sub(r.turns));
+        self.job_time_ms += r.duration_ms;
+        self.started_at = match (self.started_at, r.started_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.finished_at = self.finished_at.max(r.finished_at);
+        let asked = r.escalated_from.as_deref().unwrap_or(&r.model);
+        *self.asked.entry(asked.to_string()).or_default() += 1;
+        if let Some(m) = &r.served_model {
+            *self.served.entry(m.clone()).or_default() += 1;
+        }
+    }
+
+    /// How many records answered each served model.
+    pub fn served(&self) -> &BTreeMap<String, u64> {
+        &self.served
+    }
+
+    /// The requests the records say they sent.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    pub fn tokens(&self) -> Tokens {
+        self.tokens
+    }
+
+    /// The summary of a run that has just ended with manifest `m`.
+    pub fn finished(self, m: &RunManifest) -> RunSummary {
+        let path = Path::new(&m.results)
+            .parent()
+            .map_or_else(PathBuf::new, Path::to_path_buf);
+        self.summary(&m.run_id, &path, Some(m), 0)
+    }
+
+    /// The summary of the run `run_id` kept in folder `path`, with its manifest when it wrote
+    /// one.
+    pub fn summary(
+        self,
+        run_id: &str,
+        path: &Path,
+        m: Option<&RunManifest>,
+        torn_lines: usize,
+    ) -> RunSummary {
+        let mut counts = self.counts;
+        counts.planned = m.map_or(self.records, |m| m.counts.planned);
+        RunSummary {
+            run_id: run_id.to_string(),
+            path: path.display().to_string(),
+            status: m.map(|m| m.status),
+            complete: m.is_some(),
+            reason: m.and_then(|m| m.reason.clone()),
+            command: m.map(|m| m.command.clone()),
+            started_at: m.map(|m| m.started_at).or(self.started_at),
+            finished_at: m.and_then(|m| m.finished_at).or(self.finished_at),
+            shard: m
+                .and_then(|m| m.shard.clone())
+                .or_else(|| shard_from_run_id(run_id)),
             counts,
-            tokens,
-            failures_by_kind,
-            failures,
+            tokens: self.tokens,
+            model: ModelSeen::of(m, &self),
+            failures_by_kind: self.failures_by_kind,
+            failures: self.failures,
+            refused: self.refused,
+            requests: m.map_or(self.requests, |m| m.requests),
+            slowest: self.slowest,
+            torn_lines,
+            escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
+            costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
+            retries: self.retries,
+            job_time_ms: self.job_time_ms,
+            output_dir: output_dir_of(path, m),
         }
     }
 }
