@@ -232,6 +232,8 @@ pub fn build(
     if jobs.is_empty() {
         return Err(PlanError::NothingMatched);
     }
+    // The plan is held for the whole run: not with up to twice the room it needs.
+    jobs.shrink_to_fit();
     Ok(jobs)
 }
 

@@ -383,6 +383,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_slowest_are_kept_as_records_arrive_equals_in_record_order() {
+        let mut fold = SummaryFold::default();
+        for (i, ms) in [5, 9, 5, 1, 9, 7, 3, 9].into_iter().enumerate() {
+            let mut r = JobRecord::new(
+                &format!("j{i}"),
+                "s",
+                &format!("{i}.txt"),
+                Status::Succeeded,
+            );
+            r.duration_ms = ms;
+            r.started_at = (i == 3).then(Timestamp::now);
+            fold.add(&r);
+        }
+        let s = fold.summary("R", Path::new("runs/R"), None, 0);
+        let ids: Vec<&str> = s.slowest.iter().map(|l| l.job_id.as_str()).collect();
+        assert_eq!(ids, ["j1", "j4", "j7", "j5", "j0"]);
+        assert_eq!(s.counts.planned, 8);
+        // A record without a start does not hide one that has it.
+        assert!(s.started_at.is_some());
+    }
+
+    #[test]
     fn shard_of_a_killed_run_comes_from_its_id() {
         assert_eq!(
             shard_from_run_id("20240101T000000.000Z-shard-2-of-3").as_deref(),
