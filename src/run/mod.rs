@@ -249,7 +249,7 @@ fn remove_scratch(ctx: &RunContext) {
 
 /// How many jobs' cache statuses are decided at a time: enough to keep every core hashing,
 /// few enough that what is held of earlier records grows with them, not with the plan.
-const STATUS_CHUNK: usize = 4096;
+const STATUS_CHUNK: usize = 1024;
 
 /// Each job's cache status, decided a chunk at a time as the scheduler reaches it: inputs
 /// hashed in parallel (those whose stat is unchanged are not opened), before the chunk's jobs

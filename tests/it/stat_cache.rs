@@ -227,3 +227,54 @@ fn an_output_edited_or_a_file_added_after_its_stat_was_recorded_is_found() {
             .contains("Rejected")
     );
 }
+
+/// A run decides its jobs' cache statuses a chunk of 1,024 at a time as it goes
+/// (docs/outputs.md#what-a-run-holds-in-memory): a change on either side of a chunk's edge
+/// is found, everything else is cached, and the run's results.csv and summary still count
+/// every job.
+#[test]
+fn a_rerun_over_more_than_one_chunk_of_jobs_reruns_only_what_changed() {
+    let env = TestEnv::new();
+    let n = 1030;
+    for i in 0..n {
+        env.write(&format!("docs/d{i:04}.txt"), format!("Report {i}.\n"));
+    }
+    age_past_racy_margin();
+    let api = FakeApi::always(Reply::text("# Summary\n\nA report."));
+    run(&env, &api, &["-j", "16"]);
+    assert_eq!(api.chat_requests().len(), n);
+
+    for i in [3, 1027] {
+        env.write(
+            &format!("docs/d{i:04}.txt"),
+            format!("Report {i}, revised.\n"),
+        );
+    }
+    let out = run(&env, &api, &[]);
+    assert_eq!(
+        api.chat_requests().len(),
+        n + 2,
+        "only the two changed reran"
+    );
+    let records = crate::testenv::records_by_input(&env.path("out"));
+    for (input, r) in &records {
+        let expected = match input.as_str() {
+            "docs/d0003.txt" | "docs/d1027.txt" => "succeeded",
+            _ => "cached",
+        };
+        assert_eq!(r["status"], expected, "{input}");
+    }
+    assert_eq!(records.len(), n);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("out/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["counts"]["cached"], n as u64 - 2);
+    assert_eq!(manifest["counts"]["succeeded"], 2);
+    let csv = std::fs::read_to_string(manifest["results_csv"].as_str().unwrap()).unwrap();
+    assert_eq!(csv.lines().count(), n + 1, "a header and a row per job");
+    let said = show(&out);
+    assert!(
+        said.contains("succeeded 2  failed 0  cached 1028"),
+        "{said}"
+    );
+}
