@@ -25,6 +25,7 @@ pub mod llm;
 pub mod manifest;
 pub mod ocr;
 pub(crate) mod plan;
+pub mod providers;
 pub(crate) mod report;
 pub(crate) mod run;
 pub mod sanitize;

@@ -27,7 +27,7 @@ pub use ocr_choice::OcrChoice;
 pub use setting::LOG_LEVELS;
 pub use value::{
     ApiKey, Concurrency, ModelBudget, Origin, Provider, RetryPolicy, UNKNOWN_MODEL_BUDGET,
-    ZHIPU_BASE_URL, default_model_budgets,
+    default_model_budgets,
 };
 
 use crate::i18n::Lang;
@@ -87,7 +87,7 @@ pub struct Config {
 /// How to reach the model server.
 #[derive(Debug, Clone)]
 pub struct ApiSettings {
-    /// The API dialect.
+    /// The provider: its API dialect and default base (`crate::providers`).
     pub provider: Provider,
     /// The API key; `None` when none is configured (fine for a local server).
     pub key: Option<ApiKey>,
@@ -104,10 +104,10 @@ pub struct ApiSettings {
 impl Default for ApiSettings {
     fn default() -> Self {
         ApiSettings {
-            provider: Provider::Zhipu,
+            provider: Provider::default(),
             key: None,
             key_env: "ZHI_API_KEY".into(),
-            base_url: ZHIPU_BASE_URL.into(),
+            base_url: Provider::default().default_base_url().into(),
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
         }

@@ -49,7 +49,11 @@ pub fn text(v: &Value) -> Result<String, String> {
 /// `provider`, `ZHI_PROVIDER`.
 pub fn provider(v: &Value) -> Result<Provider, String> {
     let s = text(v)?;
-    Provider::parse(&s).ok_or_else(|| format!("`{s}` is not zhipu or openai"))
+    Provider::parse(&s).ok_or_else(|| {
+        // Every provider by name, from the table: `zhipu or openai`.
+        let (names, last) = crate::providers::names_but_last();
+        msg!("`{value}` is not {names} or {last}", value = s)
+    })
 }
 
 /// `base_url`, `ZHI_BASE_URL`, `--base-url`: an http(s) URL, without a trailing `/`.

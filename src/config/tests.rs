@@ -183,3 +183,42 @@ fn the_locale_is_read_as_the_messages_read_it() {
         Lang::Zh
     );
 }
+
+#[test]
+fn every_provider_by_each_of_its_words_with_its_base_url_and_an_unknown_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for p in Provider::all() {
+        let spec = p.spec();
+        for word in std::iter::once(&spec.name).chain(spec.also) {
+            let c = Config::resolve(
+                &Overrides::default(),
+                &env_of(&[("ZHI_PROVIDER", word)]),
+                dir.path(),
+            )
+            .unwrap();
+            assert_eq!(c.api.provider, p, "{word}");
+            assert_eq!(c.api.base_url, spec.base_url, "{word}");
+        }
+    }
+    let c = Config::resolve(&Overrides::default(), &env_of(&[]), dir.path()).unwrap();
+    assert_eq!(c.api.provider.as_str(), "zhipu");
+    assert_eq!(c.api.base_url, "https://open.bigmodel.cn/api/paas/v4");
+
+    // The same words as before the providers were a table.
+    let from_env = Config::resolve(
+        &Overrides::default(),
+        &env_of(&[("ZHI_PROVIDER", "claude")]),
+        dir.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(from_env, "ZHI_PROVIDER: `claude` is not zhipu or openai");
+    std::fs::write(dir.path().join("zhi.yaml"), "provider: claude\n").unwrap();
+    let from_file = Config::resolve(&Overrides::default(), &env_of(&[]), dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        from_file.ends_with("zhi.yaml: provider `claude` is not zhipu or openai"),
+        "{from_file}"
+    );
+}

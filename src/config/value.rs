@@ -1,5 +1,6 @@
-//! The small typed values settings are made of: a redacted key, a retry policy, a provider, a
-//! concurrency, a model's budget, and where a value came from (the language is `i18n::Lang`).
+//! The small typed values settings are made of: a redacted key, a retry policy, a concurrency,
+//! a model's budget, and where a value came from (the language is `i18n::Lang`; the provider is
+//! `providers::Provider`, re-exported here, an entry of the providers' one table).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -55,44 +56,9 @@ impl Default for RetryPolicy {
     }
 }
 
-/// The Zhipu BigModel API.
-pub const ZHIPU_BASE_URL: &str = "https://open.bigmodel.cn/api/paas/v4";
-/// OpenAI's API, the default base of the `openai` provider.
-pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-
-/// Which API dialect the model server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr)]
-#[strum(serialize_all = "lowercase")]
-pub enum Provider {
-    /// Zhipu BigModel (the default).
-    Zhipu,
-    /// Any OpenAI-compatible server: OpenAI, DeepSeek, Moonshot, Ollama, vLLM, llama.cpp.
-    Openai,
-}
-
-impl Provider {
-    /// The provider a user's word names (`zhipu`, `bigmodel`, `glm`, `openai`, …).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "zhipu" | "bigmodel" | "glm" => Some(Provider::Zhipu),
-            "openai" | "openai-compatible" => Some(Provider::Openai),
-            _ => None,
-        }
-    }
-    /// The API base used when no setting names one.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Provider::Zhipu => ZHIPU_BASE_URL,
-            Provider::Openai => OPENAI_BASE_URL,
-        }
-    }
-    /// The lowercase name, as settings and `zhi config show` write it.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
+/// Which provider the model server is; the providers and all that differs between them are
+/// one table, [`crate::providers::PROVIDERS`].
+pub use crate::providers::Provider;
 
 /// How many documents are in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

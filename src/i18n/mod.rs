@@ -403,6 +403,25 @@ mod localize_tests {
     }
 
     #[test]
+    fn the_unknown_provider_message_names_every_provider_in_chinese_too() {
+        assert_eq!(
+            chinese("ZHI_PROVIDER: `claude` is not zhipu or openai").as_deref(),
+            Some("ZHI_PROVIDER：`claude` 不是 `zhipu` 或 `openai`")
+        );
+        assert_eq!(
+            chinese("zhi.yaml: provider `claude` is not zhipu or openai").as_deref(),
+            Some("zhi.yaml：`provider` 的值 `claude` 不是 `zhipu` 或 `openai`")
+        );
+        // However many providers the table has, as the setting's check words it.
+        let (names, last) = crate::providers::names_but_last();
+        let zh = chinese(&format!("`claude` is not {names} or {last}")).unwrap_or_default();
+        for p in crate::providers::PROVIDERS {
+            assert!(zh.contains(p.name), "{zh}");
+        }
+        assert!(zh.starts_with("`claude` 不是 `"), "{zh}");
+    }
+
+    #[test]
     fn unknown_text_is_left_alone() {
         assert_eq!(chinese("the model said hello"), None);
         assert_eq!(chinese(""), None);

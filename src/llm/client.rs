@@ -113,7 +113,7 @@ impl From<&crate::config::Config> for ClientSettings {
         ClientSettings {
             base_url: config.api.base_url.clone(),
             api_key: config.api.key.clone(),
-            dialect: Dialect::of(config.api.provider),
+            dialect: config.api.provider.dialect(),
             timeout: config.api.timeout,
             retry: config.api.retry,
             rpm: config.run.rpm,

@@ -1,20 +1,14 @@
-//! A provider's differences, in one place: how a request says whose key it carries, where each
-//! endpoint lies below the API base, and which version the Batch API's request lines name.
+//! How the client speaks a provider's [`Dialect`]: the URL of each endpoint below the API
+//! base, and the key where the provider looks for it.
 //!
-//! The settings' `provider` picks one [`Dialect`] once, when a client is made; the client, the
-//! Batch API and the OCR engines ask it instead of matching the provider themselves, so a
-//! provider's ways are written here and nowhere else.
+//! What differs between providers is data, one entry per provider in `crate::providers`
+//! (adding a provider touches that file only); the settings' `provider` picks its dialect
+//! once, when a client is made. The client, the Batch API and the OCR engines ask the
+//! dialect here instead of matching the provider themselves, so this code stays the same for
+//! every provider.
 
-use crate::config::{ApiKey, Provider};
-
-/// How the API key goes with a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Auth {
-    /// `Authorization: Bearer <key>`.
-    Bearer,
-    /// The key as the whole value of the named header (`api-key`, `x-api-key`).
-    Header(&'static str),
-}
+use crate::config::ApiKey;
+pub use crate::providers::{Auth, Dialect};
 
 /// An endpoint of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,45 +23,7 @@ pub enum Endpoint {
     LayoutParsing,
 }
 
-/// What differs from one provider to another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dialect {
-    pub auth: Auth,
-    chat: &'static [&'static str],
-    files: &'static [&'static str],
-    batches: &'static [&'static str],
-    layout_parsing: &'static [&'static str],
-    /// The version a batch request line's chat path names (`/v4/chat/completions`) when the
-    /// base URL names none.
-    pub batch_version: &'static str,
-}
-
-/// Zhipu BigModel.
-const ZHIPU: Dialect = Dialect {
-    auth: Auth::Bearer,
-    chat: &["chat", "completions"],
-    files: &["files"],
-    batches: &["batches"],
-    layout_parsing: &["layout_parsing"],
-    batch_version: "v4",
-};
-
-/// OpenAI and the servers that speak its API. A server that also speaks Zhipu's layout
-/// parsing (a proxy, a test double) is reached at the same path.
-const OPENAI: Dialect = Dialect {
-    batch_version: "v1",
-    ..ZHIPU
-};
-
 impl Dialect {
-    /// The dialect of `provider`.
-    pub fn of(provider: Provider) -> Dialect {
-        match provider {
-            Provider::Zhipu => ZHIPU,
-            Provider::Openai => OPENAI,
-        }
-    }
-
     /// The path segments of `endpoint` below the API base.
     pub fn path(&self, endpoint: Endpoint) -> &'static [&'static str] {
         match endpoint {
@@ -99,26 +55,54 @@ impl Dialect {
     }
 }
 
-impl Default for Dialect {
-    /// The default provider's (Zhipu's, as the settings' default is).
-    fn default() -> Self {
-        ZHIPU
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn each_provider_has_its_batch_version_and_the_same_paths() {
-        assert_eq!(Dialect::of(Provider::Zhipu).batch_version, "v4");
-        assert_eq!(Dialect::of(Provider::Openai).batch_version, "v1");
-        for p in [Provider::Zhipu, Provider::Openai] {
-            let d = Dialect::of(p);
-            assert_eq!(d.auth, Auth::Bearer);
-            assert_eq!(d.path(Endpoint::Chat), ["chat", "completions"]);
-            assert_eq!(d.path(Endpoint::Files), ["files"]);
+    fn each_endpoint_is_the_path_the_table_gives() {
+        for p in crate::providers::Provider::all() {
+            let d = p.dialect();
+            assert_eq!(d.path(Endpoint::Chat), d.chat);
+            assert_eq!(d.path(Endpoint::Files), d.files);
+            assert_eq!(d.path(Endpoint::Batches), d.batches);
+            assert_eq!(d.path(Endpoint::LayoutParsing), d.layout_parsing);
         }
+        assert_eq!(
+            Dialect::default().path(Endpoint::Chat),
+            ["chat", "completions"]
+        );
+    }
+
+    #[test]
+    fn the_key_goes_where_the_dialect_says() {
+        let key = ApiKey::new("sk-test-key");
+        let client = reqwest::Client::new();
+        let header = |auth: Auth| {
+            let dialect = Dialect {
+                auth,
+                ..Dialect::default()
+            };
+            let request = dialect
+                .authorize(client.get("http://127.0.0.1:9/v1/models"), &key)
+                .build()
+                .expect("a request");
+            request
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            header(Auth::Bearer),
+            [(
+                "authorization".to_string(),
+                "Bearer sk-test-key".to_string()
+            )]
+        );
+        assert_eq!(
+            header(Auth::Header("x-api-key")),
+            [("x-api-key".to_string(), "sk-test-key".to_string())]
+        );
     }
 }

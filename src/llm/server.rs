@@ -14,18 +14,6 @@ use crate::llm::client::ChatClient;
 use serde_json::Value;
 use std::time::Duration;
 
-/// Hosts (and their subdomains) whose limits zhi knows; they are never probed.
-const KNOWN_PROVIDERS: &[&str] = &[
-    "bigmodel.cn",
-    "z.ai",
-    "openai.com",
-    "deepseek.com",
-    "moonshot.cn",
-    "moonshot.ai",
-    "dashscope.aliyuncs.com",
-    "api.anthropic.com",
-];
-
 /// The limit for one probe request, connection to last body byte.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -59,8 +47,9 @@ impl ServerInfo {
     }
 }
 
-/// Whether `base_url` belongs to a hosted provider whose limits zhi knows. Anything else
-/// (localhost, LAN names, unknown hosts, a URL that does not parse) is probed.
+/// Whether `base_url` belongs to a hosted provider whose limits zhi knows (a host of the
+/// providers' table, `crate::providers`, or a subdomain of one). Anything else (localhost, LAN
+/// names, unknown hosts, a URL that does not parse) is probed.
 pub fn is_known_provider(base_url: &str) -> bool {
     let Some(host) = reqwest::Url::parse(base_url.trim())
         .ok()
@@ -68,13 +57,7 @@ pub fn is_known_provider(base_url: &str) -> bool {
     else {
         return false;
     };
-    let host = host.trim_end_matches('.');
-    KNOWN_PROVIDERS.iter().any(|known| {
-        host == *known
-            || host
-                .strip_suffix(known)
-                .is_some_and(|rest| rest.ends_with('.'))
-    })
+    crate::providers::is_known_host(host.trim_end_matches('.'))
 }
 
 /// Asks the server behind `client` for its context window, slots and model, in this order:

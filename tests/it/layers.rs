@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// The layers, top first. A module not listed is a leaf (the lowest layer).
+/// The layers, top first. A module not listed is a leaf (the lowest layer): `providers`, the
+/// providers' table that both `config` and `llm` read, is one and must stay one.
 const LAYERS: &[&[&str]] = &[
     &["commands"],
     &["cli"],
