@@ -1,5 +1,5 @@
-//! Confinement by the kernel: folders and files are created *beneath* a folder handle, one
-//! part at a time, and no part is ever reached through a link.
+//! Confinement by the kernel: folders and files are created, opened, listed and moved
+//! *beneath* a folder handle, one part at a time, and no part is ever reached through a link.
 //!
 //! Checking a path and then opening it by path leaves a gap: a parent checked as a folder can
 //! be swapped for a link before the open, and the open follows it. Here every part is opened
@@ -8,9 +8,11 @@
 //! and a folder moved or replaced mid-walk cannot carry the walk anywhere else. The names
 //! walked are plain (no `..`, no `/`), so nothing leaves the root.
 //!
-//! This is the one mechanism behind the output folder's layout ([`crate::layout`]) and the
-//! agent's sandbox (`agent::sandbox`); the policy (which names are allowed, what a refusal
-//! says) stays with them. It works the same on every unix (`openat2`'s `RESOLVE_BENEATH` is
+//! This is the one mechanism behind the output folder's layout ([`crate::layout`]: its
+//! folders, and the renames that commit a job's staged outputs into its job folder or keep a
+//! failed job's staging) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
+//! their reads, listings and looks at files in the output folder); the policy (which names
+//! are allowed, what a refusal says) stays with them. It works the same on every unix (`openat2`'s `RESOLVE_BENEATH` is
 //! Linux-only and, for names without `..` and walked without links, adds nothing).
 //!
 //! It must never follow a link below the root, nor open the root by anything but its path
@@ -21,6 +23,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// How often a part is looked at again when it changes under the walk (created by a concurrent
@@ -66,6 +69,38 @@ impl Root {
     /// a non-folder at any part. The returned [`Walk`] holds the folder open and knows which
     /// folders it created ([`Walk::undo`]).
     pub fn create_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
+        self.walk(rel, true)
+    }
+
+    /// Open the existing folder `rel` beneath the root, refusing a link or a non-folder at
+    /// any part (a missing part is [`ConfineError::Io`] with `NotFound`). Nothing is created.
+    pub fn open_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
+        self.walk(rel, false)
+    }
+
+    /// Open the existing file `rel` beneath the root for reading: every folder on the way and
+    /// the file itself without following a link. What is read is the file that lies there
+    /// when it is opened, never one a link leads to.
+    pub fn open_file(&self, rel: &Path) -> Result<File, ConfineError> {
+        let (parent, name) = split_last(rel)?;
+        self.open_dirs(parent)?
+            .open_file(name)
+            .map_err(|e| link_or(e, parent.join(name)))
+    }
+
+    /// What the file or folder `rel` beneath the root is, not following a link at any part.
+    pub fn stat(&self, rel: &Path) -> Result<rustix::fs::Stat, ConfineError> {
+        if rel.components().all(|c| c == Component::CurDir) {
+            return rustix::fs::fstat(&self.fd).map_err(|e| ConfineError::Io(e.into()));
+        }
+        let (parent, name) = split_last(rel)?;
+        let walk = self.open_dirs(parent)?;
+        rustix::fs::statat(walk.folder(), name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| ConfineError::Io(e.into()))
+    }
+
+    /// Walk to `rel` one part at a time; `create`: make missing folders on the way.
+    fn walk(&self, rel: &Path, create: bool) -> Result<Walk<'_>, ConfineError> {
         let mut walk = Walk {
             root: self,
             chain: Vec::new(),
@@ -79,7 +114,7 @@ impl Root {
                 _ => return Err(ConfineError::NotPlain),
             };
             at.push(name);
-            let (fd, created) = open_or_create_dir(walk.folder(), name, &at)?;
+            let (fd, created) = open_or_create_dir(walk.folder(), name, &at, create)?;
             if created && walk.created_from.is_none() {
                 walk.created_from = Some(walk.chain.len());
             }
@@ -119,6 +154,46 @@ impl Walk<'_> {
         Ok(File::from(fd))
     }
 
+    /// Open the file `name` in the folder for reading, never through a link (`ELOOP` when a
+    /// link lies there), and without blocking on a fifo.
+    pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            self.folder(),
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// The entries of the folder (not `.` and `..`), each with what it is (a link is a link,
+    /// never followed) and, when it can be looked at, its size.
+    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+        let mut found = Vec::new();
+        for entry in rustix::fs::Dir::read_from(self.folder())? {
+            let entry = entry?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            let stat = rustix::fs::statat(self.folder(), name, AtFlags::SYMLINK_NOFOLLOW).ok();
+            found.push(Entry {
+                name: name.to_os_string(),
+                kind: stat.as_ref().map(|st| FileType::from_raw_mode(st.st_mode)),
+                len: stat.map(|st| st.st_size as u64),
+            });
+        }
+        Ok(found)
+    }
+
+    /// Move `name` from this folder to `to_name` in the folder `to` (both reached beneath
+    /// the root): the rename acts on the entries themselves, so neither end can be carried
+    /// elsewhere by a link put in place of a folder on the way.
+    pub fn rename(&self, name: &OsStr, to: &Walk<'_>, to_name: &OsStr) -> io::Result<()> {
+        rustix::fs::renameat(self.folder(), name, to.folder(), to_name)?;
+        Ok(())
+    }
+
     /// Whether `name` in the folder is a link (not followed).
     pub fn is_link(&self, name: &OsStr) -> bool {
         kind_of(self.folder(), name) == Some(FileType::Symlink)
@@ -144,18 +219,48 @@ impl Walk<'_> {
     }
 }
 
-/// Open the folder `name` in `parent` without following a link, creating it when missing.
-/// Returns the folder and whether this call created it.
+/// An entry of a folder read beneath a [`Root`] ([`Walk::entries`]).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: OsString,
+    /// What it is, not following a link (`None`: gone, or cannot be looked at).
+    pub kind: Option<FileType>,
+    /// Its size in bytes, when it could be looked at.
+    pub len: Option<u64>,
+}
+
+/// A plain relative path's folder part and its last name.
+fn split_last(rel: &Path) -> Result<(&Path, &OsStr), ConfineError> {
+    match (rel.parent(), rel.components().next_back()) {
+        (Some(parent), Some(Component::Normal(name))) => Ok((parent, name)),
+        _ => Err(ConfineError::NotPlain),
+    }
+}
+
+/// A refused open of `at`: a link in its place is [`ConfineError::Link`].
+fn link_or(e: io::Error, at: PathBuf) -> ConfineError {
+    match e.raw_os_error() {
+        Some(code) if code == libc::ELOOP => ConfineError::Link { at },
+        _ => ConfineError::Io(e),
+    }
+}
+
+/// Open the folder `name` in `parent` without following a link, creating it when missing
+/// (`create`). Returns the folder and whether this call created it.
 fn open_or_create_dir(
     parent: BorrowedFd<'_>,
     name: &OsStr,
     at: &Path,
+    create: bool,
 ) -> Result<(OwnedFd, bool), ConfineError> {
     let io_error = |e: rustix::io::Errno| ConfineError::Io(e.into());
     let mut created = false;
     for _ in 0..ATTEMPTS {
         match open_dir(parent, name) {
             Ok(fd) => return Ok((fd, created)),
+            Err(rustix::io::Errno::NOENT) if !create => {
+                return Err(io_error(rustix::io::Errno::NOENT));
+            }
             Err(rustix::io::Errno::NOENT) => {}
             // A link or a file in the way (which error a unix gives differs: ask what it is).
             Err(e) => {

@@ -3,9 +3,10 @@
 //!
 //! Folders under the output folder are created the way the sandbox creates the agent's: one
 //! part at a time beneath the output folder's handle ([`crate::confine`]), never through a
-//! link. A link planted inside the output folder (`zhi-output/summarize -> ../elsewhere`,
-//! `zhi-output/.zhi -> /tmp/x`) would otherwise carry job outputs, records or manifests
-//! outside it.
+//! link; a job's commit (and the keeping of a failed job's staging) renames beneath the same
+//! handle ([`OutputLayout::rename`]). A link planted inside the output folder
+//! (`zhi-output/summarize -> ../elsewhere`, `zhi-output/.zhi -> /tmp/x`) would otherwise
+//! carry job outputs, records or manifests outside it.
 
 use crate::confine::{ConfineError, Root};
 use std::io;
@@ -135,13 +136,16 @@ impl OutputLayout {
     pub fn create_dir(&self, dir: &Path) -> io::Result<()> {
         create_dir_within(&self.out, dir)
     }
+
+    /// Moves `from` to `to` (both inside the output folder), creating `to`'s missing parents:
+    /// see [`rename_within`].
+    pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        rename_within(&self.out, from, to)
+    }
 }
 
-/// Create `dir` and any missing parents below `root` (which must exist), refusing a link or
-/// a non-folder at any part between them. `dir` must be under `root`. Each part is created
-/// beneath the one before it ([`crate::confine`]), so no part checked can be swapped for a
-/// link before it is used.
-pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
+/// `dir` relative to `root`, as a plain path (no `..`, not absolute), or why not.
+fn plain_rel<'a>(root: &Path, dir: &'a Path) -> io::Result<&'a Path> {
     let rel = dir.strip_prefix(root).map_err(|_| {
         io::Error::other(format!(
             "{} is not inside the output folder {}",
@@ -155,9 +159,47 @@ pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
             dir.display()
         )));
     }
+    Ok(rel)
+}
+
+/// Move `from` to `to` below `root` with one `renameat`, each end reached beneath the root's
+/// handle ([`crate::confine`]): `to`'s parents are created the way [`create_dir_within`]
+/// creates them, and a folder on the way swapped for a link, before or during the move,
+/// refuses it instead of carrying the files outside. `to` itself is replaced only as
+/// `rename(2)` would (an empty folder, or a file).
+pub fn rename_within(root: &Path, from: &Path, to: &Path) -> io::Result<()> {
+    let (from_rel, to_rel) = (plain_rel(root, from)?, plain_rel(root, to)?);
+    let (Some(from_name), Some(to_name)) = (from_rel.file_name(), to_rel.file_name()) else {
+        return Err(io::Error::other(format!(
+            "{} is not a plain path inside the output folder",
+            to.display()
+        )));
+    };
+    let root_dir = Root::open(root)?;
+    let parent = |rel: &Path| rel.parent().unwrap_or(Path::new("")).to_path_buf();
+    let source = root_dir
+        .open_dirs(&parent(from_rel))
+        .map_err(|e| confine_error(root, from, e))?;
+    let dest = root_dir
+        .create_dirs(&parent(to_rel))
+        .map_err(|e| confine_error(root, to, e))?;
+    source.rename(from_name, &dest, to_name)
+}
+
+/// Create `dir` and any missing parents below `root` (which must exist), refusing a link or
+/// a non-folder at any part between them. `dir` must be under `root`. Each part is created
+/// beneath the one before it ([`crate::confine`]), so no part checked can be swapped for a
+/// link before it is used.
+pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
+    let rel = plain_rel(root, dir)?;
     let root_dir = Root::open(root)?;
     let walk = root_dir.create_dirs(rel);
-    walk.map(drop).map_err(|e| match e {
+    walk.map(drop).map_err(|e| confine_error(root, dir, e))
+}
+
+/// A walk below `root` towards `dir` that stopped, in the layout's words.
+fn confine_error(root: &Path, dir: &Path, e: ConfineError) -> io::Error {
+    match e {
         ConfineError::Link { at } => io::Error::other(format!(
             "{} is a link; zhi never follows links inside its output folder",
             root.join(at).display()
@@ -175,7 +217,7 @@ pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
             dir.display()
         )),
         ConfineError::Io(source) => source,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,11 @@
 //! them, so a tool that holds one holds a path that passed the check.
 //!
 //! Reads are confined to the job's own inputs (its files, and the files under its input folders)
-//! and the job's output folder, compared after every symlink is resolved. Writes are confined to
+//! and the job's output folder, compared after every symlink is resolved. A read, listing or
+//! look at something in the output folder then goes beneath the output folder's handle by the
+//! resolved path ([`Sandbox::open`], [`Sandbox::folder_entries`], [`Sandbox::file_len`]), so a
+//! folder swapped for a link after the check is refused, not followed; an input (named by the
+//! person, outside the output folder) is opened by its resolved path. Writes are confined to
 //! the output folder: relative paths only, no `..`, no link followed anywhere on the way, and
 //! never over an existing file. A write is carried out beneath the output folder's handle, one
 //! part at a time (`crate::confine`), so a folder that passed cannot be swapped for a link
@@ -15,8 +19,10 @@
 //! This module must never widen what a job may touch: no fallback to the current directory, no
 //! following of links during a write, no overwriting.
 
+pub use crate::confine::Entry;
 use crate::confine::{ConfineError, Root, Walk};
 use crate::small_file::Stamp;
+use rustix::fs::FileType;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
@@ -129,6 +135,10 @@ impl ReadTarget {
     }
     pub fn is_dir(&self) -> bool {
         self.is_dir
+    }
+    /// Where it lies: an input, or the output folder.
+    pub fn origin(&self) -> Origin {
+        self.origin
     }
 }
 
@@ -423,6 +433,58 @@ impl Sandbox {
             display: ".".to_string(),
             origin: Origin::Output,
             is_dir: true,
+        }
+    }
+
+    /// Open a checked file for reading. Something in the output folder is opened beneath the
+    /// output folder's handle, by the path the check resolved, one part at a time and never
+    /// through a link (`crate::confine`): a folder swapped for a link since the check makes the
+    /// open fail (`ELOOP`), never read what the link leads to. An input is opened by the path
+    /// the check resolved (the person named it; links to it were judged where they lead).
+    pub fn open(&self, target: &ReadTarget) -> io::Result<fs::File> {
+        match self.output_rel(target) {
+            Some(rel) => self.root.open_file(rel).map_err(confine_io),
+            None => fs::File::open(&target.path),
+        }
+    }
+
+    /// The entries of a checked folder: in the output folder read beneath its handle (links
+    /// listed as links, never followed), elsewhere by the path the check resolved.
+    pub fn folder_entries(&self, target: &ReadTarget) -> io::Result<Vec<Entry>> {
+        let Some(rel) = self.output_rel(target) else {
+            return fs::read_dir(&target.path)?
+                .map(|entry| {
+                    let entry = entry?;
+                    let kind = entry.file_type().ok().map(kind_of_std);
+                    let len = fs::metadata(entry.path()).ok().map(|m| m.len());
+                    Ok(Entry {
+                        name: entry.file_name(),
+                        kind,
+                        len,
+                    })
+                })
+                .collect();
+        };
+        self.root.open_dirs(rel).map_err(confine_io)?.entries()
+    }
+
+    /// The size of a checked file (`None` for a folder): in the output folder looked at beneath
+    /// its handle, elsewhere by the path the check resolved.
+    pub fn file_len(&self, target: &ReadTarget) -> io::Result<Option<u64>> {
+        let Some(rel) = self.output_rel(target) else {
+            let meta = fs::metadata(&target.path)?;
+            return Ok((!meta.is_dir()).then_some(meta.len()));
+        };
+        let st = self.root.stat(rel).map_err(confine_io)?;
+        Ok((FileType::from_raw_mode(st.st_mode) != FileType::Directory)
+            .then_some(st.st_size as u64))
+    }
+
+    /// A target's path relative to the output folder, when it lies there.
+    fn output_rel<'t>(&self, target: &'t ReadTarget) -> Option<&'t Path> {
+        match target.origin {
+            Origin::Output => target.path.strip_prefix(&self.output_dir).ok(),
+            Origin::Input | Origin::InputDir => None,
         }
     }
 
@@ -879,6 +941,32 @@ impl Sandbox {
                 source,
             },
         })
+    }
+}
+
+/// A walk beneath the output folder that stopped, as the file system would say it (a link in
+/// the way is `ELOOP`, as an open with `O_NOFOLLOW` says it).
+fn confine_io(e: ConfineError) -> io::Error {
+    match e {
+        ConfineError::Link { .. } => io::Error::from_raw_os_error(libc::ELOOP),
+        ConfineError::NotAFolder { .. } => io::Error::from_raw_os_error(libc::ENOTDIR),
+        ConfineError::Unstable { .. } | ConfineError::NotPlain => {
+            io::Error::from_raw_os_error(libc::EINVAL)
+        }
+        ConfineError::Io(e) => e,
+    }
+}
+
+/// A `std` file type as `rustix` says it.
+fn kind_of_std(kind: fs::FileType) -> FileType {
+    if kind.is_symlink() {
+        FileType::Symlink
+    } else if kind.is_dir() {
+        FileType::Directory
+    } else if kind.is_file() {
+        FileType::RegularFile
+    } else {
+        FileType::Unknown
     }
 }
 

@@ -8,6 +8,7 @@ use crate::agent::outputs;
 use crate::agent::runner::{AgentStats, Expected};
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
+use crate::layout::OutputLayout;
 use crate::manifest::{JobRecord, OutputFile, Status, Timestamp, Tokens};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
@@ -53,7 +54,7 @@ impl TranscriptFolders {
 pub fn cached_record(
     job: &Job,
     cache: &JobCache,
-    layout: &crate::layout::OutputLayout,
+    layout: &OutputLayout,
     transcripts: &mut TranscriptFolders,
 ) -> JobRecord {
     let prev = cache.previous.as_ref();
@@ -681,11 +682,6 @@ fn commit(
     let io = |what: String, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
     let out = run.layout.output_dir();
     let target = out.join(&job.output_rel);
-    if let Some(parent) = target.parent() {
-        run.layout
-            .create_dir(parent)
-            .map_err(|e| io(msg!("cannot create {}", parent.display()), e))?;
-    }
     // The outputs, hashed before they move, are journaled first: a kill between the rename
     // and the record must not make zhi's own folder look like a person's edit next time.
     let mut outputs = Vec::new();
@@ -708,22 +704,43 @@ fn commit(
         }
         write_journal(run, job, cache, &outputs)?;
         let trash = run.layout.job_trash(&run.run_id, job.id.as_str());
-        if let Some(p) = trash.parent() {
-            run.layout
-                .create_dir(p)
-                .map_err(|e| io(msg!("cannot create {}", p.display()), e))?;
-        }
-        std::fs::rename(&target, &trash)
-            .map_err(|e| io(msg!("cannot move the old {} aside", target.display()), e))?;
-        std::fs::rename(staging, &target)
-            .map_err(|e| io(msg!("cannot commit {}", target.display()), e))?;
+        move_into_place(&run.layout, staging, &target, Some(&trash))?;
         let _ = std::fs::remove_dir_all(&trash);
     } else {
         write_journal(run, job, cache, &outputs)?;
-        std::fs::rename(staging, &target)
-            .map_err(|e| io(msg!("cannot commit {}", target.display()), e))?;
+        move_into_place(&run.layout, staging, &target, None)?;
     }
     Ok(outputs)
+}
+
+/// The commit's moves: the old job folder (if any) to `trash`, then the staging folder to
+/// `target`, each a rename beneath the output folder's handle ([`OutputLayout::rename`]), so
+/// a folder on the way swapped for a link cannot carry the outputs outside the output folder.
+fn move_into_place(
+    layout: &OutputLayout,
+    staging: &Path,
+    target: &Path,
+    trash: Option<&Path>,
+) -> Result<(), JobError> {
+    let io = |what: String, e: std::io::Error| JobError::new(ErrorKind::Io, format!("{what}: {e}"));
+    if let Some(parent) = target.parent() {
+        layout
+            .create_dir(parent)
+            .map_err(|e| io(msg!("cannot create {}", parent.display()), e))?;
+    }
+    if let Some(trash) = trash {
+        if let Some(p) = trash.parent() {
+            layout
+                .create_dir(p)
+                .map_err(|e| io(msg!("cannot create {}", p.display()), e))?;
+        }
+        layout
+            .rename(target, trash)
+            .map_err(|e| io(msg!("cannot move the old {} aside", target.display()), e))?;
+    }
+    layout
+        .rename(staging, target)
+        .map_err(|e| io(msg!("cannot commit {}", target.display()), e))
 }
 
 /// The job's folder exists and is not what zhi last wrote there: a person's edit (or someone
@@ -802,10 +819,46 @@ fn keep_failed(run: &RunContext, job: &Job, staging: &Path) {
     if let Some(p) = dest.parent() {
         let _ = run.layout.create_dir(p);
     }
-    if let Err(e) = std::fs::rename(staging, &dest) {
+    if let Err(e) = run.layout.rename(staging, &dest) {
         tracing::warn!(
             "{}",
             msg!("cannot keep the failed staging of {}: {e}", job.input)
         );
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// The race the commit's renames by path had: the job folder's parent checked (created)
+    /// as a folder, then swapped for a link to outside before the rename, which followed it.
+    /// A thread swaps `summarize` (a folder) and a link to outside again and again while jobs
+    /// commit into `summarize/<n>`: each lands inside the output folder or fails, never
+    /// outside.
+    #[test]
+    fn a_parent_swapped_for_a_link_mid_commit_never_leads_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(out.join("summarize")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("swap")).unwrap();
+        let layout = OutputLayout::new(&out);
+        let mut committed = 0;
+        crate::confine::while_swapping(&out.join("summarize"), &out.join("swap"), |n| {
+            let staging = layout.job_staging("run", &n.to_string());
+            layout.create_dir(&staging).unwrap();
+            std::fs::write(staging.join("summary.md"), "s").unwrap();
+            let target = out.join(format!("summarize/{n}"));
+            if move_into_place(&layout, &staging, &target, None).is_ok() {
+                committed += 1;
+            }
+        });
+        assert!(
+            std::fs::read_dir(&outside).unwrap().next().is_none(),
+            "a commit went outside the output folder"
+        );
+        assert!(committed > 0, "no commit got through at all");
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{Args, LIST_CAP_ENTRIES, PATH_NAMES, ToolEnv, ToolOutcome};
 use crate::agent::sandbox::{ListTarget, ReadTarget, Sandbox};
+use rustix::fs::FileType;
 
 pub(super) async fn file_list(mut args: Args, env: &ToolEnv) -> ToolOutcome {
     let path = match args.opt_string(PATH_NAMES) {
@@ -29,9 +30,10 @@ fn render(sandbox: &Sandbox, target: &ListTarget) -> Result<String, String> {
         None => Ok(overview(sandbox)),
         Some(t) if t.is_dir() => folder(sandbox, t),
         Some(t) => {
-            let meta = fs::metadata(t.path())
+            let len = sandbox
+                .file_len(t)
                 .map_err(|e| format!("cannot look at `{}`: {e}", t.display()))?;
-            Ok(format!("{}\tfile\t{} bytes", t.display(), meta.len()))
+            Ok(format!("{}\tfile\t{} bytes", t.display(), len.unwrap_or(0)))
         }
     }
 }
@@ -83,20 +85,20 @@ fn folder(sandbox: &Sandbox, target: &ReadTarget) -> Result<String, String> {
 /// One line per entry, sorted by name, at most [`LIST_CAP_ENTRIES`] plus a note; and how many
 /// entries there are.
 fn entries(sandbox: &Sandbox, target: &ReadTarget) -> Result<(Vec<String>, usize), String> {
-    let read = fs::read_dir(target.path())
+    let read = sandbox
+        .folder_entries(target)
         .map_err(|e| format!("cannot list `{}`: {e}", target.display()))?;
     let mut found: Vec<(String, String)> = Vec::new();
     for entry in read {
-        let entry = entry.map_err(|e| format!("cannot list `{}`: {e}", target.display()))?;
-        let path = entry.path();
-        if sandbox.is_excluded(&path) {
+        if sandbox.is_excluded(&target.path().join(&entry.name)) {
             continue;
         }
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let line = match entry.file_type() {
-            Ok(kind) if kind.is_symlink() => format!("{name}\tlink"),
-            Ok(kind) if kind.is_dir() => format!("{name}/\tfolder"),
-            _ => describe(&name, &path),
+        let name = entry.name.to_string_lossy().into_owned();
+        let line = match (entry.kind, entry.len) {
+            (Some(FileType::Symlink), _) => format!("{name}\tlink"),
+            (Some(FileType::Directory), _) => format!("{name}/\tfolder"),
+            (_, Some(len)) => format!("{name}\tfile\t{len} bytes"),
+            (_, None) => format!("{name}\tunreadable"),
         };
         found.push((name, line));
     }

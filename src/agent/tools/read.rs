@@ -1,6 +1,11 @@
 //! `file_read` and `ocr`: a checked path in, capped text out.
 
-use super::{Args, PATH_NAMES, READ_CAP_BYTES, ToolEnv, ToolOutcome, cap_text};
+use super::{Args, DocumentReader, PATH_NAMES, READ_CAP_BYTES, ToolEnv, ToolOutcome, cap_text};
+use crate::agent::sandbox::{ReadTarget, Sandbox};
+use crate::error::{ErrorKind, JobError};
+use crate::scratch::ScratchDir;
+use std::ffi::OsStr;
+use std::io;
 
 pub(super) async fn file_read(mut args: Args, env: &ToolEnv) -> ToolOutcome {
     let path = match args.string(PATH_NAMES) {
@@ -29,9 +34,10 @@ pub(super) async fn file_read(mut args: Args, env: &ToolEnv) -> ToolOutcome {
     if !env.sandbox.unchanged(&target) {
         return changed();
     }
-    let reader = env.reader.clone();
+    let (reader, sandbox) = (env.reader.clone(), env.sandbox.clone());
     let read_from = target.clone();
-    let read = tokio::task::spawn_blocking(move || reader.read_text(read_from.path())).await;
+    let read =
+        tokio::task::spawn_blocking(move || read_checked(&*reader, &sandbox, &read_from)).await;
     if !env.sandbox.unchanged(&target) {
         return changed();
     }
@@ -50,6 +56,31 @@ pub(super) async fn file_read(mut args: Args, env: &ToolEnv) -> ToolOutcome {
         ));
     }
     ToolOutcome::ok(cap_text(&text, offset, READ_CAP_BYTES, Some(&display)))
+}
+
+/// The text of a checked file. Something in the output folder is read from the file opened
+/// beneath the output folder's handle ([`Sandbox::open`]): its bytes are copied into a private
+/// scratch folder under the same name, and the reader (which may hand a path to a worker
+/// process) reads that copy. So what is read is the file that passed the check, never what a
+/// folder swapped for a link since leads to. An input is read by the path the check resolved.
+fn read_checked(
+    reader: &dyn DocumentReader,
+    sandbox: &Sandbox,
+    target: &ReadTarget,
+) -> Result<String, JobError> {
+    if target.origin().is_input() {
+        return reader.read_text(target.path());
+    }
+    let unreadable =
+        |e: io::Error| JobError::new(ErrorKind::InputError, msg!("cannot be read: {e}"));
+    let mut file = sandbox.open(target).map_err(unreadable)?;
+    let scratch = ScratchDir::new("read").map_err(unreadable)?;
+    let name = target.path().file_name().unwrap_or(OsStr::new("file"));
+    let copy = scratch.path().join(name);
+    let mut to = std::fs::File::create_new(&copy).map_err(unreadable)?;
+    io::copy(&mut file, &mut to).map_err(unreadable)?;
+    drop(to);
+    reader.read_text(&copy)
 }
 
 pub(super) async fn ocr(mut args: Args, env: &ToolEnv) -> ToolOutcome {
@@ -136,6 +167,35 @@ mod tests {
             assert!(!out.content.contains("root:"));
             assert!(out.content.contains("reports/q3.txt"), "{}", out.content);
         }
+    }
+
+    /// The race the reads by path had: `a` checked as a folder in the output folder, then
+    /// swapped for a link to outside before the file was opened by path, which followed it. A
+    /// thread swaps `a` and a link to outside again and again while `a/x.md` is read: each read
+    /// gives the file inside or fails, never the one outside.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_folder_swapped_for_a_link_mid_read_never_reads_outside() {
+        let root = TempDir::new().unwrap();
+        let env = env(root.path());
+        let (out, outside) = (root.path().join("out"), root.path().join("outside"));
+        fs::create_dir_all(out.join("a")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(out.join("a/x.md"), "inside").unwrap();
+        fs::write(outside.join("x.md"), "top secret").unwrap();
+        symlink(&outside, out.join("swap")).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (mut read, mut leaked) = (0, 0);
+        crate::confine::while_swapping(&out.join("a"), &out.join("swap"), |_| {
+            let got = rt.block_on(call(&env, ToolKind::FileRead, r#"{"path": "a/x.md"}"#));
+            leaked += usize::from(got.content.contains("top secret"));
+            read += usize::from(got.content == "inside");
+        });
+        assert_eq!(leaked, 0, "a read went outside the output folder");
+        assert!(read > 0, "no read got through at all");
     }
 
     #[tokio::test]
