@@ -76,14 +76,7 @@ pub const PROVIDERS: &[Spec] = &[
         also: &["bigmodel", "glm"],
         base_url: "https://open.bigmodel.cn/api/paas/v4",
         hosts: &["bigmodel.cn", "z.ai"],
-        dialect: Dialect {
-            auth: Auth::Bearer,
-            chat: &["chat", "completions"],
-            files: &["files"],
-            batches: &["batches"],
-            layout_parsing: &["layout_parsing"],
-            batch_version: "v4",
-        },
+        dialect: OPENAI_PATHS,
     },
     // Any OpenAI-compatible server: OpenAI, DeepSeek, Moonshot, Ollama, vLLM, llama.cpp. A
     // server that also speaks Zhipu's layout parsing (a proxy, a test double) is reached at
@@ -101,15 +94,22 @@ pub const PROVIDERS: &[Spec] = &[
             "api.anthropic.com",
         ],
         dialect: Dialect {
-            auth: Auth::Bearer,
-            chat: &["chat", "completions"],
-            files: &["files"],
-            batches: &["batches"],
-            layout_parsing: &["layout_parsing"],
             batch_version: "v1",
+            ..OPENAI_PATHS
         },
     },
 ];
+
+/// The bearer key and the endpoint paths of OpenAI's API, which Zhipu's follows (its batch
+/// lines name `v4`).
+const OPENAI_PATHS: Dialect = Dialect {
+    auth: Auth::Bearer,
+    chat: &["chat", "completions"],
+    files: &["files"],
+    batches: &["batches"],
+    layout_parsing: &["layout_parsing"],
+    batch_version: "v4",
+};
 
 /// Which provider the model server is: an entry of [`PROVIDERS`].
 #[derive(Clone, Copy, PartialEq, Eq)]
