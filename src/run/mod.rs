@@ -122,11 +122,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     };
     let slots = Arc::new(Slots::new(initial, auto));
     let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.flags.progress));
-    let keep = ledger::Keep {
-        table_skills: tables::table_skills(&opts.jobs, &opts.skills),
-        settled_ids: book.has_batches(),
-        prices: config.models.prices.clone(),
-    };
+    let keep = keep(&opts, &book, &config);
     let ledger = open_ledger(&layout.run(&run_id), &opts, keep, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
@@ -205,6 +201,15 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: &CacheIndex) {
             "{}",
             msg!("cannot write {}: {e}", ctx.layout.cache_index().display())
         );
+    }
+}
+
+/// What the end of the run needs of its records beyond their sums.
+fn keep(opts: &RunOptions, book: &crate::batch::Book, config: &Config) -> ledger::Keep {
+    ledger::Keep {
+        table_skills: tables::table_skills(&opts.jobs, &opts.skills),
+        settled_ids: book.has_batches(),
+        prices: config.models.prices.clone(),
     }
 }
 
