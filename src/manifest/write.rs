@@ -79,20 +79,14 @@ impl ManifestWriter {
             .append(true)
             .open(dir.join("results.jsonl"))?;
         let len = jsonl.metadata()?.len();
-        let tmp = dir.join(format!("results.csv.tmp-{}", std::process::id()));
-        let mut rows = csv::Writer::from_writer(io::BufWriter::new(File::create(&tmp)?));
-        rows.write_record(CSV_HEADERS).map_err(io::Error::other)?;
+        let csv = ResultsCsv::create(&dir.join("results.csv"))?;
         Ok(ManifestWriter {
             dir: dir.to_path_buf(),
             jsonl,
             lines: Some(Vec::new()),
             len,
             held: Vec::new(),
-            csv: Some(ResultsCsv {
-                tmp,
-                rows,
-                failed: None,
-            }),
+            csv: Some(csv),
         })
     }
 
@@ -113,10 +107,8 @@ impl ManifestWriter {
             return Err(io::Error::other(e));
         }
         self.held.push(b'\n');
-        if let Some(csv) = self.csv.as_mut().filter(|c| c.failed.is_none())
-            && let Err(e) = csv_row(&mut csv.rows, record)
-        {
-            csv.failed = Some(e);
+        if let Some(csv) = &mut self.csv {
+            csv.push(record);
         }
         let n = (self.held.len() - start) as u64;
         if let Some(lines) = &mut self.lines {
@@ -180,6 +172,30 @@ impl Drop for ManifestWriter {
 }
 
 impl ResultsCsv {
+    /// Start `path`, under a temporary name beside it, with its header row.
+    fn create(path: &Path) -> io::Result<ResultsCsv> {
+        let tmp = path.with_extension(format!("csv.tmp-{}", std::process::id()));
+        let mut rows = csv::Writer::from_writer(io::BufWriter::new(File::create(&tmp)?));
+        if let Err(e) = rows.write_record(CSV_HEADERS) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io::Error::other(e));
+        }
+        Ok(ResultsCsv {
+            tmp,
+            rows,
+            failed: None,
+        })
+    }
+
+    /// One record's row; the first failure is kept for [`ResultsCsv::finish`] to say.
+    fn push(&mut self, record: &JobRecord) {
+        if self.failed.is_none()
+            && let Err(e) = csv_row(&mut self.rows, record)
+        {
+            self.failed = Some(e);
+        }
+    }
+
     /// Put the table in place, whole, or remove it and say why.
     fn finish(self, path: &Path) -> io::Result<()> {
         let ResultsCsv { tmp, rows, failed } = self;
@@ -261,14 +277,11 @@ pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
 /// `results.csv`: the records, flat, for spreadsheets. Text cells are kept from being read
 /// as formulas ([`formula_safe`]).
 pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
-    write_atomic_with(path, |file| {
-        let mut w = csv::Writer::from_writer(io::BufWriter::new(file));
-        w.write_record(CSV_HEADERS).map_err(io::Error::other)?;
-        for r in records {
-            csv_row(&mut w, r)?;
-        }
-        w.flush()
-    })
+    let mut csv = ResultsCsv::create(path)?;
+    for r in records {
+        csv.push(r);
+    }
+    csv.finish(path)
 }
 
 /// One record's row of `results.csv`.
