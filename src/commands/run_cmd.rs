@@ -21,7 +21,7 @@ pub struct Prepared {
     pub shard: Option<Shard>,
     pub output_dir: PathBuf,
     /// Every job id of the whole plan, all shards, before `--limit` (for `manifest merge`).
-    pub plan_ids: Vec<String>,
+    pub plan_ids: Vec<crate::plan::JobId>,
 }
 
 fn overrides(a: &RunArgs) -> Overrides {
@@ -127,7 +127,7 @@ pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         Some(s) => Some(s),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
-    let plan_ids = jobs.iter().map(|j| j.id.to_string()).collect();
+    let plan_ids = jobs.iter().map(|j| j.id).collect();
     let mut jobs = plan::filter_shard(jobs, shard);
     if let Some(n) = a.limit {
         jobs.truncate(n);
@@ -416,7 +416,7 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         .map(|(job, line)| {
             vec![
                 job.id.to_string(),
-                job.skill.clone(),
+                job.skill.to_string(),
                 one_line(&job.input),
                 line.extraction.to_string(),
                 line.status.to_string(),

@@ -138,9 +138,9 @@ impl ManifestWriter {
     }
 
     /// Where every record line went and the final length of `results.jsonl`, when every
-    /// append succeeded.
-    pub fn lines(&self) -> Option<(&[RecordLine], u64)> {
-        self.lines.as_deref().map(|l| (l, self.len))
+    /// append succeeded: handed over once, at the end of the run.
+    pub fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
+        self.lines.take().map(|l| (l, self.len))
     }
 
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to

@@ -30,7 +30,8 @@ pub struct Found {
     /// Where its outputs go below `<OUT>/<skill>/`: the shown path when under the current
     /// folder, else relative to the input root it was found under (`docs/a.pdf` for
     /// `/data/docs`).
-    pub out_display: String,
+    /// `None` when it is the shown path itself (the usual case: not held twice).
+    pub out_display: Option<String>,
     /// A problem reading it (broken link, unreadable folder), recorded as the job's failure.
     pub problem: Option<JobError>,
     /// Its canonical path, when known without asking the file system again (dedupe key).
@@ -49,7 +50,7 @@ pub fn expand(
     let out_abs = absolute(cwd, output_dir);
     let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
     let mut found: Vec<Found> = Vec::new();
-    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut seen = Seen::default();
 
     for input in inputs {
         let before = found.len();
@@ -124,14 +125,31 @@ pub fn expand(
     Ok(found)
 }
 
-fn push(found: &mut Vec<Found>, seen: &mut HashSet<PathBuf>, f: Found) {
+fn push(found: &mut Vec<Found>, seen: &mut Seen, mut f: Found) {
     // The same document reached twice (a folder and a file in it, a link) is planned once.
-    let key = match &f.canonical {
-        Some(c) => c.clone(),
+    let key = match f.canonical.take() {
+        Some(c) => c,
         None => f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
     };
-    if seen.insert(key) {
+    if seen.first_time(&key) {
         found.push(f);
+    }
+}
+
+/// The documents already found, by a digest of their canonical path: 16 bytes a document, not
+/// a copy of each path (an archive of a million documents is planned in one pass). Two paths
+/// share a digest with a chance of about 2⁻⁸⁹ in a million documents.
+#[derive(Default)]
+struct Seen(HashSet<[u8; 16]>);
+
+impl Seen {
+    fn first_time(&mut self, canonical: &Path) -> bool {
+        use sha2::{Digest, Sha256};
+        use std::os::unix::ffi::OsStrExt;
+        let digest = Sha256::digest(canonical.as_os_str().as_bytes());
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&digest[..16]);
+        self.0.insert(key)
     }
 }
 
@@ -331,7 +349,7 @@ fn probe_file(path: &Path) -> Option<JobError> {
 
 fn found_entry(path: &Path, cwd: &Path, root: &Path, problem: Option<JobError>) -> Found {
     let display = display_path(path, cwd);
-    let out_display = if Path::new(&display).is_absolute() {
+    let out_display = Path::new(&display).is_absolute().then(|| {
         let root_name = root
             .file_name()
             .map(|n| shown(Path::new(n)))
@@ -342,9 +360,7 @@ fn found_entry(path: &Path, cwd: &Path, root: &Path, problem: Option<JobError>) 
             }
             _ => root_name,
         }
-    } else {
-        display.clone()
-    };
+    });
     Found {
         display,
         path: path.to_path_buf(),
@@ -370,7 +386,8 @@ pub fn display_path(path: &Path, cwd: &Path) -> String {
 /// show (or plan, or get an output folder) as one, and the text leads back to the name.
 pub fn shown(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
-    let mut out = String::new();
+    // Sized once: the plan holds one of these a job.
+    let mut out = String::with_capacity(path.as_os_str().len() + 8);
     for (i, part) in path.iter().enumerate() {
         if i > 0 && !out.ends_with('/') {
             out.push('/');

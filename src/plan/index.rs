@@ -244,13 +244,17 @@ impl CacheIndex {
     /// on top, written atomically. `lines` are the run's record lines as written: job id,
     /// status, offset and length in its `results.jsonl`, whose final length is `run_len`.
     pub fn save_after_run(
-        &self,
+        self,
         run_id: &str,
         run_len: u64,
         lines: &[RecordLine],
     ) -> io::Result<()> {
-        let mut runs = self.runs.clone();
-        let mut slots = self.slots.clone();
+        let CacheIndex {
+            mut runs,
+            mut slots,
+            output_dir,
+            ..
+        } = self;
         let n = match runs.iter().position(|r| r.run_id == run_id) {
             Some(i) => {
                 runs[i].len = run_len;
@@ -277,7 +281,7 @@ impl CacheIndex {
                 },
             );
         }
-        let path = crate::layout::OutputLayout::new(&self.output_dir).cache_index();
+        let path = crate::layout::OutputLayout::new(&output_dir).cache_index();
         manifest::write_atomic(&path, &encode(&runs, &slots))
     }
 }

@@ -31,10 +31,11 @@ pub(crate) fn hash_pair(h: &mut Sha256, tag: &[u8], key: &str, value: &str) {
 }
 
 /// A stable job id: the first 16 hex digits of sha256 over the skill, the input path and the
-/// arguments. The same job has the same id in every run and every shard.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct JobId(String);
+/// arguments. The same job has the same id in every run and every shard. Held inline (no
+/// allocation): a plan of a million jobs holds a million of them, and the sets that dedupe it
+/// as many again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId([u8; 16]);
 
 impl JobId {
     pub fn new(skill: &str, input: &str, args: &BTreeMap<String, String>) -> JobId {
@@ -46,16 +47,26 @@ impl JobId {
         for (k, v) in args {
             hash_pair(&mut h, b"\0", k, v);
         }
-        JobId(hex::encode(&h.finalize()[..8]))
+        let mut hex = [0u8; 16];
+        // Eight bytes of the digest are sixteen hex digits.
+        let _ = hex::encode_to_slice(&h.finalize()[..8], &mut hex);
+        JobId(hex)
     }
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Only ever hex digits (ASCII).
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl Serialize for JobId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
 impl std::fmt::Display for JobId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -100,7 +111,8 @@ impl std::fmt::Display for PlanStatus {
 #[derive(Debug, Clone, Serialize)]
 pub struct Job {
     pub id: JobId,
-    pub skill: String,
+    /// The skill's name, shared by every job of it.
+    pub skill: std::sync::Arc<str>,
     /// The primary input as the user and the model see it (relative to the current folder
     /// when under it, else relative to the parent of the root it was found under).
     pub input: String,
@@ -115,8 +127,9 @@ pub struct Job {
     /// The job's folder relative to the output folder: `<skill>/<input>`.
     pub output_rel: PathBuf,
     /// A problem known at planning time (a missing paired file, a broken link): the job is
-    /// planned, and fails with this error without reaching the model.
-    pub problem: Option<JobError>,
+    /// planned, and fails with this error without reaching the model. Boxed: rare, and the
+    /// plan holds a job for every document.
+    pub problem: Option<Box<JobError>>,
 }
 
 impl Job {
@@ -148,7 +161,9 @@ impl Job {
 /// The output folder of a job: `<skill>/<display path>`, with `..` and root components
 /// removed so it always stays inside the output folder.
 pub fn output_rel(skill: &str, display: &str) -> PathBuf {
-    let mut p = PathBuf::from(skill);
+    // Sized once: the plan holds one of these a job.
+    let mut p = PathBuf::with_capacity(skill.len() + display.len() + 8);
+    p.push(skill);
     for part in display.split('/') {
         match part {
             "" | "." | ".." => {}
@@ -179,9 +194,10 @@ pub fn build(
     output_dir: &std::path::Path,
 ) -> Result<Vec<Job>, PlanError> {
     let mut jobs: Vec<Job> = Vec::new();
+    // The ids planned, and each job's folder (one folder, one job), found again through the
+    // jobs themselves: a few bytes a job, not a copy of each id and folder.
     let mut ids = std::collections::HashSet::new();
-    // Each job's folder, and the input it belongs to: one folder, one job.
-    let mut folders: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
+    let mut folders = FolderIndex::default();
     for req in requests {
         let skill = skills
             .get(&req.skill)
@@ -190,42 +206,45 @@ pub fn build(
                 hint: crate::suggest::did_you_mean(&req.skill, skills.names()),
             })?;
         args::check_args(skill, &req.args)?;
+        let skill_name: std::sync::Arc<str> = skill.name.as_str().into();
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();
         let found = expand(&req.inputs, &opts, cwd, output_dir)?;
+        jobs.reserve(found.len());
         for f in found {
             let (args, extra_inputs, arg_problem) =
                 resolve_args(skill, &req.args, &f.display, &f.path);
             let id = JobId::new(&skill.name, &f.display, &args);
-            if !ids.insert(id.clone()) {
+            if !ids.insert(id) {
                 continue;
             }
             // The current folder itself is laid out under its own name.
+            let out_display = f.out_display.as_deref().unwrap_or(&f.display);
             let rel = output_rel(
                 &skill.name,
-                if f.out_display == "." {
+                if out_display == "." {
                     cwd.file_name().and_then(|n| n.to_str()).unwrap_or("root")
                 } else {
-                    &f.out_display
+                    out_display
                 },
             );
-            if let Some(first) = folders.insert(rel.clone(), f.display.clone()) {
+            if let Some(first) = folders.insert(&jobs, &rel) {
                 return Err(PlanError::SharedOutputFolder {
-                    first,
+                    first: first.input.clone(),
                     second: f.display,
                     folder: rel.display().to_string(),
                 });
             }
             jobs.push(Job {
                 id,
-                skill: skill.name.clone(),
+                skill: skill_name.clone(),
                 output_rel: rel,
                 input: f.display,
                 path: f.path,
                 is_dir: opts.directories,
                 args,
                 extra_inputs,
-                problem: f.problem.or(arg_problem),
+                problem: f.problem.or(arg_problem).map(Box::new),
             });
         }
     }
@@ -235,6 +254,30 @@ pub fn build(
     // The plan is held for the whole run: not with up to twice the room it needs.
     jobs.shrink_to_fit();
     Ok(jobs)
+}
+
+/// The plan's job folders, each held as the position of its job in the plan.
+#[derive(Default)]
+struct FolderIndex {
+    table: hashbrown::HashTable<usize>,
+    state: std::hash::RandomState,
+}
+
+impl FolderIndex {
+    /// Note `rel` as the folder of the job about to be pushed onto `jobs`, unless a job of
+    /// `jobs` has it already: then that job.
+    fn insert<'j>(&mut self, jobs: &'j [Job], rel: &std::path::Path) -> Option<&'j Job> {
+        use std::hash::BuildHasher;
+        let hash = self.state.hash_one(rel);
+        if let Some(&i) = self.table.find(hash, |&i| jobs[i].output_rel == rel) {
+            return Some(&jobs[i]);
+        }
+        let state = &self.state;
+        self.table.insert_unique(hash, jobs.len(), |&i| {
+            state.hash_one(jobs[i].output_rel.as_path())
+        });
+        None
+    }
 }
 
 /// Keep the jobs of one shard (positions are in plan order).
@@ -325,6 +368,6 @@ mod tests {
         assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(id, JobId::new("translate", "docs/a.md", &args));
         assert_ne!(id, JobId::new("translate", "docs/b.md", &args));
-        assert_eq!(serde_json::to_value(&id).unwrap(), id.as_str());
+        assert_eq!(serde_json::to_value(id).unwrap(), id.as_str());
     }
 }

@@ -66,7 +66,7 @@ impl RunContext {
     /// The ladder of a job's failing steps: its skill's own, else the settings'.
     pub fn ladder(&self, job: &Job) -> &[Rung] {
         self.skill_ladders
-            .get(&job.skill)
+            .get(&*job.skill)
             .map_or(&self.escalation, |l| l)
     }
 

@@ -184,7 +184,7 @@ fn manifest(
             peak: peak as u32,
             last: last as u32,
         },
-        planned_job_ids: opts.plan_ids.clone(),
+        planned_job_ids: opts.plan_ids.iter().map(|id| id.to_string()).collect(),
         base_url: Some(crate::secret::url_for_display(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),

@@ -96,7 +96,7 @@ pub fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobReco
     JobRecord {
         started_at: Some(now),
         finished_at: Some(now),
-        error: job.problem.clone(),
+        error: job.problem.as_deref().cloned(),
         ..base_record(job, cache, run.model(job))
     }
 }

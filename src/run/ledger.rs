@@ -33,8 +33,8 @@ pub trait RecordSink: Send {
     /// After the last record: `results.csv` and `manifest.json`.
     fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()>;
     /// Where each record line went and the file's length, for the cache index (`None`: not
-    /// known).
-    fn lines(&self) -> Option<(Vec<RecordLine>, u64)> {
+    /// known). Handed over once, at the end of the run.
+    fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
         None
     }
 }
@@ -49,8 +49,8 @@ impl RecordSink for ManifestWriter {
     fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()> {
         ManifestWriter::finish(self, manifest, output_dir)
     }
-    fn lines(&self) -> Option<(Vec<RecordLine>, u64)> {
-        ManifestWriter::lines(self).map(|(l, n)| (l.to_vec(), n))
+    fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
+        ManifestWriter::take_lines(self)
     }
 }
 
@@ -284,8 +284,8 @@ impl Ledger {
     }
 
     /// Where the run's record lines went, for the cache index.
-    pub fn record_lines(&self) -> Option<(Vec<RecordLine>, u64)> {
-        lock(&self.sink).lines()
+    pub fn take_record_lines(&self) -> Option<(Vec<RecordLine>, u64)> {
+        lock(&self.sink).take_lines()
     }
 
     /// Writes the run's manifest (and `results.csv`) once every record is in.

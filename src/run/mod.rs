@@ -54,7 +54,7 @@ pub struct RunOptions {
     pub shard: Option<Shard>,
     /// Every job id of the whole plan (all shards), written to the manifest so that merging
     /// shards can tell which planned jobs none of them did.
-    pub plan_ids: Vec<String>,
+    pub plan_ids: Vec<crate::plan::JobId>,
     /// The command line, for the manifest.
     pub command: String,
     /// Cancelled to stop in-flight work at once (the reader's helper programs share it).
@@ -178,14 +178,14 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         progress: &progress,
     };
     let result = finish::conclude(end, &ledger);
-    save_index(&ctx, &ledger, &index);
+    save_index(&ctx, &ledger, index);
     Ok(result)
 }
 
 /// The cache index with this run's records on top (docs/outputs.md#the-cache-index). A
 /// failure costs the next run a read of this run's records, nothing more.
-fn save_index(ctx: &RunContext, ledger: &Ledger, index: &CacheIndex) {
-    let saved = match ledger.record_lines() {
+fn save_index(ctx: &RunContext, ledger: &Ledger, index: CacheIndex) {
+    let saved = match ledger.take_record_lines() {
         Some((lines, len)) => index.save_after_run(&ctx.run_id, len, &lines),
         // An append failed: the file's offsets are unknown; the next run rebuilds the index.
         None => std::fs::remove_file(ctx.layout.cache_index()).or_else(|e| {

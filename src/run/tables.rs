@@ -58,10 +58,9 @@ pub fn table_skills(jobs: &[Job], skills: &SkillSet) -> HashSet<String> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut feeding = HashSet::new();
     for job in jobs {
-        if seen.insert(job.skill.as_str())
-            && skills.get(&job.skill).is_some_and(|s| s.schema().is_some())
+        if seen.insert(&*job.skill) && skills.get(&job.skill).is_some_and(|s| s.schema().is_some())
         {
-            feeding.insert(job.skill.clone());
+            feeding.insert(job.skill.to_string());
         }
     }
     feeding

@@ -456,7 +456,7 @@ fn step_job(job: &Job, step: &Step, child: &Skill, input: &StepInput) -> Job {
     let scope = format!("{}#{}", job.id, step.id);
     Job {
         id: JobId::new(&child.name, &scope, &input.args),
-        skill: child.name.clone(),
+        skill: child.name.as_str().into(),
         input: input.display.clone(),
         path: input.path.clone(),
         is_dir: false,

@@ -451,6 +451,10 @@ fn run_worker(
     feed: Option<process::Feed>,
 ) -> Result<WorkerRun, JobError> {
     let mut cmd = process::command(&opts.worker_exe, ["__pdf-worker"]);
+    // The allocator (mimalloc) reserves address space a gigabyte at a time by default, more
+    // than the worker's address-space limit leaves room for: small reservations, so that the
+    // limit bounds what the PDF costs, not how the allocator plans ahead.
+    cmd.env("MIMALLOC_ARENA_RESERVE", "16MiB");
     cmd.arg("--memory-limit")
         .arg(opts.pdf_memory_limit_bytes.to_string())
         .arg("--mode")
