@@ -72,7 +72,7 @@ pub fn expand(
                     base,
                 });
             }
-            walk(&base_abs, cwd, opts, &excludes, &out_canon, &mut |f, _| {
+            walk(&base_abs, cwd, opts, &excludes, &out_canon, &mut |f| {
                 if glob.is_match(&f.path) {
                     push(&mut found, &mut seen, f);
                 }
@@ -94,7 +94,7 @@ pub fn expand(
                     if opts.directories {
                         push(&mut found, &mut seen, found_entry(&path, cwd, &path, None));
                     } else {
-                        walk(&path, cwd, opts, &excludes, &out_canon, &mut |f, _| {
+                        walk(&path, cwd, opts, &excludes, &out_canon, &mut |f| {
                             push(&mut found, &mut seen, f);
                         });
                     }
@@ -153,15 +153,14 @@ impl Seen {
     }
 }
 
-/// Walk a folder in sorted order, calling `each` with every document and its path relative to
-/// the current folder (as matched by globs).
+/// Walk a folder in sorted order, calling `each` with every document.
 fn walk(
     root: &Path,
     cwd: &Path,
     opts: &ExpandOptions,
     excludes: &GlobSet,
     out_canon: &Path,
-    each: &mut dyn FnMut(Found, &str),
+    each: &mut dyn FnMut(Found),
 ) {
     let root_canon = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let walked = Walked {
@@ -172,10 +171,7 @@ fn walk(
         excludes,
         out_canon,
     };
-    let mut emit = |f: Found| {
-        let rel = f.display.clone();
-        each(f, &rel);
-    };
+    let mut emit = |f: Found| each(f);
     let mut it = walkdir::WalkDir::new(root)
         .follow_links(opts.follow_links)
         .sort_by_file_name()
