@@ -12,9 +12,9 @@
 //! folders, and the renames that commit a job's staged outputs into its job folder or keep a
 //! failed job's staging), zhi's own files in it (the run's records: `results.jsonl` appended
 //! and `results.csv` and `manifest.json` put in place through the run folder's handle, held
-//! from the run's start; the commit journals, the cache index, the checkpoints, the batch
-//! book's files and the extraction tables, each replaced whole beneath its folder's handle:
-//! [`Walk::replace_file`]) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
+//! from the run's start, and its transcripts; the lock; the commit journals, the cache
+//! index, the checkpoints, the batch book's files and the extraction tables, each replaced
+//! whole beneath its folder's handle: [`Walk::replace_file`]) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
 //! their reads, listings and looks at files in the output folder); the policy (which names
 //! are allowed, what a refusal says) stays with them. It works the same on every unix
 //! (`openat2`'s `RESOLVE_BENEATH` is Linux-only and, for names without `..` and walked without
