@@ -10,10 +10,15 @@
 //!
 //! This is the one mechanism behind the output folder's layout ([`crate::layout`]: its
 //! folders, and the renames that commit a job's staged outputs into its job folder or keep a
-//! failed job's staging) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
+//! failed job's staging), zhi's own files in it (the run's records: `results.jsonl` appended
+//! and `results.csv` and `manifest.json` put in place through the run folder's handle, held
+//! from the run's start, and its transcripts; the lock; the commit journals, the cache
+//! index, the checkpoints, the batch book's files and the extraction tables, each replaced
+//! whole beneath its folder's handle: [`Walk::replace_file`]) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
 //! their reads, listings and looks at files in the output folder); the policy (which names
-//! are allowed, what a refusal says) stays with them. It works the same on every unix (`openat2`'s `RESOLVE_BENEATH` is
-//! Linux-only and, for names without `..` and walked without links, adds nothing).
+//! are allowed, what a refusal says) stays with them. It works the same on every unix
+//! (`openat2`'s `RESOLVE_BENEATH` is Linux-only and, for names without `..` and walked without
+//! links, adds nothing).
 //!
 //! It must never follow a link below the root, nor open the root by anything but its path
 //! (the one place where ambient authority is used: the root is what the person named).
@@ -99,6 +104,22 @@ impl Root {
             .map_err(|e| ConfineError::Io(e.into()))
     }
 
+    /// The same folder, held by a second handle.
+    pub(crate) fn try_clone(&self) -> io::Result<Root> {
+        Ok(Root {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
+    /// The root itself, as a walk of no parts: its files are reached with [`Walk`]'s methods.
+    pub(crate) fn top(&self) -> Walk<'_> {
+        Walk {
+            root: self,
+            chain: Vec::new(),
+            created_from: None,
+        }
+    }
+
     /// Walk to `rel` one part at a time; `create`: make missing folders on the way.
     fn walk(&self, rel: &Path, create: bool) -> Result<Walk<'_>, ConfineError> {
         let mut walk = Walk {
@@ -154,6 +175,63 @@ impl Walk<'_> {
         Ok(File::from(fd))
     }
 
+    /// Open the file `name` in the folder for appending, creating it when missing (as
+    /// `OpenOptions::new().create(true).append(true)` does), never through a link (`ELOOP`
+    /// when a link lies there).
+    pub(crate) fn open_append(&self, name: &OsStr) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            self.folder(),
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// Create or truncate the file `name` in the folder, open for writing (as `File::create`
+    /// does), never through a link (`ELOOP` when a link lies there).
+    pub(crate) fn create_file(&self, name: &OsStr) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            self.folder(),
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// Replace `name` in the folder whole: the content is written by `write` into `tmp` (in
+    /// the same folder, never through a link), synced, and renamed over `name`, so a reader
+    /// sees the old content or the new, never a part. A failure removes `tmp`.
+    pub(crate) fn replace_file(
+        &self,
+        tmp: &OsStr,
+        name: &OsStr,
+        write: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let written = (|| {
+            let mut f = self.create_file(tmp)?;
+            write(&mut f)?;
+            f.sync_all()?;
+            self.rename(tmp, self, name)
+        })();
+        // A full disk must not leave half-written temporary files behind.
+        if written.is_err() {
+            self.remove_file(tmp);
+        }
+        written
+    }
+
+    /// The folder walked to, as a root of its own: what lies below it is reached beneath it
+    /// (a run's folder, held for the run's writes).
+    pub(crate) fn into_root(mut self) -> io::Result<Root> {
+        let fd = match self.chain.pop() {
+            Some((fd, _)) => fd,
+            None => self.root.fd.try_clone()?,
+        };
+        Ok(Root { fd })
+    }
+
     /// Open the file `name` in the folder for reading, never through a link (`ELOOP` when a
     /// link lies there), and without blocking on a fifo.
     pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
@@ -201,7 +279,14 @@ impl Walk<'_> {
 
     /// Remove the file `name` from the folder (a write that failed half-way).
     pub fn remove_file(&self, name: &OsStr) {
-        let _ = rustix::fs::unlinkat(self.folder(), name, AtFlags::empty());
+        let _ = self.unlink(name);
+    }
+
+    /// Remove the file `name` from the folder (a link there is removed, never followed), or
+    /// say why not.
+    pub(crate) fn unlink(&self, name: &OsStr) -> io::Result<()> {
+        rustix::fs::unlinkat(self.folder(), name, AtFlags::empty())?;
+        Ok(())
     }
 
     /// Remove the folders this walk created, deepest first, each only if still empty.
@@ -238,7 +323,7 @@ fn split_last(rel: &Path) -> Result<(&Path, &OsStr), ConfineError> {
 }
 
 /// A refused open of `at`: a link in its place is [`ConfineError::Link`].
-fn link_or(e: io::Error, at: PathBuf) -> ConfineError {
+pub(crate) fn link_or(e: io::Error, at: PathBuf) -> ConfineError {
     match e.raw_os_error() {
         Some(code) if code == libc::ELOOP => ConfineError::Link { at },
         _ => ConfineError::Io(e),

@@ -142,6 +142,36 @@ impl OutputLayout {
     pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         rename_within(&self.out, from, to)
     }
+
+    /// The folder `dir` (inside the output folder, or the output folder itself) reached
+    /// beneath the output folder's handle and held open, created with its missing parents
+    /// when `create`: see [`folder_within`].
+    pub(crate) fn folder(&self, dir: &Path, create: bool) -> io::Result<Root> {
+        folder_within(&self.out, dir, create)
+    }
+
+    /// Remove the file `path` (inside the output folder), its folder reached beneath the
+    /// output folder's handle: a link on the way is refused, a link at `path` itself is
+    /// removed, never what it leads to.
+    pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let (parent, Some(name)) = (path.parent().unwrap_or(Path::new("")), path.file_name())
+        else {
+            return Err(io::Error::other(format!(
+                "{} is not a plain path inside the output folder",
+                path.display()
+            )));
+        };
+        self.folder(parent, false)?.top().unlink(name)
+    }
+
+    /// Replace the file `path` (inside the output folder; its folder must exist) whole, its
+    /// folder reached beneath the output folder's handle: a temporary file beside it, synced,
+    /// then renamed over it ([`write_atomic_in`]).
+    pub(crate) fn write_atomic(&self, path: &Path, body: &[u8]) -> io::Result<()> {
+        let parent = path.parent().unwrap_or(Path::new(""));
+        let folder = self.folder(parent, false)?;
+        write_atomic_in(&folder, path, |f| std::io::Write::write_all(f, body))
+    }
 }
 
 /// `dir` relative to `root`, as a plain path (no `..`, not absolute), or why not.
@@ -197,8 +227,60 @@ pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
     walk.map(drop).map_err(|e| confine_error(root, dir, e))
 }
 
+/// The folder `dir` below `root` (or `root` itself), held open: reached one part at a time
+/// beneath the root's handle, created with its missing parents when `create`, refusing a link
+/// or a non-folder at any part. What is then written in it through the handle stays in it,
+/// whatever is later put in place of a folder on the way.
+pub(crate) fn folder_within(root: &Path, dir: &Path, create: bool) -> io::Result<Root> {
+    let rel = plain_rel(root, dir)?;
+    let root_dir = Root::open(root)?;
+    let walk = match create {
+        true => root_dir.create_dirs(rel),
+        false => root_dir.open_dirs(rel),
+    }
+    .map_err(|e| confine_error(root, dir, e))?;
+    walk.into_root()
+}
+
+/// `crate::manifest::write_atomic` in `folder`, the folder `path` lies in, held open (reached
+/// beneath the output folder's handle: [`OutputLayout::folder`]): the temporary file (named as
+/// `write_atomic` names it) is created and renamed over `path`'s name through the handle,
+/// never through a link; `path` names the file in errors. The content is written by `write`
+/// (a table of 100,000 rows is not held whole in memory).
+pub(crate) fn write_atomic_in(
+    folder: &Root,
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = file_name(path)?;
+    let tmp = file_name(&path.with_extension(format!("tmp-{}", std::process::id())))?;
+    folder
+        .top()
+        .replace_file(&tmp, &name, write)
+        .map_err(|e| link_refused(path, e))
+}
+
+/// The last part of `path`, the name of a file in its folder.
+fn file_name(path: &Path) -> io::Result<std::ffi::OsString> {
+    path.file_name()
+        .map(std::ffi::OsStr::to_os_string)
+        .ok_or_else(|| io::Error::other(format!("{} names no file", path.display())))
+}
+
+/// A file write or open refused because `path` (or its temporary name) is a link: said the
+/// way a link among the folders is; any other failure as it is.
+pub(crate) fn link_refused(path: &Path, e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) if code == libc::ELOOP => io::Error::other(format!(
+            "{} is a link; zhi never follows links inside its output folder",
+            path.display()
+        )),
+        _ => e,
+    }
+}
+
 /// A walk below `root` towards `dir` that stopped, in the layout's words.
-fn confine_error(root: &Path, dir: &Path, e: ConfineError) -> io::Error {
+pub(crate) fn confine_error(root: &Path, dir: &Path, e: ConfineError) -> io::Error {
     match e {
         ConfineError::Link { at } => io::Error::other(format!(
             "{} is a link; zhi never follows links inside its output folder",

@@ -38,6 +38,27 @@ impl Transcript {
                     .append(true)
                     .open(path)
             });
+        Self::opened(path, file, secrets)
+    }
+
+    /// A transcript appended to `path` through `folder`, its folder held open (reached
+    /// beneath the output folder's handle, or why it could not be): never through a link.
+    pub(crate) fn create_in(
+        folder: std::io::Result<crate::confine::Root>,
+        path: &Path,
+        secrets: Secrets,
+    ) -> Self {
+        let file = folder.and_then(|folder| {
+            let name = path.file_name().unwrap_or_default();
+            folder
+                .top()
+                .open_append(name)
+                .map_err(|e| crate::layout::link_refused(path, e))
+        });
+        Self::opened(path, file, secrets)
+    }
+
+    fn opened(path: &Path, file: std::io::Result<std::fs::File>, secrets: Secrets) -> Self {
         let file = match file {
             Ok(f) => Some(f),
             Err(e) => {

@@ -211,7 +211,7 @@ impl Book {
     }
 
     fn save(&self, r: &BatchRecord) -> Result<(), ApiError> {
-        record::save(&self.dir, r).map_err(|e| {
+        record::save(&self.out, &self.dir, r).map_err(|e| {
             ApiError::new(
                 ErrorKind::Io,
                 false,
@@ -719,7 +719,8 @@ impl Book {
         };
         crate::layout::create_dir_within(&self.out, &folder)
             .map_err(|e| io(&msg!("the folder"), e))?;
-        crate::manifest::write_atomic(&folder.join("input.jsonl"), &bytes)
+        crate::layout::OutputLayout::new(&self.out)
+            .write_atomic(&folder.join("input.jsonl"), &bytes)
             .map_err(|e| io(&msg!("the request file"), e))?;
         let count = requests.len() as u64;
         let mut r = BatchRecord::prepared(
@@ -912,7 +913,7 @@ impl Book {
                 return false;
             }
             if r.settled_jobs.len() != before
-                && let Err(e) = record::save(&self.dir, r)
+                && let Err(e) = record::save(&self.out, &self.dir, r)
             {
                 tracing::warn!(
                     "{}",

@@ -173,10 +173,11 @@ pub fn folder(batches: &Path, local_id: &str) -> PathBuf {
     batches.join(local_id)
 }
 
-/// Write `batch.json` atomically.
-pub fn save(batches: &Path, record: &BatchRecord) -> io::Result<()> {
+/// Write `batch.json` atomically, its folder reached beneath the output folder `out`'s handle.
+pub fn save(out: &Path, batches: &Path, record: &BatchRecord) -> io::Result<()> {
     let body = serde_json::to_vec(record).map_err(io::Error::other)?;
-    crate::manifest::write_atomic(&folder(batches, &record.local_id).join("batch.json"), &body)
+    let path = folder(batches, &record.local_id).join("batch.json");
+    crate::layout::OutputLayout::new(out).write_atomic(&path, &body)
 }
 
 /// Every batch recorded under `batches`, oldest first, for a run (which holds the lock). A
@@ -256,7 +257,7 @@ mod tests {
         let batches = dir.path();
         for id in ["b-2", "b-1"] {
             std::fs::create_dir_all(batches.join(id)).unwrap();
-            save(batches, &record(id)).unwrap();
+            save(batches, batches, &record(id)).unwrap();
         }
         // A kill after the request file was written and before its record.
         std::fs::create_dir_all(batches.join("b-3")).unwrap();

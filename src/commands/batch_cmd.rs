@@ -234,7 +234,7 @@ fn cancel(
         match rt.block_on(api.cancel(&id, &token)) {
             Ok(info) => {
                 live(&mut r, &info);
-                save(&book.dir, &r)?;
+                save(&book.out, &book.dir, &r)?;
                 notice(&msg!(
                     "batch {id}: {} ({} request(s)); the next `zhi run` collects what it answered and does the rest again",
                     one_line(&info.status),
@@ -254,8 +254,8 @@ fn cancel(
     })
 }
 
-fn save(dir: &Path, r: &BatchRecord) -> Result<(), ExitError> {
-    record::save(dir, r).map_err(|e| {
+fn save(out: &Path, dir: &Path, r: &BatchRecord) -> Result<(), ExitError> {
+    record::save(out, dir, r).map_err(|e| {
         ExitError::new(
             Exit::TempFail,
             msg!("cannot write the record of batch {}: {e}", r.local_id),

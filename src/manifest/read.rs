@@ -83,7 +83,8 @@ mod tests {
     #[test]
     fn torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = ManifestWriter::create(dir.path()).unwrap();
+        let layout = crate::layout::OutputLayout::new(dir.path());
+        let mut w = ManifestWriter::create(&layout, dir.path()).unwrap();
         w.append(&record("a")).unwrap();
         w.append(&record("b")).unwrap();
         use std::io::Write;

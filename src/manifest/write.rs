@@ -3,8 +3,11 @@
 //! earlier one that cost a request.
 
 use super::{JobRecord, RunManifest, Status};
+use crate::confine::Root;
+use crate::layout::{OutputLayout, link_refused, write_atomic_in};
 use sha2::{Digest, Sha256};
-use std::fs::{File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -44,6 +47,10 @@ pub fn job_key(job_id: &str) -> u64 {
 /// Appends job records to `results.jsonl` as jobs end.
 pub struct ManifestWriter {
     dir: PathBuf,
+    /// The run's folder, reached beneath the output folder's handle when the run began: every
+    /// file of the run's records is written through it, never by path, so a folder on the way
+    /// swapped for a link later cannot carry them outside the output folder.
+    folder: Root,
     jsonl: File,
     /// Where each record line went, for the cache index; `None` once an append failed (the
     /// file's length is then unknown).
@@ -59,9 +66,12 @@ pub struct ManifestWriter {
     csv: Option<ResultsCsv>,
 }
 
-/// `results.csv` being written.
+/// `results.csv` being written (in a folder held open: see [`ResultsCsv::finish`]).
 struct ResultsCsv {
-    tmp: PathBuf,
+    /// `results.csv`, as errors name it.
+    path: PathBuf,
+    /// Its temporary name, in the same folder.
+    tmp: OsString,
     rows: csv::Writer<io::BufWriter<File>>,
     /// The first failure to write a row: said by `finish`, which then writes no table.
     failed: Option<io::Error>,
@@ -71,17 +81,20 @@ struct ResultsCsv {
 const HELD_MAX: usize = 64 * 1024;
 
 impl ManifestWriter {
-    /// Create the run's folder and its `results.jsonl`.
-    pub fn create(dir: &Path) -> io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        let jsonl = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("results.jsonl"))?;
+    /// Create the run's folder `dir` (inside `layout`'s output folder, reached one part at a
+    /// time beneath its handle, never through a link) and its `results.jsonl`.
+    pub fn create(layout: &OutputLayout, dir: &Path) -> io::Result<Self> {
+        let folder = layout.folder(dir, true)?;
+        let path = dir.join("results.jsonl");
+        let jsonl = folder
+            .top()
+            .open_append(OsStr::new("results.jsonl"))
+            .map_err(|e| link_refused(&path, e))?;
         let len = jsonl.metadata()?.len();
-        let csv = ResultsCsv::create(&dir.join("results.csv"))?;
+        let csv = ResultsCsv::create(&folder, &dir.join("results.csv"))?;
         Ok(ManifestWriter {
             dir: dir.to_path_buf(),
+            folder,
             jsonl,
             lines: Some(Vec::new()),
             len,
@@ -92,6 +105,11 @@ impl ManifestWriter {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The run's folder, held open since [`ManifestWriter::create`].
+    pub(crate) fn folder(&self) -> &Root {
+        &self.folder
     }
 
     /// Append one record as one line, then flush it to disk — except the record of a job
@@ -149,10 +167,12 @@ impl ManifestWriter {
         self.write_held()?;
         self.jsonl.sync_data()?;
         if let Some(csv) = self.csv.take() {
-            csv.finish(&self.dir.join("results.csv"))?;
+            csv.finish(&self.folder)?;
         }
         let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
-        write_atomic(&self.dir.join("manifest.json"), &body)?;
+        write_atomic_in(&self.folder, &self.dir.join("manifest.json"), |f| {
+            f.write_all(&body)
+        })?;
         write_atomic(&output_dir.join("manifest.json"), &body)
     }
 }
@@ -166,21 +186,27 @@ impl Drop for ManifestWriter {
         // A run that wrote no manifest has no `results.csv` either.
         if let Some(csv) = self.csv.take() {
             drop(csv.rows);
-            let _ = std::fs::remove_file(&csv.tmp);
+            self.folder.top().remove_file(&csv.tmp);
         }
     }
 }
 
 impl ResultsCsv {
-    /// Start `path`, under a temporary name beside it, with its header row.
-    fn create(path: &Path) -> io::Result<ResultsCsv> {
-        let tmp = path.with_extension(format!("csv.tmp-{}", std::process::id()));
-        let mut rows = csv::Writer::from_writer(io::BufWriter::new(File::create(&tmp)?));
+    /// Start `path` (a file of `folder`), under a temporary name beside it, with its header
+    /// row.
+    fn create(folder: &Root, path: &Path) -> io::Result<ResultsCsv> {
+        let tmp = file_name(&path.with_extension(format!("csv.tmp-{}", std::process::id())))?;
+        let file = folder
+            .top()
+            .create_file(&tmp)
+            .map_err(|e| link_refused(path, e))?;
+        let mut rows = csv::Writer::from_writer(io::BufWriter::new(file));
         if let Err(e) = rows.write_record(CSV_HEADERS) {
-            let _ = std::fs::remove_file(&tmp);
+            folder.top().remove_file(&tmp);
             return Err(io::Error::other(e));
         }
         Ok(ResultsCsv {
+            path: path.to_path_buf(),
             tmp,
             rows,
             failed: None,
@@ -196,9 +222,17 @@ impl ResultsCsv {
         }
     }
 
-    /// Put the table in place, whole, or remove it and say why.
-    fn finish(self, path: &Path) -> io::Result<()> {
-        let ResultsCsv { tmp, rows, failed } = self;
+    /// Put the table in place, whole, or remove it and say why: renamed within `folder`, the
+    /// folder it was started in.
+    fn finish(self, folder: &Root) -> io::Result<()> {
+        let ResultsCsv {
+            path,
+            tmp,
+            rows,
+            failed,
+        } = self;
+        let name = file_name(&path)?;
+        let walk = folder.top();
         let written = match failed {
             Some(e) => Err(e),
             None => rows
@@ -206,10 +240,10 @@ impl ResultsCsv {
                 .map_err(|e| io::Error::other(e.to_string()))
                 .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
                 .and_then(|f| f.sync_all())
-                .and_then(|()| std::fs::rename(&tmp, path)),
+                .and_then(|()| walk.rename(&tmp, &walk, &name)),
         };
         if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+            walk.remove_file(&tmp);
         }
         written
     }
@@ -217,27 +251,22 @@ impl ResultsCsv {
 
 /// Write a file so that readers see the old or the new content, never a part.
 pub fn write_atomic(path: &Path, body: &[u8]) -> io::Result<()> {
-    write_atomic_with(path, |f| f.write_all(body))
+    write_atomic_in(&Root::open(parent_of(path))?, path, |f| f.write_all(body))
 }
 
-/// [`write_atomic`], the content written by `write` (a table of 100,000 rows is not held
-/// whole in memory).
-fn write_atomic_with(
-    path: &Path,
-    write: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let written = (|| {
-        let mut f = File::create(&tmp)?;
-        write(&mut f)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    // A full disk must not leave half-written temporary files behind.
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// The folder `path` lies in (`.` for a bare name).
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
     }
-    written
+}
+
+/// The last part of `path`, the name of a file in its folder.
+fn file_name(path: &Path) -> io::Result<OsString> {
+    path.file_name()
+        .map(OsStr::to_os_string)
+        .ok_or_else(|| io::Error::other(format!("{} names no file", path.display())))
 }
 
 const CSV_HEADERS: &[&str] = &[
@@ -277,11 +306,12 @@ pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
 /// `results.csv`: the records, flat, for spreadsheets. Text cells are kept from being read
 /// as formulas ([`formula_safe`]).
 pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
-    let mut csv = ResultsCsv::create(path)?;
+    let folder = Root::open(parent_of(path))?;
+    let mut csv = ResultsCsv::create(&folder, path)?;
     for r in records {
         csv.push(r);
     }
-    csv.finish(path)
+    csv.finish(&folder)
 }
 
 /// One record's row of `results.csv`.
@@ -315,4 +345,99 @@ fn csv_row(w: &mut csv::Writer<impl Write>, r: &JobRecord) -> io::Result<()> {
         &formula_safe(r.transcript.as_deref().unwrap_or("")),
     ])
     .map_err(io::Error::other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn manifest() -> RunManifest {
+        serde_json::from_value(serde_json::json!({
+            "run_id": "r1",
+            "zhi_version": "0",
+            "command": "zhi run summarize docs",
+            "started_at": "2024-01-01T00:00:00.000Z",
+            "finished_at": "2024-01-01T00:01:00.000Z",
+            "status": "completed",
+            "skills": {},
+            "counts": {"planned": 1, "succeeded": 1, "failed": 0,
+                       "cached": 0, "skipped": 0, "cancelled": 0},
+            "tokens": {"prompt": 0, "completion": 0},
+            "output_dir": "out",
+            "results": "out/.zhi/runs/r1/results.jsonl",
+            "results_csv": "out/.zhi/runs/r1/results.csv",
+            "shard": null,
+            "requests": 0
+        }))
+        .unwrap()
+    }
+
+    fn record(id: &str) -> JobRecord {
+        JobRecord::new(id, "s", "a.txt", Status::Succeeded)
+    }
+
+    /// The run's folder is held from the start: `.zhi/runs` replaced by a link to outside
+    /// mid-run (with a run folder of the same name waiting there) carries none of the run's
+    /// records, table or manifest outside; they all land in the run's own folder.
+    #[test]
+    fn a_runs_folder_replaced_by_a_link_mid_run_carries_no_record_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(outside.join("r1")).unwrap();
+        let layout = OutputLayout::new(&out);
+        layout.create().unwrap();
+        let mut w = ManifestWriter::create(&layout, &layout.run("r1")).unwrap();
+        w.append(&record("a")).unwrap();
+        let moved = tmp.path().join("moved");
+        std::fs::rename(layout.runs(), &moved).unwrap();
+        symlink(&outside, layout.runs()).unwrap();
+        w.append(&record("b")).unwrap();
+        w.finish(&manifest(), &out).unwrap();
+        drop(w);
+        assert!(
+            std::fs::read_dir(outside.join("r1"))
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        let mut names: Vec<_> = std::fs::read_dir(moved.join("r1"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["manifest.json", "results.csv", "results.jsonl"]);
+        let jsonl = std::fs::read_to_string(moved.join("r1/results.jsonl")).unwrap();
+        assert_eq!(jsonl.lines().count(), 2);
+        // A run beginning now refuses the link, naming it.
+        let e = ManifestWriter::create(&layout, &layout.run("r2"))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("is a link"), "{e}");
+        assert!(e.to_string().contains("runs"), "{e}");
+        assert!(!outside.join("r2").exists());
+    }
+
+    /// `.zhi/runs` swapped for a link to outside (atomically, again and again) while runs
+    /// begin, write their records and end: each lands inside the output folder or is
+    /// refused, never outside.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_runs_folder_swapped_for_a_link_while_runs_write_never_leads_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let layout = OutputLayout::new(&out);
+        layout.create().unwrap();
+        symlink(&outside, out.join("swap")).unwrap();
+        crate::confine::while_swapping(&layout.runs(), &out.join("swap"), |n| {
+            if let Ok(mut w) = ManifestWriter::create(&layout, &layout.run(&n.to_string())) {
+                let _ = w.append(&record("a"));
+                let _ = w.finish(&manifest(), &out);
+            }
+        });
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+    }
 }

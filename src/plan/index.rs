@@ -281,8 +281,8 @@ impl CacheIndex {
                 },
             );
         }
-        let path = crate::layout::OutputLayout::new(&output_dir).cache_index();
-        manifest::write_atomic(&path, &encode(&runs, &slots))
+        let layout = crate::layout::OutputLayout::new(&output_dir);
+        layout.write_atomic(&layout.cache_index(), &encode(&runs, &slots))
     }
 }
 
@@ -402,7 +402,8 @@ mod tests {
     }
 
     fn run(out: &Path, id: &str, records: &[JobRecord]) {
-        let mut w = ManifestWriter::create(&out.join(".zhi/runs").join(id)).unwrap();
+        let layout = crate::layout::OutputLayout::new(out);
+        let mut w = ManifestWriter::create(&layout, &layout.run(id)).unwrap();
         for r in records {
             w.append(r).unwrap();
         }

@@ -12,6 +12,7 @@ use super::message::{language_line, push_args, task_line};
 use crate::agent::runner::AgentStats;
 use crate::chunk::{self, Piece};
 use crate::error::{ErrorKind, JobError};
+use crate::layout::OutputLayout;
 use crate::manifest::Chunks;
 use crate::plan::Job;
 use crate::plan::cache::JobCache;
@@ -283,7 +284,7 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
                 prompt_tokens: s.tokens.prompt,
                 completion_tokens: s.tokens.completion,
             };
-            save_done(&dir, &d)?;
+            save_done(&self.ctx.run.layout, &dir, &d)?;
             Ok((dir.clone(), d))
         });
         match &r {
@@ -360,14 +361,16 @@ fn load_done(dir: &Path) -> Option<PieceDone> {
         .then_some(d)
 }
 
-fn save_done(dir: &Path, d: &PieceDone) -> Result<(), JobError> {
+fn save_done(layout: &OutputLayout, dir: &Path, d: &PieceDone) -> Result<(), JobError> {
     let body = serde_json::to_vec(d).map_err(|e| JobError::new(ErrorKind::Io, e.to_string()))?;
-    crate::manifest::write_atomic(&dir.join("done.json"), &body).map_err(|e| {
-        JobError::new(
-            ErrorKind::Io,
-            msg!("cannot checkpoint {}: {e}", dir.display()),
-        )
-    })
+    layout
+        .write_atomic(&dir.join("done.json"), &body)
+        .map_err(|e| {
+            JobError::new(
+                ErrorKind::Io,
+                msg!("cannot checkpoint {}: {e}", dir.display()),
+            )
+        })
 }
 
 fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool) -> String {

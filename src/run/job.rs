@@ -175,8 +175,13 @@ pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobR
     }
     let mut stats = AgentStats::default();
     let mut chunks = super::chunked::ChunkState::default();
-    let transcript = Arc::new(Transcript::create(
-        &run.transcript_path(job.id.as_str()),
+    let path = run.transcript_path(job.id.as_str());
+    let folder = run
+        .layout
+        .folder(path.parent().unwrap_or(Path::new("")), true);
+    let transcript = Arc::new(Transcript::create_in(
+        folder,
+        &path,
         run.client.secrets().clone(),
     ));
     let result = run_in_staging(
@@ -791,7 +796,7 @@ fn write_journal(
             run.layout.create_dir(p)?;
         }
         let body = serde_json::to_vec(&pending).map_err(std::io::Error::other)?;
-        crate::manifest::write_atomic(&path, &body)
+        run.layout.write_atomic(&path, &body)
     };
     write().map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {}: {e}", path.display())))
 }
@@ -805,7 +810,7 @@ fn read_journal(run: &RunContext, job: &Job) -> Option<JobRecord> {
 
 /// The job's record is on disk: its commit journal is no longer needed.
 pub fn forget_commit(run: &RunContext, job: &Job) {
-    let _ = std::fs::remove_file(journal_path(run, job));
+    let _ = run.layout.remove_file(&journal_path(run, job));
 }
 
 /// A failed job's staging is kept under `.zhi/failed/<run-id>/` for inspection.

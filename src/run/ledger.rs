@@ -12,6 +12,7 @@
 use super::progress::Progress;
 use super::slots::Slots;
 use super::stop::Stop;
+use crate::confine::Root;
 use crate::error::ErrorKind;
 use crate::layout::OutputLayout;
 use crate::manifest::RecordLine;
@@ -37,6 +38,11 @@ pub trait RecordSink: Send {
     fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
         None
     }
+    /// The run's folder, held open (reached beneath the output folder's handle), when the
+    /// sink holds one: the transcripts' notes and the write probe go through it.
+    fn folder(&self) -> Option<Root> {
+        None
+    }
 }
 
 impl RecordSink for ManifestWriter {
@@ -51,6 +57,9 @@ impl RecordSink for ManifestWriter {
     }
     fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
         ManifestWriter::take_lines(self)
+    }
+    fn folder(&self) -> Option<Root> {
+        ManifestWriter::folder(self).try_clone().ok()
     }
 }
 
@@ -117,6 +126,8 @@ impl RunFold {
 pub struct Ledger {
     sink: Mutex<Box<dyn RecordSink>>,
     run_dir: PathBuf,
+    /// The run's folder held open, when the sink holds one.
+    run_folder: Option<Root>,
     fold: Mutex<RunFold>,
     rules: StopRules,
     progress: Arc<Progress>,
@@ -147,6 +158,7 @@ impl Ledger {
     ) -> Ledger {
         Ledger {
             run_dir: sink.dir().to_path_buf(),
+            run_folder: sink.folder(),
             sink: Mutex::new(sink),
             fold: Mutex::new(RunFold::new(keep)),
             rules,
@@ -168,7 +180,11 @@ impl Ledger {
             // A cached job keeps the transcript of the run that made its outputs.
             let earlier = record.status == Status::Cached && record.transcript.is_some();
             if !earlier {
-                record.transcript = Some(ensure_transcript(&self.run_dir, &record));
+                record.transcript = Some(ensure_transcript(
+                    &self.run_dir,
+                    self.run_folder.as_ref(),
+                    &record,
+                ));
             }
             lock(&self.sink).append(&record)
         }))
@@ -242,7 +258,7 @@ impl Ledger {
             self.stop(Stop::Abort(e.kind, e.message.clone()));
             self.hard.cancel();
         } else if !matches!(self.stopped(), Some(Stop::OutputUnwritable(_)))
-            && let Some(why) = unwritable(&self.run_dir)
+            && let Some(why) = unwritable(&self.run_dir, self.run_folder.as_ref())
         {
             self.stop(Stop::OutputUnwritable(why));
         } else if e.kind == ErrorKind::RateLimited {
@@ -305,7 +321,7 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// Every job has a transcript, also one that sent no request (cached, failed while planning,
 /// not run): then it holds one note saying why. Returns its path relative to the output
 /// folder.
-fn ensure_transcript(run_dir: &Path, record: &JobRecord) -> String {
+fn ensure_transcript(run_dir: &Path, run_folder: Option<&Root>, record: &JobRecord) -> String {
     let run_id = run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -314,8 +330,20 @@ fn ensure_transcript(run_dir: &Path, record: &JobRecord) -> String {
         .join("transcripts")
         .join(format!("{}.jsonl", record.job_id));
     if !path.exists() {
-        let t =
-            crate::agent::transcript::Transcript::create(&path, crate::secret::Secrets::default());
+        use crate::agent::transcript::Transcript;
+        let secrets = crate::secret::Secrets::default();
+        let t = match run_folder {
+            // Beneath the run's folder, never through a link.
+            Some(folder) => {
+                let dir = run_dir.join("transcripts");
+                let folder = folder
+                    .create_dirs(Path::new("transcripts"))
+                    .map_err(|e| crate::layout::confine_error(run_dir, &dir, e))
+                    .and_then(|walk| walk.into_root());
+                Transcript::create_in(folder, &path, secrets)
+            }
+            None => Transcript::create(&path, secrets),
+        };
         let why = record
             .error
             .as_ref()
@@ -331,14 +359,30 @@ fn ensure_transcript(run_dir: &Path, record: &JobRecord) -> String {
 /// read-only remount), by writing a small probe file next to the run's records. A job that
 /// failed for its own reasons (a link in its way) leaves the folder writable, and the run
 /// goes on.
-fn unwritable(run_dir: &Path) -> Option<String> {
-    let probe = run_dir.join(format!(".write-probe-{}", std::process::id()));
-    let result = std::fs::File::create(&probe).and_then(|mut f| {
+fn unwritable(run_dir: &Path, run_folder: Option<&Root>) -> Option<String> {
+    let name = format!(".write-probe-{}", std::process::id());
+    let probe = run_dir.join(&name);
+    let write = |mut f: std::fs::File| {
         use std::io::Write;
         f.write_all(&[0u8; 64 * 1024])?;
         f.sync_all()
-    });
-    let _ = std::fs::remove_file(&probe);
+    };
+    let result = match run_folder {
+        // Beneath the run's folder, never through a link.
+        Some(folder) => {
+            let walk = folder.top();
+            let result = walk
+                .create_file(std::ffi::OsStr::new(&name))
+                .and_then(write);
+            walk.remove_file(std::ffi::OsStr::new(&name));
+            result
+        }
+        None => {
+            let result = std::fs::File::create(&probe).and_then(write);
+            let _ = std::fs::remove_file(&probe);
+            result
+        }
+    };
     result
         .err()
         .map(|e| format!("the output folder cannot be written ({e}); run again when there is room"))

@@ -61,11 +61,14 @@ impl RunLock {
             host: hostname(),
         };
         for _ in 0..3 {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
+            // Created in `.zhi` reached beneath the output folder's handle, never through a
+            // link (a new file only, as `create_new` makes it).
+            let created = layout.folder(zhi_dir, false).and_then(|folder| {
+                folder
+                    .top()
+                    .create_new_file(path.file_name().unwrap_or_default(), 0o666)
+            });
+            match created {
                 Ok(mut f) => {
                     let body = serde_json::to_vec(&me).unwrap_or_default();
                     f.write_all(&body)

@@ -123,7 +123,7 @@ pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let slots = Arc::new(Slots::new(initial, auto));
     let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.flags.progress));
     let keep = keep(&opts, &book, &config);
-    let ledger = open_ledger(&layout.run(&run_id), &opts, keep, &progress, &slots)?;
+    let ledger = open_ledger(&layout, &run_id, &opts, keep, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
         reader: Arc::new(reader::PipelineReader::new(
@@ -188,13 +188,16 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: CacheIndex) {
     let saved = match ledger.take_record_lines() {
         Some((lines, len)) => index.save_after_run(&ctx.run_id, len, &lines),
         // An append failed: the file's offsets are unknown; the next run rebuilds the index.
-        None => std::fs::remove_file(ctx.layout.cache_index()).or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }),
+        None => ctx
+            .layout
+            .remove_file(&ctx.layout.cache_index())
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }),
     };
     if let Err(e) = saved {
         tracing::warn!(
@@ -215,13 +218,15 @@ fn keep(opts: &RunOptions, book: &crate::batch::Book, config: &Config) -> ledger
 
 /// The run's records start here: `results.jsonl` in the run's own folder.
 fn open_ledger(
-    run_dir: &std::path::Path,
+    layout: &OutputLayout,
+    run_id: &str,
     opts: &RunOptions,
     keep: ledger::Keep,
     progress: &Arc<Progress>,
     slots: &Arc<Slots>,
 ) -> Result<Arc<Ledger>, RunError> {
-    let writer = ManifestWriter::create(run_dir).map_err(|source| RunError::Create {
+    let run_dir = layout.run(run_id);
+    let writer = ManifestWriter::create(layout, &run_dir).map_err(|source| RunError::Create {
         path: run_dir.to_path_buf(),
         source,
     })?;

@@ -4,6 +4,8 @@
 //! one row per document — a failed one too, with its status and error.
 
 use crate::agent::structured::Schema;
+use crate::confine::Root;
+use crate::layout::OutputLayout;
 use crate::manifest::{JobRecord, Status};
 use crate::plan::Job;
 use crate::skills::schema::Field;
@@ -139,10 +141,14 @@ pub fn write(
         let table = Table::build(spec, out, &records, rows);
         let dir = out.join("tables");
         let base = dir.join(&spec.name);
-        let result = std::fs::create_dir_all(&dir)
-            .and_then(|()| table.write_jsonl(&base.with_extension("jsonl")))
-            .and_then(|()| table.write_csv(&base.with_extension("csv")))
-            .and_then(|()| table.write_xlsx(&base.with_extension("xlsx")));
+        // Reached beneath the output folder's handle: a link at `tables` is refused.
+        let result = OutputLayout::new(out)
+            .folder(&dir, true)
+            .and_then(|folder| {
+                table.write_jsonl(&folder, &base.with_extension("jsonl"))?;
+                table.write_csv(&folder, &base.with_extension("csv"))?;
+                table.write_xlsx(&folder, &base.with_extension("xlsx"))
+            });
         match result {
             Ok(()) => {
                 for ext in ["csv", "jsonl", "xlsx"] {
@@ -272,7 +278,7 @@ impl Table {
         }
     }
 
-    fn write_jsonl(&self, path: &Path) -> std::io::Result<()> {
+    fn write_jsonl(&self, folder: &Root, path: &Path) -> std::io::Result<()> {
         let mut body = Vec::new();
         for row in &self.rows {
             let ordered: Map<String, Value> = self
@@ -283,10 +289,10 @@ impl Table {
             serde_json::to_writer(&mut body, &ordered).map_err(std::io::Error::other)?;
             body.push(b'\n');
         }
-        crate::manifest::write_atomic(path, &body)
+        write_in(folder, path, &body)
     }
 
-    fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+    fn write_csv(&self, folder: &Root, path: &Path) -> std::io::Result<()> {
         let mut body = Vec::new();
         {
             let mut w = csv::Writer::from_writer(&mut body);
@@ -299,10 +305,10 @@ impl Table {
             }
             w.flush()?;
         }
-        crate::manifest::write_atomic(path, &body)
+        write_in(folder, path, &body)
     }
 
-    fn write_xlsx(&self, path: &Path) -> std::io::Result<()> {
+    fn write_xlsx(&self, folder: &Root, path: &Path) -> std::io::Result<()> {
         let sheet = |name: &str, columns: &[String], rows: &[Map<String, Value>]| {
             let cells: Vec<Value> = rows
                 .iter()
@@ -316,8 +322,13 @@ impl Table {
         }
         let bytes = crate::agent::tools::xlsx::render(&json!({ "sheets": sheets }))
             .map_err(std::io::Error::other)?;
-        crate::manifest::write_atomic(path, &bytes)
+        write_in(folder, path, &bytes)
     }
+}
+
+/// A table's file, replaced whole in the `tables` folder held open.
+fn write_in(folder: &Root, path: &Path, body: &[u8]) -> std::io::Result<()> {
+    crate::layout::write_atomic_in(folder, path, |f| std::io::Write::write_all(f, body))
 }
 
 /// A document's items of each array field with a sheet of its own: one row each, after the

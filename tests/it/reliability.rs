@@ -398,6 +398,48 @@ fn links_planted_in_the_output_folder_are_never_followed() {
     }
 }
 
+/// `.zhi/runs` swapped for a link to outside after the run made and checked its folders (while
+/// it asks the server what it is) and before its records begin: the run's folder is reached
+/// beneath the output folder's handle, so the run refuses (exit 2), naming the link, and
+/// nothing lands outside.
+#[test]
+fn a_runs_folder_swapped_for_a_link_before_the_records_begin_writes_nothing_outside() {
+    let env = env();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let outside = env.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let runs = env.path("out/.zhi/runs");
+    let swap = std::sync::Once::new();
+    let (to, link) = (outside.clone(), runs.clone());
+    let api = FakeApi::server(move |req| {
+        if req.is_probe() {
+            swap.call_once(|| {
+                std::fs::remove_dir_all(&link).unwrap();
+                std::os::unix::fs::symlink(&to, &link).unwrap();
+            });
+            return Reply::status(404, json!({"error": "no"}));
+        }
+        Reply::text("# Summary\n\nApproved.")
+    });
+    let o = run(&env, &api, "summarize", &["docs/a.txt"]);
+    assert!(
+        std::fs::symlink_metadata(&runs).is_ok_and(|m| m.file_type().is_symlink()),
+        "the swap did not happen: {}",
+        show(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "something was written outside: {:?} {}",
+        files_under(&outside),
+        show(&o)
+    );
+    assert_exit(&o, Exit::Usage);
+    assert!(stderr(&o).contains("is a link"), "{}", show(&o));
+    assert!(stderr(&o).contains(".zhi/runs"), "{}", show(&o));
+    assert!(api.chat_requests().is_empty());
+}
+
 #[test]
 fn a_commit_journal_left_by_a_kill_after_the_record_is_removed_by_the_next_run() {
     let env = env();
