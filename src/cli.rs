@@ -19,7 +19,7 @@ pub struct Cli {
     pub global: GlobalArgs,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// Flags every command takes.
@@ -59,7 +59,7 @@ pub enum ColorChoice {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a skill over files, folders (recursive) and quoted globs ('docs/**/*.pdf')
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
@@ -142,7 +142,7 @@ const COMPLETIONS_EXAMPLES: &str = "Examples:
   zhi completions fish > ~/.config/fish/completions/zhi.fish";
 
 #[derive(Debug, Subcommand)]
-pub enum BatchCommand {
+pub(crate) enum BatchCommand {
     /// Each batch: its status at the provider (asked now when an API key is set), requests
     /// answered and failed, and whether its answers are collected
     Status {
@@ -171,7 +171,7 @@ pub enum BatchCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ManifestCommand {
+pub(crate) enum ManifestCommand {
     /// Summary of a run: counts, failures by kind, tokens, the slowest jobs, the shard
     Show {
         /// A run id in the output folder (a unique prefix will do), or the path of a run
@@ -201,7 +201,7 @@ const MERGE_EXAMPLES: &str = "Examples:
   zhi manifest merge zhi-output/.zhi/runs/20250101T020000.000Z-shard-1-of-2 other/ -o merged/";
 
 #[derive(Debug, Subcommand)]
-pub enum SkillsCommand {
+pub(crate) enum SkillsCommand {
     /// List builtin and user skills (name, source, model, tools, description)
     List,
     /// Show one resolved skill, with its nested skills as a tree
@@ -226,7 +226,7 @@ pub enum SkillsCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
+pub(crate) enum ConfigCommand {
     /// Print the resolved settings and where each came from (the API key is redacted)
     Show,
 }
@@ -241,7 +241,7 @@ const RUN_EXAMPLES: &str = "Examples:
 
 /// Flags of `run` and `plan`.
 #[derive(Debug, Args, Clone, Default)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The skill to run (see `zhi skills list`); omit with --jobs
     #[arg(value_name = "SKILL", required_unless_present = "jobs")]
     pub skill: Option<String>,
@@ -362,7 +362,7 @@ pub struct RunArgs {
 
 /// `--submit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum SubmitWhen {
+pub(crate) enum SubmitWhen {
     #[default]
     Now,
     Batch,
@@ -370,7 +370,7 @@ pub enum SubmitWhen {
 
 /// `--agent-jobs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum AgentJobs {
+pub(crate) enum AgentJobs {
     Run,
     #[default]
     Refuse,

@@ -39,7 +39,7 @@ const ATTEMPTS: usize = 2;
 /// root (the path as far as it was walked). Never shown as it is: each caller (the sandbox,
 /// the layout) says it in its own words.
 #[derive(Debug)]
-pub enum ConfineError {
+pub(crate) enum ConfineError {
     /// The part is a link: never followed.
     Link { at: PathBuf },
     /// The part is a file (or anything but a folder) where a folder is needed.
@@ -54,14 +54,14 @@ pub enum ConfineError {
 
 /// A folder opened once by its path; everything else is reached beneath it.
 #[derive(Debug)]
-pub struct Root {
+pub(crate) struct Root {
     fd: OwnedFd,
 }
 
 impl Root {
     /// Open `path` as the root. It may be (or pass through) a link: the root is what the
     /// person or the run named; only what lies below it is confined.
-    pub fn open(path: &Path) -> io::Result<Root> {
+    pub(crate) fn open(path: &Path) -> io::Result<Root> {
         let fd = rustix::fs::open(
             path,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -73,20 +73,20 @@ impl Root {
     /// Create the folder `rel` and any missing parents beneath the root, refusing a link or
     /// a non-folder at any part. The returned [`Walk`] holds the folder open and knows which
     /// folders it created ([`Walk::undo`]).
-    pub fn create_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
+    pub(crate) fn create_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
         self.walk(rel, true)
     }
 
     /// Open the existing folder `rel` beneath the root, refusing a link or a non-folder at
     /// any part (a missing part is [`ConfineError::Io`] with `NotFound`). Nothing is created.
-    pub fn open_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
+    pub(crate) fn open_dirs(&self, rel: &Path) -> Result<Walk<'_>, ConfineError> {
         self.walk(rel, false)
     }
 
     /// Open the existing file `rel` beneath the root for reading: every folder on the way and
     /// the file itself without following a link. What is read is the file that lies there
     /// when it is opened, never one a link leads to.
-    pub fn open_file(&self, rel: &Path) -> Result<File, ConfineError> {
+    pub(crate) fn open_file(&self, rel: &Path) -> Result<File, ConfineError> {
         let (parent, name) = split_last(rel)?;
         self.open_dirs(parent)?
             .open_file(name)
@@ -94,7 +94,7 @@ impl Root {
     }
 
     /// What the file or folder `rel` beneath the root is, not following a link at any part.
-    pub fn stat(&self, rel: &Path) -> Result<rustix::fs::Stat, ConfineError> {
+    pub(crate) fn stat(&self, rel: &Path) -> Result<rustix::fs::Stat, ConfineError> {
         if rel.components().all(|c| c == Component::CurDir) {
             return rustix::fs::fstat(&self.fd).map_err(|e| ConfineError::Io(e.into()));
         }
@@ -147,7 +147,7 @@ impl Root {
 
 /// A folder reached beneath a [`Root`], and the folders on the way to it.
 #[derive(Debug)]
-pub struct Walk<'a> {
+pub(crate) struct Walk<'a> {
     root: &'a Root,
     /// Each folder opened, with its name in the folder before it.
     chain: Vec<(OwnedFd, OsString)>,
@@ -157,7 +157,7 @@ pub struct Walk<'a> {
 
 impl Walk<'_> {
     /// The folder walked to.
-    pub fn folder(&self) -> BorrowedFd<'_> {
+    pub(crate) fn folder(&self) -> BorrowedFd<'_> {
         self.chain
             .last()
             .map_or(self.root.fd.as_fd(), |(fd, _)| fd.as_fd())
@@ -165,7 +165,7 @@ impl Walk<'_> {
 
     /// Create `name` in the folder as a new file (never over an existing one, never through
     /// a link planted in its place), open for writing.
-    pub fn create_new_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+    pub(crate) fn create_new_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
         let fd = rustix::fs::openat(
             self.folder(),
             name,
@@ -234,7 +234,7 @@ impl Walk<'_> {
 
     /// Open the file `name` in the folder for reading, never through a link (`ELOOP` when a
     /// link lies there), and without blocking on a fifo.
-    pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
+    pub(crate) fn open_file(&self, name: &OsStr) -> io::Result<File> {
         let fd = rustix::fs::openat(
             self.folder(),
             name,
@@ -246,7 +246,7 @@ impl Walk<'_> {
 
     /// The entries of the folder (not `.` and `..`), each with what it is (a link is a link,
     /// never followed) and, when it can be looked at, its size.
-    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+    pub(crate) fn entries(&self) -> io::Result<Vec<Entry>> {
         let mut found = Vec::new();
         for entry in rustix::fs::Dir::read_from(self.folder())? {
             let entry = entry?;
@@ -267,18 +267,18 @@ impl Walk<'_> {
     /// Move `name` from this folder to `to_name` in the folder `to` (both reached beneath
     /// the root): the rename acts on the entries themselves, so neither end can be carried
     /// elsewhere by a link put in place of a folder on the way.
-    pub fn rename(&self, name: &OsStr, to: &Walk<'_>, to_name: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename(&self, name: &OsStr, to: &Walk<'_>, to_name: &OsStr) -> io::Result<()> {
         rustix::fs::renameat(self.folder(), name, to.folder(), to_name)?;
         Ok(())
     }
 
     /// Whether `name` in the folder is a link (not followed).
-    pub fn is_link(&self, name: &OsStr) -> bool {
+    pub(crate) fn is_link(&self, name: &OsStr) -> bool {
         kind_of(self.folder(), name) == Some(FileType::Symlink)
     }
 
     /// Remove the file `name` from the folder (a write that failed half-way).
-    pub fn remove_file(&self, name: &OsStr) {
+    pub(crate) fn remove_file(&self, name: &OsStr) {
         let _ = self.unlink(name);
     }
 
@@ -290,7 +290,7 @@ impl Walk<'_> {
     }
 
     /// Remove the folders this walk created, deepest first, each only if still empty.
-    pub fn undo(self) {
+    pub(crate) fn undo(self) {
         let Some(from) = self.created_from else {
             return;
         };
@@ -306,7 +306,7 @@ impl Walk<'_> {
 
 /// An entry of a folder read beneath a [`Root`] ([`Walk::entries`]).
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub name: OsString,
     /// What it is, not following a link (`None`: gone, or cannot be looked at).
     pub kind: Option<FileType>,

@@ -46,7 +46,7 @@ pub struct ExitError {
 }
 
 impl ExitError {
-    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
+    pub(crate) fn new(exit: Exit, message: impl Into<String>) -> Self {
         ExitError {
             exit,
             message: message.into(),
@@ -54,7 +54,7 @@ impl ExitError {
         }
     }
 
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self::new(Exit::Usage, message)
     }
 

@@ -9,7 +9,7 @@
 
 /// What one `zhi run` was asked to do beyond its settings.
 #[derive(Debug, Clone, Default)]
-pub struct RunFlags {
+pub(crate) struct RunFlags {
     /// `--force`: redo jobs even if cached.
     pub force: bool,
     /// `--max-failures N`, or 1 with `--fail-fast`: stop scheduling after that many failures.
@@ -33,7 +33,7 @@ pub struct RunFlags {
 
 /// Batch mode's choices.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BatchOptions {
+pub(crate) struct BatchOptions {
     /// `--agent-jobs run`: jobs that run the agent loop (which a batch cannot carry) run now,
     /// directly; otherwise they fail with `not_batchable`.
     pub run_agent_jobs: bool,
@@ -48,7 +48,7 @@ pub struct Refused(pub String);
 
 /// What a value parser returns: a value, [`Refused`], or clap's own words for text that is no
 /// number at all (`invalid digit found in string`).
-pub type Parsed<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type Parsed<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// A whole number of at least 1, else `problem`.
 fn at_least_one(s: &str, problem: fn() -> String) -> Parsed<u64> {
@@ -60,14 +60,14 @@ fn at_least_one(s: &str, problem: fn() -> String) -> Parsed<u64> {
 
 /// `--budget-tokens`: a limit of zero would stop the run before its first job; a user who
 /// wants no limit leaves the flag out.
-pub fn budget_tokens(s: &str) -> Parsed<u64> {
+pub(crate) fn budget_tokens(s: &str) -> Parsed<u64> {
     at_least_one(s, || {
         msg!("must be at least 1 (leave it out for no budget)")
     })
 }
 
 /// `--limit`.
-pub fn limit(s: &str) -> Parsed<usize> {
+pub(crate) fn limit(s: &str) -> Parsed<usize> {
     let n = at_least_one(s, || {
         msg!("must be at least 1 (a run of no jobs does nothing; `zhi plan` shows the plan)")
     })?;
@@ -75,7 +75,7 @@ pub fn limit(s: &str) -> Parsed<usize> {
 }
 
 /// `--max-failures`.
-pub fn max_failures(s: &str) -> Parsed<u64> {
+pub(crate) fn max_failures(s: &str) -> Parsed<u64> {
     at_least_one(s, || {
         msg!(
             "must be at least 1 (--fail-fast stops at the first failure; leave it out for no limit)"
@@ -84,7 +84,7 @@ pub fn max_failures(s: &str) -> Parsed<u64> {
 }
 
 /// `--budget-cost`: a number above 0.
-pub fn budget_cost(s: &str) -> Result<f64, String> {
+pub(crate) fn budget_cost(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(n) if n > 0.0 && n.is_finite() => Ok(n),
         _ => Err(msg!(

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Note that the process was told to stop.
-pub fn interrupt() {
+pub(crate) fn interrupt() {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
 /// Whether the process was told to stop.
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }

@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// `<OUT>/.zhi/…`: zhi's records, journals and scratch space inside an output folder.
 #[derive(Debug, Clone)]
-pub struct OutputLayout {
+pub(crate) struct OutputLayout {
     out: PathBuf,
     zhi: PathBuf,
 }
@@ -30,99 +30,99 @@ const RUN_FOLDERS: [&str; 6] = [
 ];
 
 impl OutputLayout {
-    pub fn new(output_dir: impl Into<PathBuf>) -> OutputLayout {
+    pub(crate) fn new(output_dir: impl Into<PathBuf>) -> OutputLayout {
         let out = output_dir.into();
         let zhi = out.join(".zhi");
         OutputLayout { out, zhi }
     }
 
     /// The output folder itself.
-    pub fn output_dir(&self) -> &Path {
+    pub(crate) fn output_dir(&self) -> &Path {
         &self.out
     }
 
     /// `.zhi/`.
-    pub fn zhi_dir(&self) -> &Path {
+    pub(crate) fn zhi_dir(&self) -> &Path {
         &self.zhi
     }
 
     /// `.zhi/lock`: held by the run writing in this folder.
-    pub fn lock(&self) -> PathBuf {
+    pub(crate) fn lock(&self) -> PathBuf {
         self.zhi.join("lock")
     }
 
     /// `.zhi/runs/`: one folder per run, named by its id.
-    pub fn runs(&self) -> PathBuf {
+    pub(crate) fn runs(&self) -> PathBuf {
         self.zhi.join("runs")
     }
 
     /// `.zhi/runs/<run-id>/`: the run's records and manifest.
-    pub fn run(&self, run_id: &str) -> PathBuf {
+    pub(crate) fn run(&self, run_id: &str) -> PathBuf {
         self.runs().join(run_id)
     }
 
     /// `.zhi/runs/<run-id>/transcripts/<job-id>.jsonl`.
-    pub fn transcript(&self, run_id: &str, job_id: &str) -> PathBuf {
+    pub(crate) fn transcript(&self, run_id: &str, job_id: &str) -> PathBuf {
         self.run(run_id)
             .join("transcripts")
             .join(format!("{job_id}.jsonl"))
     }
 
     /// The transcript's path as records give it: relative to the output folder.
-    pub fn transcript_rel(run_id: &str, job_id: &str) -> String {
+    pub(crate) fn transcript_rel(run_id: &str, job_id: &str) -> String {
         format!(".zhi/runs/{run_id}/transcripts/{job_id}.jsonl")
     }
 
     /// `.zhi/staging/`: jobs write here first; a run removes what a crashed one left.
-    pub fn staging(&self) -> PathBuf {
+    pub(crate) fn staging(&self) -> PathBuf {
         self.zhi.join("staging")
     }
 
     /// `.zhi/staging/<run-id>/<job-id>/`.
-    pub fn job_staging(&self, run_id: &str, job_id: &str) -> PathBuf {
+    pub(crate) fn job_staging(&self, run_id: &str, job_id: &str) -> PathBuf {
         self.staging().join(run_id).join(job_id)
     }
 
     /// `.zhi/failed/<run-id>/<job-id>/`: a failed job's staging, kept for inspection.
-    pub fn failed_staging(&self, run_id: &str, job_id: &str) -> PathBuf {
+    pub(crate) fn failed_staging(&self, run_id: &str, job_id: &str) -> PathBuf {
         self.zhi.join("failed").join(run_id).join(job_id)
     }
 
     /// `.zhi/trash/`: a job folder being replaced sits here between two renames.
-    pub fn trash(&self) -> PathBuf {
+    pub(crate) fn trash(&self) -> PathBuf {
         self.zhi.join("trash")
     }
 
     /// `.zhi/trash/<run-id>/<job-id>`.
-    pub fn job_trash(&self, run_id: &str, job_id: &str) -> PathBuf {
+    pub(crate) fn job_trash(&self, run_id: &str, job_id: &str) -> PathBuf {
         self.trash().join(run_id).join(job_id)
     }
 
     /// `.zhi/commits/<job-id>.json`: a commit's journal, from before its rename until the
     /// job's record is on disk.
-    pub fn commit_journal(&self, job_id: &str) -> PathBuf {
+    pub(crate) fn commit_journal(&self, job_id: &str) -> PathBuf {
         self.zhi.join("commits").join(format!("{job_id}.json"))
     }
 
     /// `.zhi/checkpoints/<job-id>/`: finished pieces of a long document.
-    pub fn checkpoints(&self, job_id: &str) -> PathBuf {
+    pub(crate) fn checkpoints(&self, job_id: &str) -> PathBuf {
         self.zhi.join("checkpoints").join(job_id)
     }
 
     /// `.zhi/cache-index`: where each job's latest usable record is, derived from the records
     /// (docs/outputs.md#the-cache-index).
-    pub fn cache_index(&self) -> PathBuf {
+    pub(crate) fn cache_index(&self) -> PathBuf {
         self.zhi.join("cache-index")
     }
 
     /// `.zhi/batches/`: the batch book (batch mode).
-    pub fn batches(&self) -> PathBuf {
+    pub(crate) fn batches(&self) -> PathBuf {
         self.zhi.join("batches")
     }
 
     /// Creates the output folder (anything the user names, a link included) and, inside it,
     /// `.zhi/runs/` and any of zhi's folders that exist, refusing links among them.
-    pub fn create(&self) -> io::Result<()> {
+    pub(crate) fn create(&self) -> io::Result<()> {
         std::fs::create_dir_all(&self.out)?;
         create_dir_within(&self.out, &self.runs())?;
         RUN_FOLDERS
@@ -133,13 +133,13 @@ impl OutputLayout {
     }
 
     /// Creates `dir` (inside the output folder) the safe way: see [`create_dir_within`].
-    pub fn create_dir(&self, dir: &Path) -> io::Result<()> {
+    pub(crate) fn create_dir(&self, dir: &Path) -> io::Result<()> {
         create_dir_within(&self.out, dir)
     }
 
     /// Moves `from` to `to` (both inside the output folder), creating `to`'s missing parents:
     /// see [`rename_within`].
-    pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+    pub(crate) fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         rename_within(&self.out, from, to)
     }
 
@@ -197,7 +197,7 @@ fn plain_rel<'a>(root: &Path, dir: &'a Path) -> io::Result<&'a Path> {
 /// creates them, and a folder on the way swapped for a link, before or during the move,
 /// refuses it instead of carrying the files outside. `to` itself is replaced only as
 /// `rename(2)` would (an empty folder, or a file).
-pub fn rename_within(root: &Path, from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn rename_within(root: &Path, from: &Path, to: &Path) -> io::Result<()> {
     let (from_rel, to_rel) = (plain_rel(root, from)?, plain_rel(root, to)?);
     let (Some(from_name), Some(to_name)) = (from_rel.file_name(), to_rel.file_name()) else {
         return Err(io::Error::other(format!(
@@ -220,7 +220,7 @@ pub fn rename_within(root: &Path, from: &Path, to: &Path) -> io::Result<()> {
 /// a non-folder at any part between them. `dir` must be under `root`. Each part is created
 /// beneath the one before it ([`crate::confine`]), so no part checked can be swapped for a
 /// link before it is used.
-pub fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
+pub(crate) fn create_dir_within(root: &Path, dir: &Path) -> io::Result<()> {
     let rel = plain_rel(root, dir)?;
     let root_dir = Root::open(root)?;
     let walk = root_dir.create_dirs(rel);

@@ -4,6 +4,8 @@
 //! `agent` (the skill's loop on the model, confined tools) → `run` (the executor: pool,
 //! staging, commit) → `manifest` (one record per job).
 
+#![warn(unreachable_pub)]
+
 // First, so that `msg!` and `t!` are in scope in every module after it.
 #[macro_use]
 pub mod i18n;
@@ -25,12 +27,12 @@ pub mod llm;
 pub mod manifest;
 pub mod ocr;
 pub(crate) mod plan;
-pub mod providers;
+pub(crate) mod providers;
 pub(crate) mod report;
 pub(crate) mod run;
 pub mod sanitize;
 pub(crate) mod scratch;
-pub mod secret;
+pub(crate) mod secret;
 pub mod skills;
 pub(crate) mod small_file;
 pub(crate) mod subprocess;

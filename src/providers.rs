@@ -24,20 +24,21 @@ use std::fmt;
 
 /// How the API key goes with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// `Authorization: Bearer <key>`.
     Bearer,
     /// The key as the whole value of the named header (`api-key`, `x-api-key`).
+    #[cfg(test)]
     Header(&'static str),
 }
 
 /// The path segments of an endpoint below the API base.
-pub type Segments = &'static [&'static str];
+pub(crate) type Segments = &'static [&'static str];
 
 /// How a provider's API is spoken: what differs from one provider to another on the wire. The
 /// client's use of it (building URLs, applying the key) is in `llm::provider`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dialect {
+pub(crate) struct Dialect {
     pub auth: Auth,
     /// Chat completions.
     pub chat: Segments,
@@ -54,7 +55,7 @@ pub struct Dialect {
 
 /// One provider: everything zhi knows of it.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Spec {
+pub(crate) struct Spec {
     /// The lowercase name, as settings and `zhi config show` write it.
     pub name: &'static str,
     /// Other words that name it in the settings (any case, spaces around ignored).
@@ -69,7 +70,7 @@ pub struct Spec {
 }
 
 /// Every provider; the first is the default.
-pub const PROVIDERS: &[Spec] = &[
+pub(crate) const PROVIDERS: &[Spec] = &[
     // Zhipu BigModel (and its international site, Z.ai).
     Spec {
         name: "zhipu",
@@ -113,11 +114,11 @@ const OPENAI_PATHS: Dialect = Dialect {
 
 /// Which provider the model server is: an entry of [`PROVIDERS`].
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Provider(&'static Spec);
+pub(crate) struct Provider(&'static Spec);
 
 impl Provider {
     /// The provider a user's word names (`zhipu`, `bigmodel`, `glm`, `openai`, …).
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         let word = s.trim().to_ascii_lowercase();
         PROVIDERS
             .iter()
@@ -125,23 +126,25 @@ impl Provider {
             .map(Provider)
     }
     /// Every provider, the default first.
-    pub fn all() -> impl Iterator<Item = Provider> {
+    #[cfg(test)]
+    pub(crate) fn all() -> impl Iterator<Item = Provider> {
         PROVIDERS.iter().map(Provider)
     }
     /// Everything known of it.
-    pub fn spec(self) -> &'static Spec {
+    #[cfg(test)]
+    pub(crate) fn spec(self) -> &'static Spec {
         self.0
     }
     /// The lowercase name, as settings and `zhi config show` write it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.0.name
     }
     /// The API base used when no setting names one.
-    pub fn default_base_url(self) -> &'static str {
+    pub(crate) fn default_base_url(self) -> &'static str {
         self.0.base_url
     }
     /// How its API is spoken.
-    pub fn dialect(self) -> Dialect {
+    pub(crate) fn dialect(self) -> Dialect {
         self.0.dialect
     }
 }
@@ -180,7 +183,7 @@ impl serde::Serialize for Provider {
 
 /// The providers' names as a choice (`zhipu or openai`, `a, b or c`): every name but the last,
 /// then the last.
-pub fn names_but_last() -> (String, &'static str) {
+pub(crate) fn names_but_last() -> (String, &'static str) {
     let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
     match names.split_last() {
         Some((last, rest)) => (rest.join(", "), last),
@@ -190,7 +193,7 @@ pub fn names_but_last() -> (String, &'static str) {
 
 /// Whether `host` (lowercase, no trailing `.`) is one of a provider's known hosts or a
 /// subdomain of one.
-pub fn is_known_host(host: &str) -> bool {
+pub(crate) fn is_known_host(host: &str) -> bool {
     PROVIDERS.iter().flat_map(|p| p.hosts).any(|known| {
         host == *known
             || host

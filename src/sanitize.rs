@@ -4,7 +4,7 @@
 
 /// Replace control characters (except newline and tab) with the Unicode replacement
 /// character, and escape sequences with nothing, so the text is safe to print.
-pub fn for_terminal(s: &str) -> String {
+pub(crate) fn for_terminal(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -24,12 +24,12 @@ pub fn one_line(s: &str) -> String {
 }
 
 /// How many terminal columns `s` takes: a Chinese character takes two.
-pub fn columns(s: &str) -> usize {
+pub(crate) fn columns(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
 }
 
 /// `s` cut to at most `max` columns, with `…` where it was cut.
-pub fn fit(s: &str, max: usize) -> String {
+pub(crate) fn fit(s: &str, max: usize) -> String {
     if columns(s) <= max {
         return s.to_string();
     }

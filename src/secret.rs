@@ -13,14 +13,14 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 /// Shorter keys (and URL credentials) are not treated as secrets.
-pub const MIN_SECRET_CHARS: usize = 16;
+pub(crate) const MIN_SECRET_CHARS: usize = 16;
 
 /// What replaces a secret.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// The secrets of one configuration, as every byte pattern they may come back as.
 #[derive(Debug, Clone, Default)]
-pub struct Secrets {
+pub(crate) struct Secrets {
     needles: Vec<Vec<u8>>,
 }
 
@@ -28,7 +28,7 @@ impl Secrets {
     /// The key, the base URL's password and the values of its query parameters that carry
     /// credentials (`api-key`, `token`, `sig`…; not `api-version`), those long enough to be
     /// secrets.
-    pub fn new(key: Option<&str>, base_url: &str) -> Secrets {
+    pub(crate) fn new(key: Option<&str>, base_url: &str) -> Secrets {
         let mut values: Vec<String> = key.map(str::to_owned).into_iter().collect();
         if let Ok(url) = reqwest::Url::parse(base_url) {
             values.extend(url.password().map(percent_decode));
@@ -51,12 +51,13 @@ impl Secrets {
         Secrets { needles }
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.needles.is_empty()
     }
 
     /// `text` with every secret replaced by `<redacted>`.
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if !self.found_in(text.as_bytes()) {
             return Cow::Borrowed(text);
         }
@@ -71,7 +72,7 @@ impl Secrets {
     /// A body from a server: a JSON document has the decoded text of every string (and key)
     /// cleaned, strings holding JSON (tool-call arguments) recursively; then the bytes as they
     /// are. A body without secrets is returned untouched.
-    pub fn redact_body(&self, body: Vec<u8>) -> Vec<u8> {
+    pub(crate) fn redact_body(&self, body: Vec<u8>) -> Vec<u8> {
         if self.needles.is_empty() {
             return body;
         }
@@ -119,7 +120,7 @@ impl Secrets {
     }
 
     /// Cleans every string of `value` in place; whether anything changed.
-    pub fn redact_json(&self, value: &mut Value) -> bool {
+    pub(crate) fn redact_json(&self, value: &mut Value) -> bool {
         if self.needles.is_empty() {
             return false;
         }
@@ -206,7 +207,7 @@ fn is_credential_name(name: &str) -> bool {
 }
 
 /// Whether a value is long enough to be treated as a secret.
-pub fn is_secret(value: &str) -> bool {
+pub(crate) fn is_secret(value: &str) -> bool {
     value.trim().chars().count() >= MIN_SECRET_CHARS
 }
 
@@ -299,7 +300,7 @@ fn percent_decode(s: &str) -> String {
 
 /// A URL as zhi shows and records it: no user, password or query (where keys travel), no
 /// trailing `/`. Text that is not a URL loses everything from its first `?` and before an `@`.
-pub fn url_for_display(url: &str) -> String {
+pub(crate) fn url_for_display(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut u) if u.has_host() => {
             let _ = u.set_username("");
@@ -323,7 +324,7 @@ pub fn url_for_display(url: &str) -> String {
 
 /// The command line as a manifest records it: arguments with spaces quoted, and every URL
 /// (`--base-url URL`, `--base-url=URL`) without its credentials.
-pub fn command_for_display(args: impl IntoIterator<Item = String>) -> String {
+pub(crate) fn command_for_display(args: impl IntoIterator<Item = String>) -> String {
     args.into_iter()
         .map(|a| {
             let a = match a.split_once('=') {

@@ -17,11 +17,11 @@ use std::path::Path;
 /// together) accepted in a file a person wrote. Real skill, settings and jobs files stay below
 /// ten; the parser's cost grows with the square of the depth, so the limit is what keeps a
 /// malformed or hostile file cheap to refuse.
-pub const MAX_YAML_DEPTH: usize = 64;
+pub(crate) const MAX_YAML_DEPTH: usize = 64;
 
 /// Why a small file could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// Nothing at the path (a dangling symbolic link included).
     #[error("does not exist")]
     NotFound,
@@ -43,7 +43,7 @@ pub enum ReadError {
 /// equal stamps are the same file, unchanged. A skill's references are pinned by it when the
 /// skill is loaded, and a job reads one only while the path still names that very file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
     len: u64,
@@ -53,13 +53,13 @@ pub struct Stamp {
 impl Stamp {
     /// The stamp of the regular file at `path` itself; `None` for a link, a folder, anything
     /// else, or nothing.
-    pub fn of_file(path: &Path) -> Option<Stamp> {
+    pub(crate) fn of_file(path: &Path) -> Option<Stamp> {
         let meta = std::fs::symlink_metadata(path).ok()?;
         Stamp::of_meta(&meta)
     }
 
     /// From metadata read without following links (`symlink_metadata`, a walk's entry).
-    pub fn of_meta(meta: &std::fs::Metadata) -> Option<Stamp> {
+    pub(crate) fn of_meta(meta: &std::fs::Metadata) -> Option<Stamp> {
         use std::os::unix::fs::MetadataExt;
         meta.file_type().is_file().then(|| Stamp {
             dev: meta.dev(),
@@ -73,7 +73,7 @@ impl Stamp {
 /// [`read`] as an `io::Result`: a missing file is `ErrorKind::NotFound`, every other refusal
 /// an error that says why. For zhi's own files in the output folder (records, manifests,
 /// journals, checkpoints), where a FIFO or a device planted in their place must not hang a run.
-pub fn read_io(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_io(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     read(path, cap).map_err(|e| match e {
         ReadError::NotFound => std::io::Error::from(std::io::ErrorKind::NotFound),
         ReadError::Io(e) => e,
@@ -87,7 +87,7 @@ pub fn read_io(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 /// device is refused unopened), the file is opened non-blocking (so a FIFO swapped in after
 /// the check cannot block the `open`) and checked again through the open handle, and the read
 /// stops at `cap + 1` bytes (so a file growing while it is read cannot exceed the cap).
-pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     let meta = std::fs::metadata(path).map_err(not_found)?;
     check_type(&meta)?;
     if meta.len() > cap {
@@ -105,7 +105,7 @@ pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
 
 /// Open a regular file for reading, of any size (zhi's own large files, read in a stream):
 /// the same checks as [`read`], without the cap.
-pub fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
+pub(crate) fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
     check_type(&std::fs::metadata(path).map_err(not_found)?)?;
     let file = open_nonblocking(path).map_err(not_found)?;
     check_type(&file.metadata()?)?;
@@ -167,7 +167,7 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// `1 MiB`, `64 KiB`, `300 bytes`.
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
     } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
@@ -180,7 +180,7 @@ pub fn human_bytes(n: u64) -> String {
 /// For a serde field of type `Option<serde_norway::Value>` (with `#[serde(default)]`): keeps a
 /// field that is present but empty (`rpm:`) apart from one that is left out. The first is a
 /// value to check (and usually refuse), the second no value at all.
-pub fn present<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<serde_norway::Value>, D::Error> {
     serde::Deserialize::deserialize(d).map(Some)
@@ -189,7 +189,7 @@ pub fn present<'de, D: serde::Deserializer<'de>>(
 /// A YAML mapping's fields as `T` — a struct of [`present`] fields with the other keys
 /// flattened into a `Mapping` — and the keys that are not strings, which no field can take
 /// (and which serde would refuse as field names): each is for a warning, never a failure.
-pub fn fields<T: serde::de::DeserializeOwned>(
+pub(crate) fn fields<T: serde::de::DeserializeOwned>(
     mut map: serde_norway::Mapping,
 ) -> Result<(T, Vec<serde_norway::Value>), serde_norway::Error> {
     let mut odd = Vec::new();
@@ -206,7 +206,7 @@ pub fn fields<T: serde::de::DeserializeOwned>(
 /// YAML nested deeper than [`MAX_YAML_DEPTH`], found on `line` (1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("YAML nested deeper than {MAX_YAML_DEPTH} levels at line {line}; refused before parsing")]
-pub struct TooDeep {
+pub(crate) struct TooDeep {
     pub line: usize,
 }
 
@@ -218,7 +218,7 @@ pub struct TooDeep {
 /// the text of block scalars (`|`, `>`), where a system prompt may hold any brackets it likes.
 /// It may count a level the parser would not (never fewer on the inputs that matter: runs of
 /// brackets and dashes), which at a limit of 64 refuses no real file.
-pub fn check_yaml_nesting(text: &str) -> Result<(), TooDeep> {
+pub(crate) fn check_yaml_nesting(text: &str) -> Result<(), TooDeep> {
     let mut scan = Scan::default();
     for (i, line) in text.lines().enumerate() {
         scan.line(line).map_err(|()| TooDeep { line: i + 1 })?;

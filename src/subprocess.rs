@@ -41,7 +41,7 @@ pub(crate) struct Finished {
 
 impl Finished {
     /// The last non-empty line of stderr, cleaned for a message.
-    pub fn stderr_tail(&self) -> String {
+    pub(crate) fn stderr_tail(&self) -> String {
         let text = String::from_utf8_lossy(&self.stderr);
         let line = text
             .lines()

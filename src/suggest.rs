@@ -25,7 +25,7 @@ pub fn near<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'
 }
 
 /// "did you mean `summarize`?" for `typed` (see [`near`]); empty when no name is near.
-pub fn did_you_mean<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     let names: Vec<String> = near(typed, known)
         .iter()
         .map(|k| format!("`{}`", crate::sanitize::one_line(k)))

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// What kind of file a declared name is, by its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// Markdown, plain text and other prose a person reads.
     Prose,
     /// CSV or TSV.
@@ -26,7 +26,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    pub fn of(file: &str) -> FileKind {
+    pub(crate) fn of(file: &str) -> FileKind {
         match skills::extension(file).as_str() {
             "md" | "markdown" | "txt" | "text" | "rst" | "tex" | "html" | "htm" | "" => {
                 FileKind::Prose
@@ -40,7 +40,7 @@ impl FileKind {
 
 /// One check of the pipeline, in the order they run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Check {
+pub(crate) enum Check {
     /// Nothing but white space (or zero bytes).
     Empty,
     /// "I wrote summary.md" instead of the content.
@@ -66,7 +66,7 @@ pub enum Check {
 
 /// The checks for one declared file of a job.
 #[derive(Debug, Clone)]
-pub struct Acceptance {
+pub(crate) struct Acceptance {
     /// The declared name, placeholders filled.
     pub file: String,
     pub kind: FileKind,
@@ -83,7 +83,7 @@ pub struct Acceptance {
 
 impl Acceptance {
     /// The checks for `file` of a job of `skill` with these arguments, given `source`.
-    pub fn new(
+    pub(crate) fn new(
         skill: &Skill,
         args: &BTreeMap<String, String>,
         file: &str,
@@ -110,7 +110,12 @@ impl Acceptance {
 
     /// The checks for the answer of a workflow's own `prompt` step: a text drawn from the
     /// document and the steps before it.
-    pub fn composed(file: &str, source: Option<Arc<str>>, language: Option<String>) -> Acceptance {
+    #[cfg(test)]
+    pub(crate) fn composed(
+        file: &str,
+        source: Option<Arc<str>>,
+        language: Option<String>,
+    ) -> Acceptance {
         Acceptance::build(
             file,
             source,
@@ -162,7 +167,7 @@ impl Acceptance {
 
     /// Also refuse an answer that hands back these instructions (what the model was told
     /// besides the document).
-    pub fn with_instructions(mut self, instructions: &str) -> Acceptance {
+    pub(crate) fn with_instructions(mut self, instructions: &str) -> Acceptance {
         // Before the copy, loop, completeness and stub checks: an echo is the first thing to
         // name once the language is right.
         let at = self
@@ -185,7 +190,7 @@ impl Acceptance {
 
     /// Figures in `text` (everything the model was given: the other documents of a
     /// comparison, the outputs of earlier steps) count as grounded too.
-    pub fn grounded_in(mut self, text: &str) -> Acceptance {
+    pub(crate) fn grounded_in(mut self, text: &str) -> Acceptance {
         self.given.push('\n');
         self.given.push_str(text);
         self
@@ -193,18 +198,13 @@ impl Acceptance {
 
     /// An answer drawn from several texts may not copy out any one of them (a digest's
     /// overview that is one document's summary).
-    pub fn with_parts(mut self, parts: &[Arc<str>]) -> Acceptance {
+    pub(crate) fn with_parts(mut self, parts: &[Arc<str>]) -> Acceptance {
         self.parts = parts.to_vec();
         self
     }
 
-    /// The checks, in order.
-    pub fn checks(&self) -> &[Check] {
-        &self.checks
-    }
-
     /// The first problem of an answer meant to become the file's content.
-    pub fn answer(&self, text: &str) -> Option<Problem> {
+    pub(crate) fn answer(&self, text: &str) -> Option<Problem> {
         let source = self.source.as_deref();
         self.checks.iter().find_map(|c| match c {
             Check::Copy { most: true }
@@ -221,7 +221,7 @@ impl Acceptance {
 
     /// The first problem of a file on disk (a `file_write`, a nested skill's output, a
     /// step's), read as the file's kind.
-    pub fn file(&self, path: &Path) -> Option<Problem> {
+    pub(crate) fn file(&self, path: &Path) -> Option<Problem> {
         let Ok(bytes) = std::fs::read(path) else {
             return Some(Problem::Missing);
         };
@@ -239,7 +239,7 @@ impl Acceptance {
 
     /// The figures of an accepted answer that its source does not hold (condensing skills
     /// only; empty when there is no source).
-    pub fn ungrounded(&self, text: &str) -> Vec<String> {
+    pub(crate) fn ungrounded(&self, text: &str) -> Vec<String> {
         match &self.source {
             Some(src) if self.condenses && self.kind == FileKind::Prose => {
                 super::figures::ungrounded(text, src, &self.given)
@@ -329,7 +329,7 @@ fn words(text: &str) -> usize {
 /// of running text (three words or more that is not a heading, a rule or a table's frame) and,
 /// in all, at least a fortieth of its source's words (`source_words`), between 6 and 12: a
 /// summary of a long document in one sentence passes, a disclaimer does not.
-pub fn is_stub(text: &str, source_words: usize) -> bool {
+pub(crate) fn is_stub(text: &str, source_words: usize) -> bool {
     let mut body_words = 0;
     let mut longest = 0;
     let mut body_lines = 0;

@@ -8,10 +8,10 @@ use std::pin::Pin;
 use tokio_util::sync::CancellationToken;
 
 /// A boxed future that may move between threads.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A model the agent loop can talk to.
-pub trait Chat: Send + Sync {
+pub(crate) trait Chat: Send + Sync {
     /// Send `req` and wait for the answer; `cancel` ends the wait with a cancellation error.
     fn chat<'a>(
         &'a self,

@@ -146,7 +146,7 @@ fn value(written: &str) -> String {
 /// the answer, in order, each once). Single digits are left out unless they carry a unit (a
 /// list's "1." or "three points" is no figure to check); so are numbers in `also` (the
 /// instructions and arguments the answer was given).
-pub fn ungrounded(answer: &str, source: &str, also: &str) -> Vec<String> {
+pub(crate) fn ungrounded(answer: &str, source: &str, also: &str) -> Vec<String> {
     // A figure tied to a letter ("Q3", "v2") is grounded only as written: Q3 is no month 3.
     let written: String = format!("{source}\n{also}")
         .nfkc()

@@ -189,7 +189,7 @@ impl<'a> Haystack<'a> {
 }
 
 /// Every string and number of `object`, with its path, located in `text`.
-pub fn ground(text: &str, object: &Value) -> Extraction {
+pub(crate) fn ground(text: &str, object: &Value) -> Extraction {
     let hay = Haystack::new(text);
     let mut out = Extraction {
         valid: true,
@@ -208,7 +208,7 @@ pub fn ground(text: &str, object: &Value) -> Extraction {
 }
 
 /// The strings (not empty) and numbers of `v` with their paths (`a.b`, `items[0].c`).
-pub fn collect<'v>(v: &'v Value, path: String, out: &mut Vec<(String, &'v Value)>) {
+pub(crate) fn collect<'v>(v: &'v Value, path: String, out: &mut Vec<(String, &'v Value)>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {

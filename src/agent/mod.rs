@@ -3,13 +3,13 @@
 //! The sandbox is the only way a tool reaches the file system; nothing here may read or write a
 //! path that did not pass its checks.
 
-pub mod accept;
-pub mod chat;
-pub mod figures;
+pub(crate) mod accept;
+pub(crate) mod chat;
+pub(crate) mod figures;
 pub mod grounding;
 pub mod outputs;
-pub mod runner;
-pub mod sandbox;
-pub mod structured;
-pub mod tools;
-pub mod transcript;
+pub(crate) mod runner;
+pub(crate) mod sandbox;
+pub(crate) mod structured;
+pub(crate) mod tools;
+pub(crate) mod transcript;

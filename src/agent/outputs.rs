@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Why a declared file does not count.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
+pub(crate) enum Problem {
     Missing,
     Empty,
     /// The text is the input document (or a piece of it) handed back.
@@ -37,14 +37,14 @@ pub enum Problem {
 /// malformed answer), or a fresh request naming it (a copy, a loop, an echo: shown its own
 /// answer, a small model repeats it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retry {
+pub(crate) enum Retry {
     Correct,
     Fresh,
 }
 
 impl Problem {
     /// How a try may mend it.
-    pub fn retry(&self) -> Retry {
+    pub(crate) fn retry(&self) -> Retry {
         match self {
             Problem::Missing | Problem::Empty | Problem::Claim | Problem::Invalid(_) => {
                 Retry::Correct
@@ -60,7 +60,7 @@ impl Problem {
     }
 
     /// The line added to a fresh request after this problem.
-    pub fn fresh_hint(&self) -> String {
+    pub(crate) fn fresh_hint(&self) -> String {
         match self {
             Problem::Loop => "Be brief and say each point only once.".into(),
             Problem::WrongLanguage(lang) => format!("Write your whole answer in {lang}."),
@@ -83,7 +83,7 @@ impl Problem {
     }
 
     /// What a person (and the model, in its corrective turn) is told.
-    pub fn describe(&self, file: &str) -> String {
+    pub(crate) fn describe(&self, file: &str) -> String {
         match self {
             Problem::Missing => format!("{file} was not written"),
             Problem::Empty => format!("{file} is empty"),
@@ -114,7 +114,7 @@ impl Problem {
 
 /// The file name of a declared output, or zhi's renamed variant of it (`name-2.ext`), among
 /// the files written: the latest one wins.
-pub fn find_written<'a>(declared: &str, written: &'a [PathBuf]) -> Option<&'a PathBuf> {
+pub(crate) fn find_written<'a>(declared: &str, written: &'a [PathBuf]) -> Option<&'a PathBuf> {
     written.iter().rev().find(|w| {
         let w = w.to_string_lossy();
         w == declared || is_numbered_variant(&w, declared)
@@ -137,7 +137,7 @@ fn is_numbered_variant(candidate: &str, declared: &str) -> bool {
 
 /// The declared files (one [`Acceptance`] each) that are not (properly) among `written`
 /// (paths relative to `root`), each with why.
-pub fn check_declared(
+pub(crate) fn check_declared(
     root: &Path,
     declared: &[Acceptance],
     written: &[PathBuf],
@@ -161,7 +161,7 @@ const ECHO_SPAN: usize = 40;
 /// Whether `answer` hands back a passage of `instructions` ([`ECHO_SPAN`] characters or more,
 /// white space ignored) that the input `source` does not hold: a small model that repeats its
 /// prompt. Quoting the document is fine; quoting the prompt is not a result.
-pub fn is_echo(answer: &str, instructions: &str, source: Option<&str>) -> bool {
+pub(crate) fn is_echo(answer: &str, instructions: &str, source: Option<&str>) -> bool {
     let prompt: Vec<char> = squash(instructions).chars().collect();
     let out: Vec<char> = squash(answer).chars().collect();
     let src = source.map(squash).unwrap_or_default();
@@ -181,7 +181,7 @@ pub fn is_echo(answer: &str, instructions: &str, source: Option<&str>) -> bool {
 
 /// The script a language is written in, for the languages zhi can tell by script alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Script {
+pub(crate) enum Script {
     /// Chinese (and Japanese, whose texts are full of Han characters).
     Han,
     /// English and the other Latin-script languages.
@@ -190,7 +190,7 @@ pub enum Script {
 
 /// The script of a language named as a user would (`chinese`, `中文`, `zh-TW`, `en`,
 /// `français`); `None` for a language zhi does not judge (Korean, Russian, Arabic …).
-pub fn script_of(language: &str) -> Option<Script> {
+pub(crate) fn script_of(language: &str) -> Option<Script> {
     let l = language.trim().to_lowercase();
     let base = l.split(['-', '_', ' ']).next().unwrap_or("");
     const HAN: &[&str] = &[
@@ -298,7 +298,7 @@ pub fn cjk_share(text: &str) -> f64 {
 /// estimated tokens CJK or with English sentences in it, or
 /// Latin-script output with over 10%. Short answers (under 20
 /// estimated tokens) and languages zhi cannot tell by script are not judged.
-pub fn is_wrong_language(answer: &str, language: &str) -> bool {
+pub(crate) fn is_wrong_language(answer: &str, language: &str) -> bool {
     if crate::chunk::tokens(answer) < 20 {
         return false;
     }
@@ -336,7 +336,7 @@ const WHOLE_MIN_SHARE: f64 = 0.5;
 
 /// Whether `answer`, meant to render `source` whole as `file`, leaves much of it out. Only
 /// prose files are judged (a table or JSON drawn from prose may rightly be short).
-pub fn is_incomplete(answer: &str, file: &str, source: &str) -> bool {
+pub(crate) fn is_incomplete(answer: &str, file: &str, source: &str) -> bool {
     if !matches!(
         crate::skills::extension(file).as_str(),
         "md" | "markdown" | "txt" | "text"
@@ -356,14 +356,14 @@ const LOOP_SPAN: usize = 20;
 /// and at least 30 points more than `source` repeats itself (a translation of a repetitive
 /// document may repeat as much as the document does). Real prose, Chinese or English, stays
 /// well under that: a few repeated names and figures, not whole paragraphs.
-pub fn is_loop(output: &str, source: Option<&str>) -> bool {
+pub(crate) fn is_loop(output: &str, source: Option<&str>) -> bool {
     let share = repeated_share(output);
     share >= 0.5 && share >= source.map_or(0.0, repeated_share) + 0.3
 }
 
 /// The share of `text`'s characters (white space ignored) inside a [`LOOP_SPAN`]-character
 /// passage that already occurred earlier in the text. Texts under 400 characters count as 0.
-pub fn repeated_share(text: &str) -> f64 {
+pub(crate) fn repeated_share(text: &str) -> f64 {
     let chars: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
     if chars.len() < 400 {
         return 0.0;
@@ -391,7 +391,7 @@ pub fn repeated_share(text: &str) -> f64 {
 
 /// Whether `output` is `source` handed back: the same words, or all of them with a little
 /// added around (a title, a line of preface). White space is ignored.
-pub fn is_copy(output: &str, source: &str) -> bool {
+pub(crate) fn is_copy(output: &str, source: &str) -> bool {
     let out = squash(output);
     let src = squash(source);
     if out.is_empty() || src.is_empty() {
@@ -446,7 +446,7 @@ fn squash(s: &str) -> String {
 
 /// An answer that is a tool call written out as text (`{"name": "file_read", "arguments":
 /// …}`), which a small model sends as content when the server did not parse it as a call.
-pub fn looks_like_tool_call(answer: &str) -> bool {
+pub(crate) fn looks_like_tool_call(answer: &str) -> bool {
     let squashed = squash(answer);
     squashed.contains("\"arguments\":")
         && crate::skills::BUILTIN_TOOLS
@@ -485,7 +485,7 @@ const DONE_PHRASES: &[&str] = &[
 
 /// A short answer that only reports having written a file ("I wrote summary.md: …",
 /// "已写入 notes.md", "I have written the notes.", "Done.") is a claim, not content.
-pub fn looks_like_claim(answer: &str) -> bool {
+pub(crate) fn looks_like_claim(answer: &str) -> bool {
     let a = answer.trim();
     let (chars, lines) = (
         a.chars().count(),
@@ -531,7 +531,7 @@ pub fn looks_like_claim(answer: &str) -> bool {
 
 /// A model's answer with one wrapping code fence removed (```markdown … ```), as the file's
 /// content.
-pub fn strip_fence(answer: &str) -> String {
+pub(crate) fn strip_fence(answer: &str) -> String {
     let t = answer.trim();
     if let Some(rest) = t.strip_prefix("```")
         && let Some(body) = rest.strip_suffix("```")

@@ -25,11 +25,11 @@ const FINAL_TURN_NOTE: &str =
     "This is your last turn and tools are no longer available. Reply now in plain text.";
 
 /// Prefix of the tool that runs a nested skill.
-pub const SKILL_TOOL_PREFIX: &str = "skill_";
+pub(crate) const SKILL_TOOL_PREFIX: &str = "skill_";
 
 /// What one job's agent works with.
 #[derive(Clone)]
-pub struct AgentEnv {
+pub(crate) struct AgentEnv {
     /// The model: the run's one client (its retries and budget), or a scripted one in tests.
     pub client: Arc<dyn Chat>,
     pub skills: Arc<SkillSet>,
@@ -72,7 +72,7 @@ impl AgentEnv {
 
 /// The accounting of a job, summed over every request, nested skills included.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AgentStats {
+pub(crate) struct AgentStats {
     pub turns: u32,
     pub attempts: u32,
     pub refused_tool_calls: u32,
@@ -102,7 +102,7 @@ pub struct AgentStats {
 
 impl AgentStats {
     /// Add another run's accounting (a nested skill, a piece of a long document).
-    pub fn add(&mut self, s: &AgentStats) {
+    pub(crate) fn add(&mut self, s: &AgentStats) {
         self.turns += s.turns;
         self.attempts += s.attempts;
         self.refused_tool_calls += s.refused_tool_calls;
@@ -155,13 +155,13 @@ impl AgentStats {
 
 /// What a run of a skill must leave: one [`Acceptance`] per declared file.
 #[derive(Debug, Clone, Default)]
-pub struct Expected {
+pub(crate) struct Expected {
     pub declared: Vec<Acceptance>,
 }
 
 impl Expected {
     /// The checks for every file `skill` declares with these arguments, given `source`.
-    pub fn of(
+    pub(crate) fn of(
         skill: &Skill,
         args: &std::collections::BTreeMap<String, String>,
         source: Option<Arc<str>>,
@@ -176,12 +176,12 @@ impl Expected {
     }
 
     /// The declared file names.
-    pub fn files(&self) -> Vec<String> {
+    pub(crate) fn files(&self) -> Vec<String> {
         self.declared.iter().map(|a| a.file.clone()).collect()
     }
 
     /// The declared files not (properly) written among `written`, with why.
-    pub fn problems(
+    pub(crate) fn problems(
         &self,
         env: &AgentEnv,
         written: &[std::path::PathBuf],
@@ -210,7 +210,7 @@ fn agent_system_prompt(skill: &Skill, files: &[String]) -> String {
 }
 
 /// The system prompt of a direct request: the skill's own, then "answer with the content".
-pub fn direct_system_prompt(skill: &Skill, file: &str) -> String {
+pub(crate) fn direct_system_prompt(skill: &Skill, file: &str) -> String {
     let what = match skills::extension(file).as_str() {
         "json" => "the JSON itself (no code fence, no text around it)",
         "csv" => "the CSV itself (a header row, then the rows; no code fence, no text around it)",
@@ -251,7 +251,7 @@ fn write_answer(env: &AgentEnv, file: &str, content: &str) -> Result<std::path::
 const DIRECT_ROUNDS: u32 = 3;
 
 /// One direct request: who asks (for the transcript), the system prompt and the first message.
-pub struct DirectAsk {
+pub(crate) struct DirectAsk {
     /// The skill (or workflow step) the request is for.
     pub name: String,
     pub system: String,
@@ -260,7 +260,7 @@ pub struct DirectAsk {
 
 impl DirectAsk {
     /// The direct request of `skill` for its file `file`.
-    pub fn of(skill: &Skill, file: &str, user: String) -> DirectAsk {
+    pub(crate) fn of(skill: &Skill, file: &str, user: String) -> DirectAsk {
         DirectAsk {
             name: skill.name.clone(),
             system: direct_system_prompt(skill, file),
@@ -277,7 +277,7 @@ impl DirectAsk {
 /// answer fails the job with `missing_output` (or `truncated`), except that a loop gets one more
 /// fresh try ([`DIRECT_ROUNDS`] in all). An accepted answer stating figures its source does not
 /// hold is asked once more; the answer with fewer such figures is kept and they are reported.
-pub async fn run_direct(
+pub(crate) async fn run_direct(
     env: &AgentEnv,
     ask: DirectAsk,
     accept: &Acceptance,
@@ -542,7 +542,7 @@ pub(super) async fn request(
 /// turn). A model that answers without them first has its answer taken as the file when one
 /// text file is missing and the answer is content, not a claim; otherwise it gets one
 /// corrective turn naming what is missing. The caller checks the files once more.
-pub fn run_skill<'a>(
+pub(crate) fn run_skill<'a>(
     env: &'a AgentEnv,
     skill: &'a Skill,
     user_message: String,
@@ -782,7 +782,7 @@ async fn run_calls(
 
 /// The tools offered to the model: the skill's builtin tools (web_fetch only with
 /// `--allow-web`) and one `skill_<name>` per nested skill.
-pub fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
+pub(crate) fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
     let mut defs = Vec::new();
     for name in skill.builtin_tools() {
         let Some(kind) = ToolKind::from_name(name) else {
@@ -1105,7 +1105,7 @@ fn echo_safe(message: &Message) -> Message {
 /// A message without its document blocks and an Agent Skill's inlined resources: what the
 /// model was told, not what it was given to work with (an answer may quote the document, the
 /// part results it combines, or a reference).
-pub fn without_documents(message: &str) -> String {
+pub(crate) fn without_documents(message: &str) -> String {
     let mut out = String::new();
     let mut inside = false;
     for line in message.lines() {
@@ -1125,7 +1125,7 @@ pub fn without_documents(message: &str) -> String {
     out
 }
 
-pub fn document_block(path: &str, text: &str) -> String {
+pub(crate) fn document_block(path: &str, text: &str) -> String {
     format!(
         "--- BEGIN DOCUMENT {path} ---\n{}\n--- END DOCUMENT {path} ---\n",
         text.trim_end()

@@ -19,7 +19,7 @@
 //! This module must never widen what a job may touch: no fallback to the current directory, no
 //! following of links during a write, no overwriting.
 
-pub use crate::confine::Entry;
+pub(crate) use crate::confine::Entry;
 use crate::confine::{ConfineError, Root, Walk};
 use crate::small_file::Stamp;
 use rustix::fs::FileType;
@@ -30,7 +30,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
 /// The largest single file `file_write` may create.
-pub const MAX_WRITE_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const MAX_WRITE_BYTES: usize = 10 * 1024 * 1024;
 /// The longest path (in bytes) a tool may name.
 const MAX_PATH_BYTES: usize = 1024;
 /// The longest single file or folder name (in bytes); the limit of common file systems.
@@ -38,9 +38,9 @@ const MAX_NAME_BYTES: usize = 255;
 /// How deep a written file may be nested under the output folder.
 const MAX_WRITE_DEPTH: usize = 16;
 /// How many files one job may write (a model in a loop of writes must not fill the disk).
-pub const MAX_FILES_PER_JOB: usize = 1000;
+pub(crate) const MAX_FILES_PER_JOB: usize = 1000;
 /// How many bytes one job may write in all.
-pub const MAX_BYTES_PER_JOB: u64 = 100 * 1024 * 1024;
+pub(crate) const MAX_BYTES_PER_JOB: u64 = 100 * 1024 * 1024;
 /// How many inputs a refusal lists when it says what may be read.
 const HINT_INPUTS: usize = 8;
 
@@ -56,7 +56,7 @@ fn is_bidi_control(c: char) -> bool {
 /// what is allowed instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct Refusal {
+pub(crate) struct Refusal {
     message: String,
 }
 
@@ -68,14 +68,14 @@ impl Refusal {
     }
 
     /// The text for the model.
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 }
 
 /// A failed write: refused by the sandbox, or refused by the file system.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     #[error(transparent)]
     Refused(#[from] Refusal),
     /// The name was free when checked and taken when written (another call of the same turn
@@ -88,7 +88,7 @@ pub enum WriteError {
 
 /// The sandbox could not be set up (a bug or a broken staging folder, not the model's doing).
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub(crate) enum SandboxError {
     #[error("the output folder `{0}` must be an absolute path")]
     NotAbsolute(PathBuf),
     #[error("the output folder `{path}` cannot be used: {source}")]
@@ -99,7 +99,7 @@ pub enum SandboxError {
 
 /// Where a readable path lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// One of the job's input files.
     Input,
     /// A file or folder under one of the job's input folders.
@@ -110,14 +110,14 @@ pub enum Origin {
 
 impl Origin {
     /// Whether this is one of the job's documents (as opposed to something the model wrote).
-    pub fn is_input(self) -> bool {
+    pub(crate) fn is_input(self) -> bool {
         matches!(self, Origin::Input | Origin::InputDir)
     }
 }
 
 /// A path that passed the read check. Only [`Sandbox`] builds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadTarget {
+pub(crate) struct ReadTarget {
     path: PathBuf,
     display: String,
     origin: Origin,
@@ -126,32 +126,32 @@ pub struct ReadTarget {
 
 impl ReadTarget {
     /// The canonical path (no symlinks left in it).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
     /// The path as the model knows it.
-    pub fn display(&self) -> &str {
+    pub(crate) fn display(&self) -> &str {
         &self.display
     }
-    pub fn is_dir(&self) -> bool {
+    pub(crate) fn is_dir(&self) -> bool {
         self.is_dir
     }
     /// Where it lies: an input, or the output folder.
-    pub fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         self.origin
     }
 }
 
 /// What `file_list` may show. Only [`Sandbox`] builds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListTarget {
+pub(crate) struct ListTarget {
     target: Option<ReadTarget>,
 }
 
 impl ListTarget {
     /// The checked folder or file, or `None` for the overview (no path, or `.`): the job's
     /// inputs, its input folders and the top of the output folder.
-    pub fn target(&self) -> Option<&ReadTarget> {
+    pub(crate) fn target(&self) -> Option<&ReadTarget> {
         self.target.as_ref()
     }
 }
@@ -159,24 +159,24 @@ impl ListTarget {
 /// A path that passed the write check: relative, normalised, inside the output folder. Only
 /// [`Sandbox`] builds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteTarget {
+pub(crate) struct WriteTarget {
     rel: PathBuf,
 }
 
 impl WriteTarget {
     /// The path relative to the output folder.
-    pub fn rel_path(&self) -> &Path {
+    pub(crate) fn rel_path(&self) -> &Path {
         &self.rel
     }
     /// The lower-cased extension, if any.
-    pub fn extension(&self) -> Option<String> {
+    pub(crate) fn extension(&self) -> Option<String> {
         self.rel
             .extension()
             .and_then(|e| e.to_str())
             .map(|e| e.to_ascii_lowercase())
     }
     /// The path as the model wrote it (with `/`).
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         self.rel.to_string_lossy().into_owned()
     }
 }
@@ -196,7 +196,7 @@ struct InputDir {
 
 /// Collects a job's inputs; [`SandboxBuilder::build`] checks the output folder.
 #[derive(Debug)]
-pub struct SandboxBuilder {
+pub(crate) struct SandboxBuilder {
     output_dir: PathBuf,
     inputs: Vec<(String, PathBuf)>,
     pins: BTreeMap<PathBuf, Stamp>,
@@ -207,7 +207,7 @@ pub struct SandboxBuilder {
 impl SandboxBuilder {
     /// An input file: `display` is the path the model is told (e.g. `reports/q3.txt`), `real`
     /// the file on disk.
-    pub fn input(mut self, display: impl Into<String>, real: impl Into<PathBuf>) -> Self {
+    pub(crate) fn input(mut self, display: impl Into<String>, real: impl Into<PathBuf>) -> Self {
         self.inputs.push((display.into(), real.into()));
         self
     }
@@ -215,7 +215,7 @@ impl SandboxBuilder {
     /// A file read like an input but pinned to the file `stamp` names (an Agent Skill's
     /// reference): never reached through a link, and read only while its path still names
     /// that very file ([`Sandbox::unchanged`]).
-    pub fn pinned(
+    pub(crate) fn pinned(
         mut self,
         display: impl Into<String>,
         real: impl Into<PathBuf>,
@@ -228,19 +228,23 @@ impl SandboxBuilder {
     }
 
     /// An input folder (directory-type jobs): every file under it may be read and listed.
-    pub fn input_dir(mut self, display: impl Into<String>, real: impl Into<PathBuf>) -> Self {
+    pub(crate) fn input_dir(
+        mut self,
+        display: impl Into<String>,
+        real: impl Into<PathBuf>,
+    ) -> Self {
         self.input_dirs.push((display.into(), real.into()));
         self
     }
 
     /// A folder never readable through an input folder, even when it lies inside one (the
     /// run's output root: other jobs' outputs and the run's records).
-    pub fn exclude(mut self, path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn exclude(mut self, path: impl Into<PathBuf>) -> Self {
         self.excluded.push(path.into());
         self
     }
 
-    pub fn build(self) -> Result<Sandbox, SandboxError> {
+    pub(crate) fn build(self) -> Result<Sandbox, SandboxError> {
         if !self.output_dir.is_absolute() {
             return Err(SandboxError::NotAbsolute(self.output_dir));
         }
@@ -326,7 +330,7 @@ impl Drop for Reservation<'_> {
 
 /// One job's confinement: what its tools may read and where they may write.
 #[derive(Debug)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     output_dir: PathBuf,
     /// The output folder, opened once: every write is created beneath it.
     root: Root,
@@ -345,7 +349,7 @@ pub struct Sandbox {
 impl Sandbox {
     /// Start a sandbox whose writes go into `output_dir` (the job's staging folder: it must
     /// exist and be absolute).
-    pub fn builder(output_dir: impl Into<PathBuf>) -> SandboxBuilder {
+    pub(crate) fn builder(output_dir: impl Into<PathBuf>) -> SandboxBuilder {
         SandboxBuilder {
             output_dir: output_dir.into(),
             inputs: Vec::new(),
@@ -358,7 +362,7 @@ impl Sandbox {
     /// Whether a read target is still the file it was when the skill was loaded (for a
     /// pinned file; anything else always is): checked before a read and after it, so a link
     /// or another file put in its place mid-run is never sent to the model.
-    pub fn unchanged(&self, target: &ReadTarget) -> bool {
+    pub(crate) fn unchanged(&self, target: &ReadTarget) -> bool {
         match self.pins.get(target.path()) {
             Some(pin) => Stamp::of_file(target.path()).as_ref() == Some(pin),
             None => true,
@@ -366,14 +370,14 @@ impl Sandbox {
     }
 
     /// The canonical output folder.
-    pub fn output_dir(&self) -> &Path {
+    pub(crate) fn output_dir(&self) -> &Path {
         &self.output_dir
     }
 
     /// Why the job must fail, once a write went over its output limits
     /// ([`MAX_FILES_PER_JOB`], [`MAX_BYTES_PER_JOB`]: `too_large`) or the disk refused a write
     /// (full, quota, read-only: `io`).
-    pub fn fatal(&self) -> Option<(crate::error::ErrorKind, String)> {
+    pub(crate) fn fatal(&self) -> Option<(crate::error::ErrorKind, String)> {
         self.fatal
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -388,7 +392,7 @@ impl Sandbox {
     }
 
     /// The files written so far, relative to the output folder, in the order they were written.
-    pub fn written(&self) -> Vec<PathBuf> {
+    pub(crate) fn written(&self) -> Vec<PathBuf> {
         self.written
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -396,7 +400,7 @@ impl Sandbox {
     }
 
     /// The job's input files that can be read, as read targets (for an overview listing).
-    pub fn input_targets(&self) -> Vec<ReadTarget> {
+    pub(crate) fn input_targets(&self) -> Vec<ReadTarget> {
         self.inputs
             .iter()
             .filter_map(|f| {
@@ -412,7 +416,7 @@ impl Sandbox {
     }
 
     /// The job's input folders, as read targets.
-    pub fn input_dir_targets(&self) -> Vec<ReadTarget> {
+    pub(crate) fn input_dir_targets(&self) -> Vec<ReadTarget> {
         self.input_dirs
             .iter()
             .filter_map(|d| {
@@ -427,7 +431,7 @@ impl Sandbox {
     }
 
     /// The output folder itself, as a read target.
-    pub fn output_target(&self) -> ReadTarget {
+    pub(crate) fn output_target(&self) -> ReadTarget {
         ReadTarget {
             path: self.output_dir.clone(),
             display: ".".to_string(),
@@ -441,7 +445,7 @@ impl Sandbox {
     /// through a link (`crate::confine`): a folder swapped for a link since the check makes the
     /// open fail (`ELOOP`), never read what the link leads to. An input is opened by the path
     /// the check resolved (the person named it; links to it were judged where they lead).
-    pub fn open(&self, target: &ReadTarget) -> io::Result<fs::File> {
+    pub(crate) fn open(&self, target: &ReadTarget) -> io::Result<fs::File> {
         match self.output_rel(target) {
             Some(rel) => self.root.open_file(rel).map_err(confine_io),
             None => fs::File::open(&target.path),
@@ -450,7 +454,7 @@ impl Sandbox {
 
     /// The entries of a checked folder: in the output folder read beneath its handle (links
     /// listed as links, never followed), elsewhere by the path the check resolved.
-    pub fn folder_entries(&self, target: &ReadTarget) -> io::Result<Vec<Entry>> {
+    pub(crate) fn folder_entries(&self, target: &ReadTarget) -> io::Result<Vec<Entry>> {
         let Some(rel) = self.output_rel(target) else {
             return fs::read_dir(&target.path)?
                 .map(|entry| {
@@ -470,7 +474,7 @@ impl Sandbox {
 
     /// The size of a checked file (`None` for a folder): in the output folder looked at beneath
     /// its handle, elsewhere by the path the check resolved.
-    pub fn file_len(&self, target: &ReadTarget) -> io::Result<Option<u64>> {
+    pub(crate) fn file_len(&self, target: &ReadTarget) -> io::Result<Option<u64>> {
         let Some(rel) = self.output_rel(target) else {
             let meta = fs::metadata(&target.path)?;
             return Ok((!meta.is_dir()).then_some(meta.len()));
@@ -489,12 +493,12 @@ impl Sandbox {
     }
 
     /// Check a path for `file_read`: a job input or something in the output folder.
-    pub fn check_read(&self, raw: &str) -> Result<ReadTarget, Refusal> {
+    pub(crate) fn check_read(&self, raw: &str) -> Result<ReadTarget, Refusal> {
         self.resolve_read(raw)
     }
 
     /// Check a path for `ocr`: one of the job's input documents only.
-    pub fn check_input(&self, raw: &str) -> Result<ReadTarget, Refusal> {
+    pub(crate) fn check_input(&self, raw: &str) -> Result<ReadTarget, Refusal> {
         let target = self.resolve_read(raw)?;
         if !target.origin.is_input() {
             return Err(Refusal::new(format!(
@@ -513,7 +517,7 @@ impl Sandbox {
     }
 
     /// Check a path for `file_list`. An empty path or `.` asks for the overview.
-    pub fn check_list(&self, raw: &str) -> Result<ListTarget, Refusal> {
+    pub(crate) fn check_list(&self, raw: &str) -> Result<ListTarget, Refusal> {
         let trimmed = raw.trim();
         if trimmed.is_empty() || normalize(trimmed).as_os_str().is_empty() {
             return Ok(ListTarget { target: None });
@@ -736,7 +740,7 @@ impl Sandbox {
     }
 
     /// Check a path for `file_write`: relative, no `..`, a plain name in each part.
-    pub fn check_write(&self, raw: &str) -> Result<WriteTarget, Refusal> {
+    pub(crate) fn check_write(&self, raw: &str) -> Result<WriteTarget, Refusal> {
         let raw = raw.trim();
         const ALLOWED: &str = "Write paths are relative to your output folder: a plain file \
                                name, or folder/name.";
@@ -809,7 +813,11 @@ impl Sandbox {
     /// output folder, refusing any link on the way; the file is opened with `O_NOFOLLOW` and
     /// `O_EXCL`, so an existing file (or a link planted in its place) is never written through.
     /// A write that fails leaves nothing behind. Returns the path relative to the output folder.
-    pub fn write_new(&self, target: &WriteTarget, bytes: &[u8]) -> Result<PathBuf, WriteError> {
+    pub(crate) fn write_new(
+        &self,
+        target: &WriteTarget,
+        bytes: &[u8],
+    ) -> Result<PathBuf, WriteError> {
         let shown = target.display();
         if bytes.len() > MAX_WRITE_BYTES {
             return Err(Refusal::new(format!(

@@ -10,14 +10,14 @@ use crate::skills::schema::{self, Field};
 use serde_json::{Value, json};
 
 /// An extraction job's schema, compiled.
-pub struct Schema {
+pub(crate) struct Schema {
     pub value: Value,
     pub fields: Vec<Field>,
     validator: jsonschema::Validator,
 }
 
 impl Schema {
-    pub fn new(value: Value) -> Result<Schema, String> {
+    pub(crate) fn new(value: Value) -> Result<Schema, String> {
         schema::check(&value)?;
         let validator = jsonschema::validator_for(&value)
             .map_err(|e| format!("not a valid JSON Schema: {e}"))?;
@@ -31,7 +31,7 @@ impl Schema {
     /// What is wrong with `answer` (at most five reasons), or the object it holds. A number
     /// written as text where the schema wants a number (`"1,130.00"`, `"¥2938"`) is read as
     /// the number first.
-    pub fn parse(&self, answer: &str) -> Result<Value, Vec<String>> {
+    pub(crate) fn parse(&self, answer: &str) -> Result<Value, Vec<String>> {
         let Some(mut value) = json_object(answer) else {
             return Err(vec!["the answer is not a JSON object".to_string()]);
         };
@@ -89,7 +89,7 @@ impl Schema {
     /// What the server is asked to enforce. llama.cpp, vLLM and Ollama take the schema (as a
     /// grammar); OpenAI takes it too, strict where the schema allows; other providers (Zhipu
     /// among them) take `json_object`.
-    pub fn response_format(&self, server_kind: Option<&str>, base_url: &str) -> Value {
+    pub(crate) fn response_format(&self, server_kind: Option<&str>, base_url: &str) -> Value {
         let openai = reqwest::Url::parse(base_url)
             .ok()
             .and_then(|u| u.host_str().map(str::to_string))
@@ -295,7 +295,7 @@ fn json_object(answer: &str) -> Option<Value> {
 }
 
 /// The system prompt of an extraction request: the skill's own, and how to answer.
-pub fn system_prompt(skill_prompt: &str) -> String {
+pub(crate) fn system_prompt(skill_prompt: &str) -> String {
     format!(
         "{}\n\nAnswer with one JSON object holding the fields the message lists after the document, and nothing else: no code fence, no remarks. Copy each value as the document writes it. Leave out a field the document does not state, or make it null where the field allows.",
         skill_prompt.trim_end()
@@ -304,7 +304,7 @@ pub fn system_prompt(skill_prompt: &str) -> String {
 
 /// The end of an extraction request, after the document: the task, then the fields (a small
 /// model does what the message ends with).
-pub fn task(schema: &Schema) -> String {
+pub(crate) fn task(schema: &Schema) -> String {
     format!(
         "\nNow answer with one JSON object of these fields for the document above, and nothing else:\n{}\n",
         schema::describe(&schema.fields)
@@ -312,7 +312,7 @@ pub fn task(schema: &Schema) -> String {
 }
 
 /// Run the extraction request; the validated object is written as `file` (pretty-printed).
-pub async fn run(
+pub(crate) async fn run(
     env: &AgentEnv,
     ask: DirectAsk,
     schema: &Schema,
@@ -370,7 +370,7 @@ pub async fn run(
 /// The objects of a long document's pieces as one (in piece order): arrays concatenated
 /// without repeats, objects merged field by field, a scalar taken from the first piece whose
 /// text holds it, else from the first piece that gives one.
-pub fn merge(parts: &[(Value, &str)]) -> Value {
+pub(crate) fn merge(parts: &[(Value, &str)]) -> Value {
     let hays: Vec<super::grounding::Haystack<'_>> = parts
         .iter()
         .map(|(_, text)| super::grounding::Haystack::new(text))

@@ -9,18 +9,17 @@ use crate::llm::{ApiError, ChatReply, ChatRequest, Message};
 use crate::secret::Secrets;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// The most bytes of one message, tool argument or tool result a transcript keeps.
-pub const CUT_BYTES: usize = 4 * 1024;
+pub(crate) const CUT_BYTES: usize = 4 * 1024;
 
 /// Where a job's lines go. Writing is best effort: a transcript that cannot be written is
 /// logged once and never fails the job.
 #[derive(Debug)]
-pub struct Transcript {
-    path: Option<PathBuf>,
+pub(crate) struct Transcript {
     file: Mutex<Option<std::fs::File>>,
     secrets: Secrets,
 }
@@ -28,7 +27,7 @@ pub struct Transcript {
 impl Transcript {
     /// A transcript appended to `path` (created with its folder). `secrets` are scrubbed
     /// (what came from the server already was; tool results and notes had not).
-    pub fn create(path: &Path, secrets: Secrets) -> Self {
+    pub(crate) fn create(path: &Path, secrets: Secrets) -> Self {
         let file = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
@@ -70,27 +69,22 @@ impl Transcript {
             }
         };
         Transcript {
-            path: Some(path.to_path_buf()),
             file: Mutex::new(file),
             secrets,
         }
     }
 
     /// A transcript that writes nothing (tests, tools outside a run).
-    pub fn none() -> Self {
+    #[cfg(test)]
+    pub(crate) fn none() -> Self {
         Transcript {
-            path: None,
             file: Mutex::new(None),
             secrets: Secrets::default(),
         }
     }
 
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
-    }
-
     /// One request and its outcome.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         skill: &str,
         turn: u32,
@@ -131,7 +125,7 @@ impl Transcript {
     }
 
     /// One tool call and what it returned to the model.
-    pub fn tool(
+    pub(crate) fn tool(
         &self,
         skill: &str,
         turn: u32,
@@ -154,7 +148,7 @@ impl Transcript {
 
     /// A decision zhi took about the job (an output written from the answer, a corrective
     /// turn, a missing file).
-    pub fn note(&self, text: &str) {
+    pub(crate) fn note(&self, text: &str) {
         self.write(&json!({
             "type": "note",
             "at": crate::manifest::Timestamp::now(),
@@ -203,7 +197,7 @@ fn message_json(m: &Message) -> Value {
 }
 
 /// `s` cut at [`CUT_BYTES`] on a character boundary, with a marker saying how much was cut.
-pub fn cut(s: &str) -> String {
+pub(crate) fn cut(s: &str) -> String {
     if s.len() <= CUT_BYTES {
         return s.to_string();
     }

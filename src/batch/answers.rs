@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// Where a request's answer is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
+pub(super) enum Place {
     /// A line of a downloaded file.
     Line {
         file: usize,
@@ -26,7 +26,7 @@ pub enum Place {
 
 /// The answer to one submission of a request.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(super) struct Found {
     pub sha256: String,
     pub attempt: u32,
     /// The batch that answered (its provider id).
@@ -36,7 +36,7 @@ pub struct Found {
 
 /// Every collected answer of the output folder's batches.
 #[derive(Debug, Default)]
-pub struct Answers {
+pub(super) struct Answers {
     files: Vec<std::fs::File>,
     by_id: HashMap<String, Vec<Found>>,
 }
@@ -44,7 +44,7 @@ pub struct Answers {
 impl Answers {
     /// Index the downloaded files of `records` that are collected (requests whose job is
     /// settled are left out: their answers are used).
-    pub fn build(batches: &Path, records: &[&BatchRecord]) -> io::Result<Answers> {
+    pub(super) fn build(batches: &Path, records: &[&BatchRecord]) -> io::Result<Answers> {
         let mut answers = Answers::default();
         for r in records.iter().filter(|r| r.stage == Stage::Collected) {
             let dir = super::record::folder(batches, &r.local_id);
@@ -130,12 +130,12 @@ impl Answers {
         Ok(answers)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.by_id.is_empty()
     }
 
     /// The answer to the latest submission of the request `custom_id` with this body.
-    pub fn latest(&self, custom_id: &str, sha256: &str) -> Option<&Found> {
+    pub(super) fn latest(&self, custom_id: &str, sha256: &str) -> Option<&Found> {
         self.by_id
             .get(custom_id)?
             .iter()
@@ -144,7 +144,7 @@ impl Answers {
     }
 
     /// The line of an answer.
-    pub fn read(&self, file: usize, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    pub(super) fn read(&self, file: usize, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         use std::os::unix::fs::FileExt;
         let f = self
             .files

@@ -20,7 +20,7 @@
 //! the provider once the batch is collected.
 
 mod answers;
-pub mod record;
+pub(crate) mod record;
 
 use crate::error::ErrorKind;
 use crate::llm::batch::{
@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What a run does with its requests.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Batch mode: queue requests for the Batch API instead of sending them.
     pub submit: bool,
     /// Submissions of one request at most (`retry.max_attempts`).
@@ -60,7 +60,7 @@ pub struct Settings {
 
 /// What the book says of one request.
 #[derive(Debug)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// A batch answered it: the reply as the chat call would have returned it.
     Reply(ChatReply),
     /// A batch answered with a failure that another submission cannot mend (or the request
@@ -84,7 +84,7 @@ struct Queued {
 }
 
 /// The batches of one output folder, for one run.
-pub struct Book {
+pub(crate) struct Book {
     dir: PathBuf,
     out: PathBuf,
     settings: Settings,
@@ -119,7 +119,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// `custom_id` of a request: the job, the piece of its document, the round of its conversation.
-pub fn custom_id(job_id: &str, part: &str, round: u32) -> String {
+pub(crate) fn custom_id(job_id: &str, part: &str, round: u32) -> String {
     let mut id = job_id.to_string();
     if !part.is_empty() {
         id.push('-');
@@ -133,7 +133,7 @@ pub fn custom_id(job_id: &str, part: &str, round: u32) -> String {
 
 /// A job's (or a piece's) handle on the book: what the agent asks before a request.
 #[derive(Clone)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     book: Arc<Book>,
     job_id: String,
     part: String,
@@ -141,7 +141,7 @@ pub struct Ticket {
 
 impl Ticket {
     /// `part` names the piece of the document (`piece-00003`, `reduce`); empty for the whole.
-    pub fn new(book: Arc<Book>, job_id: &str, part: &str) -> Ticket {
+    pub(crate) fn new(book: Arc<Book>, job_id: &str, part: &str) -> Ticket {
         Ticket {
             book,
             job_id: job_id.to_string(),
@@ -150,7 +150,7 @@ impl Ticket {
     }
 
     /// The book's answer to round `round` of this conversation, `req`.
-    pub fn answer(&self, round: u32, req: &ChatRequest) -> Answer {
+    pub(crate) fn answer(&self, round: u32, req: &ChatRequest) -> Answer {
         self.book.answer(
             &custom_id(&self.job_id, &self.part, round),
             &self.job_id,
@@ -161,7 +161,7 @@ impl Ticket {
 
 impl Book {
     /// The book of the output folder `out` (no network): the batches recorded so far.
-    pub fn open(
+    pub(crate) fn open(
         layout: &crate::layout::OutputLayout,
         client: ChatClient,
         settings: Settings,
@@ -184,17 +184,13 @@ impl Book {
     }
 
     /// Whether any batch is recorded.
-    pub fn has_batches(&self) -> bool {
+    pub(crate) fn has_batches(&self) -> bool {
         !self.lock_records().is_empty()
     }
 
     /// Whether jobs must ask the book before sending a request.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.settings.submit || !self.answers.is_empty() || !self.in_flight.is_empty()
-    }
-
-    pub fn submits(&self) -> bool {
-        self.settings.submit
     }
 
     fn lock_records(&self) -> std::sync::MutexGuard<'_, Vec<BatchRecord>> {
@@ -226,7 +222,7 @@ impl Book {
     ///
     /// Only an authentication or quota failure is returned (the run cannot go on); anything
     /// else is reported and left for the next run.
-    pub async fn collect(
+    pub(crate) async fn collect(
         &mut self,
         api: &BatchApi,
         cancel: &CancellationToken,
@@ -541,7 +537,7 @@ impl Book {
     }
 
     /// The book's answer to a request about to be sent.
-    pub fn answer(&self, custom_id: &str, job_id: &str, req: &ChatRequest) -> Answer {
+    pub(crate) fn answer(&self, custom_id: &str, job_id: &str, req: &ChatRequest) -> Answer {
         let body = match crate::llm::chat_body(req) {
             Ok(b) => b,
             Err(e) => return Answer::Failed(e),
@@ -653,7 +649,7 @@ impl Book {
     }
 
     /// Requests queued by this run so far.
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.outbox.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
@@ -661,7 +657,11 @@ impl Book {
     /// limits), upload them and create the batches, recording each step. On a failure the
     /// rest stay unsubmitted (their jobs are recorded as waiting and are queued again by the
     /// next run) and the error is returned.
-    pub async fn submit(&self, api: &BatchApi, cancel: &CancellationToken) -> Result<(), ApiError> {
+    pub(crate) async fn submit(
+        &self,
+        api: &BatchApi,
+        cancel: &CancellationToken,
+    ) -> Result<(), ApiError> {
         let queued = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|e| e.into_inner()));
         self.report.lock().unwrap_or_else(|e| e.into_inner()).queued = queued.len() as u64;
         let mut by_model: BTreeMap<String, Vec<Queued>> = BTreeMap::new();
@@ -896,7 +896,7 @@ impl Book {
 
     /// The run is over: answers whose jobs ended (succeeded, failed, cached) are no longer
     /// needed, and a collected batch none of whose answers is needed goes.
-    pub fn settle(&self, settled: &HashSet<String>) {
+    pub(crate) fn settle(&self, settled: &HashSet<String>) {
         let mut all = self.lock_records();
         all.retain_mut(|r| {
             if r.stage != Stage::Collected || r.base_url != self.settings.base_url {
@@ -928,7 +928,7 @@ impl Book {
     }
 
     /// What the run did with batches.
-    pub fn report(&self) -> BatchReport {
+    pub(crate) fn report(&self) -> BatchReport {
         let mut r = self
             .report
             .lock()
@@ -939,7 +939,7 @@ impl Book {
     }
 
     /// Note a failure to submit.
-    pub fn submit_failed(&self, e: &ApiError) {
+    pub(crate) fn submit_failed(&self, e: &ApiError) {
         self.problem(msg!(
             "the queued requests could not all be submitted (the next run queues them again): {e}"
         ));

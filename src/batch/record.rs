@@ -40,7 +40,7 @@ impl Stage {
 
 /// One request in a batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request {
+pub(crate) struct Request {
     /// `<job-id>[-<part>][-t<round>]`: the job, the piece of its document, the round of its
     /// conversation.
     pub custom_id: String,
@@ -53,7 +53,7 @@ pub struct Request {
 
 /// `batch.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchRecord {
+pub(crate) struct BatchRecord {
     /// The folder's name: the submitting run's id and a number.
     pub local_id: String,
     pub created_at: Timestamp,
@@ -103,7 +103,7 @@ pub struct BatchRecord {
 
 /// Why a batch was given up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GivenUp {
+pub(crate) struct GivenUp {
     pub reason: String,
     pub resubmit: bool,
 }
@@ -111,7 +111,7 @@ pub struct GivenUp {
 impl BatchRecord {
     /// A batch made locally and not yet uploaded: its requests, and nothing asked of the
     /// provider yet.
-    pub fn prepared(
+    pub(crate) fn prepared(
         local_id: &str,
         created_at: Timestamp,
         (base_url, endpoint): (String, String),
@@ -143,7 +143,7 @@ impl BatchRecord {
     }
 
     /// The files zhi created or was given at the provider, still to delete.
-    pub fn provider_files(&self) -> Vec<String> {
+    pub(crate) fn provider_files(&self) -> Vec<String> {
         [
             &self.input_file_id,
             &self.output_file_id,
@@ -156,12 +156,12 @@ impl BatchRecord {
     }
 
     /// The provider's name for it, else the local one.
-    pub fn label(&self) -> &str {
+    pub(crate) fn label(&self) -> &str {
         self.batch_id.as_deref().unwrap_or(&self.local_id)
     }
 
     /// Whether every request's job is settled.
-    pub fn all_settled(&self) -> bool {
+    pub(crate) fn all_settled(&self) -> bool {
         self.requests
             .iter()
             .all(|r| self.settled_jobs.contains(&r.job_id))
@@ -169,12 +169,12 @@ impl BatchRecord {
 }
 
 /// `<OUT>/.zhi/batches/<local-id>/`.
-pub fn folder(batches: &Path, local_id: &str) -> PathBuf {
+pub(crate) fn folder(batches: &Path, local_id: &str) -> PathBuf {
     batches.join(local_id)
 }
 
 /// Write `batch.json` atomically, its folder reached beneath the output folder `out`'s handle.
-pub fn save(out: &Path, batches: &Path, record: &BatchRecord) -> io::Result<()> {
+pub(crate) fn save(out: &Path, batches: &Path, record: &BatchRecord) -> io::Result<()> {
     let body = serde_json::to_vec(record).map_err(io::Error::other)?;
     let path = folder(batches, &record.local_id).join("batch.json");
     crate::layout::OutputLayout::new(out).write_atomic(&path, &body)
@@ -184,13 +184,13 @@ pub fn save(out: &Path, batches: &Path, record: &BatchRecord) -> io::Result<()> 
 /// folder without a `batch.json` was left by a kill before the batch had a record (nothing
 /// was uploaded yet) and is removed; one that cannot be read for another reason is reported
 /// and kept.
-pub fn load_all(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
+pub(crate) fn load_all(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
     load(batches, true, warn)
 }
 
 /// The same without the lock (`zhi batch status`): nothing is removed, since a folder
 /// without its record may be one a run is making right now.
-pub fn load_all_readonly(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
+pub(crate) fn load_all_readonly(batches: &Path, warn: &mut dyn FnMut(String)) -> Vec<BatchRecord> {
     load(batches, false, warn)
 }
 

@@ -11,20 +11,20 @@ use crate::llm::text_tokens;
 use crate::skills::Chunking;
 
 /// Tokens reserved for the system prompt, the tool definitions and the message framing.
-pub const PROMPT_OVERHEAD: u32 = 1_500;
+pub(crate) const PROMPT_OVERHEAD: u32 = 1_500;
 
 /// Tokens reserved for the system prompt and the message framing of a direct request (no tool
 /// definitions, no conversation).
 pub const DIRECT_PROMPT_OVERHEAD: u32 = 600;
 
 /// The least document text worth a request of its own, in estimated tokens.
-pub const MIN_DOCUMENT_TOKENS: u32 = 128;
+pub(crate) const MIN_DOCUMENT_TOKENS: u32 = 128;
 
 /// The fewest tokens one request of a skill on a model is charged against a per-minute token
 /// budget: its whole answer (`max_output`, sent as `max_tokens`, which the estimate counts in
 /// full), its prompt, and [`MIN_DOCUMENT_TOKENS`] of document. A `--tpm` below this fits no
 /// request at all.
-pub fn request_floor(budget: ModelBudget, direct: bool) -> u32 {
+pub(crate) fn request_floor(budget: ModelBudget, direct: bool) -> u32 {
     let overhead = if direct {
         DIRECT_PROMPT_OVERHEAD
     } else {
@@ -67,7 +67,7 @@ pub fn tokens(text: &str) -> u32 {
 
 /// One piece of a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece {
+pub(crate) struct Piece {
     /// 0-based position in the document.
     pub index: usize,
     pub text: String,
@@ -78,7 +78,7 @@ pub struct Piece {
 
 /// Split `text` into pieces of at most `budget` estimated tokens. `overlap` adds the last
 /// paragraph (up to a tenth of the budget) of the previous piece as context.
-pub fn split(text: &str, budget: u32, overlap: bool) -> Vec<Piece> {
+pub(crate) fn split(text: &str, budget: u32, overlap: bool) -> Vec<Piece> {
     let budget = budget.max(16);
     let mut units: Vec<String> = Vec::new();
     for block in blocks(text) {

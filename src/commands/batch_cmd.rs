@@ -16,7 +16,7 @@ use crate::sanitize::one_line;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
-pub fn run(ctx: &Ctx, cmd: BatchCommand) -> Result<Exit, ExitError> {
+pub(super) fn run(ctx: &Ctx, cmd: BatchCommand) -> Result<Exit, ExitError> {
     match cmd {
         BatchCommand::Status { output, base_url } => status(ctx, output, base_url),
         BatchCommand::Cancel {

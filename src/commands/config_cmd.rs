@@ -6,7 +6,7 @@ use crate::config::{Config, Origin, Overrides};
 use crate::exit::{Exit, ExitError};
 use std::num::NonZeroU32;
 
-pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
+pub(super) fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
     match cmd {
         ConfigCommand::Show => {
             let c = ctx.config(Overrides::default())?;

@@ -8,7 +8,7 @@ use crate::run::reader::PipelineReader;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-pub fn run(ctx: &Ctx, file: &Path, ocr: Option<OcrChoice>) -> Result<Exit, ExitError> {
+pub(super) fn run(ctx: &Ctx, file: &Path, ocr: Option<OcrChoice>) -> Result<Exit, ExitError> {
     let config = ctx.config(Overrides {
         ocr,
         ..Overrides::default()

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use std::path::Path;
 
 /// The completion script for `shell`, on stdout.
-pub fn completions(shell: clap_complete::Shell) -> Result<Exit, ExitError> {
+pub(super) fn completions(shell: clap_complete::Shell) -> Result<Exit, ExitError> {
     let mut cmd = Cli::command();
     clap_complete::generate(shell, &mut cmd, "zhi", &mut std::io::stdout().lock());
     Ok(Exit::Success)
@@ -16,7 +16,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<Exit, ExitError> {
 
 /// The man page of `zhi` on stdout; with `out`, one page per command (`zhi.1`, `zhi-run.1`,
 /// `zhi-skills-list.1`, …) written into that folder.
-pub fn man(ctx: &Ctx, out: Option<&Path>) -> Result<Exit, ExitError> {
+pub(super) fn man(ctx: &Ctx, out: Option<&Path>) -> Result<Exit, ExitError> {
     let cmd = Cli::command();
     let Some(dir) = out else {
         clap_mangen::Man::new(cmd)

@@ -12,7 +12,7 @@ use crate::manifest::{RunDir, Tokens};
 use crate::sanitize::one_line;
 use std::path::{Path, PathBuf};
 
-pub fn run(ctx: &Ctx, cmd: ManifestCommand) -> Result<Exit, ExitError> {
+pub(super) fn run(ctx: &Ctx, cmd: ManifestCommand) -> Result<Exit, ExitError> {
     match cmd {
         ManifestCommand::Show { run, output } => show(ctx, run.as_deref(), output),
         ManifestCommand::Merge { runs, output } => merge_runs(ctx, &runs, &output),

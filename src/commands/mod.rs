@@ -20,14 +20,14 @@ use crate::exit::{Exit, ExitError};
 use std::path::PathBuf;
 
 /// What every handler gets: the global flags, the working folder and the environment.
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub global: GlobalArgs,
     pub cwd: PathBuf,
 }
 
 impl Ctx {
     /// Settings for this invocation, with the given command-line overrides.
-    pub fn config(&self, mut ov: Overrides) -> Result<Config, ExitError> {
+    pub(crate) fn config(&self, mut ov: Overrides) -> Result<Config, ExitError> {
         ov.config_file = self.global.config.clone();
         let c = Config::resolve(&ov, &|k| std::env::var(k).ok(), &self.cwd)?;
         crate::i18n::set_lang(c.ui.language);
@@ -43,7 +43,7 @@ impl Ctx {
     }
 
     /// Print a warning unless `-q`.
-    pub fn warn(&self, msg: &str) {
+    pub(crate) fn warn(&self, msg: &str) {
         if !self.global.quiet {
             crate::i18n::warning(msg);
         }
@@ -83,7 +83,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
 
 /// Print rows as aligned columns (by display width: CJK text counts double), fitted to the
 /// terminal (`COLUMNS` first; 100 when stdout is no terminal) by wrapping the widest columns.
-pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+pub(crate) fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     // Cells come from servers and files (batch ids and statuses, skill names): one printable
     // line each.
     let rows: Vec<Vec<String>> = rows
@@ -96,7 +96,7 @@ pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
 }
 
 /// Print a JSON value on stdout.
-pub fn print_json(v: &serde_json::Value) {
+pub(crate) fn print_json(v: &serde_json::Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
@@ -105,11 +105,11 @@ pub fn print_json(v: &serde_json::Value) {
 
 /// Tokens a page without a text layer (a scan, a photo) is counted for: about what OCR reads
 /// off a full page of print.
-pub const OCR_PAGE_TOKENS: u64 = 1_000;
+pub(crate) const OCR_PAGE_TOKENS: u64 = 1_000;
 
 /// What `zhi plan` says a job's input will cost (docs/cli.md#zhi-plan).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// How the document is read (`text`, `pdf`, `office`, `ocr`, `folder`, `unsupported`).
     pub extraction: &'static str,
     /// Estimated input tokens.
@@ -142,7 +142,7 @@ impl EstimatedFrom {
 
 /// How a job's input is read, from its name alone (`text`, `pdf`, `office`, `ocr`, `folder`,
 /// `unsupported`), as [`estimate`] names it.
-pub fn extraction_of(job: &crate::plan::Job) -> &'static str {
+pub(crate) fn extraction_of(job: &crate::plan::Job) -> &'static str {
     use crate::extract::DocKind;
     if job.is_dir {
         return "folder";
@@ -159,7 +159,7 @@ pub fn extraction_of(job: &crate::plan::Job) -> &'static str {
 /// The kind of extraction a job's input needs and its estimated tokens: text counted where it
 /// can be read cheaply — text files, a PDF's text layer (no OCR), an office file's text —
 /// pages without text at [`OCR_PAGE_TOKENS`] each; the file's size only when it cannot be read.
-pub fn estimate(job: &crate::plan::Job, output_dir: &std::path::Path) -> Estimate {
+pub(crate) fn estimate(job: &crate::plan::Job, output_dir: &std::path::Path) -> Estimate {
     use crate::extract::DocKind;
     let counted = |extraction, tokens| Estimate {
         extraction,

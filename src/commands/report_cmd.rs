@@ -9,9 +9,9 @@ use crate::sanitize::one_line;
 use std::path::PathBuf;
 
 /// The report's file name in the run's folder, unless `--out` names another place.
-pub const REPORT_FILE: &str = "report.html";
+pub(super) const REPORT_FILE: &str = "report.html";
 
-pub fn run(
+pub(super) fn run(
     ctx: &Ctx,
     run: Option<&str>,
     output: Option<PathBuf>,

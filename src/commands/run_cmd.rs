@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Settings, skills and jobs of a `run` or `plan`.
-pub struct Prepared {
+pub(super) struct Prepared {
     pub config: Config,
     pub skills: Arc<SkillSet>,
     pub jobs: Vec<Job>,
@@ -42,7 +42,7 @@ fn overrides(a: &RunArgs) -> Overrides {
 }
 
 /// Everything up to a complete, valid plan. No network.
-pub fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
+pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     let config = ctx.config(overrides(a))?;
     let set = skills::discover(config.config_dir.as_deref(), &ctx.cwd);
     for e in &set.broken {
@@ -151,7 +151,7 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 }
 
 /// `zhi run`.
-pub fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
+pub(super) fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
     prepared.config.api.require_key()?;
     check_schemas(&prepared.jobs, &prepared.skills)?;
@@ -277,7 +277,7 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: Lang) {
 }
 
 /// `zhi plan`.
-pub fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
+pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
     plan::check_tpm(&prepared.config, &prepared.jobs, &prepared.skills)?;
     let mut index = crate::plan::cache::CacheIndex::load(&prepared.output_dir);

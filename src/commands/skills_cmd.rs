@@ -9,7 +9,7 @@ use crate::skills::{self, Skill, SkillSet, SkillSource};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
-pub fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
+pub(super) fn run(ctx: &Ctx, cmd: SkillsCommand) -> Result<Exit, ExitError> {
     let config = ctx.config(Overrides::default())?;
     let set = skills::discover(config.config_dir.as_deref(), &ctx.cwd);
     match cmd {

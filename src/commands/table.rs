@@ -4,7 +4,7 @@
 
 /// The width tables are fitted to: `COLUMNS` when set, else the terminal's width when stdout
 /// is one, else 100; never under 40.
-pub fn width() -> usize {
+pub(super) fn width() -> usize {
     use std::io::IsTerminal;
     let columns = std::env::var("COLUMNS")
         .ok()
@@ -20,7 +20,7 @@ pub fn width() -> usize {
 
 /// `headers` and `rows` as lines of aligned columns, two spaces apart, at most `max` wide
 /// (unless even one character a column cannot fit), trailing spaces trimmed.
-pub fn render(headers: &[&str], rows: &[Vec<String>], max: usize) -> Vec<String> {
+pub(super) fn render(headers: &[&str], rows: &[Vec<String>], max: usize) -> Vec<String> {
     let n = headers.len();
     let cells = |r: &Vec<String>| -> Vec<String> {
         (0..n)
@@ -139,7 +139,7 @@ fn split_wide(word: &str, width: usize) -> Vec<String> {
 }
 
 /// Display columns of `s`: CJK and other wide characters count two.
-pub fn display_width(s: &str) -> usize {
+pub(super) fn display_width(s: &str) -> usize {
     s.chars().map(char_width).sum()
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// A failure to resolve the settings of an invocation.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// A value a setting does not take, named by where it was given.
     #[error("{}", invalid(at, setting, problem))]
     Invalid {

@@ -15,7 +15,7 @@ use serde_norway::{Mapping, Value};
 use std::path::{Path, PathBuf};
 
 /// The largest settings file read; real ones are a few hundred bytes.
-pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+pub(super) const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
 
 /// The settings files in force, lowest first, each with its text: `--config FILE` alone when
 /// given (it must exist), else the user's file and the project's, where they exist.

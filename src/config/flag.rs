@@ -20,17 +20,17 @@ fn checked<T>(raw: Value, check: fn(&Value) -> Result<T, String>) -> Parsed<T> {
 }
 
 /// `--rpm`, `--tpm`.
-pub fn per_minute(s: &str) -> Parsed<NonZeroU32> {
+pub(crate) fn per_minute(s: &str) -> Parsed<NonZeroU32> {
     checked(number(s)?, setting::per_minute)
 }
 
 /// `--timeout`, in seconds.
-pub fn timeout(s: &str) -> Parsed<Duration> {
+pub(crate) fn timeout(s: &str) -> Parsed<Duration> {
     checked(number(s)?, setting::timeout)
 }
 
 /// `-j`, `--concurrency`: a number or `auto`.
-pub fn concurrency(s: &str) -> Parsed<Concurrency> {
+pub(crate) fn concurrency(s: &str) -> Parsed<Concurrency> {
     checked(Value::String(s.to_string()), setting::concurrency)
 }
 

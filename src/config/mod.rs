@@ -17,17 +17,16 @@
 
 mod error;
 mod file;
-pub mod flag;
+pub(crate) mod flag;
 mod ocr_choice;
 mod setting;
 mod value;
 
-pub use error::ConfigError;
+pub(crate) use error::ConfigError;
 pub use ocr_choice::OcrChoice;
-pub use setting::LOG_LEVELS;
-pub use value::{
-    ApiKey, Concurrency, ModelBudget, Origin, Provider, RetryPolicy, UNKNOWN_MODEL_BUDGET,
-    default_model_budgets,
+pub use value::{ApiKey, ModelBudget, RetryPolicy};
+pub(crate) use value::{
+    Concurrency, Origin, Provider, UNKNOWN_MODEL_BUDGET, default_model_budgets,
 };
 
 use crate::i18n::Lang;
@@ -40,7 +39,7 @@ use std::time::Duration;
 /// Settings given on the command line, as given; `None` leaves the lower layers in force.
 /// They are checked by the same checks as the other sources' values, in [`Config::resolve`].
 #[derive(Debug, Clone, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     /// `--config FILE`: the one settings file, instead of the user's and the project's.
     pub config_file: Option<PathBuf>,
     /// `-o`.
@@ -67,7 +66,7 @@ pub struct Overrides {
 
 /// Everything an invocation needs to know, resolved once.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// How to reach the model server.
     pub api: ApiSettings,
     /// Where a run writes and how fast it goes.
@@ -86,7 +85,7 @@ pub struct Config {
 
 /// How to reach the model server.
 #[derive(Debug, Clone)]
-pub struct ApiSettings {
+pub(crate) struct ApiSettings {
     /// The provider: its API dialect and default base (`crate::providers`).
     pub provider: Provider,
     /// The API key; `None` when none is configured (fine for a local server).
@@ -116,7 +115,7 @@ impl Default for ApiSettings {
 
 impl ApiSettings {
     /// Whether the API base is on this machine (a local server needs no key).
-    pub fn base_url_is_local(&self) -> bool {
+    pub(crate) fn base_url_is_local(&self) -> bool {
         let Some(host) = reqwest::Url::parse(self.base_url.trim())
             .ok()
             .and_then(|u| u.host_str().map(str::to_owned))
@@ -131,7 +130,7 @@ impl ApiSettings {
     }
 
     /// Fail with the message that says how to set a key, when one is needed and missing.
-    pub fn require_key(&self) -> Result<(), ConfigError> {
+    pub(crate) fn require_key(&self) -> Result<(), ConfigError> {
         if self.key.is_none() && !self.base_url_is_local() {
             return Err(ConfigError::NoKey {
                 env: self.key_env.clone(),
@@ -143,7 +142,7 @@ impl ApiSettings {
 
 /// Where a run writes and how fast it goes.
 #[derive(Debug, Clone)]
-pub struct RunSettings {
+pub(crate) struct RunSettings {
     /// The output folder.
     pub output_dir: PathBuf,
     /// Documents in flight.
@@ -179,12 +178,12 @@ impl Default for RunSettings {
 
 /// The providers' limits on one batch file (Zhipu: 50,000 requests, 100 MB): the most
 /// `batch.max_requests` and `batch.max_bytes` may be.
-pub const BATCH_MAX_REQUESTS: usize = 50_000;
-pub const BATCH_MAX_BYTES: u64 = 100_000_000;
+pub(crate) const BATCH_MAX_REQUESTS: usize = 50_000;
+pub(crate) const BATCH_MAX_BYTES: u64 = 100_000_000;
 
 /// Batch mode (`--submit batch`): how large one batch file may grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchLimits {
+pub(crate) struct BatchLimits {
     /// Requests per batch file at most (`batch.max_requests`).
     pub max_requests: usize,
     /// Bytes per batch file at most (`batch.max_bytes`).
@@ -195,7 +194,7 @@ pub struct BatchLimits {
 }
 
 /// `batch.max_stalled_runs` by default.
-pub const BATCH_MAX_STALLED_RUNS: u32 = 3;
+pub(crate) const BATCH_MAX_STALLED_RUNS: u32 = 3;
 
 impl Default for BatchLimits {
     fn default() -> Self {
@@ -209,7 +208,7 @@ impl Default for BatchLimits {
 
 /// Which model a skill runs on, and each model's budget.
 #[derive(Debug, Clone)]
-pub struct ModelSettings {
+pub(crate) struct ModelSettings {
     /// `-m`: replaces every skill's model.
     pub model_override: Option<String>,
     /// The model of skills that name none.
@@ -231,7 +230,7 @@ pub struct ModelSettings {
 
 /// One rung of the escalation ladder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EscalateTo {
+pub(crate) struct EscalateTo {
     pub model: String,
     /// Its server, when not the run's.
     pub base_url: Option<String>,
@@ -245,7 +244,7 @@ pub struct EscalateTo {
 
 impl EscalateTo {
     /// `MODEL` or `MODEL@BASE_URL` (`--escalate`).
-    pub fn parse(s: &str) -> Result<EscalateTo, String> {
+    pub(crate) fn parse(s: &str) -> Result<EscalateTo, String> {
         let s = s.trim();
         let (model, base_url) = match s.split_once('@') {
             Some((m, url)) if url.contains("://") => (m.trim(), Some(url.trim().to_string())),
@@ -267,7 +266,7 @@ impl EscalateTo {
     }
 
     /// `MODEL` or `MODEL@BASE_URL`, as shown.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match &self.base_url {
             Some(url) => format!("{}@{}", self.model, crate::secret::url_for_display(url)),
             None => self.model.clone(),
@@ -277,7 +276,7 @@ impl EscalateTo {
 
 /// What a model costs, per million tokens, in `currency`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Price {
+pub(crate) struct Price {
     pub input: f64,
     pub output: f64,
     pub currency: String,
@@ -285,17 +284,14 @@ pub struct Price {
 
 impl Price {
     /// The cost of `prompt` and `completion` tokens.
-    pub fn of(&self, prompt: u64, completion: u64) -> f64 {
+    pub(crate) fn of(&self, prompt: u64, completion: u64) -> f64 {
         (prompt as f64 * self.input + completion as f64 * self.output) / 1e6
     }
 }
 
-/// When the default prices were read off the providers' price pages.
-pub const PRICES_TAKEN: &str = "2025-05";
-
 /// The default prices (docs/escalation.md#cost): Zhipu's in CNY, OpenAI's in USD, as their
-/// price pages said on [`PRICES_TAKEN`]. A `prices:` entry replaces a model's.
-pub fn default_prices() -> BTreeMap<String, Price> {
+/// price pages said in 2025-05. A `prices:` entry replaces a model's.
+pub(crate) fn default_prices() -> BTreeMap<String, Price> {
     let p = |input: f64, output: f64, currency: &str| Price {
         input,
         output,
@@ -332,7 +328,7 @@ impl Default for ModelSettings {
 
 impl ModelSettings {
     /// The model a skill runs on: `-m`, else the skill's, else the default.
-    pub fn model_for(&self, skill_model: Option<&str>) -> String {
+    pub(crate) fn model_for(&self, skill_model: Option<&str>) -> String {
         self.model_override
             .clone()
             .or_else(|| skill_model.map(str::to_string))
@@ -340,7 +336,7 @@ impl ModelSettings {
     }
 
     /// The token budget of a model.
-    pub fn budget(&self, model: &str) -> ModelBudget {
+    pub(crate) fn budget(&self, model: &str) -> ModelBudget {
         self.budgets
             .get(model)
             .copied()
@@ -350,7 +346,7 @@ impl ModelSettings {
     /// What a server said of itself (its context window) becomes the budget of `model`,
     /// unless a config file set that model's budget. The answer's cap shrinks with a small
     /// window so that a document piece still fits beside it.
-    pub fn apply_server_window(&mut self, model: &str, context_window: u32) {
+    pub(crate) fn apply_server_window(&mut self, model: &str, context_window: u32) {
         if self.configured.contains(model) || context_window == 0 {
             return;
         }
@@ -367,7 +363,7 @@ impl ModelSettings {
 
 /// zhi's own messages and logs.
 #[derive(Debug, Clone)]
-pub struct UiSettings {
+pub(crate) struct UiSettings {
     /// Language of zhi's own messages.
     pub language: Lang,
     /// `tracing` filter when no -v/-q is given.
@@ -386,7 +382,7 @@ impl Default for UiSettings {
 impl Config {
     /// Resolve the settings: flags > `ZHI_*` env > `./zhi.yaml` > `~/.config/zhi/config.yaml`
     /// > defaults. `env` is the process environment (a parameter so tests can give their own).
-    pub fn resolve(
+    pub(crate) fn resolve(
         ov: &Overrides,
         env: &dyn Fn(&str) -> Option<String>,
         cwd: &Path,
@@ -552,7 +548,7 @@ impl Config {
     /// it, so a long document is split into pieces whose requests fit the minute, and a
     /// document that cannot be split fails as too large instead of waiting for a minute that
     /// never holds enough.
-    pub fn request_budget(&self, model: &str) -> ModelBudget {
+    pub(crate) fn request_budget(&self, model: &str) -> ModelBudget {
         let mut b = self.models.budget(model);
         if let Some(tpm) = self.run.tpm {
             b.context_window = b.context_window.min(tpm.get());
@@ -561,7 +557,7 @@ impl Config {
     }
 
     /// `--tpm N` or `tpm N (config file F)`: the per-minute token budget as the user set it.
-    pub fn tpm_label(&self) -> String {
+    pub(crate) fn tpm_label(&self) -> String {
         let n = self.run.tpm.map_or(0, NonZeroU32::get);
         match self.origins.get("tpm") {
             Some(Origin::File(f)) => format!("tpm {n} (config file {f})"),

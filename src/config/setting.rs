@@ -22,7 +22,7 @@ use std::time::Duration;
 /// What is wrong with a value inside a section: the dotted setting (`retry.max_attempts`) and
 /// the phrase that follows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub(super) struct Problem {
     pub setting: String,
     pub problem: String,
 }
@@ -37,7 +37,7 @@ impl Problem {
 }
 
 /// A single value as text: a string, or a number or boolean as written.
-pub fn text(v: &Value) -> Result<String, String> {
+pub(super) fn text(v: &Value) -> Result<String, String> {
     match v {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
@@ -47,7 +47,7 @@ pub fn text(v: &Value) -> Result<String, String> {
 }
 
 /// `provider`, `ZHI_PROVIDER`.
-pub fn provider(v: &Value) -> Result<Provider, String> {
+pub(super) fn provider(v: &Value) -> Result<Provider, String> {
     let s = text(v)?;
     Provider::parse(&s).ok_or_else(|| {
         // Every provider by name, from the table: `zhipu or openai`.
@@ -57,7 +57,7 @@ pub fn provider(v: &Value) -> Result<Provider, String> {
 }
 
 /// `base_url`, `ZHI_BASE_URL`, `--base-url`: an http(s) URL, without a trailing `/`.
-pub fn base_url(v: &Value) -> Result<String, String> {
+pub(super) fn base_url(v: &Value) -> Result<String, String> {
     let s = text(v)?;
     let url = s.trim_end_matches('/');
     if url.starts_with("http://") || url.starts_with("https://") {
@@ -68,22 +68,22 @@ pub fn base_url(v: &Value) -> Result<String, String> {
 }
 
 /// `api_key`, and the variable `api_key_env` names: surrounding blanks are no part of a key.
-pub fn api_key(v: &Value) -> Result<String, String> {
+pub(super) fn api_key(v: &Value) -> Result<String, String> {
     Ok(text(v)?.trim().to_string())
 }
 
 /// `language`, `ZHI_LANGUAGE`.
-pub fn language(v: &Value) -> Result<Lang, String> {
+pub(super) fn language(v: &Value) -> Result<Lang, String> {
     let s = text(v)?;
     Lang::parse(&s).ok_or_else(|| msg!("`{s}` is not en or zh"))
 }
 
 /// The levels `log_level` and `ZHI_LOG_LEVEL` take. Anything else used to fall back to
 /// warnings without a word, which hid the level the user asked for.
-pub const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace", "off"];
+pub(crate) const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace", "off"];
 
 /// `log_level`, `ZHI_LOG_LEVEL`: one of [`LOG_LEVELS`] (`warning` is `warn`).
-pub fn log_level(v: &Value) -> Result<String, String> {
+pub(super) fn log_level(v: &Value) -> Result<String, String> {
     let s = text(v)?;
     let level = s.trim().to_ascii_lowercase();
     let level = if level == "warning" {
@@ -99,7 +99,7 @@ pub fn log_level(v: &Value) -> Result<String, String> {
 }
 
 /// A yes-or-no setting (`checksum`): `true` or `false`.
-pub fn boolean(v: &Value) -> Result<bool, String> {
+pub(super) fn boolean(v: &Value) -> Result<bool, String> {
     match v {
         Value::Bool(b) => Ok(*b),
         _ => Err(msg!("must be true or false, found {}", shown(v))),
@@ -107,7 +107,7 @@ pub fn boolean(v: &Value) -> Result<bool, String> {
 }
 
 /// `timeout`, `--timeout`: whole seconds, at least 1.
-pub fn timeout(v: &Value) -> Result<Duration, String> {
+pub(super) fn timeout(v: &Value) -> Result<Duration, String> {
     match v.as_u64() {
         Some(0) => Err("must be at least 1 second".into()),
         Some(t) => Ok(Duration::from_secs(t)),
@@ -116,14 +116,14 @@ pub fn timeout(v: &Value) -> Result<Duration, String> {
 }
 
 /// `grace_period`: whole seconds (0 cancels in-flight jobs at once).
-pub fn grace_period(v: &Value) -> Result<Duration, String> {
+pub(super) fn grace_period(v: &Value) -> Result<Duration, String> {
     v.as_u64()
         .map(Duration::from_secs)
         .ok_or_else(|| msg!("must be a whole number, found {}", shown(v)))
 }
 
 /// `concurrency`, `-j`: a number from 1 to 1024, or `auto`.
-pub fn concurrency(v: &Value) -> Result<Concurrency, String> {
+pub(super) fn concurrency(v: &Value) -> Result<Concurrency, String> {
     let s = text(v)?;
     let t = s.trim();
     if t.eq_ignore_ascii_case("auto") {
@@ -138,7 +138,7 @@ pub fn concurrency(v: &Value) -> Result<Concurrency, String> {
 /// `rpm`/`tpm`, `--rpm`/`--tpm`: a whole number from 1 to 2^32 − 1. Zero is refused from
 /// every source: no limit is said by leaving the setting out, never by a number that would
 /// otherwise mean "no requests at all".
-pub fn per_minute(v: &Value) -> Result<NonZeroU32, String> {
+pub(super) fn per_minute(v: &Value) -> Result<NonZeroU32, String> {
     v.as_u64()
         .and_then(|n| u32::try_from(n).ok())
         .and_then(NonZeroU32::new)
@@ -152,7 +152,7 @@ pub fn per_minute(v: &Value) -> Result<NonZeroU32, String> {
 }
 
 /// `ocr`: one of the engines `--ocr` takes.
-pub fn ocr(v: &Value) -> Result<OcrChoice, String> {
+pub(super) fn ocr(v: &Value) -> Result<OcrChoice, String> {
     let s = text(v)?;
     s.trim().parse::<OcrChoice>().map_err(|_| {
         format!("`{s}` is not one of auto, tesseract, glm-ocr, file-extract, vision, off")
@@ -160,7 +160,7 @@ pub fn ocr(v: &Value) -> Result<OcrChoice, String> {
 }
 
 /// `temperature`: a number from 0 to 2.
-pub fn temperature(v: &Value) -> Result<f32, String> {
+pub(super) fn temperature(v: &Value) -> Result<f32, String> {
     v.as_f64()
         .filter(|t| (0.0..=2.0).contains(t))
         .map(|t| t as f32)
@@ -168,7 +168,7 @@ pub fn temperature(v: &Value) -> Result<f32, String> {
 }
 
 /// `escalate`: a list of `MODEL`, `MODEL@BASE_URL` or `{model, base_url, api_key_env}`.
-pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
+pub(super) fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
     let Value::Sequence(items) = v else {
         return Err(msg!(
             "must be a list of models: MODEL, MODEL@BASE_URL, or a mapping with model, base_url and api_key_env"
@@ -220,7 +220,7 @@ pub fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
 /// `escalate_on`: error kinds escalated besides the answer checks'; only kinds a stronger
 /// model could mend (`content_filter`, `max_turns`, `too_large`): never the key, the quota,
 /// rate limits or the network.
-pub fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
+pub(super) fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
     use crate::error::ErrorKind as K;
     let Value::Sequence(items) = v else {
         return Err(msg!("must be a list of error kinds"));
@@ -244,7 +244,7 @@ pub fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
 
 /// `prices: {MODEL: {input, output, currency}}`: per million tokens; `currency` defaults to
 /// the model's default one, else CNY.
-pub fn prices(
+pub(super) fn prices(
     v: &Value,
     base: &BTreeMap<String, super::Price>,
 ) -> Result<BTreeMap<String, super::Price>, Problem> {
@@ -292,7 +292,7 @@ pub fn prices(
 }
 
 /// `model`/`default_model`, `ZHI_DEFAULT_MODEL`.
-pub fn model_name(v: &Value) -> Result<String, String> {
+pub(super) fn model_name(v: &Value) -> Result<String, String> {
     text(v)
 }
 
@@ -320,7 +320,7 @@ fn section<T: for<'de> Deserialize<'de>>(
 }
 
 /// A mapping key as a user wrote it.
-pub fn key_text(k: &Value) -> String {
+pub(super) fn key_text(k: &Value) -> String {
     match k {
         Value::String(s) => s.clone(),
         other => text(other).unwrap_or_else(|_| "?".into()),
@@ -340,7 +340,7 @@ struct RetryFields {
 }
 
 /// `retry: {max_attempts, base_delay_ms, max_delay_ms}` over `base`.
-pub fn retry(
+pub(super) fn retry(
     v: &Value,
     base: RetryPolicy,
     warn: &mut dyn FnMut(String),
@@ -399,7 +399,7 @@ struct BatchFields {
 
 /// `batch: {max_requests, max_bytes, max_stalled_runs}` over `base`: the sizes at least 1, at
 /// most what the providers take in one file; the stalled runs from 1 to 1,000.
-pub fn batch(
+pub(super) fn batch(
     v: &Value,
     base: super::BatchLimits,
     warn: &mut dyn FnMut(String),
@@ -464,7 +464,7 @@ struct BudgetFields {
 /// `models: {NAME: {context_window, max_output}}`: each model's budget over what `base` says
 /// of it. A zero, a word or an answer as large as the whole window would make every document
 /// of that model fail (or be cut into pieces of nothing), so each is refused here, by name.
-pub fn models(
+pub(super) fn models(
     v: &Value,
     base: &dyn Fn(&str) -> ModelBudget,
     warn: &mut dyn FnMut(String),
@@ -537,7 +537,7 @@ fn model_budget(
 }
 
 /// A YAML value as a user wrote it, for messages.
-pub fn shown(v: &Value) -> String {
+pub(super) fn shown(v: &Value) -> String {
     match v {
         Value::Null => msg!("nothing"),
         Value::Bool(b) => b.to_string(),

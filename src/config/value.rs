@@ -17,7 +17,7 @@ impl ApiKey {
         ApiKey(key.into())
     }
     /// The key itself, for the `Authorization` header only.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -58,11 +58,11 @@ impl Default for RetryPolicy {
 
 /// Which provider the model server is; the providers and all that differs between them are
 /// one table, [`crate::providers::PROVIDERS`].
-pub use crate::providers::Provider;
+pub(crate) use crate::providers::Provider;
 
 /// How many documents are in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Concurrency {
+pub(crate) enum Concurrency {
     Fixed(usize),
     /// Adapt to rate limits within 1..=64 (docs/model-api.md#adaptive-concurrency).
     Auto,
@@ -87,7 +87,7 @@ pub struct ModelBudget {
 }
 
 /// Known models' budgets; a config file's `models:` adds to or replaces these.
-pub fn default_model_budgets() -> BTreeMap<String, ModelBudget> {
+pub(crate) fn default_model_budgets() -> BTreeMap<String, ModelBudget> {
     let b = |c, o| ModelBudget {
         context_window: c,
         max_output: o,
@@ -108,7 +108,7 @@ pub fn default_model_budgets() -> BTreeMap<String, ModelBudget> {
 }
 
 /// The budget assumed for a model that no table names.
-pub const UNKNOWN_MODEL_BUDGET: ModelBudget = ModelBudget {
+pub(crate) const UNKNOWN_MODEL_BUDGET: ModelBudget = ModelBudget {
     context_window: 8_192,
     max_output: 2_048,
 };
@@ -117,7 +117,7 @@ pub const UNKNOWN_MODEL_BUDGET: ModelBudget = ModelBudget {
 /// value to change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase", tag = "from", content = "name")]
-pub enum Origin {
+pub(crate) enum Origin {
     Default,
     /// A settings file, by the path it was found at.
     File(String),

@@ -346,7 +346,7 @@ const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp", "tif", 
 
 /// The kind of document `path` is, by its extension (case-insensitive); `None` when zhi cannot
 /// read it (the job fails with `unsupported_type`). Never touches the file system.
-pub fn doc_kind(path: &Path) -> Option<DocKind> {
+pub(crate) fn doc_kind(path: &Path) -> Option<DocKind> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -391,7 +391,7 @@ pub fn extract(path: &Path, opts: &ExtractOptions) -> Result<Extracted, JobError
 /// What a document holds before any OCR: for an estimate of what a run will send
 /// (`zhi plan`), without the cost of OCR.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextLayer {
+pub(crate) struct TextLayer {
     /// The text extraction finds without OCR.
     pub text: String,
     /// Pages (PDF pages, slides, sheets; 1 for other files).
@@ -403,7 +403,7 @@ pub struct TextLayer {
 /// The text layer of `path` and its pages without one ([`TextLayer`]): a PDF's text as
 /// [`extract`] reads it with OCR off, an office file's text, an image as one page without
 /// text. Errors as [`extract`]'s.
-pub fn text_layer(path: &Path, opts: &ExtractOptions) -> Result<TextLayer, JobError> {
+pub(crate) fn text_layer(path: &Path, opts: &ExtractOptions) -> Result<TextLayer, JobError> {
     let kind = doc_kind(path).ok_or_else(|| unsupported(path))?;
     let len = check_input(path)?;
     if kind != DocKind::Pdf && len > opts.max_input_bytes {

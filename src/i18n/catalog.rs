@@ -11,7 +11,7 @@
 
 /// Holes whose text is itself a message (an error's reason, a vocabulary word): translated too.
 #[rustfmt::skip]
-pub const RECURSIVE: &[&str] = &[
+pub(super) const RECURSIVE: &[&str] = &[
     "reason", "e", "why", "what", "m", "w", "found", "pages", "advice", "hint", "shard_note",
     "limited", "arguments", "exit", "sig", "line_note", "tpm_label", "kind_text", "host_note",
     "method",
@@ -22,7 +22,7 @@ pub const RECURSIVE: &[&str] = &[
 /// one or the other on purpose.
 #[cfg(test)]
 #[rustfmt::skip]
-pub const VERBATIM: &[&str] = &[
+pub(super) const VERBATIM: &[&str] = &[
     "arg", "path", "file", "input", "dir", "name", "skill", "id", "run", "model", "url", "key", "value",
     "n", "count", "code", "label", "flag", "glob", "field", "var", "mode", "status", "signal",
     "tail", "server", "list", "chain", "page", "range", "total", "index", "src", "line", "column",
@@ -39,7 +39,7 @@ pub const VERBATIM: &[&str] = &[
 ];
 
 /// Names of log fields (`job=…`).
-pub const FIELDS: &[(&str, &str)] = &[
+pub(super) const FIELDS: &[(&str, &str)] = &[
     ("job", "任务"),
     ("error", "错误"),
     ("skill", "技能"),
@@ -63,7 +63,7 @@ pub const FIELDS: &[(&str, &str)] = &[
 ];
 
 #[rustfmt::skip]
-pub const ENTRIES: &[(&str, &str)] = &[
+pub(super) const ENTRIES: &[(&str, &str)] = &[
     // ---- The operating system's texts (`std::io::Error`), inside zhi's messages.
     ("No such file or directory (os error {code})", "没有那个文件或目录（系统错误 {code}）"),
     ("Permission denied (os error {code})", "权限不足（系统错误 {code}）"),
@@ -785,7 +785,7 @@ pub const ENTRIES: &[(&str, &str)] = &[
 /// report's page. Looked up by the English template itself, never matched against a message;
 /// a text that is also a message (`msg!`) has its line in [`ENTRIES`] only.
 #[rustfmt::skip]
-pub const SHOWN: &[(&str, &str)] = &[
+pub(super) const SHOWN: &[(&str, &str)] = &[
     // The comma between the items of a list.
     (", ", "，"),
     ("error: {reason}", "错误：{reason}"),

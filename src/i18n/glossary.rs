@@ -4,7 +4,7 @@
 
 /// English term (a whole word, any case) → its Chinese word.
 #[rustfmt::skip]
-pub const TERMS: &[(&str, &str)] = &[
+pub(super) const TERMS: &[(&str, &str)] = &[
     ("transcript", "对话记录"),
     ("tokens", "令牌"),
 ];

@@ -8,7 +8,7 @@
 
 /// How a template is used, which decides how the catalog is searched for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Use {
+pub(crate) enum Use {
     /// `msg!`: English until a sink, where [`super::localize`] matches it against the
     /// catalog's English templates; a hole may be positional (`{}`).
     Said,
@@ -17,8 +17,10 @@ pub enum Use {
 }
 
 /// A template as the sources write it, and where.
+// Read by the tests that hold the catalog to the sources.
+#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Debug)]
-pub struct Registered {
+pub(crate) struct Registered {
     pub template: &'static str,
     /// The names given as `name = value` (`t!` fills the Chinese by them).
     pub args: &'static [&'static str],

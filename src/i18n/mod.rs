@@ -26,7 +26,7 @@ pub mod log;
 mod template;
 
 pub use clap_errors::clap_message;
-pub use message::{MESSAGES, Registered, Use};
+pub(crate) use message::{MESSAGES, Registered, Use};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -100,7 +100,7 @@ pub fn lang() -> Lang {
 }
 
 /// The resolved settings chose the language: every message from now on speaks it.
-pub fn set_lang(lang: Lang) {
+pub(crate) fn set_lang(lang: Lang) {
     let v = match lang {
         Lang::En => 1,
         Lang::Zh => 2,
@@ -110,7 +110,7 @@ pub fn set_lang(lang: Lang) {
 
 /// The Chinese of a `t!` text: its catalog line, holes filled by name; the English, filled the
 /// same way, when the catalog has no line for it (its tests refuse that).
-pub fn shown_in_chinese(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+pub(crate) fn shown_in_chinese(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
     let fill = |hole: &str| {
         args.iter()
             .find(|(name, _)| *name == hole)
@@ -141,7 +141,7 @@ pub fn localize(message: &str) -> Cow<'_, str> {
 }
 
 /// The `error:` line of `message`, translated and safe for a terminal.
-pub fn error_line(message: &str) -> String {
+pub(crate) fn error_line(message: &str) -> String {
     let message = crate::sanitize::for_terminal(&localize(message));
     t!("error: {reason}", reason = message)
 }
@@ -152,14 +152,14 @@ pub fn error(message: &str) {
 }
 
 /// Print a one-line warning on stderr.
-pub fn warning(message: &str) {
+pub(crate) fn warning(message: &str) {
     let message = crate::sanitize::one_line(&localize(message));
     eprintln!("{}", t!("warning: {reason}", reason = message));
 }
 
 /// Print a notice (a line that is neither an error nor a warning: what `plan` estimated, how
 /// batches stand) on stderr.
-pub fn notice(message: &str) {
+pub(crate) fn notice(message: &str) {
     eprintln!("{}", crate::sanitize::for_terminal(&localize(message)));
 }
 

@@ -4,20 +4,20 @@
 
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(super) enum Piece {
     Text(String),
     Hole(String),
 }
 
 /// A parsed template.
 #[derive(Debug, Clone)]
-pub struct Template {
+pub(super) struct Template {
     pub pieces: Vec<Piece>,
 }
 
 impl Template {
     /// Parse `text`; `None` for an unclosed `{` or a stray `}`.
-    pub fn parse(text: &str) -> Option<Template> {
+    pub(super) fn parse(text: &str) -> Option<Template> {
         let mut pieces = Vec::new();
         let mut lit = String::new();
         let mut chars = text.chars().peekable();
@@ -56,7 +56,7 @@ impl Template {
 
     /// The names of the holes, in order.
     #[cfg(test)]
-    pub fn holes(&self) -> impl Iterator<Item = &str> {
+    pub(super) fn holes(&self) -> impl Iterator<Item = &str> {
         self.pieces.iter().filter_map(|p| match p {
             Piece::Hole(h) => Some(h.as_str()),
             Piece::Text(_) => None,
@@ -65,7 +65,7 @@ impl Template {
 
     /// How much fixed text the template has: of two templates matching a message, the one
     /// with more says more about it.
-    pub fn specificity(&self) -> usize {
+    pub(super) fn specificity(&self) -> usize {
         self.pieces
             .iter()
             .map(|p| match p {
@@ -77,7 +77,7 @@ impl Template {
 
     /// Whether two holes follow each other (the split between them would be a guess).
     #[cfg(test)]
-    pub fn has_adjacent_holes(&self) -> bool {
+    pub(super) fn has_adjacent_holes(&self) -> bool {
         self.pieces
             .windows(2)
             .any(|w| matches!(w, [Piece::Hole(_), Piece::Hole(_)]))
@@ -85,13 +85,13 @@ impl Template {
 
     /// The captures of the holes when the template matches all of `text`. Each hole takes
     /// at least one character and as few as it can, leftmost first.
-    pub fn captures<'t>(&self, text: &'t str) -> Option<Vec<(&str, &'t str)>> {
+    pub(super) fn captures<'t>(&self, text: &'t str) -> Option<Vec<(&str, &'t str)>> {
         let mut caps = Vec::new();
         match_from(&self.pieces, text, &mut caps).then_some(caps)
     }
 
     /// The template with the holes filled by `fill(name)`.
-    pub fn render(&self, mut fill: impl FnMut(&str) -> String) -> String {
+    pub(super) fn render(&self, mut fill: impl FnMut(&str) -> String) -> String {
         let mut out = String::new();
         for p in &self.pieces {
             match p {

@@ -26,15 +26,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// How long a batch may take: the providers' one window.
-pub const COMPLETION_WINDOW: &str = "24h";
+pub(crate) const COMPLETION_WINDOW: &str = "24h";
 
 /// The most bytes of a result file kept (it is streamed to disk, never held in memory); a
 /// larger one is never downloaded again: its batch is given up.
-pub const MAX_RESULT_BYTES: usize = 1 << 30;
+pub(crate) const MAX_RESULT_BYTES: usize = 1 << 30;
 
 /// A batch as the provider describes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchInfo {
+pub(crate) struct BatchInfo {
     #[serde(deserialize_with = "id_text")]
     pub id: String,
     /// As the provider said it, made one printable line (it reaches terminals and records).
@@ -55,7 +55,7 @@ pub struct BatchInfo {
 
 impl BatchInfo {
     /// The batch will change no more: its answers (if any) can be downloaded.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         matches!(
             self.status.as_str(),
             "completed" | "failed" | "expired" | "cancelled"
@@ -65,7 +65,7 @@ impl BatchInfo {
 
 /// `request_counts` of a batch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RequestCounts {
+pub(crate) struct RequestCounts {
     #[serde(default)]
     pub total: u64,
     #[serde(default)]
@@ -76,14 +76,14 @@ pub struct RequestCounts {
 
 /// One line of a result or error file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AnswerLine {
+pub(crate) struct AnswerLine {
     pub custom_id: String,
     pub outcome: LineOutcome,
 }
 
 /// What a result line says of its request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LineOutcome {
+pub(crate) enum LineOutcome {
     /// The HTTP answer the request got: a chat completion, or an error body.
     Response { status: u16, body: Vec<u8> },
     /// No answer: the batch system's error (expired, cancelled, failed validation…).
@@ -93,7 +93,7 @@ pub enum LineOutcome {
 /// The `url` of a batch request line: the chat endpoint's path as the provider names it
 /// (`/v4/chat/completions` for Zhipu, `/v1/chat/completions` for OpenAI). Taken from the base
 /// URL's version segment (`…/api/paas/v4` → `/v4`), else the provider's.
-pub fn chat_endpoint(base_url: &str, provider_version: &str) -> String {
+pub(crate) fn chat_endpoint(base_url: &str, provider_version: &str) -> String {
     let last = base_url
         .trim_end_matches('/')
         .rsplit('/')
@@ -111,7 +111,7 @@ pub fn chat_endpoint(base_url: &str, provider_version: &str) -> String {
 }
 
 /// One request line: the body is embedded byte for byte as the direct path sends it.
-pub fn request_line(custom_id: &str, url: &str, body: &[u8]) -> Vec<u8> {
+pub(crate) fn request_line(custom_id: &str, url: &str, body: &[u8]) -> Vec<u8> {
     let mut line = Vec::with_capacity(body.len() + custom_id.len() + url.len() + 64);
     line.extend_from_slice(b"{\"custom_id\":");
     line.extend_from_slice(json!(custom_id).to_string().as_bytes());
@@ -124,7 +124,7 @@ pub fn request_line(custom_id: &str, url: &str, body: &[u8]) -> Vec<u8> {
 }
 
 /// The `custom_id` of a result line, without reading the rest (for indexing large files).
-pub fn line_custom_id(line: &[u8]) -> Option<String> {
+pub(crate) fn line_custom_id(line: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Id {
         custom_id: Option<Value>,
@@ -141,7 +141,7 @@ pub fn line_custom_id(line: &[u8]) -> Option<String> {
 /// error is classified by its code: `batch_expired`, `batch_cancelled` and codes the classification
 /// table (docs/model-api.md#error-classification) does not know are worth another batch, the
 /// table's codes decide as they do for a request sent now.
-pub fn parse_answer_line(line: &[u8]) -> Option<AnswerLine> {
+pub(crate) fn parse_answer_line(line: &[u8]) -> Option<AnswerLine> {
     let value: Value = serde_json::from_slice(line).ok()?;
     let custom_id = match value.get("custom_id")? {
         Value::String(s) => s.clone(),
@@ -209,7 +209,7 @@ fn line_error(error: &ProviderError) -> ApiError {
 
 /// The Batch API of the run's server, over the shared client.
 #[derive(Clone)]
-pub struct BatchApi {
+pub(crate) struct BatchApi {
     client: ChatClient,
 }
 
@@ -235,12 +235,12 @@ struct FileInfo {
 const MAX_PAGES: usize = 20;
 
 impl BatchApi {
-    pub fn new(client: ChatClient) -> Self {
+    pub(crate) fn new(client: ChatClient) -> Self {
         BatchApi { client }
     }
 
     /// Upload a request file (`purpose=batch`); returns its id.
-    pub async fn upload(
+    pub(crate) async fn upload(
         &self,
         file_name: &str,
         bytes: &[u8],
@@ -274,7 +274,7 @@ impl BatchApi {
 
     /// The id of an uploaded batch file named `file_name`, if the provider holds one (a run
     /// killed during its upload).
-    pub async fn find_file(
+    pub(crate) async fn find_file(
         &self,
         file_name: &str,
         cancel: &CancellationToken,
@@ -311,7 +311,7 @@ impl BatchApi {
     }
 
     /// Create a batch over an uploaded file.
-    pub async fn create(
+    pub(crate) async fn create(
         &self,
         input_file_id: &str,
         endpoint: &str,
@@ -336,7 +336,7 @@ impl BatchApi {
 
     /// The batch created over `input_file_id`, if there is one (a run killed while it created
     /// the batch).
-    pub async fn find_batch(
+    pub(crate) async fn find_batch(
         &self,
         input_file_id: &str,
         cancel: &CancellationToken,
@@ -371,7 +371,11 @@ impl BatchApi {
     }
 
     /// The batch's status now.
-    pub async fn get(&self, id: &str, cancel: &CancellationToken) -> Result<BatchInfo, ApiError> {
+    pub(crate) async fn get(
+        &self,
+        id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<BatchInfo, ApiError> {
         plain_id(id)?;
         let url = self.client.endpoint(Endpoint::Batches, &[id])?;
         self.client
@@ -381,7 +385,7 @@ impl BatchApi {
     }
 
     /// Ask the provider to cancel the batch (answers given so far stay collectable).
-    pub async fn cancel(
+    pub(crate) async fn cancel(
         &self,
         id: &str,
         cancel: &CancellationToken,
@@ -395,7 +399,7 @@ impl BatchApi {
     }
 
     /// A result file (JSON lines) streamed into `dest`, never whole in memory; its size.
-    pub async fn download(
+    pub(crate) async fn download(
         &self,
         file_id: &str,
         dest: &std::path::Path,
@@ -412,7 +416,7 @@ impl BatchApi {
 
     /// Delete a file from the provider (the account holds a limited number); a file already
     /// gone is fine.
-    pub async fn delete_file(
+    pub(crate) async fn delete_file(
         &self,
         file_id: &str,
         cancel: &CancellationToken,
@@ -434,7 +438,7 @@ impl BatchApi {
 /// Ids from the provider go into URLs: only a plain token is accepted (letters, digits,
 /// `-`, `_`, `.`, `:`; not `.` or `..`; at most 200 characters), so an id cannot turn
 /// `GET /batches/<id>` into another call.
-pub fn plain_id(id: &str) -> Result<(), ApiError> {
+pub(crate) fn plain_id(id: &str) -> Result<(), ApiError> {
     let plain = !id.is_empty()
         && id.len() <= 200
         && id

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The largest body any response may have when the answer's length is not bounded by the
 /// request (other API calls, a chat without `max_tokens`).
-pub const MAX_BODY_BYTES: usize = 16 << 20;
+pub(super) const MAX_BODY_BYTES: usize = 16 << 20;
 
 /// The smallest cap on a chat response's body.
 const MIN_CHAT_BODY_BYTES: usize = 1 << 20;
@@ -44,7 +44,7 @@ const BODY_BYTES_PER_TOKEN: usize = 64;
 /// multiple of the answer's length limit, never under 1 MiB. A body beyond it is not an
 /// answer but a fault (or an attack) that would otherwise fill the memory and be sent back
 /// to the server in the next request.
-pub fn chat_body_limit(max_tokens: Option<u32>) -> usize {
+pub(super) fn chat_body_limit(max_tokens: Option<u32>) -> usize {
     max_tokens.map_or(MAX_BODY_BYTES, |t| {
         (t as usize)
             .saturating_mul(BODY_BYTES_PER_TOKEN)
@@ -61,7 +61,7 @@ pub struct ClientSettings {
     /// need none).
     pub api_key: Option<ApiKey>,
     /// The provider's ways: its auth header and endpoint paths.
-    pub dialect: Dialect,
+    pub(crate) dialect: Dialect,
     /// The limit for one request, connection to last body byte (`--timeout`).
     pub timeout: Duration,
     pub retry: RetryPolicy,
@@ -88,7 +88,7 @@ impl ClientSettings {
 
     /// These settings for another server (an escalation rung's): its own URL, key and
     /// per-minute limits; the timeout, the retries and the provider's ways stay.
-    pub fn elsewhere(
+    pub(crate) fn elsewhere(
         self,
         base_url: String,
         api_key: Option<ApiKey>,
@@ -168,16 +168,11 @@ impl ApiResponse {
             err
         })
     }
-
-    /// The body as text (invalid UTF-8 replaced).
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
 }
 
 /// The exact body [`ChatClient::chat`] sends for `req` (never streamed). A batch line carries
 /// these very bytes, so a request is the same whether it is sent now or in a batch.
-pub fn chat_body(req: &ChatRequest) -> Result<Vec<u8>, ApiError> {
+pub(crate) fn chat_body(req: &ChatRequest) -> Result<Vec<u8>, ApiError> {
     let mut req = req.clone();
     req.stream = false;
     serde_json::to_vec(&req).map_err(|e| {
@@ -304,7 +299,7 @@ impl ChatClient {
 
     /// `<base>/<segments…>`, each segment (an id from the server, say) encoded as one path
     /// segment, so an id cannot add `..`, `?` or `/` to the URL.
-    pub fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
+    pub(crate) fn url(&self, segments: &[&str]) -> Result<reqwest::Url, ApiError> {
         let mut url = reqwest::Url::parse(self.base_url()).map_err(|e| {
             ApiError::new(ErrorKind::ApiError, false, msg!("invalid base URL: {e}"))
         })?;
@@ -317,24 +312,28 @@ impl ChatClient {
 
     /// `<base>/<the endpoint's path>/<tail…>` as the provider lays its API out, the tail's
     /// segments encoded as [`ChatClient::url`] does.
-    pub fn endpoint(&self, endpoint: Endpoint, tail: &[&str]) -> Result<reqwest::Url, ApiError> {
+    pub(crate) fn endpoint(
+        &self,
+        endpoint: Endpoint,
+        tail: &[&str],
+    ) -> Result<reqwest::Url, ApiError> {
         let mut segments = self.inner.dialect.path(endpoint).to_vec();
         segments.extend_from_slice(tail);
         self.url(&segments)
     }
 
     /// The provider's ways this client was made with.
-    pub fn dialect(&self) -> Dialect {
+    pub(crate) fn dialect(&self) -> Dialect {
         self.inner.dialect
     }
 
     /// The shared HTTP client, for building requests handed to [`ChatClient::send`].
-    pub fn http(&self) -> &reqwest::Client {
+    pub(crate) fn http(&self) -> &reqwest::Client {
         &self.inner.http
     }
 
     /// The retry policy of every call (batch creation uses it to pace its confirmed retries).
-    pub fn retry_policy(&self) -> crate::config::RetryPolicy {
+    pub(crate) fn retry_policy(&self) -> crate::config::RetryPolicy {
         self.inner.retry
     }
 
@@ -347,7 +346,7 @@ impl ChatClient {
     /// At most `slots` requests at the server at once, from every clone of this client; the
     /// others wait for one to end before they are sent. Set once (by [`crate::llm::probe`]);
     /// a later call changes nothing.
-    pub fn hold_to_server_slots(&self, slots: u32) {
+    pub(crate) fn hold_to_server_slots(&self, slots: u32) {
         let permits = usize::try_from(slots.max(1)).unwrap_or(usize::MAX);
         let _ = self
             .inner
@@ -419,7 +418,7 @@ impl ChatClient {
     /// would have returned it had the request been sent now: the same classification of the
     /// status and body, the same completion checks, the same tool-call ids. `attempts` is the
     /// batch attempt that answered.
-    pub fn batch_answer(
+    pub(crate) fn batch_answer(
         &self,
         status: u16,
         body: &[u8],
@@ -488,7 +487,7 @@ impl ChatClient {
     /// Like [`ChatClient::send`], with one attempt only: for calls that create something at
     /// the provider (an upload, a batch), where a retry after a lost answer would create it
     /// twice. After a failure the caller looks up what may have been made.
-    pub async fn send_once<F>(
+    pub(crate) async fn send_once<F>(
         &self,
         make: F,
         cancel: &CancellationToken,
@@ -507,7 +506,7 @@ impl ChatClient {
     /// whole or not at all): never held in memory, each line cleaned of secrets as it
     /// arrives. At most `limit` bytes, and `MAX_BODY_BYTES` a line; more is `api_error`, not
     /// retried. Returns the bytes written.
-    pub async fn download<F>(
+    pub(crate) async fn download<F>(
         &self,
         limit: usize,
         make: F,
@@ -895,7 +894,7 @@ impl ChatClient {
 
     /// The secrets this client redacts, for text that reaches zhi another way (the server
     /// probe, transcripts).
-    pub fn secrets(&self) -> &crate::secret::Secrets {
+    pub(crate) fn secrets(&self) -> &crate::secret::Secrets {
         &self.inner.secrets
     }
 }

@@ -79,7 +79,7 @@ impl From<ApiError> for JobError {
 
 /// What the table decides: the kind of failure and whether to try again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub kind: ErrorKind,
     pub retryable: bool,
 }
@@ -102,7 +102,7 @@ impl Verdict {
 /// An error object found in a response body: Zhipu's `{"error":{"code","message"}}` or
 /// OpenAI's `{"error":{"message","type","code"}}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProviderError {
+pub(crate) struct ProviderError {
     /// The code as text (a JSON number is accepted and written as text).
     pub code: Option<String>,
     /// OpenAI's `type` (`invalid_request_error`, `insufficient_quota`…).
@@ -112,7 +112,7 @@ pub struct ProviderError {
 
 /// What a response body turned out to be, as far as classification cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body<'a> {
+pub(crate) enum Body<'a> {
     /// Not valid JSON (or empty where JSON was required).
     NotJson,
     /// An error object.
@@ -129,7 +129,7 @@ pub enum Body<'a> {
 /// One attempt's outcome, as the classification table sees it
 /// (docs/model-api.md#error-classification).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Observed<'a> {
+pub(crate) enum Observed<'a> {
     /// No response in time.
     Timeout,
     /// Connection refused/reset, a body cut off, a TLS failure: no complete response.
@@ -142,7 +142,7 @@ pub enum Observed<'a> {
 ///
 /// Provider codes decide first; then the HTTP status; for 2xx responses the body and the
 /// completion's `finish_reason` decide. 408 is treated as a timeout (it is one).
-pub fn classify(observed: Observed<'_>) -> Option<Verdict> {
+pub(crate) fn classify(observed: Observed<'_>) -> Option<Verdict> {
     use ErrorKind::*;
     let (status, body) = match observed {
         Observed::Timeout => return Some(Verdict::retry(Timeout)),
@@ -247,7 +247,7 @@ fn says_exceeded(err: &ProviderError) -> bool {
 /// The error object of a body, if it has one: `{"error": {...}}`, `{"error": "text"}`, older
 /// vLLM's `{"object": "error", ...}`, or the older Zhipu `{"code": 1302, "msg": "…",
 /// "success": false}`.
-pub fn provider_error(body: &Value) -> Option<ProviderError> {
+pub(crate) fn provider_error(body: &Value) -> Option<ProviderError> {
     let text = |v: &Value| match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

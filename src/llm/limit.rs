@@ -20,10 +20,10 @@ use tokio_util::sync::CancellationToken;
 /// The cancellation token fired while waiting for budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("cancelled while waiting for rate-limit budget")]
-pub struct Cancelled;
+pub(crate) struct Cancelled;
 
 /// The request and token buckets of one process.
-pub struct Limits {
+pub(crate) struct Limits {
     requests: Option<DefaultDirectRateLimiter>,
     tokens: Option<(DefaultDirectRateLimiter, NonZeroU32)>,
     /// Tokens spent beyond their estimates, not yet charged.
@@ -33,7 +33,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn new(rpm: Option<NonZeroU32>, tpm: Option<NonZeroU32>) -> Self {
+    pub(crate) fn new(rpm: Option<NonZeroU32>, tpm: Option<NonZeroU32>) -> Self {
         Limits {
             requests: rpm
                 .map(|n| RateLimiter::direct(Quota::per_minute(n).allow_burst(NonZeroU32::MIN))),
@@ -44,7 +44,7 @@ impl Limits {
     }
 
     /// Waits for one request's slot.
-    pub async fn request(&self, cancel: &CancellationToken) -> Result<(), Cancelled> {
+    pub(crate) async fn request(&self, cancel: &CancellationToken) -> Result<(), Cancelled> {
         let Some(limiter) = &self.requests else {
             return Ok(());
         };
@@ -56,7 +56,7 @@ impl Limits {
 
     /// Waits until `estimate` tokens (plus any unpaid overrun of earlier requests) fit the
     /// token budget. Returns the estimate actually charged, for [`Limits::settle`].
-    pub async fn tokens(
+    pub(crate) async fn tokens(
         &self,
         estimate: u64,
         cancel: &CancellationToken,
@@ -94,7 +94,7 @@ impl Limits {
     }
 
     /// Records what a request really cost; an overrun is charged to the next request.
-    pub fn settle(&self, estimate: u64, actual: u64) {
+    pub(crate) fn settle(&self, estimate: u64, actual: u64) {
         if self.tokens.is_some() && actual > estimate {
             self.debt.fetch_add(actual - estimate, Ordering::Relaxed);
         }
@@ -107,7 +107,7 @@ impl Limits {
 /// counts one token per four characters, rounded up. Counted are the messages' text and tool
 /// calls, the tool definitions (their JSON), a small per-message overhead of 4 tokens, and
 /// `max_tokens` when it is set (the completion may spend it all).
-pub fn estimate_tokens(req: &ChatRequest) -> u64 {
+pub(crate) fn estimate_tokens(req: &ChatRequest) -> u64 {
     let mut total: u64 = req.messages.iter().map(message_tokens).sum();
     for tool in &req.tools {
         // Serialising a plain struct of strings and a JSON value cannot fail.
@@ -133,7 +133,7 @@ fn message_tokens(m: &Message) -> u64 {
 }
 
 /// Tokens of a piece of text: CJK characters one each, everything else four characters each.
-pub fn text_tokens(s: &str) -> u64 {
+pub(crate) fn text_tokens(s: &str) -> u64 {
     let (mut cjk, mut other) = (0u64, 0u64);
     for c in s.chars() {
         if is_cjk(c) {

@@ -6,22 +6,23 @@
 //! (`--rpm`, `--tpm`). This module knows nothing of skills, jobs or files: it speaks HTTP and the
 //! OpenAI-shaped wire format, and never lets the API key out of the `Authorization` header.
 
-pub mod batch;
+pub(crate) mod batch;
 mod client;
 mod error;
 pub(crate) mod limit;
-pub mod provider;
+pub(crate) mod provider;
 mod retry;
 mod server;
 mod wire;
 
-pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings, chat_body};
-pub use error::{ApiError, Body, Observed, ProviderError, Verdict, classify, provider_error};
-pub use limit::text_tokens;
-pub use provider::{Dialect, Endpoint};
-pub use retry::backoff;
-pub use server::{ServerInfo, is_known_provider, probe};
-pub use wire::{
-    ChatRequest, ChatResponse, Choice, ContentPart, FunctionCall, FunctionDef, ImageUrl, Message,
-    Role, ToolCall, ToolDef, Usage,
-};
+pub(crate) use client::chat_body;
+pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings};
+pub use error::ApiError;
+pub(crate) use limit::text_tokens;
+pub(crate) use provider::Endpoint;
+pub(crate) use retry::backoff;
+pub(crate) use server::{ServerInfo, is_known_provider, probe};
+pub(crate) use wire::ContentPart;
+#[cfg(test)]
+pub(crate) use wire::Role;
+pub use wire::{ChatRequest, FunctionCall, Message, ToolCall, ToolDef, Usage};

@@ -8,11 +8,11 @@
 //! every provider.
 
 use crate::config::ApiKey;
-pub use crate::providers::{Auth, Dialect};
+pub(crate) use crate::providers::{Auth, Dialect};
 
 /// An endpoint of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// Chat completions.
     Chat,
     /// File uploads, listings, contents and deletions (batches, file-extract OCR).
@@ -25,7 +25,7 @@ pub enum Endpoint {
 
 impl Dialect {
     /// The path segments of `endpoint` below the API base.
-    pub fn path(&self, endpoint: Endpoint) -> &'static [&'static str] {
+    pub(crate) fn path(&self, endpoint: Endpoint) -> &'static [&'static str] {
         match endpoint {
             Endpoint::Chat => self.chat,
             Endpoint::Files => self.files,
@@ -35,13 +35,14 @@ impl Dialect {
     }
 
     /// `request` with `key` where this provider looks for it.
-    pub fn authorize(
+    pub(crate) fn authorize(
         &self,
         request: reqwest::RequestBuilder,
         key: &ApiKey,
     ) -> reqwest::RequestBuilder {
         match self.auth {
             Auth::Bearer => request.bearer_auth(key.expose()),
+            #[cfg(test)]
             Auth::Header(name) => match reqwest::header::HeaderValue::from_str(key.expose()) {
                 // Kept out of reqwest's and hyper's debug output, as a bearer token is.
                 Ok(mut value) => {

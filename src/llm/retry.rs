@@ -10,7 +10,7 @@ use std::time::Duration;
 /// The wait before retry number `retry + 1` (`retry` is 0 before the second attempt):
 /// a uniformly random duration in `[0, min(max_delay, base_delay · 2^retry)]`, raised to the
 /// server's `Retry-After` when that is longer.
-pub fn backoff(policy: &RetryPolicy, retry: u32, retry_after: Option<Duration>) -> Duration {
+pub(crate) fn backoff(policy: &RetryPolicy, retry: u32, retry_after: Option<Duration>) -> Duration {
     let factor = 1u32.checked_shl(retry.min(31)).unwrap_or(u32::MAX);
     let ceiling = policy
         .base_delay
@@ -24,7 +24,7 @@ pub fn backoff(policy: &RetryPolicy, retry: u32, retry_after: Option<Duration>) 
 
 /// The server's requested wait: the longer of `Retry-After` (seconds, fractions accepted, or
 /// an HTTP date) and OpenAI's `retry-after-ms`. Dates in the past mean no wait.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| {
         headers
             .get(name)
@@ -40,7 +40,10 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// `Retry-After` is either delay-seconds or an HTTP date (RFC 9110 §10.2.3).
-pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+pub(super) fn parse_retry_after(
+    value: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
         // An absurd value is capped at a day rather than overflowing.

@@ -22,7 +22,7 @@ const MAX_BODY: usize = 1 << 20;
 
 /// What a model server said about itself. Every field is `None` when unknown.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     /// `"llama.cpp"`, `"vllm"`, `"ollama"` or `"openai-compatible"`.
     pub kind: Option<String>,
     /// Tokens one request may use (prompt and answer), as the server is configured.
@@ -42,7 +42,8 @@ pub struct ServerInfo {
 impl ServerInfo {
     /// What the server runs, for a person: `qwen2.5-coder-0.5b-instruct.gguf`, or the model
     /// name when that is all it said.
-    pub fn runs(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn runs(&self) -> Option<&str> {
         self.model_source.as_deref().or(self.model.as_deref())
     }
 }
@@ -50,7 +51,7 @@ impl ServerInfo {
 /// Whether `base_url` belongs to a hosted provider whose limits zhi knows (a host of the
 /// providers' table, `crate::providers`, or a subdomain of one). Anything else (localhost, LAN
 /// names, unknown hosts, a URL that does not parse) is probed.
-pub fn is_known_provider(base_url: &str) -> bool {
+pub(crate) fn is_known_provider(base_url: &str) -> bool {
     let Some(host) = reqwest::Url::parse(base_url.trim())
         .ok()
         .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
@@ -67,7 +68,7 @@ pub fn is_known_provider(base_url: &str) -> bool {
 /// A server that names its slots gets no more requests at once than that from `client`
 /// ([`ChatClient::hold_to_server_slots`]): whatever `-j` says, the rest wait in zhi, not in
 /// the server's queue where their timeout would run out.
-pub async fn probe(client: &ChatClient, model: &str) -> ServerInfo {
+pub(crate) async fn probe(client: &ChatClient, model: &str) -> ServerInfo {
     let info = probe_within(client, model, PROBE_TIMEOUT).await;
     if let Some(slots) = info.slots {
         client.hold_to_server_slots(slots);

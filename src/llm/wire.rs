@@ -60,7 +60,7 @@ impl ChatRequest {
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     System,
     User,
     /// The default when a response omits the role.
@@ -78,10 +78,10 @@ pub enum Role {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "MessageWire", into = "MessageWire")]
 pub struct Message {
-    pub role: Role,
+    pub(crate) role: Role,
     pub content: Option<String>,
-    pub parts: Vec<ContentPart>,
-    pub tool_calls: Option<Vec<ToolCall>>,
+    pub(crate) parts: Vec<ContentPart>,
+    pub(crate) tool_calls: Option<Vec<ToolCall>>,
     /// For `role: tool`: the id of the call this message answers.
     pub tool_call_id: Option<String>,
     pub name: Option<String>,
@@ -104,7 +104,7 @@ impl Message {
         Message::with(Role::User, content)
     }
 
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub(crate) fn assistant(content: impl Into<String>) -> Self {
         Message::with(Role::Assistant, content)
     }
 
@@ -117,7 +117,7 @@ impl Message {
     }
 
     /// A user message made of parts (e.g. a prompt and an image data URL for a vision model).
-    pub fn user_parts(parts: Vec<ContentPart>) -> Self {
+    pub(crate) fn user_parts(parts: Vec<ContentPart>) -> Self {
         Message {
             role: Role::User,
             parts,
@@ -134,18 +134,18 @@ impl Message {
 /// One part of a multi-part message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentPart {
+pub(crate) enum ContentPart {
     Text { text: String },
     ImageUrl { image_url: ImageUrl },
 }
 
 impl ContentPart {
-    pub fn text(text: impl Into<String>) -> Self {
+    pub(crate) fn text(text: impl Into<String>) -> Self {
         ContentPart::Text { text: text.into() }
     }
 
     /// An image given by URL, typically `data:image/png;base64,…`.
-    pub fn image_url(url: impl Into<String>) -> Self {
+    pub(crate) fn image_url(url: impl Into<String>) -> Self {
         ContentPart::ImageUrl {
             image_url: ImageUrl { url: url.into() },
         }
@@ -153,7 +153,7 @@ impl ContentPart {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageUrl {
+pub(crate) struct ImageUrl {
     pub url: String,
 }
 
@@ -170,7 +170,8 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    pub fn new(
+    #[cfg(test)]
+    pub(crate) fn new(
         id: impl Into<String>,
         name: impl Into<String>,
         arguments: impl Into<String>,
@@ -202,7 +203,7 @@ pub struct ToolDef {
     /// Always `"function"`.
     #[serde(rename = "type", default = "function_type")]
     pub kind: String,
-    pub function: FunctionDef,
+    pub(crate) function: FunctionDef,
 }
 
 impl ToolDef {
@@ -223,7 +224,7 @@ impl ToolDef {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionDef {
+pub(crate) struct FunctionDef {
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -234,7 +235,7 @@ pub struct FunctionDef {
 
 /// A chat completion response.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ChatResponse {
+pub(crate) struct ChatResponse {
     #[serde(default)]
     pub id: Option<String>,
     /// The model the server says answered.
@@ -247,7 +248,7 @@ pub struct ChatResponse {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Choice {
+pub(crate) struct Choice {
     #[serde(default)]
     pub index: u32,
     #[serde(default)]
@@ -269,7 +270,7 @@ pub struct Usage {
 
 impl Usage {
     /// Prompt plus completion (what a per-minute token budget is charged).
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.total_tokens
             .unwrap_or(self.prompt_tokens + self.completion_tokens)
     }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// A batch submitted by this run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Submitted {
+pub(crate) struct Submitted {
     pub batch_id: String,
     pub local_id: String,
     pub model: String,
@@ -14,7 +14,7 @@ pub struct Submitted {
 
 /// A batch still running at the provider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Waiting {
+pub(crate) struct Waiting {
     pub batch_id: String,
     pub status: String,
     pub requests: u64,
@@ -24,7 +24,7 @@ pub struct Waiting {
 
 /// The run's batch work, for the manifest (`batches`) and the summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchReport {
+pub(crate) struct BatchReport {
     /// Batches whose answers this run downloaded.
     pub collected: Vec<String>,
     /// Answers from batches that this run's jobs used.

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Why runs could not be read or the merge could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     #[error("{} is neither a run folder (results.jsonl, manifest.json) nor an output folder with runs in .zhi/runs/", .0.display())]
     NotARun(PathBuf),
     #[error("{} has no runs in .zhi/runs/", .0.display())]
@@ -28,7 +28,7 @@ pub enum MergeError {
 
 /// What a path given on the command line names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunSource {
+pub(crate) enum RunSource {
     /// One run's folder (`<OUT>/.zhi/runs/<id>/`, or a merged folder).
     Run(RunDir),
     /// An output folder and its runs, oldest first.
@@ -38,7 +38,7 @@ pub enum RunSource {
 /// Decide whether `path` is an output folder (it has `.zhi/runs/`) or one run's folder (it has
 /// `results.jsonl` or `manifest.json`). An output folder is checked first: it also holds a
 /// `manifest.json` (the copy of its latest run's).
-pub fn resolve(path: &Path) -> Result<RunSource, MergeError> {
+pub(crate) fn resolve(path: &Path) -> Result<RunSource, MergeError> {
     if path.join(".zhi").join("runs").is_dir() {
         let runs = super::list_runs(path);
         if runs.is_empty() {
@@ -62,7 +62,7 @@ pub fn resolve(path: &Path) -> Result<RunSource, MergeError> {
 /// A run as read back: its manifest when it was written (a killed run has none) and its
 /// records (a torn last line skipped and counted).
 #[derive(Debug, Clone)]
-pub struct LoadedRun {
+pub(crate) struct LoadedRun {
     pub run_id: String,
     pub path: PathBuf,
     pub manifest: Option<RunManifest>,
@@ -72,7 +72,7 @@ pub struct LoadedRun {
 }
 
 impl LoadedRun {
-    pub fn load(dir: &RunDir) -> Result<LoadedRun, MergeError> {
+    pub(crate) fn load(dir: &RunDir) -> Result<LoadedRun, MergeError> {
         let read_err = |file: &str, source| MergeError::Read {
             path: dir.path.join(file),
             source,
@@ -95,7 +95,7 @@ impl LoadedRun {
 
     /// The job ids this run planned: the manifest's list (the whole plan, every shard), or for
     /// a run killed before writing it, the ids of its records.
-    pub fn planned_ids(&self) -> Vec<String> {
+    pub(crate) fn planned_ids(&self) -> Vec<String> {
         match &self.manifest {
             Some(m) if !m.planned_job_ids.is_empty() => m.planned_job_ids.clone(),
             _ => self.records.iter().map(|r| r.job_id.clone()).collect(),
@@ -105,7 +105,7 @@ impl LoadedRun {
 
 /// A job the plan holds that no run did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Missing {
+pub(crate) struct Missing {
     pub job_id: String,
     /// The input, when a run recorded the job as skipped or cancelled.
     pub input: Option<String>,
@@ -116,7 +116,7 @@ pub struct Missing {
 
 /// The result of a merge.
 #[derive(Debug, Clone)]
-pub struct Merged {
+pub(crate) struct Merged {
     pub manifest: RunManifest,
     /// One record per job id.
     pub records: Vec<JobRecord>,
@@ -144,7 +144,12 @@ fn ran(s: Status) -> bool {
 /// those without a record that ran are reported missing.
 ///
 /// `tokens` is everything the runs spent, records that lost the dedupe included.
-pub fn merge(runs: &[LoadedRun], run_id: String, command: String, output_dir: &Path) -> Merged {
+pub(crate) fn merge(
+    runs: &[LoadedRun],
+    run_id: String,
+    command: String,
+    output_dir: &Path,
+) -> Merged {
     // Oldest run first, so "later" is well defined when records carry no finish time.
     let mut order: Vec<&LoadedRun> = runs.iter().collect();
     order.sort_by(|a, b| a.run_id.cmp(&b.run_id));
@@ -277,14 +282,14 @@ fn merged_status(missing: usize, counts: &Counts) -> (RunStatus, Option<String>)
 }
 
 /// A merged run id: `merged-` and the time, sortable like run ids.
-pub fn merged_run_id() -> String {
+pub(crate) fn merged_run_id() -> String {
     format!("merged-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"))
 }
 
 impl Merged {
     /// Write `results.jsonl`, `results.csv` and `manifest.json` into `dir` (created if
     /// needed). Each file is replaced whole, so a reader never sees half a merge.
-    pub fn write(&self, dir: &Path) -> Result<(), MergeError> {
+    pub(crate) fn write(&self, dir: &Path) -> Result<(), MergeError> {
         let werr = |file: &str, source| MergeError::Write {
             path: dir.join(file),
             source,

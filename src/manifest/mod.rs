@@ -3,18 +3,21 @@
 //! what really happened, and a reader survives a record torn by a crash.
 
 mod batches;
-pub mod extraction;
-pub mod merge;
+pub(crate) mod extraction;
+pub(crate) mod merge;
 mod read;
-pub mod summary;
+pub(crate) mod summary;
 mod timestamp;
 mod write;
 
-pub use batches::{BatchReport, Submitted, Waiting};
-pub use extraction::Extraction;
-pub use read::{RunDir, latest_run, list_runs, read_manifest, read_records};
+pub(crate) use batches::{BatchReport, Submitted, Waiting};
+pub(crate) use extraction::Extraction;
+pub(crate) use read::read_manifest;
+pub use read::{RunDir, latest_run, list_runs, read_records};
 pub use timestamp::Timestamp;
-pub use write::{ManifestWriter, RecordLine, formula_safe, job_key, write_atomic, write_csv};
+pub(crate) use write::{
+    ManifestWriter, RecordLine, formula_safe, job_key, write_atomic, write_csv,
+};
 
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
@@ -305,7 +308,7 @@ impl JobRecord {
 
 /// Jobs per status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub planned: u64,
     pub succeeded: u64,
     pub failed: u64,
@@ -315,7 +318,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn add(&mut self, s: Status) {
+    pub(crate) fn add(&mut self, s: Status) {
         match s {
             Status::Succeeded => self.succeeded += 1,
             Status::Failed => self.failed += 1,
@@ -329,7 +332,7 @@ impl Counts {
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RunStatus {
+pub(crate) enum RunStatus {
     Completed,
     CompletedWithFailures,
     Aborted,
@@ -338,7 +341,7 @@ pub enum RunStatus {
 
 /// Concurrency over the run (`-j auto` moves it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConcurrencyStats {
+pub(crate) struct ConcurrencyStats {
     pub mode: ConcurrencyMode,
     pub initial: u32,
     pub peak: u32,
@@ -348,7 +351,7 @@ pub struct ConcurrencyStats {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ConcurrencyMode {
+pub(crate) enum ConcurrencyMode {
     #[default]
     Fixed,
     Auto,
@@ -356,7 +359,7 @@ pub enum ConcurrencyMode {
 
 /// `manifest.json`: the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunManifest {
+pub(crate) struct RunManifest {
     pub run_id: String,
     pub zhi_version: String,
     pub command: String,
@@ -430,7 +433,7 @@ impl JobRecord {
 /// A run's escalations and costs, added up one record at a time (cached records cost nothing
 /// now).
 #[derive(Debug, Default)]
-pub struct Accounts {
+pub(crate) struct Accounts {
     /// Jobs escalated, by skill and answering model.
     pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
     /// What the run cost, per model.
@@ -438,7 +441,7 @@ pub struct Accounts {
 }
 
 impl Accounts {
-    pub fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
+    pub(crate) fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
         if r.status == Status::Cached {
             return;
         }

@@ -61,7 +61,7 @@ pub fn read_records(run_dir: &Path) -> io::Result<(Vec<JobRecord>, usize)> {
 }
 
 /// A run's `manifest.json`, if it was written (a killed run has none).
-pub fn read_manifest(run_dir: &Path) -> io::Result<Option<RunManifest>> {
+pub(crate) fn read_manifest(run_dir: &Path) -> io::Result<Option<RunManifest>> {
     match crate::small_file::read_io(&run_dir.join("manifest.json"), MAX_MANIFEST_BYTES) {
         Ok(b) => serde_json::from_slice(&b)
             .map(Some)

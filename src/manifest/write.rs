@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// One record line a run wrote, for the cache index (`plan::index`): its job (as the index
 /// keys it), status, offset and length.
 #[derive(Debug, Clone, Copy)]
-pub struct RecordLine {
+pub(crate) struct RecordLine {
     pub key: u64,
     pub status: Status,
     pub offset: u64,
@@ -22,7 +22,7 @@ pub struct RecordLine {
 }
 
 impl RecordLine {
-    pub fn new(job_id: &str, status: Status, offset: u64, len: u64) -> RecordLine {
+    pub(crate) fn new(job_id: &str, status: Status, offset: u64, len: u64) -> RecordLine {
         RecordLine {
             key: job_key(job_id),
             status,
@@ -34,7 +34,7 @@ impl RecordLine {
 
 /// A job id as the index keys it: its 16 hex digits, else a hash of it (ids are checked
 /// against the record read, so a clash costs a rebuild, never a wrong record).
-pub fn job_key(job_id: &str) -> u64 {
+pub(crate) fn job_key(job_id: &str) -> u64 {
     if job_id.len() == 16
         && let Ok(k) = u64::from_str_radix(job_id, 16)
     {
@@ -45,7 +45,7 @@ pub fn job_key(job_id: &str) -> u64 {
 }
 
 /// Appends job records to `results.jsonl` as jobs end.
-pub struct ManifestWriter {
+pub(crate) struct ManifestWriter {
     dir: PathBuf,
     /// The run's folder, reached beneath the output folder's handle when the run began: every
     /// file of the run's records is written through it, never by path, so a folder on the way
@@ -83,7 +83,7 @@ const HELD_MAX: usize = 64 * 1024;
 impl ManifestWriter {
     /// Create the run's folder `dir` (inside `layout`'s output folder, reached one part at a
     /// time beneath its handle, never through a link) and its `results.jsonl`.
-    pub fn create(layout: &OutputLayout, dir: &Path) -> io::Result<Self> {
+    pub(crate) fn create(layout: &OutputLayout, dir: &Path) -> io::Result<Self> {
         let folder = layout.folder(dir, true)?;
         let path = dir.join("results.jsonl");
         let jsonl = folder
@@ -103,7 +103,7 @@ impl ManifestWriter {
         })
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -118,7 +118,7 @@ impl ManifestWriter {
     /// disk 100,000 times would make a cached rerun slow. Those are held, and written and
     /// synced with the next record that is not, when 64 KiB are held, or at the end of the
     /// run.
-    pub fn append(&mut self, record: &JobRecord) -> io::Result<()> {
+    pub(crate) fn append(&mut self, record: &JobRecord) -> io::Result<()> {
         let start = self.held.len();
         if let Err(e) = serde_json::to_writer(&mut self.held, record) {
             self.held.truncate(start);
@@ -157,13 +157,13 @@ impl ManifestWriter {
 
     /// Where every record line went and the final length of `results.jsonl`, when every
     /// append succeeded: handed over once, at the end of the run.
-    pub fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
+    pub(crate) fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
         self.lines.take().map(|l| (l, self.len))
     }
 
     /// Write `manifest.json` (atomically, via a temp file and rename) and copy it to
     /// `<output>/manifest.json`.
-    pub fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()> {
+    pub(crate) fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()> {
         self.write_held()?;
         self.jsonl.sync_data()?;
         if let Some(csv) = self.csv.take() {
@@ -250,7 +250,7 @@ impl ResultsCsv {
 }
 
 /// Write a file so that readers see the old or the new content, never a part.
-pub fn write_atomic(path: &Path, body: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, body: &[u8]) -> io::Result<()> {
     write_atomic_in(&Root::open(parent_of(path))?, path, |f| f.write_all(body))
 }
 
@@ -295,7 +295,7 @@ const CSV_HEADERS: &[&str] = &[
 /// A text cell that a spreadsheet would take for a formula (`=`, `+`, `-`, `@`, or a tab or
 /// carriage return before one) gets a leading `'`, so a file named `=HYPERLINK(…)` or a
 /// server's message stays text when `results.csv` is opened.
-pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
     if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{s}").into()
     } else {
@@ -305,7 +305,7 @@ pub fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// `results.csv`: the records, flat, for spreadsheets. Text cells are kept from being read
 /// as formulas ([`formula_safe`]).
-pub fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
+pub(crate) fn write_csv(path: &Path, records: &[JobRecord]) -> io::Result<()> {
     let folder = Root::open(parent_of(path))?;
     let mut csv = ResultsCsv::create(&folder, path)?;
     for r in records {

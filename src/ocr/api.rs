@@ -28,10 +28,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The model of the layout-parsing endpoint.
-pub const GLM_OCR_MODEL: &str = "glm-ocr";
+pub(crate) const GLM_OCR_MODEL: &str = "glm-ocr";
 
 /// The vision chat model of the `vision` engine.
-pub const VISION_MODEL: &str = "glm-4v-flash";
+pub(crate) const VISION_MODEL: &str = "glm-4v-flash";
 
 /// What the vision model is asked to do with the image.
 const VISION_PROMPT: &str = "Transcribe all text in this image exactly, as Markdown. Keep the \
@@ -304,7 +304,7 @@ impl Drop for OwnRuntime {
 /// The API engines for a run, on the run's client: `Some` when an API key is configured or the base URL is on this
 /// machine (a local server needs no key); `None` otherwise, and then `--ocr glm-ocr`, `vision`
 /// and `file-extract` fail with a message that says to set a key.
-pub fn api_engine(
+pub(crate) fn api_engine(
     config: &Config,
     client: ChatClient,
     cancel: Option<CancellationToken>,

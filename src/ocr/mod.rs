@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::config::OcrChoice;
-pub use tesseract::Tesseract;
+pub(crate) use tesseract::Tesseract;
 
 /// The engines that go through the model API (docs/documents.md#ocr-engines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
@@ -76,7 +76,7 @@ pub struct ImageLimits {
 
 /// Settings shared by the engines.
 #[derive(Debug, Clone)]
-pub struct EngineSettings {
+pub(crate) struct EngineSettings {
     /// Wall-clock limit for one page or image.
     pub timeout: Duration,
     /// Most text taken from one engine process.
@@ -85,10 +85,10 @@ pub struct EngineSettings {
 }
 
 /// The DPI scanned PDF pages are rasterised at (docs/documents.md#ocr-engines).
-pub const PDF_DPI: u32 = 300;
+pub(crate) const PDF_DPI: u32 = 300;
 
 /// One OCR engine. Blocking; called from several threads at once.
-pub trait OcrEngine: Send + Sync {
+pub(crate) trait OcrEngine: Send + Sync {
     /// The engine's `--ocr` name.
     fn name(&self) -> &'static str;
 
@@ -133,7 +133,7 @@ pub trait OcrEngine: Send + Sync {
 
 /// What OCR knows of a PDF page before reading it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct PageShape {
+pub(crate) struct PageShape {
     /// Width and height in points, when known.
     pub size_pt: Option<(f64, f64)>,
     /// Width and height in pixels of the one image the page consists of, when it is a scan.
@@ -186,7 +186,7 @@ fn stored_image(
 }
 
 /// A rasterised PDF page; the file lives as long as this value.
-pub struct Raster {
+pub(crate) struct Raster {
     pub path: std::path::PathBuf,
     /// How the picture was made: `rendered at 300 dpi`, `its stored 2550×3300 image`.
     pub made: String,
@@ -194,7 +194,7 @@ pub struct Raster {
 }
 
 /// Rasterise one PDF page to a grey PNG with `pdftoppm`.
-pub fn rasterise(
+pub(crate) fn rasterise(
     pdf: &Path,
     page: u32,
     size_pt: Option<(f64, f64)>,
@@ -295,7 +295,7 @@ fn size_from_pdfinfo(out: &str, page: u32) -> Option<(f64, f64)> {
 
 /// The engine for `choice`: `Ok(None)` when OCR is off, `Err(ocr_failed)` with what to install
 /// or set when the engine cannot work here.
-pub fn select(
+pub(crate) fn select(
     choice: OcrChoice,
     api: Option<Arc<dyn ApiOcr>>,
     settings: &EngineSettings,

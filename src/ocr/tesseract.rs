@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 const WANTED: [&str; 2] = ["chi_sim", "eng"];
 
 #[derive(Debug, Clone)]
-pub struct Tesseract {
+pub(crate) struct Tesseract {
     program: PathBuf,
     /// The `-l` argument: the wanted languages that are installed.
     langs: String,
@@ -50,7 +50,7 @@ fn installed() -> Option<&'static (PathBuf, Vec<String>)> {
 
 impl Tesseract {
     /// The installed tesseract, or `ocr_failed` saying how to install it.
-    pub fn find(settings: &EngineSettings) -> Result<Tesseract, JobError> {
+    pub(crate) fn find(settings: &EngineSettings) -> Result<Tesseract, JobError> {
         let install = "apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim \
                        (macOS: brew install tesseract tesseract-lang)";
         let Some((program, langs)) = installed() else {

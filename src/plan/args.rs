@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `KEY=VALUE`.
-pub fn parse_arg(s: &str) -> Result<(String, String), PlanError> {
+pub(crate) fn parse_arg(s: &str) -> Result<(String, String), PlanError> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(PlanError::NotKeyValue(s.to_string())),
@@ -18,7 +18,7 @@ pub fn parse_arg(s: &str) -> Result<(String, String), PlanError> {
 
 /// Check the given arguments against the skill before planning: unknown names, values of the
 /// wrong type and missing required arguments are usage errors.
-pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(), PlanError> {
+pub(super) fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(), PlanError> {
     let primary = skill.primary_arg().map(|a| a.name.as_str());
     for (k, v) in given {
         let Some(spec) = skill.input.args.iter().find(|a| &a.name == k) else {
@@ -68,7 +68,7 @@ pub fn check_args(skill: &Skill, given: &BTreeMap<String, String>) -> Result<(),
 /// against the primary input (`display` as shown, `path` on disk). Returns the arguments, the
 /// extra input files, and a problem when a required paired file is missing.
 #[allow(clippy::type_complexity)]
-pub fn resolve_args(
+pub(crate) fn resolve_args(
     skill: &Skill,
     given: &BTreeMap<String, String>,
     display: &str,
@@ -127,7 +127,7 @@ fn parts(display: &str) -> (String, String, String, String) {
 }
 
 /// `{dir}/{stem}.old{ext}` for `reports/q3.pdf` → `reports/q3.old.pdf`.
-pub fn expand_template(template: &str, display: &str) -> String {
+pub(super) fn expand_template(template: &str, display: &str) -> String {
     let (dir, name, stem, ext) = parts(display);
     let out = template
         .replace("{dir}", &dir)

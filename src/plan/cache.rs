@@ -4,7 +4,7 @@
 //! The key is a hash of the zhi prompt version, the skill and its nested skills (their file
 //! hashes), the model, the arguments and the content of every input.
 
-pub use super::index::CacheIndex;
+pub(crate) use super::index::CacheIndex;
 use crate::manifest::{InputStat, JobRecord};
 use crate::plan::Job;
 use crate::skills::SkillSet;
@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// Bumped whenever the way zhi talks to the model changes (preamble, message layout, tools):
 /// outputs made under another version are redone.
-pub const PROMPT_VERSION: &str = "zhi-prompt-2";
+pub(crate) const PROMPT_VERSION: &str = "zhi-prompt-2";
 
 /// What the planner knows of a job before running it.
 #[derive(Debug, Clone, Default)]
@@ -161,7 +161,7 @@ fn input_hash(path: &Path, previous: Option<&JobRecord>, checksum: bool) -> Hash
 
 /// How inputs are hashed.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HashMode {
+pub(crate) struct HashMode {
     /// `--force`: nothing is cached.
     pub force: bool,
     /// `--checksum`: every input is read and hashed, whatever its stat.
@@ -170,7 +170,7 @@ pub struct HashMode {
 
 /// Decide each job's cache status, in parallel: an input whose stat is the one its previous
 /// record trusts is not opened; the others are hashed.
-pub fn statuses(
+pub(crate) fn statuses(
     jobs: &[Job],
     index: &mut CacheIndex,
     skills: &SkillSet,
@@ -277,7 +277,7 @@ fn statuses_once(
 }
 
 /// The cache key of a job.
-pub fn cache_key(
+pub(crate) fn cache_key(
     skills: &SkillSet,
     skill: &str,
     model: &str,
@@ -306,7 +306,11 @@ pub fn cache_key(
 /// Every output of the record is still there, byte for byte, and nothing else is in the job's
 /// folder: what was seen, or `None`. A folder or an output whose stat is the one recorded with
 /// it, and trusted, is taken as recorded without listing or reading it (unless `checksum`).
-pub fn outputs_check(output_dir: &Path, record: &JobRecord, checksum: bool) -> Option<OutputsSeen> {
+pub(crate) fn outputs_check(
+    output_dir: &Path,
+    record: &JobRecord,
+    checksum: bool,
+) -> Option<OutputsSeen> {
     if record.output_dir.is_empty() {
         return None;
     }
@@ -356,13 +360,13 @@ pub fn outputs_check(output_dir: &Path, record: &JobRecord, checksum: bool) -> O
 
 /// Every output of the record is still there, byte for byte, and nothing else is in the job's
 /// folder (read and hashed, whatever the stats say).
-pub fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
+pub(crate) fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
     outputs_check(output_dir, record, true).is_some()
 }
 
 /// The documents of a directory job: files below `dir`, relative to it, sorted, leaving out
 /// hidden entries and the output folder (which may lie inside the input folder).
-pub fn folder_files(dir: &Path, output_dir: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn folder_files(dir: &Path, output_dir: &Path) -> Vec<std::path::PathBuf> {
     let out = output_dir
         .canonicalize()
         .unwrap_or_else(|_| output_dir.to_path_buf());
@@ -382,7 +386,7 @@ pub fn folder_files(dir: &Path, output_dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Files below a folder (recursively), relative to it, sorted.
-pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+pub(crate) fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut out = Vec::new();
     for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let e = e.map_err(std::io::Error::other)?;
@@ -395,13 +399,13 @@ pub fn files_under(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
 
 /// sha256 and size of a file; `None` when it cannot be read, is not a regular file (a
 /// device would never end, a FIFO would block), or the run was interrupted meanwhile.
-pub fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
+pub(crate) fn hash_file(path: &Path) -> (Option<String>, Option<u64>) {
     let (sha, bytes, _) = hash_file_stamped(path);
     (sha, bytes)
 }
 
 /// [`hash_file`], with the stamp of the file that was opened and hashed.
-pub fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<FileStamp>) {
+pub(crate) fn hash_file_stamped(path: &Path) -> (Option<String>, Option<u64>, Option<FileStamp>) {
     let (sha, bytes, stamp, _) = hash_file_full(path);
     (sha, bytes, stamp)
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// A failure to plan.
 #[derive(Debug, thiserror::Error)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     /// No skill of that name is loaded.
     #[error("{}", crate::skills::unknown_skill(name, hint))]
     UnknownSkill {
@@ -163,7 +163,7 @@ pub enum PlanError {
 
 /// What is wrong with a jobs file.
 #[derive(Debug, thiserror::Error)]
-pub enum JobsFileProblem {
+pub(crate) enum JobsFileProblem {
     /// Not a readable regular file (a FIFO, a folder, too large, nothing there).
     #[error(transparent)]
     Unreadable(#[from] ReadError),

@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// How inputs are walked.
 #[derive(Debug, Clone, Default)]
-pub struct ExpandOptions {
+pub(crate) struct ExpandOptions {
     /// `--exclude`: globs matched against the path as shown and against the file name.
     pub excludes: Vec<String>,
     /// `--hidden`: include dot-files and dot-folders.
@@ -22,7 +22,7 @@ pub struct ExpandOptions {
 
 /// One document (or folder) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// As shown to the user and the model, `/`-separated.
     pub display: String,
     /// On disk.
@@ -40,7 +40,7 @@ pub struct Found {
 
 /// Expand `inputs` (as typed) into documents. `cwd` is the current folder; `output_dir` is
 /// excluded wherever it appears.
-pub fn expand(
+pub(crate) fn expand(
     inputs: &[String],
     opts: &ExpandOptions,
     cwd: &Path,
@@ -367,7 +367,7 @@ fn found_entry(path: &Path, cwd: &Path, root: &Path, problem: Option<JobError>) 
 }
 
 /// The path as shown: relative to the current folder when under it; else the path itself.
-pub fn display_path(path: &Path, cwd: &Path) -> String {
+pub(super) fn display_path(path: &Path, cwd: &Path) -> String {
     let p = normalize(path);
     let shown = match p.strip_prefix(cwd) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
@@ -380,7 +380,7 @@ pub fn display_path(path: &Path, cwd: &Path) -> String {
 /// A path as text that tells every byte name apart: its parts joined by `/`, bytes that are
 /// not UTF-8 written `\xNN` and a backslash written `\\`, so two different names never
 /// show (or plan, or get an output folder) as one, and the text leads back to the name.
-pub fn shown(path: &Path) -> String {
+pub(super) fn shown(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     // Sized once: the plan holds one of these a job.
     let mut out = String::with_capacity(path.as_os_str().len() + 8);

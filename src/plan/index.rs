@@ -9,7 +9,7 @@
 //! older run added); runs newer than it are read on top of it. A line it points at that is
 //! not the job's usable record makes the planner rebuild it and decide again.
 
-pub use crate::manifest::RecordLine;
+pub(crate) use crate::manifest::RecordLine;
 use crate::manifest::job_key as key;
 use crate::manifest::{self, JobRecord, Status};
 use serde::Deserialize;
@@ -46,7 +46,7 @@ struct Covered {
 
 /// Where each job's latest usable record is in an output folder.
 #[derive(Debug, Default)]
-pub struct CacheIndex {
+pub(crate) struct CacheIndex {
     output_dir: PathBuf,
     runs: Vec<Covered>,
     slots: HashMap<u64, Slot>,
@@ -60,7 +60,7 @@ pub struct CacheIndex {
 
 /// How [`CacheIndex::load`] came by the index.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum IndexSource {
+pub(crate) enum IndexSource {
     /// The file covered every run.
     #[default]
     File,
@@ -85,7 +85,7 @@ fn usable(status: Status) -> bool {
 impl CacheIndex {
     /// The index of an output folder: its file when it matches the runs on disk (with newer
     /// runs read on top), else rebuilt from every run's records. Never writes.
-    pub fn load(output_dir: &Path) -> CacheIndex {
+    pub(crate) fn load(output_dir: &Path) -> CacheIndex {
         let on_disk: Vec<Covered> = manifest::list_runs(output_dir)
             .into_iter()
             .map(|r| Covered {
@@ -133,7 +133,7 @@ impl CacheIndex {
     }
 
     /// The same folder's index rebuilt from the records, whatever its file says.
-    pub fn rebuilt(&self) -> CacheIndex {
+    pub(crate) fn rebuilt(&self) -> CacheIndex {
         let mut index = CacheIndex {
             output_dir: self.output_dir.clone(),
             source: IndexSource::Rebuilt,
@@ -151,7 +151,7 @@ impl CacheIndex {
     }
 
     /// Whether a slot led to something other than the job's usable record.
-    pub fn found_stale(&self) -> bool {
+    pub(crate) fn found_stale(&self) -> bool {
         self.stale.load(Ordering::Relaxed)
     }
 
@@ -197,7 +197,7 @@ impl CacheIndex {
     }
 
     /// The latest succeeded (or cached) record of a job, if the folder has one.
-    pub fn get(&self, job_id: &str) -> Option<JobRecord> {
+    pub(crate) fn get(&self, job_id: &str) -> Option<JobRecord> {
         let slot = *self.slots.get(&key(job_id))?;
         let found = self.read_slot(slot);
         match found {
@@ -243,7 +243,7 @@ impl CacheIndex {
     /// After a run (which holds the output folder's lock): the index with the run's records
     /// on top, written atomically. `lines` are the run's record lines as written: job id,
     /// status, offset and length in its `results.jsonl`, whose final length is `run_len`.
-    pub fn save_after_run(
+    pub(crate) fn save_after_run(
         self,
         run_id: &str,
         run_len: u64,

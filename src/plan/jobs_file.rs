@@ -20,7 +20,7 @@ use std::path::Path;
 /// One entry of a jobs file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct JobsEntry {
+pub(crate) struct JobsEntry {
     pub skill: String,
     #[serde(alias = "input")]
     #[serde(deserialize_with = "one_or_many")]
@@ -66,11 +66,11 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 /// The largest jobs file read: room for tens of thousands of entries.
-pub const MAX_JOBS_FILE_BYTES: u64 = 16 << 20;
+pub(super) const MAX_JOBS_FILE_BYTES: u64 = 16 << 20;
 
 impl JobsEntry {
     /// Arguments as strings (numbers and booleans written as YAML scalars).
-    pub fn string_args(&self) -> Result<BTreeMap<String, String>, PlanError> {
+    pub(crate) fn string_args(&self) -> Result<BTreeMap<String, String>, PlanError> {
         self.args
             .iter()
             .map(|(k, v)| {
@@ -95,7 +95,7 @@ impl JobsEntry {
 ///
 /// Read as any small file a person hands zhi ([`crate::small_file`]): a FIFO or a folder given
 /// as `--jobs` is refused at once, never read.
-pub fn read_jobs_file(path: &Path) -> Result<Vec<JobsEntry>, PlanError> {
+pub(crate) fn read_jobs_file(path: &Path) -> Result<Vec<JobsEntry>, PlanError> {
     let bad = |problem: JobsFileProblem| PlanError::JobsFile {
         path: path.to_path_buf(),
         problem,

@@ -3,18 +3,18 @@
 //! shards. It never talks to the network and never writes.
 
 mod args;
-pub mod cache;
+pub(crate) mod cache;
 mod error;
 mod expand;
-pub mod index;
+pub(crate) mod index;
 mod jobs_file;
 mod shard;
 
-pub use args::{parse_arg, resolve_args};
-pub use error::PlanError;
-pub use expand::{ExpandOptions, expand};
-pub use jobs_file::read_jobs_file;
-pub use shard::{Shard, shard_from_env};
+pub(crate) use args::{parse_arg, resolve_args};
+pub(crate) use error::PlanError;
+pub(crate) use expand::{ExpandOptions, expand};
+pub(crate) use jobs_file::read_jobs_file;
+pub(crate) use shard::{Shard, shard_from_env};
 
 use crate::error::JobError;
 use serde::Serialize;
@@ -160,7 +160,7 @@ impl Job {
 
 /// The output folder of a job: `<skill>/<display path>`, with `..` and root components
 /// removed so it always stays inside the output folder.
-pub fn output_rel(skill: &str, display: &str) -> PathBuf {
+pub(crate) fn output_rel(skill: &str, display: &str) -> PathBuf {
     // Sized once: the plan holds one of these a job.
     let mut p = PathBuf::with_capacity(skill.len() + display.len() + 8);
     p.push(skill);
@@ -177,7 +177,7 @@ pub fn output_rel(skill: &str, display: &str) -> PathBuf {
 
 /// What to plan: one skill over some inputs (a jobs file is several of these).
 #[derive(Debug, Clone)]
-pub struct PlanRequest {
+pub(crate) struct PlanRequest {
     pub skill: String,
     pub inputs: Vec<String>,
     pub args: BTreeMap<String, String>,
@@ -187,7 +187,7 @@ pub struct PlanRequest {
 /// Plan the jobs of several requests: expand, resolve arguments, give ids, dedupe (the same
 /// skill, input and arguments reached twice is one job). Usage errors (unknown skill, bad
 /// arguments, inputs that do not exist, no inputs at all) fail the whole plan.
-pub fn build(
+pub(crate) fn build(
     requests: &[PlanRequest],
     skills: &crate::skills::SkillSet,
     cwd: &std::path::Path,
@@ -281,7 +281,7 @@ impl FolderIndex {
 }
 
 /// Keep the jobs of one shard (positions are in plan order).
-pub fn filter_shard(jobs: Vec<Job>, shard: Option<Shard>) -> Vec<Job> {
+pub(crate) fn filter_shard(jobs: Vec<Job>, shard: Option<Shard>) -> Vec<Job> {
     let Some(shard) = shard else { return jobs };
     let len = jobs.len();
     jobs.into_iter()
@@ -298,7 +298,7 @@ pub fn filter_shard(jobs: Vec<Job>, shard: Option<Shard>) -> Vec<Job> {
 /// every request waited a full minute for a bucket that could never hold it — a run that
 /// crawled without a word. Checked before anything is sent, with the smallest budget that
 /// works, so the user can fix it at once.
-pub fn check_tpm(
+pub(crate) fn check_tpm(
     config: &crate::config::Config,
     jobs: &[Job],
     skills: &crate::skills::SkillSet,

@@ -10,14 +10,14 @@ use super::PlanError;
 use crate::flags::Refused;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShardMode {
+pub(crate) enum ShardMode {
     Hash,
     Slice,
 }
 
 /// Shard `index` (1-based) of `total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
+pub(crate) struct Shard {
     pub index: u32,
     pub total: u32,
     pub mode: ShardMode,
@@ -31,7 +31,7 @@ impl Shard {
     /// `M/N`, `hash:M/N` or `slice:M/N`.
     /// The value parser of `--shard`: a bad one is refused by the argument parser, before
     /// anything runs (`--shard `3/2` must be M/N …`).
-    pub fn parse(s: &str) -> Result<Shard, Refused> {
+    pub(crate) fn parse(s: &str) -> Result<Shard, Refused> {
         let bad = || {
             Refused(msg!(
                 "`{value}` must be M/N with 1 <= M <= N (optionally hash:M/N or slice:M/N)",
@@ -59,12 +59,12 @@ impl Shard {
     }
 
     /// `M/N` as written in manifests and run ids.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("{}/{}", self.index, self.total)
     }
 
     /// Whether the job at `position` (in the sorted plan of `len` jobs) with `job_id` is ours.
-    pub fn owns(&self, job_id: &str, position: usize, len: usize) -> bool {
+    pub(crate) fn owns(&self, job_id: &str, position: usize, len: usize) -> bool {
         match self.mode {
             ShardMode::Hash => {
                 fnv1a64(job_id.as_bytes()) % u64::from(self.total) == u64::from(self.index - 1)
@@ -81,7 +81,7 @@ impl Shard {
 }
 
 /// FNV-1a, 64-bit: the shard hash. Never change it: shards of different versions must agree.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(super) fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -101,7 +101,9 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 /// Slurm comes first because a batch job inherits the environment of whoever submitted it
 /// (`sbatch --export=ALL`, the default): a GitLab job or a pod that submits an array passes
 /// its own variables on, and the array, which started this process, is what splits the work.
-pub fn shard_from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shard>, PlanError> {
+pub(crate) fn shard_from_env(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Shard>, PlanError> {
     let num = |var: &'static str| -> Result<Option<u32>, PlanError> {
         match env(var).filter(|v| !v.trim().is_empty()) {
             None => Ok(None),

@@ -10,14 +10,14 @@ use crate::manifest::Status;
 use maud::{Markup, html};
 
 /// The most jobs drawn one bar each.
-pub const PER_JOB: usize = 30;
+pub(super) const PER_JOB: usize = 30;
 /// The most ranges a histogram has (one more when the largest value sits on a boundary).
-pub const BUCKETS: u64 = 20;
+pub(super) const BUCKETS: u64 = 20;
 
 const WIDTH: f64 = 560.0;
 
 /// One job's value in a chart.
-pub struct Sample<'a> {
+pub(super) struct Sample<'a> {
     pub label: &'a str,
     pub value: u64,
     pub status: Status,
@@ -25,7 +25,12 @@ pub struct Sample<'a> {
 
 /// The chart for `samples`: one bar per job for a few, a histogram for many. `fmt` writes a
 /// value for people (a duration, a token count); `what` names the chart for screen readers.
-pub fn chart(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: Lang) -> Markup {
+pub(super) fn chart(
+    samples: &[Sample],
+    fmt: &dyn Fn(u64) -> String,
+    what: &str,
+    lang: Lang,
+) -> Markup {
     if samples.len() <= PER_JOB {
         per_job(samples, fmt, what)
     } else {
@@ -71,7 +76,7 @@ fn per_job(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str) -> Marku
 }
 
 /// The smallest of 1, 2, 5, 10, 20, 50, … that is at least `x`.
-pub fn nice_step(x: u64) -> u64 {
+pub(super) fn nice_step(x: u64) -> u64 {
     let mut p: u64 = 1;
     loop {
         for f in [1, 2, 5] {
@@ -85,7 +90,7 @@ pub fn nice_step(x: u64) -> u64 {
 
 /// Jobs per range of values: `(step, counts)`, where `counts[i][c]` is the number of jobs of
 /// colour `c` (succeeded, failed, cancelled) in `[i·step, (i+1)·step)`.
-pub fn buckets(samples: &[Sample]) -> (u64, Vec<[u64; 3]>) {
+pub(super) fn buckets(samples: &[Sample]) -> (u64, Vec<[u64; 3]>) {
     let max = samples.iter().map(|s| s.value).max().unwrap_or(0);
     let step = nice_step(max.div_ceil(BUCKETS)).max(1);
     let mut counts = vec![[0u64; 3]; (max / step + 1) as usize];

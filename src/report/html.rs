@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 /// Text from a record, for the page: control characters and bidirectional overrides replaced
 /// as they are for a terminal (a file name must not read differently from what it is), then
 /// escaped by maud like any spliced value.
-pub struct Text<'a>(pub &'a str);
+pub(super) struct Text<'a>(pub &'a str);
 
 impl maud::Render for Text<'_> {
     fn render_to(&self, buffer: &mut String) {
@@ -22,7 +22,7 @@ impl maud::Render for Text<'_> {
 
 /// At most `n` characters of `s`; a longer string keeps its end (a path's file name is its
 /// most telling part) behind an ellipsis.
-pub fn tail(s: &str, n: usize) -> String {
+pub(super) fn tail(s: &str, n: usize) -> String {
     let count = s.chars().count();
     if count <= n {
         return s.to_string();
@@ -34,7 +34,7 @@ pub fn tail(s: &str, n: usize) -> String {
 /// A relative path as a URL path: every byte other than unreserved characters and `/` is
 /// percent-encoded, so `#`, `?`, `%`, spaces, quotes and `<` in a name stay part of the path
 /// (and the result needs no further escaping in an attribute).
-pub fn href(rel: &Path) -> String {
+pub(super) fn href(rel: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut out = String::new();
     for &b in rel.as_os_str().as_bytes() {
@@ -50,7 +50,7 @@ pub fn href(rel: &Path) -> String {
 
 /// The path that leads from folder `from` to `to`; both absolute and free of `.`, `..` and
 /// links (canonical), so the `..` steps mean what they say.
-pub fn relative(from: &Path, to: &Path) -> PathBuf {
+pub(super) fn relative(from: &Path, to: &Path) -> PathBuf {
     let from: Vec<Component> = from.components().collect();
     let to: Vec<Component> = to.components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
@@ -67,7 +67,7 @@ pub fn relative(from: &Path, to: &Path) -> PathBuf {
 /// Whether a path from a record stays below the folder it is relative to: not absolute, no
 /// `..`. A record is zhi's own, but a report must not link outside the output folder on its
 /// word.
-pub fn is_plain_relative(rel: &Path) -> bool {
+pub(super) fn is_plain_relative(rel: &Path) -> bool {
     !rel.as_os_str().is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)))
 }
 

@@ -28,7 +28,7 @@ const MESSAGE_IN_LIST: usize = 2_000;
 
 /// Where a run's files are, seen from the folder the report is written into, so its links
 /// are relative and survive moving the output folder with the report in it.
-pub struct Links {
+pub(crate) struct Links {
     /// The output folder and the path to it from the report's folder.
     output: Option<(PathBuf, PathBuf)>,
 }
@@ -37,7 +37,7 @@ impl Links {
     /// Links for `run`'s page written into `report_dir` (an existing folder). The output
     /// folder is the one holding the run (`<OUT>/.zhi/runs/<id>`), else the one its manifest
     /// names; without either, the page names files without linking them.
-    pub fn new(run: &LoadedRun, report_dir: &Path) -> Links {
+    pub(crate) fn new(run: &LoadedRun, report_dir: &Path) -> Links {
         let holding = match run.path.parent() {
             Some(runs) if runs.ends_with(Path::new(".zhi").join("runs")) => {
                 run.path.ancestors().nth(3).map(Path::to_path_buf)
@@ -74,7 +74,7 @@ impl Links {
 }
 
 /// The page for one run, in `lang`.
-pub fn render(run: &LoadedRun, links: &Links, lang: Lang) -> String {
+pub(crate) fn render(run: &LoadedRun, links: &Links, lang: Lang) -> String {
     let s = summary::summarize(run);
     page::Page {
         run,

@@ -41,7 +41,7 @@ fn around(said: &str, inner: Markup) -> Markup {
 const MARK: &str = "\u{E000}";
 
 impl Page<'_> {
-    pub fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         html! {
             (DOCTYPE) "\n"
             html lang=(self.lang.as_str()) {

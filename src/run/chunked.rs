@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What a chunked job reports back to its record.
 #[derive(Debug, Default)]
-pub struct ChunkState {
+pub(super) struct ChunkState {
     pub counts: Option<Chunks>,
     /// Removed once the job's result is committed.
     pub checkpoint: Option<PathBuf>,

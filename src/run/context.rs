@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The run's shared parts, one value behind an `Arc` for every job.
-pub struct RunContext {
+pub(crate) struct RunContext {
     /// The process's one client: every request of the run goes through its retries and budget.
     pub client: ChatClient,
     pub skills: Arc<SkillSet>,
@@ -44,7 +44,7 @@ pub struct RunContext {
 
 /// One rung of the escalation ladder: a model and the client of its server.
 #[derive(Debug, Clone)]
-pub struct Rung {
+pub(crate) struct Rung {
     pub model: String,
     /// Its server, as records show it (no credentials).
     pub base_url: String,
@@ -59,19 +59,19 @@ pub struct Rung {
 
 impl RunContext {
     /// Where a job's transcript goes.
-    pub fn transcript_path(&self, job_id: &str) -> PathBuf {
+    pub(crate) fn transcript_path(&self, job_id: &str) -> PathBuf {
         self.layout.transcript(&self.run_id, job_id)
     }
 
     /// The ladder of a job's failing steps: its skill's own, else the settings'.
-    pub fn ladder(&self, job: &Job) -> &[Rung] {
+    pub(crate) fn ladder(&self, job: &Job) -> &[Rung] {
         self.skill_ladders
             .get(&*job.skill)
             .map_or(&self.escalation, |l| l)
     }
 
     /// The model a job's skill runs on.
-    pub fn model(&self, job: &Job) -> String {
+    pub(crate) fn model(&self, job: &Job) -> String {
         self.config
             .models
             .model_for(self.skills.get(&job.skill).and_then(|s| s.model.as_deref()))
@@ -79,6 +79,6 @@ impl RunContext {
 }
 
 /// The run's one client, from the settings.
-pub fn client(config: &Config) -> Result<ChatClient, String> {
+pub(crate) fn client(config: &Config) -> Result<ChatClient, String> {
     ChatClient::new(ClientSettings::from(config)).map_err(|e| e.to_string())
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// A run that could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// The model API client could not be built (a base URL it cannot use).
     #[error("{0}")]
     Client(String),

@@ -15,7 +15,7 @@ use std::collections::BinaryHeap;
 
 /// How many recent job durations the estimate averages: a server that slows down (or warms
 /// up) shows in the estimate within this many jobs.
-pub const RECENT: usize = 64;
+pub(super) const RECENT: usize = 64;
 
 /// Beyond this many waiting jobs, the rest are spread evenly over the slots instead of one
 /// by one (the difference is less than one job's time).
@@ -32,7 +32,7 @@ const OVERRUN_GROWTH: f64 = 0.5;
 
 /// A job that is running.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Running {
+pub(super) struct Running {
     /// Seconds since it started.
     pub elapsed: f64,
     /// A long document's pieces; `None` for a document in one piece.
@@ -41,7 +41,7 @@ pub struct Running {
 
 /// The pieces of one long document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pieces {
+pub(super) struct Pieces {
     /// Pieces answered by this run (a piece checkpointed by an earlier run took no time).
     pub done_here: u64,
     /// Pieces still to answer.
@@ -50,7 +50,7 @@ pub struct Pieces {
 
 /// What the run has done so far.
 #[derive(Debug, Clone, Copy)]
-pub struct Work<'a> {
+pub(super) struct Work<'a> {
     /// Seconds since the first job started.
     pub wall: f64,
     /// Seconds the ended jobs ran, summed (how long they kept their slots).
@@ -65,7 +65,7 @@ pub struct Work<'a> {
 
 /// Seconds left, or `None` while that cannot be estimated (no job has ended, or a long
 /// document has not finished a piece yet).
-pub fn seconds_left(w: &Work) -> Option<f64> {
+pub(super) fn seconds_left(w: &Work) -> Option<f64> {
     if w.running.is_empty() && w.waiting == 0 {
         return Some(0.0);
     }

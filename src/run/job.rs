@@ -34,7 +34,7 @@ fn base_record(job: &Job, cache: &JobCache, model: String) -> JobRecord {
 /// record points at the transcript of the run that made its outputs, while that run's
 /// transcripts are kept.
 #[derive(Debug, Default)]
-pub struct TranscriptFolders(std::collections::HashMap<PathBuf, bool>);
+pub(super) struct TranscriptFolders(std::collections::HashMap<PathBuf, bool>);
 
 impl TranscriptFolders {
     fn hold(&mut self, output_dir: &Path, transcript: &str) -> bool {
@@ -51,7 +51,7 @@ impl TranscriptFolders {
 
 /// A cached job: the earlier record's outputs (with the stats they were found with), no
 /// tokens spent now.
-pub fn cached_record(
+pub(super) fn cached_record(
     job: &Job,
     cache: &JobCache,
     layout: &OutputLayout,
@@ -91,7 +91,7 @@ pub fn cached_record(
 }
 
 /// A job that failed while planning (broken link, missing paired file).
-pub fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
+pub(super) fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
     let now = Timestamp::now();
     JobRecord {
         started_at: Some(now),
@@ -102,7 +102,7 @@ pub fn planned_failure(job: &Job, cache: &JobCache, run: &RunContext) -> JobReco
 }
 
 /// A job whose task panicked: a bug in zhi, recorded as the job's failure.
-pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> JobRecord {
+pub(super) fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> JobRecord {
     let now = Timestamp::now();
     JobRecord {
         started_at: Some(now),
@@ -116,7 +116,7 @@ pub fn crashed(job: &Job, cache: &JobCache, run: &RunContext, reason: &str) -> J
 }
 
 /// Batch mode, and a job that runs the agent loop: refused (`--agent-jobs refuse`).
-pub fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
+pub(super) fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord {
     let now = Timestamp::now();
     let skill = &job.skill;
     let workflow = run
@@ -141,7 +141,7 @@ pub fn not_batchable(job: &Job, cache: &JobCache, run: &RunContext) -> JobRecord
 }
 
 /// A job the run did not get to.
-pub fn not_run(
+pub(super) fn not_run(
     job: &Job,
     cache: &JobCache,
     run: &RunContext,
@@ -161,7 +161,7 @@ pub fn not_run(
 }
 
 /// Run one job to its record.
-pub async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobRecord {
+pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) -> JobRecord {
     let started = Instant::now();
     let mut record = base_record(job, cache, run.model(job));
     record.started_at = Some(Timestamp::now());
@@ -809,7 +809,7 @@ fn read_journal(run: &RunContext, job: &Job) -> Option<JobRecord> {
 }
 
 /// The job's record is on disk: its commit journal is no longer needed.
-pub fn forget_commit(run: &RunContext, job: &Job) {
+pub(super) fn forget_commit(run: &RunContext, job: &Job) {
     let _ = run.layout.remove_file(&journal_path(run, job));
 }
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
 /// Where records go: `results.jsonl` in a run's folder.
-pub trait RecordSink: Send {
+pub(super) trait RecordSink: Send {
     fn append(&mut self, record: &JobRecord) -> io::Result<()>;
     /// The run's folder (`.zhi/runs/<run-id>`).
     fn dir(&self) -> &Path;
@@ -65,7 +65,7 @@ impl RecordSink for ManifestWriter {
 
 /// The limits a run stops at.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StopRules {
+pub(super) struct StopRules {
     pub max_failures: Option<u64>,
     pub budget_tokens: Option<u64>,
     /// `--budget-cost`: the records' costs added up (docs/escalation.md#cost).
@@ -74,7 +74,7 @@ pub struct StopRules {
 
 /// What of its records a run keeps beyond their sums.
 #[derive(Debug, Default)]
-pub struct Keep {
+pub(super) struct Keep {
     /// Skills whose jobs feed a table of the output folder (docs/extract.md#the-folders-table):
     /// their records are kept whole, to build the tables from.
     pub table_skills: HashSet<String>,
@@ -87,7 +87,7 @@ pub struct Keep {
 
 /// What the end of the run needs of its records, added up as each is written.
 #[derive(Debug, Default)]
-pub struct RunFold {
+pub(super) struct RunFold {
     pub summary: SummaryFold,
     pub accounts: Accounts,
     /// The records of the jobs that feed a table, in record order.
@@ -98,7 +98,7 @@ pub struct RunFold {
 }
 
 impl RunFold {
-    pub fn new(keep: Keep) -> RunFold {
+    pub(super) fn new(keep: Keep) -> RunFold {
         RunFold {
             keep,
             ..RunFold::default()
@@ -123,7 +123,7 @@ impl RunFold {
 }
 
 /// The records, the counters and the stop rules of one run.
-pub struct Ledger {
+pub(super) struct Ledger {
     sink: Mutex<Box<dyn RecordSink>>,
     run_dir: PathBuf,
     /// The run's folder held open, when the sink holds one.
@@ -148,7 +148,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Ledger {
-    pub fn new(
+    pub(super) fn new(
         sink: Box<dyn RecordSink>,
         keep: Keep,
         rules: StopRules,
@@ -174,7 +174,7 @@ impl Ledger {
 
     /// Account for one finished job: its transcript note, its line in `results.jsonl`, the
     /// counters. Returns the reason to stop this record gave, if it gave one.
-    pub fn record(&self, mut record: JobRecord) -> Option<Stop> {
+    pub(super) fn record(&self, mut record: JobRecord) -> Option<Stop> {
         let before = self.stopped();
         let written = std::panic::catch_unwind(AssertUnwindSafe(|| {
             // A cached job keeps the transcript of the run that made its outputs.
@@ -271,7 +271,7 @@ impl Ledger {
 
     /// Stop scheduling. The first reason wins: a signal does not hide an abort that already
     /// happened.
-    pub fn stop(&self, s: Stop) {
+    pub(super) fn stop(&self, s: Stop) {
         let mut cur = lock(&self.stop);
         if cur.is_none() {
             *cur = Some(s);
@@ -280,32 +280,32 @@ impl Ledger {
         self.soft.cancel();
     }
 
-    pub fn stopped(&self) -> Option<Stop> {
+    pub(super) fn stopped(&self) -> Option<Stop> {
         lock(&self.stop).clone()
     }
 
     /// Fires when scheduling should stop.
-    pub fn stopping(&self) -> &CancellationToken {
+    pub(super) fn stopping(&self) -> &CancellationToken {
         &self.soft
     }
 
     /// Cancels the jobs in flight.
-    pub fn cancel_in_flight(&self) {
+    pub(super) fn cancel_in_flight(&self) {
         self.hard.cancel();
     }
 
     /// What the records so far add up to, taken out of the ledger (at the end of the run).
-    pub fn take_fold(&self) -> RunFold {
+    pub(super) fn take_fold(&self) -> RunFold {
         std::mem::take(&mut *lock(&self.fold))
     }
 
     /// Where the run's record lines went, for the cache index.
-    pub fn take_record_lines(&self) -> Option<(Vec<RecordLine>, u64)> {
+    pub(super) fn take_record_lines(&self) -> Option<(Vec<RecordLine>, u64)> {
         lock(&self.sink).take_lines()
     }
 
     /// Writes the run's manifest (and `results.csv`) once every record is in.
-    pub fn finish(&self, m: &RunManifest, out: &Path) -> io::Result<()> {
+    pub(super) fn finish(&self, m: &RunManifest, out: &Path) -> io::Result<()> {
         lock(&self.sink).finish(m, out)
     }
 }

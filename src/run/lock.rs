@@ -45,13 +45,13 @@ const MAX_LOCK_BYTES: u64 = 64 << 10;
 
 /// Held for the life of a run; removed on drop.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     path: PathBuf,
 }
 
 impl RunLock {
     /// Take the lock of `<out>/.zhi/lock`, or fail with exit 75 naming the holder.
-    pub fn acquire(layout: &OutputLayout, run_id: &str) -> Result<RunLock, RunError> {
+    pub(crate) fn acquire(layout: &OutputLayout, run_id: &str) -> Result<RunLock, RunError> {
         let path = layout.lock();
         let zhi_dir = layout.zhi_dir();
         let me = Holder {

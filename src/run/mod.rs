@@ -7,26 +7,26 @@
 
 mod ask;
 mod chunked;
-pub mod context;
+pub(crate) mod context;
 mod error;
 mod eta;
 mod finish;
 mod job;
 mod ledger;
-pub mod lock;
+pub(crate) mod lock;
 mod message;
-pub mod progress;
-pub mod reader;
+pub(crate) mod progress;
+pub(crate) mod reader;
 mod schedule;
 mod setup;
-pub mod slots;
+pub(crate) mod slots;
 mod stop;
 mod tables;
 mod watch;
 mod workflow;
 
-pub use crate::flags::BatchOptions;
-pub use error::RunError;
+pub(crate) use crate::flags::BatchOptions;
+pub(crate) use error::RunError;
 
 use crate::config::{Concurrency, Config};
 use crate::exit::Exit;
@@ -45,7 +45,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Everything a run needs.
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub jobs: Vec<Job>,
     pub skills: Arc<SkillSet>,
     pub config: Config,
@@ -64,7 +64,7 @@ pub struct RunOptions {
 }
 
 /// How a run ended.
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub manifest: RunManifest,
     pub exit: Exit,
     /// The run at a glance, as its end prints it.
@@ -72,7 +72,7 @@ pub struct RunResult {
 }
 
 /// A sortable run id: UTC time to the millisecond, plus the shard.
-pub fn new_run_id(shard: Option<Shard>) -> String {
+pub(crate) fn new_run_id(shard: Option<Shard>) -> String {
     let mut id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
     if let Some(s) = shard {
         id.push_str(&format!("-shard-{}-of-{}", s.index, s.total));
@@ -81,7 +81,7 @@ pub fn new_run_id(shard: Option<Shard>) -> String {
 }
 
 /// Run the jobs: set up, schedule, drain, record what never ran, write the manifest.
-pub async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
+pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let layout = OutputLayout::new(&opts.output_dir);
     let (run_id, _lock) = setup::open_output(&layout, opts.shard)?;
     let started_at = crate::manifest::Timestamp::now();

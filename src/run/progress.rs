@@ -25,7 +25,7 @@ const LINE_EVERY: Duration = Duration::from_secs(5);
 
 /// Counters the workers update and the display reads.
 #[derive(Debug)]
-pub struct Counters {
+pub(crate) struct Counters {
     pub done: AtomicU64,
     pub failed: AtomicU64,
     pub in_flight: AtomicU64,
@@ -62,7 +62,7 @@ struct Running {
 }
 
 impl Counters {
-    pub fn new(total: u64) -> Counters {
+    pub(crate) fn new(total: u64) -> Counters {
         Counters {
             done: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -88,18 +88,18 @@ impl Counters {
 
     /// How many of the jobs will run; the others (cached, failed while planning) end at once
     /// and are no work left.
-    pub fn set_to_run(&self, n: u64) {
+    pub(crate) fn set_to_run(&self, n: u64) {
         self.clock().to_run = n;
     }
 
     /// `n` of the jobs counted to run turned out cached.
-    pub fn fewer_to_run(&self, n: u64) {
+    pub(crate) fn fewer_to_run(&self, n: u64) {
         let mut clock = self.clock();
         clock.to_run = clock.to_run.saturating_sub(n);
     }
 
     /// A job takes its slot.
-    pub fn job_started(&self, id: &str) {
+    pub(crate) fn job_started(&self, id: &str) {
         self.start_at(id, Instant::now());
     }
 
@@ -119,7 +119,7 @@ impl Counters {
     }
 
     /// A job has its record (every job, also the ones that never started).
-    pub fn job_ended(&self, id: &str, status: Status) {
+    pub(crate) fn job_ended(&self, id: &str, status: Status) {
         self.end_at(id, status, Instant::now());
     }
 
@@ -143,7 +143,7 @@ impl Counters {
     }
 
     /// A long document's job has `n` more pieces to answer (its split, or a combining round).
-    pub fn add_pieces(&self, id: &str, n: u64) {
+    pub(crate) fn add_pieces(&self, id: &str, n: u64) {
         self.chunks_total.fetch_add(n, Ordering::Relaxed);
         if let Some(r) = self.clock().running.get_mut(id) {
             r.pieces_total += n;
@@ -151,7 +151,7 @@ impl Counters {
     }
 
     /// A piece is answered; `here`: by this run, not taken from an earlier run's checkpoint.
-    pub fn piece_done(&self, id: &str, here: bool) {
+    pub(crate) fn piece_done(&self, id: &str, here: bool) {
         self.chunks_done.fetch_add(1, Ordering::Relaxed);
         if let Some(r) = self.clock().running.get_mut(id) {
             r.pieces_done += 1;
@@ -160,7 +160,7 @@ impl Counters {
     }
 
     /// The job splits its document anew (smaller pieces): the pieces counted so far go.
-    pub fn forget_pieces(&self, id: &str) {
+    pub(crate) fn forget_pieces(&self, id: &str) {
         let mut c = self.clock();
         if let Some(r) = c.running.get_mut(id) {
             self.chunks_total
@@ -173,7 +173,7 @@ impl Counters {
     }
 
     /// The numbers as they are now.
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         self.snapshot_at(Instant::now())
     }
 
@@ -223,7 +223,7 @@ impl Counters {
 
 /// The numbers a person sees, at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub done: u64,
     pub total: u64,
     pub running: u64,
@@ -240,7 +240,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// What follows the bar: running (with the time the longest-running job has run, from
     /// its first second on), failed, tokens, pieces and the time left.
-    pub fn status(&self, lang: Lang) -> String {
+    pub(crate) fn status(&self, lang: Lang) -> String {
         let tokens = count(self.tokens);
         let left = self
             .left
@@ -268,7 +268,7 @@ impl Snapshot {
     }
 
     /// One plain progress line (no bar, no control characters).
-    pub fn line(&self, lang: Lang) -> String {
+    pub(crate) fn line(&self, lang: Lang) -> String {
         t!(in lang;
             "zhi: {done}/{total} done, {status}",
             done = self.done,
@@ -318,14 +318,14 @@ enum Display {
     Silent,
 }
 
-pub struct Progress {
+pub(crate) struct Progress {
     pub counters: Arc<Counters>,
     display: Display,
 }
 
 impl Progress {
     /// A bar when stderr is a terminal, lines otherwise; nothing with `--no-progress`/`-q`.
-    pub fn new(total: u64, enabled: bool) -> Progress {
+    pub(crate) fn new(total: u64, enabled: bool) -> Progress {
         let counters = Arc::new(Counters::new(total));
         let display = if !enabled {
             Display::Silent
@@ -355,7 +355,7 @@ impl Progress {
     }
 
     /// Refresh after a change; plain lines at most every [`LINE_EVERY`].
-    pub fn tick(&self) {
+    pub(crate) fn tick(&self) {
         match &self.display {
             Display::Bar(bar) => {
                 bar.set_position(self.counters.done.load(Ordering::Relaxed));
@@ -372,7 +372,7 @@ impl Progress {
     }
 
     /// Log a line above the bar (or as a plain line).
-    pub fn println(&self, line: &str) {
+    pub(crate) fn println(&self, line: &str) {
         let line = crate::sanitize::for_terminal(&crate::i18n::localize(line));
         let line = line.as_str();
         match &self.display {
@@ -381,7 +381,7 @@ impl Progress {
         }
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Display::Bar(bar) = &self.display {
             bar.finish_and_clear();
         }

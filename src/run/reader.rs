@@ -11,7 +11,7 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 /// Reads documents the way the pipeline does.
-pub struct PipelineReader {
+pub(crate) struct PipelineReader {
     opts: ExtractOptions,
 }
 
@@ -19,7 +19,7 @@ impl PipelineReader {
     /// Options for a run: the configured OCR engine (its API engines on the run's `client`,
     /// so OCR requests share the run's rate budget), OCR workers shared out among the
     /// documents in flight, and the run's cancellation.
-    pub fn new(
+    pub(crate) fn new(
         config: &Config,
         client: Option<ChatClient>,
         concurrency: usize,
@@ -38,7 +38,7 @@ impl PipelineReader {
         PipelineReader { opts }
     }
 
-    pub fn options(&self) -> &ExtractOptions {
+    pub(crate) fn options(&self) -> &ExtractOptions {
         &self.opts
     }
 }

@@ -5,9 +5,9 @@
 use std::sync::Mutex;
 use tokio::sync::Notify;
 
-pub const AUTO_MIN: usize = 1;
-pub const AUTO_MAX: usize = 64;
-pub const AUTO_START: usize = 4;
+pub(crate) const AUTO_MIN: usize = 1;
+pub(crate) const AUTO_MAX: usize = 64;
+pub(crate) const AUTO_START: usize = 4;
 
 #[derive(Debug)]
 struct State {
@@ -19,14 +19,14 @@ struct State {
 
 /// A counting limiter whose limit can move while permits are out.
 #[derive(Debug)]
-pub struct Slots {
+pub(crate) struct Slots {
     auto: bool,
     state: Mutex<State>,
     notify: Notify,
 }
 
 impl Slots {
-    pub fn new(limit: usize, auto: bool) -> Slots {
+    pub(crate) fn new(limit: usize, auto: bool) -> Slots {
         let limit = limit.max(1);
         Slots {
             auto,
@@ -45,7 +45,7 @@ impl Slots {
     }
 
     /// Wait for a free slot.
-    pub async fn acquire(&self) {
+    pub(crate) async fn acquire(&self) {
         loop {
             let notified = self.notify.notified();
             {
@@ -61,7 +61,7 @@ impl Slots {
 
     /// A free slot now, or none (never waits: a job that holds a slot and waited for another
     /// could wait for ever).
-    pub fn try_acquire(&self) -> bool {
+    pub(crate) fn try_acquire(&self) -> bool {
         let mut s = self.lock();
         let free = s.in_use < s.limit;
         if free {
@@ -70,7 +70,7 @@ impl Slots {
         free
     }
 
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         let mut s = self.lock();
         s.in_use = s.in_use.saturating_sub(1);
         drop(s);
@@ -78,7 +78,7 @@ impl Slots {
     }
 
     /// A rate-limit signal: halve (auto only).
-    pub fn on_rate_limited(&self) {
+    pub(crate) fn on_rate_limited(&self) {
         if !self.auto {
             return;
         }
@@ -95,7 +95,7 @@ impl Slots {
     }
 
     /// A job finished well: after as many successes in a row as there are slots, add one.
-    pub fn on_success(&self) {
+    pub(crate) fn on_success(&self) {
         if !self.auto {
             return;
         }
@@ -115,7 +115,7 @@ impl Slots {
     }
 
     /// (current limit, peak limit)
-    pub fn limits(&self) -> (usize, usize) {
+    pub(crate) fn limits(&self) -> (usize, usize) {
         let s = self.lock();
         (s.limit, s.peak)
     }

@@ -8,7 +8,7 @@ use crate::manifest::{Counts, RunStatus, Status};
 
 /// Why scheduling stopped early.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
+pub(super) enum Stop {
     /// Auth or quota: exit 3, in-flight jobs cancelled.
     Abort(ErrorKind, String),
     /// Rate limits outlasted every retry: exit 75.
@@ -29,7 +29,7 @@ pub enum Stop {
 
 impl Stop {
     /// A job the run never started: skipped for limits, cancelled for aborts and signals.
-    pub fn not_run(stop: Option<&Stop>) -> (Status, ErrorKind, String) {
+    pub(super) fn not_run(stop: Option<&Stop>) -> (Status, ErrorKind, String) {
         let cancelled = |message: String| (Status::Cancelled, ErrorKind::Cancelled, message);
         let skipped = |message: String| (Status::Skipped, ErrorKind::Skipped, message);
         match stop {
@@ -47,7 +47,10 @@ impl Stop {
     }
 
     /// How the run ends, from why it stopped (if it did) and what its jobs came to.
-    pub fn outcome(stop: Option<&Stop>, counts: &Counts) -> (RunStatus, Exit, Option<String>) {
+    pub(super) fn outcome(
+        stop: Option<&Stop>,
+        counts: &Counts,
+    ) -> (RunStatus, Exit, Option<String>) {
         match stop {
             // A budget reached by the very last job stopped nothing: the run completed.
             Some(Stop::Budget(_) | Stop::CostBudget(_))
@@ -93,7 +96,7 @@ impl Stop {
     }
 }
 
-pub fn signal_name(sig: i32) -> &'static str {
+pub(super) fn signal_name(sig: i32) -> &'static str {
     if sig == libc::SIGTERM {
         "SIGTERM"
     } else {

@@ -56,7 +56,7 @@ fn table_name(skill: &str, schema_value: Option<&str>) -> String {
 }
 
 /// The skills of this run's jobs that feed a table (those with a schema).
-pub fn table_skills(jobs: &[Job], skills: &SkillSet) -> HashSet<String> {
+pub(super) fn table_skills(jobs: &[Job], skills: &SkillSet) -> HashSet<String> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut feeding = HashSet::new();
     for job in jobs {
@@ -114,7 +114,7 @@ fn specs(jobs: &[Job], skills: &SkillSet) -> Vec<Spec> {
 
 /// Write every table this run feeds; returns the files written (relative to `out`) and what
 /// went wrong, for the run's summary.
-pub fn write(
+pub(super) fn write(
     out: &Path,
     jobs: &[Job],
     skills: &SkillSet,

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Where the steps work, inside the job's staging; removed before the job is committed.
-pub const STEPS_DIR: &str = ".steps";
+pub(super) const STEPS_DIR: &str = ".steps";
 
 /// How a step ended, as the steps after it see it.
 #[derive(Debug, Clone)]

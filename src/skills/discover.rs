@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The largest skill file read. The longest builtin is a few kilobytes; a megabyte of system
 /// prompt would not fit a model's context anyway.
-pub const MAX_SKILL_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_SKILL_FILE_BYTES: u64 = 1 << 20;
 
 /// Where a skill was loaded from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub enum SkillSource {
 
 impl SkillSource {
     /// `builtin`, `user` (both user folders; `path` tells which) or `file`.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             SkillSource::Builtin(_) => "builtin",
             SkillSource::User(_) | SkillSource::Project(_) => "user",
@@ -36,7 +36,7 @@ impl SkillSource {
         }
     }
     /// The file, for messages: a path, or `skills/NAME.yaml (builtin)`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             SkillSource::Builtin(f) => format!("skills/{f}"),
             SkillSource::User(p) | SkillSource::Project(p) | SkillSource::File(p) => {
@@ -44,7 +44,7 @@ impl SkillSource {
             }
         }
     }
-    pub fn path(&self) -> Option<&Path> {
+    pub(crate) fn path(&self) -> Option<&Path> {
         match self {
             SkillSource::Builtin(_) => None,
             SkillSource::User(p) | SkillSource::Project(p) | SkillSource::File(p) => Some(p),
@@ -89,7 +89,7 @@ pub fn builtin_sources() -> &'static [(&'static str, &'static str)] {
 /// A warning from loading a skill: shown when that skill is used or validated, not on every
 /// command that discovers skills.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkillWarning {
+pub(crate) struct SkillWarning {
     /// The skill it is about; `None` for a skill folder that could not be read at all.
     pub skill: Option<String>,
     /// `file: message`.
@@ -98,7 +98,7 @@ pub struct SkillWarning {
 
 /// Every discovered skill, by name, with what went wrong on the way.
 #[derive(Debug, Default, Clone)]
-pub struct SkillSet {
+pub(crate) struct SkillSet {
     skills: BTreeMap<String, Skill>,
     /// Warnings about the skills loaded (a skill replaced by a later one of its name takes
     /// its warnings with it).
@@ -110,22 +110,19 @@ pub struct SkillSet {
 }
 
 impl SkillSet {
-    pub fn get(&self, name: &str) -> Option<&Skill> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.get(name)
     }
-    pub fn iter(&self) -> impl Iterator<Item = &Skill> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Skill> {
         self.skills.values()
     }
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.skills.keys().map(String::as_str)
-    }
-    pub fn contains(&self, name: &str) -> bool {
-        self.skills.contains_key(name)
     }
 
     /// The warnings a command that uses or validates `names` shows, each once: those about
     /// these skills, and about folders that could not be read.
-    pub fn warnings_about<'a>(&'a self, names: &[&str]) -> Vec<&'a str> {
+    pub(crate) fn warnings_about<'a>(&'a self, names: &[&str]) -> Vec<&'a str> {
         let mut out: Vec<&str> = Vec::new();
         for w in &self.warnings {
             let about = w.skill.as_deref().is_none_or(|s| names.contains(&s));
@@ -138,7 +135,7 @@ impl SkillSet {
 
     /// The warnings a run of `skills` shows: those of the skills and of every skill they
     /// call, nested ones included.
-    pub fn warnings_for_run(&self, skills: &[&str]) -> Vec<&str> {
+    pub(crate) fn warnings_for_run(&self, skills: &[&str]) -> Vec<&str> {
         let mut used: Vec<&str> = Vec::new();
         for s in skills {
             for nested in self.closure(s) {
@@ -151,12 +148,12 @@ impl SkillSet {
     }
 
     /// The error for a skill name that is not here, with the names it may have meant.
-    pub fn unknown(&self, name: &str) -> String {
+    pub(crate) fn unknown(&self, name: &str) -> String {
         unknown_skill(name, &crate::suggest::did_you_mean(name, self.names()))
     }
 
     /// Load one file's bytes into the set; a later skill of the same name replaces an earlier.
-    pub fn add_bytes(&mut self, bytes: &[u8], source: SkillSource) -> Option<String> {
+    pub(crate) fn add_bytes(&mut self, bytes: &[u8], source: SkillSource) -> Option<String> {
         self.add_loaded(load_str(bytes, source))
     }
 
@@ -209,7 +206,7 @@ impl SkillSet {
     /// Discovery reads every skill file for every command, builtin runs included, so a file
     /// that is not one — a FIFO, a link to a device, a folder, megabytes — is a broken skill
     /// (a warning naming it) and never a hang or an endless read; see [`crate::small_file`].
-    pub fn add_file(&mut self, path: &Path, source: SkillSource) -> Option<String> {
+    pub(crate) fn add_file(&mut self, path: &Path, source: SkillSource) -> Option<String> {
         match crate::small_file::read(path, MAX_SKILL_FILE_BYTES) {
             Ok(bytes) => self.add_bytes(&bytes, source),
             Err(e) => {
@@ -226,7 +223,11 @@ impl SkillSet {
     /// set: its front matter and instructions, the files of `references/` and `assets/` its jobs
     /// may read (each at most [`MAX_RESOURCE_BYTES`]), its `scripts/` (never run), and a content
     /// hash over every file of the folder, so that a changed reference reruns the jobs.
-    pub fn add_folder(&mut self, dir: &Path, make: fn(PathBuf) -> SkillSource) -> Option<String> {
+    pub(crate) fn add_folder(
+        &mut self,
+        dir: &Path,
+        make: fn(PathBuf) -> SkillSource,
+    ) -> Option<String> {
         let md = dir.join(SKILL_MD);
         let bytes = match crate::small_file::read(&md, MAX_SKILL_FILE_BYTES) {
             Ok(b) => b,
@@ -313,12 +314,12 @@ impl SkillSet {
 
     /// Check the nested-skill graph of `roots` (all skills when `None`): unknown tools and
     /// skills, cycles, nesting deeper than [`super::MAX_NESTING`].
-    pub fn check_graph(&self, roots: Option<&[&str]>) -> Vec<graph::GraphError> {
+    pub(crate) fn check_graph(&self, roots: Option<&[&str]>) -> Vec<graph::GraphError> {
         graph::check(&self.skills, roots)
     }
 
     /// The skills a skill calls, transitively, itself included, in a stable order.
-    pub fn closure(&self, name: &str) -> Vec<&Skill> {
+    pub(crate) fn closure(&self, name: &str) -> Vec<&Skill> {
         let mut seen: Vec<&str> = Vec::new();
         let mut stack = vec![name];
         while let Some(n) = stack.pop() {
@@ -336,7 +337,7 @@ impl SkillSet {
 }
 
 /// Discover every skill: builtins, then `<config_dir>/skills/`, then `<cwd>/.zhi/skills/`.
-pub fn discover(config_dir: Option<&Path>, cwd: &Path) -> SkillSet {
+pub(crate) fn discover(config_dir: Option<&Path>, cwd: &Path) -> SkillSet {
     let mut set = SkillSet::default();
     for (file, yaml) in builtin_sources() {
         set.add_bytes(yaml.as_bytes(), SkillSource::Builtin(file));
@@ -379,10 +380,10 @@ fn inline_texts(
 }
 
 /// The file that makes a folder an Agent Skill.
-pub const SKILL_MD: &str = "SKILL.md";
+pub(crate) const SKILL_MD: &str = "SKILL.md";
 
 /// The largest file of a skill's `references/` or `assets/` that its jobs may read.
-pub const MAX_RESOURCE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_RESOURCE_BYTES: u64 = 1 << 20;
 
 /// How many files of a skill folder are looked at (and hashed).
 const MAX_FOLDER_FILES: usize = 1000;
@@ -498,7 +499,7 @@ fn load_dir(set: &mut SkillSet, dir: &Path, make: fn(PathBuf) -> SkillSource) {
 }
 
 /// "unknown skill `x`; [did you mean `y`?] `zhi skills list` shows the available ones".
-pub fn unknown_skill(skill: &str, hint: &str) -> String {
+pub(crate) fn unknown_skill(skill: &str, hint: &str) -> String {
     let skill = crate::sanitize::one_line(skill);
     if hint.is_empty() {
         format!("unknown skill `{skill}`; `zhi skills list` shows the available ones")

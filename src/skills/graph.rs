@@ -6,11 +6,11 @@ use super::{BUILTIN_TOOLS, Skill};
 use std::collections::BTreeMap;
 
 /// How many levels of skills may nest below the top skill (a → b → c → d is 3).
-pub const MAX_NESTING: usize = 3;
+pub(crate) const MAX_NESTING: usize = 3;
 
 /// A problem in the skill graph, with the chain that shows it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GraphError {
+pub(crate) enum GraphError {
     #[error("skill `{skill}`: unknown tool or skill `{name}`{hint} (tools are {tools}, or other skills' names)", tools = BUILTIN_TOOLS.join(", "))]
     Unknown {
         skill: String,

@@ -202,7 +202,7 @@ pub fn load_str(bytes: &[u8], source: SkillSource) -> Result<Loaded, LoadError> 
 /// fields (`license`, `compatibility`, `metadata`, `allowed-tools`) are known and not used;
 /// front matter no format defines warns, never fails. `content_hash` is the hash of the
 /// whole folder.
-pub fn load_skill_md(
+pub(crate) fn load_skill_md(
     bytes: &[u8],
     source: SkillSource,
     content_hash: String,
@@ -764,7 +764,7 @@ fn parse_arg(i: usize, item: &Value, warnings: &mut Vec<String>) -> Result<ArgSp
 }
 
 /// `^[a-zA-Z0-9][a-zA-Z0-9_-]*$`, at most 64 characters.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err(msg!("empty"));
     }

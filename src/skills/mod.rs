@@ -6,33 +6,32 @@
 
 mod discover;
 mod graph;
-pub mod load;
+pub(crate) mod load;
 mod preamble;
-pub mod schema;
-pub mod steps;
+pub(crate) mod schema;
+pub(crate) mod steps;
 
-pub use discover::{
-    MAX_RESOURCE_BYTES, MAX_SKILL_FILE_BYTES, SKILL_MD, SkillSet, SkillSource, builtin_sources,
-    discover, unknown_skill,
-};
-pub use graph::MAX_NESTING;
+pub(crate) use discover::{SKILL_MD, SkillSet, discover, unknown_skill};
+pub use discover::{SkillSource, builtin_sources};
+pub(crate) use graph::MAX_NESTING;
 pub use load::{LoadError, Loaded, load_str};
-pub use preamble::{language_of, system_prompt};
-pub use schema::{GroundingRule, SchemaSpec};
-pub use steps::{Condition, Step, StepRun};
+pub(crate) use preamble::{language_of, system_prompt};
+pub(crate) use schema::{GroundingRule, SchemaSpec};
+pub(crate) use steps::{Step, StepRun};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 /// The tools a skill may list besides other skills' names (docs/sandbox.md#tools).
-pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "file_list", "ocr", "web_fetch"];
+pub(crate) const BUILTIN_TOOLS: &[&str] =
+    &["file_read", "file_write", "file_list", "ocr", "web_fetch"];
 
 /// Default turn limit when a skill sets none.
-pub const DEFAULT_MAX_TURNS: u32 = 15;
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 15;
 /// Allowed turn limits.
-pub const MAX_TURNS_RANGE: std::ops::RangeInclusive<u32> = 1..=50;
+pub(crate) const MAX_TURNS_RANGE: std::ops::RangeInclusive<u32> = 1..=50;
 /// The model a skill runs on when neither it, the config nor a flag names one.
-pub const DEFAULT_MODEL: &str = "glm-4-flash";
+pub(crate) const DEFAULT_MODEL: &str = "glm-4-flash";
 
 /// A validated skill.
 #[derive(Debug, Clone, Serialize)]
@@ -43,12 +42,12 @@ pub struct Skill {
     pub system_prompt: String,
     pub tools: Vec<String>,
     pub max_turns: u32,
-    pub input: InputSpec,
-    pub output: Option<OutputSpec>,
+    pub(crate) input: InputSpec,
+    pub(crate) output: Option<OutputSpec>,
     pub chunking: Chunking,
     /// A workflow's steps (docs/skills.md#workflows); empty for other skills.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
     /// Where the skill came from.
     pub source: SkillSource,
     /// sha256 of the skill file's bytes (with its schema file's): see
@@ -56,7 +55,7 @@ pub struct Skill {
     pub file_hash: String,
     /// The folder of an Agent Skill (`SKILL.md`), with what its jobs may read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub folder: Option<SkillFolder>,
+    pub(crate) folder: Option<SkillFolder>,
     /// `escalate:`: this skill's ladder (`MODEL` or `MODEL@BASE_URL`), over the settings'
     /// (docs/escalation.md#the-ladder).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -65,7 +64,7 @@ pub struct Skill {
 
 /// An Agent Skill's folder: `SKILL.md`, and optionally `references/`, `assets/`, `scripts/`.
 #[derive(Debug, Clone, Serialize)]
-pub struct SkillFolder {
+pub(crate) struct SkillFolder {
     pub root: std::path::PathBuf,
     /// Files under `references/` and `assets/` that `file_read` may read: (name as the model
     /// sees it, e.g. `references/style.md`; path).
@@ -90,24 +89,24 @@ pub struct SkillFolder {
 
 impl SkillFolder {
     /// The hash over every file's path and content, computed the first time it is asked.
-    pub fn hash(&self) -> &str {
+    pub(crate) fn hash(&self) -> &str {
         self.hash
             .get_or_init(|| discover::folder_hash(&self.root, &self.files))
     }
 }
 
 /// How much resource text an Agent Skill may carry in its prompt and stay direct.
-pub const INLINE_RESOURCES_BYTES: u64 = 16 * 1024;
+pub(crate) const INLINE_RESOURCES_BYTES: u64 = 16 * 1024;
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct InputSpec {
+pub(crate) struct InputSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub args: Vec<ArgSpec>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct OutputSpec {
+pub(crate) struct OutputSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The files a successful job must leave (docs/skills.md#declared-outputs). A name may hold
@@ -131,11 +130,11 @@ fn is_flag(g: &GroundingRule) -> bool {
 }
 
 /// Extensions of declared outputs that direct mode can write from a plain answer.
-pub const DIRECT_EXTS: &[&str] = &["md", "txt", "csv", "json"];
+pub(crate) const DIRECT_EXTS: &[&str] = &["md", "txt", "csv", "json"];
 
 /// One input argument of a skill.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ArgSpec {
+pub(crate) struct ArgSpec {
     pub name: String,
     #[serde(rename = "type")]
     pub kind: ArgType,
@@ -207,7 +206,7 @@ impl Skill {
     /// What identifies this skill's content: part of every job's cache key and of a run's
     /// manifest. The skill file's hash, and for an Agent Skill its whole folder's (computed
     /// on first use, so commands that do not need it never read the folder).
-    pub fn content_hash(&self) -> String {
+    pub(crate) fn content_hash(&self) -> String {
         match &self.folder {
             Some(folder) => {
                 let mut h = Sha256::new();
@@ -222,7 +221,7 @@ impl Skill {
 
     /// The argument that names the document a job is about: the first required `file` or
     /// `directory` argument.
-    pub fn primary_arg(&self) -> Option<&ArgSpec> {
+    pub(crate) fn primary_arg(&self) -> Option<&ArgSpec> {
         self.input
             .args
             .iter()
@@ -236,7 +235,7 @@ impl Skill {
     }
 
     /// Names in `tools` that are other skills rather than builtin tools.
-    pub fn nested_skill_names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn nested_skill_names(&self) -> impl Iterator<Item = &str> {
         self.tools
             .iter()
             .map(String::as_str)
@@ -245,7 +244,7 @@ impl Skill {
 
     /// The skills this one uses: those in `tools` (nested skills the model may call) and those
     /// its steps run.
-    pub fn children(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn children(&self) -> impl Iterator<Item = &str> {
         self.nested_skill_names()
             .chain(self.steps.iter().filter_map(Step::skill))
     }
@@ -253,7 +252,7 @@ impl Skill {
     /// How a job of this skill runs with its default arguments: `direct` (one request),
     /// `extract` (one request whose answer is a JSON object of its schema), `workflow` (fixed
     /// steps) or `agent` (the model chooses tools, turn by turn).
-    pub fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> &'static str {
         let defaults: std::collections::BTreeMap<String, String> = self
             .input
             .args
@@ -272,14 +271,14 @@ impl Skill {
     }
 
     /// The schema of an extraction skill (docs/extract.md).
-    pub fn schema(&self) -> Option<&SchemaSpec> {
+    pub(crate) fn schema(&self) -> Option<&SchemaSpec> {
         self.output.as_ref().and_then(|o| o.schema.as_ref())
     }
 
     /// The chunking that sizes a long document's pieces: the skill's own, except that an
     /// extraction's answer is short whatever its piece, so its pieces fill the window as a
     /// map-reduce's do rather than being held to what a `map` answer can render.
-    pub fn piece_sizing(&self) -> Chunking {
+    pub(crate) fn piece_sizing(&self) -> Chunking {
         match self.chunking {
             Chunking::Map if self.schema().is_some() => Chunking::MapReduce,
             other => other,
@@ -287,7 +286,7 @@ impl Skill {
     }
 
     /// Whether the skill runs as a workflow of fixed steps.
-    pub fn is_workflow(&self) -> bool {
+    pub(crate) fn is_workflow(&self) -> bool {
         !self.steps.is_empty()
     }
 
@@ -303,7 +302,7 @@ impl Skill {
     /// What the declared output is, in the skill's own words, without the file name its
     /// description may start with (`translation.md, the full translation …` → `the full
     /// translation …`).
-    pub fn output_gist(&self) -> Option<String> {
+    pub(crate) fn output_gist(&self) -> Option<String> {
         let d = self.output.as_ref()?.description.as_deref()?.trim();
         let rest = match d.split_once(", ") {
             Some((head, rest)) if !head.contains(' ') && head.contains('.') => rest,
@@ -313,7 +312,7 @@ impl Skill {
     }
 
     /// The language this job's outputs must be in (`output.language`, placeholders filled).
-    pub fn output_language(
+    pub(crate) fn output_language(
         &self,
         args: &std::collections::BTreeMap<String, String>,
     ) -> Option<String> {
@@ -327,7 +326,7 @@ impl Skill {
     /// The one text file a job of this skill writes from the model's plain answer, when the
     /// skill runs in direct mode: one declared text output, no nested skills, no folder input,
     /// no tool beyond reading its own inputs (which the first message already holds).
-    pub fn direct_output(
+    pub(crate) fn direct_output(
         &self,
         args: &std::collections::BTreeMap<String, String>,
     ) -> Option<String> {
@@ -356,7 +355,7 @@ impl Skill {
     }
 
     /// Builtin tools this skill lists.
-    pub fn builtin_tools(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn builtin_tools(&self) -> impl Iterator<Item = &str> {
         self.tools
             .iter()
             .map(String::as_str)
@@ -365,7 +364,7 @@ impl Skill {
 }
 
 /// The lowercase extension of a file name (`""` when it has none).
-pub fn extension(name: &str) -> String {
+pub(crate) fn extension(name: &str) -> String {
     std::path::Path::new(name)
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
@@ -376,7 +375,10 @@ pub fn extension(name: &str) -> String {
 /// is turned from a format's name into its extension (`markdown` → `md`, `excel` → `xlsx`), so
 /// `reformatted.{format}` with `format: markdown` is `reformatted.md`. A placeholder with no
 /// argument is left as it is.
-pub fn fill_template(name: &str, args: &std::collections::BTreeMap<String, String>) -> String {
+pub(crate) fn fill_template(
+    name: &str,
+    args: &std::collections::BTreeMap<String, String>,
+) -> String {
     let mut out = String::new();
     let mut rest = name;
     while let Some(open) = rest.find('{') {

@@ -5,13 +5,13 @@
 use super::Skill;
 
 /// Prepended to every system prompt.
-pub const LANGUAGE_PREAMBLE: &str = "\
+pub(super) const LANGUAGE_PREAMBLE: &str = "\
 Language rule: write in the language of the input document or, when an argument (`to`, \
 `translate_to`, `target`) names a target language, in that one; headings, labels and table \
 headers too. Never mix languages in one text.";
 
 /// The system prompt sent to the model: the preamble, then the skill's own prompt.
-pub fn system_prompt(skill: &Skill) -> String {
+pub(crate) fn system_prompt(skill: &Skill) -> String {
     let mut prompt = format!("{LANGUAGE_PREAMBLE}\n\n{}", skill.system_prompt.trim_end());
     // An Agent Skill's references and assets: named, so the model knows what it may read.
     if let Some(folder) = skill.folder.as_ref().filter(|f| !f.resources.is_empty()) {
@@ -41,7 +41,7 @@ pub fn system_prompt(skill: &Skill) -> String {
 /// The language a text is written in, when its script says so plainly: the share of Han,
 /// kana, Hangul or Cyrillic letters, and for Latin text a few English function words. A
 /// small model follows "write in Chinese" far better than "write in the document's language".
-pub fn language_of(text: &str) -> Option<&'static str> {
+pub(crate) fn language_of(text: &str) -> Option<&'static str> {
     let (mut han, mut kana, mut hangul, mut cyrillic, mut latin) = (0u32, 0u32, 0u32, 0u32, 0u32);
     for c in text.chars().take(20_000) {
         match c as u32 {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Where an extraction skill's schema comes from.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SchemaSpec {
+pub(crate) enum SchemaSpec {
     /// The schema itself: written in the skill, or read from the file beside it when the skill
     /// was loaded.
     Inline(Value),
@@ -29,7 +29,7 @@ impl Serialize for SchemaSpec {
 /// What an ungrounded value (found nowhere in the document) does to its job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum GroundingRule {
+pub(crate) enum GroundingRule {
     /// Kept, and flagged in the record and the table (the default).
     #[default]
     Flag,
@@ -38,13 +38,13 @@ pub enum GroundingRule {
 }
 
 /// The largest schema file zhi reads.
-pub const MAX_SCHEMA_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_SCHEMA_BYTES: u64 = 1 << 20;
 
 /// The file an extraction job writes: the validated object.
-pub const EXTRACTED_FILE: &str = "extracted.json";
+pub(crate) const EXTRACTED_FILE: &str = "extracted.json";
 
 /// A schema read from `path` (JSON, or YAML for `.yaml`/`.yml`), checked.
-pub fn read_schema_file(path: &Path) -> Result<Value, String> {
+pub(crate) fn read_schema_file(path: &Path) -> Result<Value, String> {
     let bytes = crate::small_file::read(path, MAX_SCHEMA_BYTES)
         .map_err(|e| format!("cannot read the schema {}: {e}", path.display()))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
@@ -70,7 +70,7 @@ pub fn read_schema_file(path: &Path) -> Result<Value, String> {
 
 /// A schema zhi can extract with: a valid JSON Schema whose top level is an object with
 /// properties.
-pub fn check(schema: &Value) -> Result<(), String> {
+pub(crate) fn check(schema: &Value) -> Result<(), String> {
     let Some(map) = schema.as_object() else {
         return Err(msg!("a schema must be a JSON object"));
     };
@@ -88,7 +88,7 @@ pub fn check(schema: &Value) -> Result<(), String> {
 
 /// One field of a schema, flattened: `invoice.seller.name`, or an array (`items`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Field {
+pub(crate) struct Field {
     /// Dotted path from the top (`seller.name`).
     pub path: String,
     /// `string`, `number`, `integer`, `boolean`, `array`, `object`, or several joined by `|`.
@@ -101,7 +101,7 @@ pub struct Field {
 
 /// The schema's fields in schema order: nested objects flattened with dots; an array is one
 /// field, with its items' fields when they are objects.
-pub fn fields(schema: &Value) -> Vec<Field> {
+pub(crate) fn fields(schema: &Value) -> Vec<Field> {
     let mut out = Vec::new();
     walk(schema, "", &mut out);
     out
@@ -166,7 +166,7 @@ fn kinds(prop: &Value) -> Vec<String> {
 }
 
 /// The fields as the model is told them: one line each, `- path (type, required): what it is`.
-pub fn describe(fields: &[Field]) -> String {
+pub(crate) fn describe(fields: &[Field]) -> String {
     let mut lines = Vec::new();
     for f in fields {
         lines.push(line(f, ""));
@@ -194,7 +194,7 @@ fn line(f: &Field, prefix: &str) -> String {
 
 /// Whether OpenAI's strict structured outputs can take the schema: every object lists all its
 /// properties as required and forbids others.
-pub fn strict_ok(schema: &Value) -> bool {
+pub(crate) fn strict_ok(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             if let Some(props) = map.get("properties").and_then(Value::as_object) {
@@ -217,7 +217,7 @@ pub fn strict_ok(schema: &Value) -> bool {
 }
 
 /// The value at a dotted path of an extracted object (`seller.name`).
-pub fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.')
         .try_fold(object, |v, key| v.as_object().and_then(|m| m.get(key)))
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 /// One step of a workflow.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
+pub(crate) struct Step {
     /// The step's name, for references (`{steps.ID.output}`) and the record.
     pub id: String,
     /// What the step runs.
@@ -43,7 +43,7 @@ pub struct Step {
 /// What a step runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StepRun {
+pub(crate) enum StepRun {
     /// Another skill (builtin or user), in its own mode.
     Skill(String),
     /// One direct request of the workflow's own: these instructions, the job's document and
@@ -60,7 +60,7 @@ pub enum StepRun {
 
 /// `when:` — `NAME` (the argument is given and not empty), `NAME == VALUE`, `NAME != VALUE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Condition {
+pub(crate) struct Condition {
     pub arg: String,
     /// `Some((true, v))`: equals v; `Some((false, v))`: differs from v; `None`: given.
     pub test: Option<(bool, String)>,
@@ -69,7 +69,7 @@ pub struct Condition {
 }
 
 impl Condition {
-    pub fn parse(text: &str) -> Result<Condition, String> {
+    pub(crate) fn parse(text: &str) -> Result<Condition, String> {
         let t = text.trim();
         let (arg, test) = if let Some((a, v)) = t.split_once("!=") {
             (a.trim(), Some((false, unquote(v))))
@@ -97,7 +97,7 @@ impl Condition {
     }
 
     /// Whether it holds for these arguments (an argument not given is empty).
-    pub fn holds(&self, args: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn holds(&self, args: &BTreeMap<String, String>) -> bool {
         let value = args.get(&self.arg).map(|v| v.trim()).unwrap_or("");
         match &self.test {
             None => !value.is_empty(),
@@ -113,7 +113,7 @@ fn unquote(v: &str) -> String {
 
 impl Step {
     /// The steps this one needs: those named in `needs` and those its templates refer to.
-    pub fn dependencies(&self) -> Vec<String> {
+    pub(crate) fn dependencies(&self) -> Vec<String> {
         let mut deps = self.needs.clone();
         let mut texts: Vec<&str> = self.args.values().map(String::as_str).collect();
         match &self.run {
@@ -142,7 +142,7 @@ impl Step {
     }
 
     /// The skill the step runs, if it runs one.
-    pub fn skill(&self) -> Option<&str> {
+    pub(crate) fn skill(&self) -> Option<&str> {
         match &self.run {
             StepRun::Skill(s) => Some(s),
             StepRun::Prompt { .. } | StepRun::Join(_) => None,
@@ -151,7 +151,7 @@ impl Step {
 }
 
 /// The `{steps.ID.FIELD}` references in a template: (id, field).
-pub fn step_refs(template: &str) -> Vec<(String, String)> {
+pub(crate) fn step_refs(template: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut rest = template;
     while let Some(at) = rest.find("{steps.") {
@@ -167,7 +167,7 @@ pub fn step_refs(template: &str) -> Vec<(String, String)> {
 }
 
 /// Parse `steps:`. Warnings (unknown keys) go to `warnings`.
-pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<Vec<Step>, String> {
+pub(crate) fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<Vec<Step>, String> {
     let Value::Sequence(items) = v else {
         return Err("`steps` must be a list of steps".into());
     };

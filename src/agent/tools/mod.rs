@@ -24,17 +24,18 @@ use serde_json::{Map, Value, json};
 
 use super::sandbox::Sandbox;
 
-pub use reader::{DocumentReader, PlainTextReader};
-pub use web::{WebGuardError, check_ip};
+pub(crate) use reader::DocumentReader;
+#[cfg(test)]
+pub(crate) use reader::PlainTextReader;
 
 /// The most text one `file_read`, `ocr` or `web_fetch` call returns to the model.
-pub const READ_CAP_BYTES: usize = 50 * 1024;
+pub(crate) const READ_CAP_BYTES: usize = 50 * 1024;
 /// The most entries one `file_list` call shows.
-pub const LIST_CAP_ENTRIES: usize = 500;
+pub(crate) const LIST_CAP_ENTRIES: usize = 500;
 
 /// A tool zhi itself provides (nested skills are offered by the agent loop, not here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolKind {
+pub(crate) enum ToolKind {
     FileRead,
     FileWrite,
     FileList,
@@ -43,7 +44,7 @@ pub enum ToolKind {
 }
 
 impl ToolKind {
-    pub const ALL: [ToolKind; 5] = [
+    pub(crate) const ALL: [ToolKind; 5] = [
         ToolKind::FileRead,
         ToolKind::FileWrite,
         ToolKind::FileList,
@@ -52,7 +53,7 @@ impl ToolKind {
     ];
 
     /// The name in skill files and in the `tools` array.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ToolKind::FileRead => "file_read",
             ToolKind::FileWrite => "file_write",
@@ -62,12 +63,12 @@ impl ToolKind {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<ToolKind> {
+    pub(crate) fn from_name(name: &str) -> Option<ToolKind> {
         ToolKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     /// What the tool does, written for a small model.
-    pub fn description(self) -> &'static str {
+    pub(crate) fn description(self) -> &'static str {
         match self {
             ToolKind::FileRead => {
                 "Read a file and get its text. Works on the job's input documents (PDF, Office \
@@ -101,7 +102,7 @@ impl ToolKind {
     }
 
     /// The JSON Schema of the arguments.
-    pub fn parameters(self) -> Value {
+    pub(crate) fn parameters(self) -> Value {
         match self {
             ToolKind::FileRead => json!({
                 "type": "object",
@@ -175,7 +176,8 @@ impl ToolKind {
     }
 
     /// The entry for the OpenAI-shaped `tools` array of a chat request.
-    pub fn definition(self) -> Value {
+    #[cfg(test)]
+    pub(crate) fn definition(self) -> Value {
         json!({
             "type": "function",
             "function": {
@@ -202,7 +204,7 @@ impl ToolKind {
 
 /// What a tool call works with: the job's sandbox, the document reader and the run's policy.
 #[derive(Clone)]
-pub struct ToolEnv {
+pub(crate) struct ToolEnv {
     pub sandbox: Arc<Sandbox>,
     pub reader: Arc<dyn DocumentReader>,
     /// The run's switches (`--allow-web`: whether `web_fetch` may run at all).
@@ -227,7 +229,7 @@ impl ToolEnv {
 
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutcome {
+pub(crate) struct ToolOutcome {
     /// What goes back to the model as the `role: tool` message.
     pub content: String,
     /// The call was refused: bad arguments, or a path or address outside what the job may
@@ -267,17 +269,22 @@ impl ToolOutcome {
 
 /// Runs tool calls. One per run is enough; it holds no per-job state.
 #[derive(Debug, Clone, Default)]
-pub struct Toolbox {
+pub(crate) struct Toolbox {
     web: web::WebFetcher,
 }
 
 impl Toolbox {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Toolbox::default()
     }
 
     /// Run one tool call. `arguments` is the raw JSON string the model sent.
-    pub async fn execute(&self, kind: ToolKind, arguments: &str, env: &ToolEnv) -> ToolOutcome {
+    pub(crate) async fn execute(
+        &self,
+        kind: ToolKind,
+        arguments: &str,
+        env: &ToolEnv,
+    ) -> ToolOutcome {
         let args = match Args::parse(kind, arguments) {
             Ok(args) => args,
             Err(outcome) => return outcome,

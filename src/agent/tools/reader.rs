@@ -4,14 +4,14 @@
 //! engines) lives in its own module and is handed in through [`DocumentReader`]. The reader only
 //! ever receives paths that passed the sandbox's checks.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
-use crate::error::{ErrorKind, JobError};
+use crate::error::JobError;
+#[cfg(test)]
+use {crate::error::ErrorKind, std::fs::File, std::io::Read};
 
 /// Turns a document into the text the model is given.
-pub trait DocumentReader: Send + Sync {
+pub(crate) trait DocumentReader: Send + Sync {
     /// The document's text (extracted for PDFs, office files and images).
     fn read_text(&self, path: &Path) -> Result<String, JobError>;
     /// The document's text and what a person should know about how it was read (pages whose
@@ -24,15 +24,19 @@ pub trait DocumentReader: Send + Sync {
 }
 
 /// The largest file [`PlainTextReader`] loads.
+#[cfg(test)]
 const PLAIN_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// How much of the start of a file decides whether it is binary.
+#[cfg(test)]
 const SNIFF_BYTES: usize = 8 * 1024;
 
 /// Reads text files only (UTF-8, or UTF-16 with a byte-order mark; invalid bytes replaced).
 /// Binary files are `unsupported_type`; there is no OCR engine.
+#[cfg(test)]
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PlainTextReader;
+pub(crate) struct PlainTextReader;
 
+#[cfg(test)]
 impl DocumentReader for PlainTextReader {
     fn read_text(&self, path: &Path) -> Result<String, JobError> {
         // Messages leave the path out: the caller names the file the way the model knows it.
@@ -72,6 +76,7 @@ impl DocumentReader for PlainTextReader {
 }
 
 /// NUL bytes in the first few KB mark a binary file (text has none, outside UTF-16).
+#[cfg(test)]
 fn is_binary(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     let nuls = head.iter().filter(|b| **b == 0).count();

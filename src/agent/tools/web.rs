@@ -32,7 +32,7 @@ use reqwest::redirect::Policy;
 use super::{Args, READ_CAP_BYTES, ToolOutcome, cap_text};
 
 /// Redirects followed per fetch.
-pub const MAX_REDIRECTS: usize = 5;
+pub(super) const MAX_REDIRECTS: usize = 5;
 /// The most body bytes read from one response.
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,7 +43,7 @@ const USER_AGENT: &str = concat!("zhi/", env!("CARGO_PKG_VERSION"), " (document 
 /// Why the guard refused an address. The text goes back to the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct WebGuardError(String);
+pub(crate) struct WebGuardError(String);
 
 impl WebGuardError {
     fn new(message: impl Into<String>) -> Self {
@@ -52,7 +52,7 @@ impl WebGuardError {
 }
 
 /// Whether an address may be dialled: only public unicast addresses may.
-pub fn check_ip(ip: IpAddr) -> Result<(), WebGuardError> {
+pub(crate) fn check_ip(ip: IpAddr) -> Result<(), WebGuardError> {
     let reason = match ip {
         IpAddr::V4(v4) => v4_reason(v4),
         IpAddr::V6(v6) => v6_reason(v6),

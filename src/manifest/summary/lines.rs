@@ -13,14 +13,14 @@ use std::path::Path;
 
 /// How many failed jobs (and jobs with refused tool calls) are named; the rest are in the
 /// run's `results.jsonl`, which the summary points to.
-pub const NAMED: usize = 20;
+pub(crate) const NAMED: usize = 20;
 
 /// The width the lines keep to (paths excepted: they are never cut).
 const COLUMNS: usize = 100;
 
 /// One part of a summary, in the order a caller lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Section {
+pub(crate) enum Section {
     /// `run <id>  <status>  shard <m/n>`, and why it stopped early.
     Head,
     /// The command that started the run.
@@ -52,7 +52,7 @@ pub enum Section {
 }
 
 /// What a run says as it ends: what it did, where its files are, which jobs failed and why.
-pub const END_OF_RUN: &[Section] = &[
+pub(crate) const END_OF_RUN: &[Section] = &[
     Section::Head,
     Section::Counts,
     Section::Tokens,
@@ -64,7 +64,7 @@ pub const END_OF_RUN: &[Section] = &[
 ];
 
 /// What `zhi manifest show` says of a run.
-pub const MANIFEST_SHOW: &[Section] = &[
+pub(crate) const MANIFEST_SHOW: &[Section] = &[
     Section::Head,
     Section::Command,
     Section::Model,
@@ -81,7 +81,7 @@ pub const MANIFEST_SHOW: &[Section] = &[
 ];
 
 /// `sections` of `s`, in that order, in `lang`; paths under `cwd` are shown relative to it.
-pub fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang) -> Vec<String> {
+pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang) -> Vec<String> {
     let w = Writer { s, cwd, lang };
     let mut out = Vec::new();
     for section in sections {
@@ -126,7 +126,7 @@ pub fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang) -> Ve
 }
 
 /// The counts of a run on one line, in `lang`.
-pub fn counts_line(c: &Counts, lang: Lang) -> String {
+pub(crate) fn counts_line(c: &Counts, lang: Lang) -> String {
     t!(in lang;
         "planned {planned}  succeeded {succeeded}  failed {failed}  cached {cached}  skipped {skipped}  cancelled {cancelled}",
         planned = c.planned,
@@ -139,7 +139,7 @@ pub fn counts_line(c: &Counts, lang: Lang) -> String {
 }
 
 /// `2400 (prompt 2000, completion 400)`.
-pub fn tokens_line(t: &Tokens, lang: Lang) -> String {
+pub(crate) fn tokens_line(t: &Tokens, lang: Lang) -> String {
     t!(in lang;
         "{tokens} (prompt {prompt}, completion {completion})",
         tokens = t.total(),
@@ -151,7 +151,7 @@ pub fn tokens_line(t: &Tokens, lang: Lang) -> String {
 /// The summary's lines on escalation and cost (the end-of-run summary and `manifest show`
 /// say them alike): `escalated 3 job(s): summarize → glm-4-plus 3` and `cost ¥0.012
 /// (glm-4-flash ¥0, glm-4-plus ¥0.012)`.
-pub fn escalation_and_cost(
+pub(crate) fn escalation_and_cost(
     escalations: &BTreeMap<String, BTreeMap<String, u64>>,
     costs: &BTreeMap<String, Cost>,
     lang: Lang,

@@ -7,8 +7,8 @@
 
 mod lines;
 
-pub use lines::{
-    END_OF_RUN, MANIFEST_SHOW, NAMED, Section, counts_line, escalation_and_cost, lines, tokens_line,
+pub(crate) use lines::{
+    END_OF_RUN, MANIFEST_SHOW, counts_line, escalation_and_cost, lines, tokens_line,
 };
 
 use super::merge::LoadedRun;
@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// How many of the slowest jobs a summary lists.
-pub const SLOWEST: usize = 5;
+pub(crate) const SLOWEST: usize = 5;
 
 /// One job in a summary's lists.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JobLine {
+pub(crate) struct JobLine {
     pub job_id: String,
     /// The skill that ran it (not in `manifest show --json`, a contract that predates it).
     #[serde(skip)]
@@ -44,7 +44,7 @@ pub struct JobLine {
 
 /// The summary object `zhi manifest show --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub run_id: String,
     pub path: String,
     /// The run's status; `None` when it wrote no `manifest.json` (killed, or still running).
@@ -95,7 +95,7 @@ pub struct RunSummary {
 /// The model of a run: the name zhi asked for, beside what the server said — the model it
 /// said answered, and what it runs under that name (a local server answers to any name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ModelSeen {
+pub(crate) struct ModelSeen {
     /// The name zhi asked for (most jobs', when several).
     pub asked: String,
     /// The model the server said answered (most requests').
@@ -126,12 +126,12 @@ impl ModelSeen {
     }
 
     /// Whether the server said more than the name zhi asked for.
-    pub fn says_more(&self) -> bool {
+    pub(crate) fn says_more(&self) -> bool {
         self.runs.is_some() || self.served.as_ref().is_some_and(|s| *s != self.asked)
     }
 
     /// `glm-4-flash, answered as glm-4-flash-250414 (the server runs qwen2.5.gguf)`.
-    pub fn describe(&self, lang: Lang) -> String {
+    pub(crate) fn describe(&self, lang: Lang) -> String {
         let mut out = one_line(&self.asked);
         if let Some(served) = self.served.as_ref().filter(|s| **s != self.asked) {
             out += &t!(in lang; ", answered as {model}", model = one_line(served));
@@ -171,17 +171,23 @@ fn line(r: &super::JobRecord) -> JobLine {
 
 /// The summary a run prints when it ends, line by line, in `lang`; paths under `cwd` are
 /// shown relative to it.
-pub fn end_of_run(m: &RunManifest, records: &[JobRecord], cwd: &Path, lang: Lang) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn end_of_run(
+    m: &RunManifest,
+    records: &[JobRecord],
+    cwd: &Path,
+    lang: Lang,
+) -> Vec<String> {
     lines(&RunSummary::of_finished(m, records), END_OF_RUN, cwd, lang)
 }
 
 /// [`end_of_run`] of a summary already made (the run's, folded as its records were written).
-pub fn end_of_run_lines(s: &RunSummary, cwd: &Path, lang: Lang) -> Vec<String> {
+pub(crate) fn end_of_run_lines(s: &RunSummary, cwd: &Path, lang: Lang) -> Vec<String> {
     lines(s, END_OF_RUN, cwd, lang)
 }
 
 /// Summarize one run as read from its folder.
-pub fn summarize(run: &LoadedRun) -> RunSummary {
+pub(crate) fn summarize(run: &LoadedRun) -> RunSummary {
     RunSummary::of(
         &run.run_id,
         &run.path,
@@ -193,13 +199,14 @@ pub fn summarize(run: &LoadedRun) -> RunSummary {
 
 impl RunSummary {
     /// The summary of a run that has just ended: its manifest and records, as written.
-    pub fn of_finished(m: &RunManifest, records: &[JobRecord]) -> RunSummary {
+    #[cfg(test)]
+    pub(crate) fn of_finished(m: &RunManifest, records: &[JobRecord]) -> RunSummary {
         SummaryFold::of(records).finished(m)
     }
 
     /// The summary of the run `run_id` kept in folder `path`, from its manifest when it wrote
     /// one and its records.
-    pub fn of(
+    pub(crate) fn of(
         run_id: &str,
         path: &Path,
         m: Option<&RunManifest>,
@@ -210,7 +217,7 @@ impl RunSummary {
     }
 
     /// The run's `results.jsonl`.
-    pub fn results(&self) -> PathBuf {
+    pub(crate) fn results(&self) -> PathBuf {
         Path::new(&self.path).join("results.jsonl")
     }
 }
@@ -232,7 +239,7 @@ fn output_dir_of(path: &Path, m: Option<&RunManifest>) -> Option<PathBuf> {
 /// `manifest show` folds the records it reads. What it keeps grows with the failures, never
 /// with the jobs.
 #[derive(Debug, Default)]
-pub struct SummaryFold {
+pub(crate) struct SummaryFold {
     records: u64,
     counts: Counts,
     tokens: Tokens,
@@ -252,7 +259,7 @@ pub struct SummaryFold {
 }
 
 impl SummaryFold {
-    pub fn of<'a>(records: impl IntoIterator<Item = &'a JobRecord>) -> SummaryFold {
+    pub(crate) fn of<'a>(records: impl IntoIterator<Item = &'a JobRecord>) -> SummaryFold {
         let mut fold = SummaryFold::default();
         for r in records {
             fold.add(r);
@@ -261,7 +268,7 @@ impl SummaryFold {
     }
 
     /// Take one record into account.
-    pub fn add(&mut self, r: &JobRecord) {
+    pub(crate) fn add(&mut self, r: &JobRecord) {
         self.records += 1;
         self.counts.add(r.status);
         self.tokens.add(r.tokens);
@@ -304,25 +311,25 @@ impl SummaryFold {
     }
 
     /// How many records answered each served model.
-    pub fn served(&self) -> &BTreeMap<String, u64> {
+    pub(crate) fn served(&self) -> &BTreeMap<String, u64> {
         &self.served
     }
 
     /// The requests the records say they sent.
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.requests
     }
 
-    pub fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Counts {
         self.counts
     }
 
-    pub fn tokens(&self) -> Tokens {
+    pub(crate) fn tokens(&self) -> Tokens {
         self.tokens
     }
 
     /// The summary of a run that has just ended with manifest `m`.
-    pub fn finished(self, m: &RunManifest) -> RunSummary {
+    pub(crate) fn finished(self, m: &RunManifest) -> RunSummary {
         let path = Path::new(&m.results)
             .parent()
             .map_or_else(PathBuf::new, Path::to_path_buf);
@@ -331,7 +338,7 @@ impl SummaryFold {
 
     /// The summary of the run `run_id` kept in folder `path`, with its manifest when it wrote
     /// one.
-    pub fn summary(
+    pub(crate) fn summary(
         self,
         run_id: &str,
         path: &Path,
