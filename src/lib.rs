@@ -5,6 +5,7 @@
 //! staging, commit) → `manifest` (one record per job).
 
 #![warn(unreachable_pub)]
+#![warn(clippy::too_many_lines)]
 
 // First, so that `msg!` and `t!` are in scope in every module after it.
 #[macro_use]

@@ -27,8 +27,15 @@ use std::fmt;
 pub(crate) enum Auth {
     /// `Authorization: Bearer <key>`.
     Bearer,
-    /// The key as the whole value of the named header (`api-key`, `x-api-key`).
-    #[cfg(test)]
+    /// The key as the whole value of the named header (`api-key`, `x-api-key`): the seam a
+    /// provider that does not take a bearer token is added through (none in the table yet).
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "no provider in the table takes its key in a header yet"
+        )
+    )]
     Header(&'static str),
 }
 

@@ -830,37 +830,7 @@ impl Sandbox {
         }
         // The file and its bytes are reserved against the job's limits before the write (the
         // calls of one turn write concurrently), and given back if the write does not happen.
-        let mut reservation = {
-            let mut reserved = self
-                .reserved
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let (files, so_far) = *reserved;
-            let over = if files >= MAX_FILES_PER_JOB {
-                Some(format!(
-                    "the job tried to write more than {MAX_FILES_PER_JOB} files, the limit for one job"
-                ))
-            } else if so_far + bytes.len() as u64 > MAX_BYTES_PER_JOB {
-                Some(format!(
-                    "the job tried to write more than {} MB in all, the limit for one job",
-                    MAX_BYTES_PER_JOB / (1024 * 1024)
-                ))
-            } else {
-                None
-            };
-            if let Some(why) = over {
-                drop(reserved);
-                self.set_fatal(crate::error::ErrorKind::TooLarge, why.clone());
-                return Err(Refusal::new(format!("`{shown}` was not written: {why}")).into());
-            }
-            reserved.0 += 1;
-            reserved.1 += bytes.len() as u64;
-            Reservation {
-                sandbox: self,
-                bytes: bytes.len() as u64,
-                kept: false,
-            }
-        };
+        let mut reservation = self.reserve(&shown, bytes.len() as u64)?;
         let io_error = |source: io::Error| {
             self.set_fatal(
                 crate::error::ErrorKind::Io,
@@ -914,6 +884,40 @@ impl Sandbox {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .push(target.rel.clone());
         Ok(target.rel.clone())
+    }
+
+    /// Reserve one more file of `bytes` against the job's limits, or refuse it (the job then
+    /// fails as too large).
+    fn reserve(&self, shown: &str, bytes: u64) -> Result<Reservation<'_>, WriteError> {
+        let mut reserved = self
+            .reserved
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (files, so_far) = *reserved;
+        let over = if files >= MAX_FILES_PER_JOB {
+            Some(format!(
+                "the job tried to write more than {MAX_FILES_PER_JOB} files, the limit for one job"
+            ))
+        } else if so_far + bytes > MAX_BYTES_PER_JOB {
+            Some(format!(
+                "the job tried to write more than {} MB in all, the limit for one job",
+                MAX_BYTES_PER_JOB / (1024 * 1024)
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = over {
+            drop(reserved);
+            self.set_fatal(crate::error::ErrorKind::TooLarge, why.clone());
+            return Err(Refusal::new(format!("`{shown}` was not written: {why}")).into());
+        }
+        reserved.0 += 1;
+        reserved.1 += bytes;
+        Ok(Reservation {
+            sandbox: self,
+            bytes,
+            kept: false,
+        })
     }
 
     /// Open (and create) the parent folders beneath the output folder's handle, refusing

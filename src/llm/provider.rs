@@ -42,7 +42,6 @@ impl Dialect {
     ) -> reqwest::RequestBuilder {
         match self.auth {
             Auth::Bearer => request.bearer_auth(key.expose()),
-            #[cfg(test)]
             Auth::Header(name) => match reqwest::header::HeaderValue::from_str(key.expose()) {
                 // Kept out of reqwest's and hyper's debug output, as a bearer token is.
                 Ok(mut value) => {

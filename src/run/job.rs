@@ -175,15 +175,7 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     }
     let mut stats = AgentStats::default();
     let mut chunks = super::chunked::ChunkState::default();
-    let path = run.transcript_path(job.id.as_str());
-    let folder = run
-        .layout
-        .folder(path.parent().unwrap_or(Path::new("")), true);
-    let transcript = Arc::new(Transcript::create_in(
-        folder,
-        &path,
-        run.client.secrets().clone(),
-    ));
+    let transcript = open_transcript(run, job);
     let result = run_in_staging(
         run,
         job,
@@ -199,19 +191,7 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     {
         transcript.note(&format!("the job failed: {e}"));
     }
-    record.chunks = chunks.counts;
-    record.extraction = chunks.extraction.take();
-    if let Err(e) = &result
-        && e.kind == ErrorKind::InvalidOutput
-        && record.extraction.is_none()
-    {
-        record.extraction = Some(crate::agent::grounding::Extraction {
-            valid: false,
-            errors: vec![e.message.clone()],
-            ..Default::default()
-        });
-    }
-    record.steps = std::mem::take(&mut chunks.steps);
+    what_the_work_made(&mut record, &mut chunks, &result);
     take_stats(&mut record, &mut stats, job);
     account(&mut record, &mut stats, run);
     let result = match result {
@@ -265,6 +245,41 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
         msg!("job ended")
     );
     record
+}
+
+/// The job's transcript, created beneath the output folder.
+fn open_transcript(run: &RunContext, job: &Job) -> Arc<Transcript> {
+    let path = run.transcript_path(job.id.as_str());
+    let folder = run
+        .layout
+        .folder(path.parent().unwrap_or(Path::new("")), true);
+    Arc::new(Transcript::create_in(
+        folder,
+        &path,
+        run.client.secrets().clone(),
+    ))
+}
+
+/// The pieces, extraction and steps of the job's work, into its record; an answer refused
+/// as invalid output is an extraction that is not valid, with the reason.
+fn what_the_work_made(
+    record: &mut JobRecord,
+    chunks: &mut super::chunked::ChunkState,
+    result: &Result<(), JobError>,
+) {
+    record.chunks = chunks.counts;
+    record.extraction = chunks.extraction.take();
+    if let Err(e) = result
+        && e.kind == ErrorKind::InvalidOutput
+        && record.extraction.is_none()
+    {
+        record.extraction = Some(crate::agent::grounding::Extraction {
+            valid: false,
+            errors: vec![e.message.clone()],
+            ..Default::default()
+        });
+    }
+    record.steps = std::mem::take(&mut chunks.steps);
 }
 
 /// Who answered and what it cost (docs/escalation.md): the model whose answer became the
