@@ -166,36 +166,30 @@ impl Walk<'_> {
     /// Create `name` in the folder as a new file (never over an existing one, never through
     /// a link planted in its place), open for writing.
     pub(crate) fn create_new_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
-        let fd = rustix::fs::openat(
-            self.folder(),
-            name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode as rustix::fs::RawMode),
-        )?;
-        Ok(File::from(fd))
+        self.open_for_writing(name, OFlags::EXCL, mode)
     }
 
     /// Open the file `name` in the folder for appending, creating it when missing (as
     /// `OpenOptions::new().create(true).append(true)` does), never through a link (`ELOOP`
     /// when a link lies there).
     pub(crate) fn open_append(&self, name: &OsStr) -> io::Result<File> {
-        let fd = rustix::fs::openat(
-            self.folder(),
-            name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        )?;
-        Ok(File::from(fd))
+        self.open_for_writing(name, OFlags::APPEND, 0o666)
     }
 
     /// Create or truncate the file `name` in the folder, open for writing (as `File::create`
     /// does), never through a link (`ELOOP` when a link lies there).
     pub(crate) fn create_file(&self, name: &OsStr) -> io::Result<File> {
+        self.open_for_writing(name, OFlags::TRUNC, 0o666)
+    }
+
+    /// Open `name` in the folder for writing, created when missing, never through a link;
+    /// `how` says the rest (new only, appending, truncating).
+    fn open_for_writing(&self, name: &OsStr, how: OFlags, mode: u32) -> io::Result<File> {
         let fd = rustix::fs::openat(
             self.folder(),
             name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | how,
+            Mode::from_raw_mode(mode as rustix::fs::RawMode),
         )?;
         Ok(File::from(fd))
     }
