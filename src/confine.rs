@@ -14,7 +14,10 @@
 //! and `results.csv` and `manifest.json` put in place through the run folder's handle, held
 //! from the run's start, and its transcripts; the lock; the commit journals, the cache
 //! index, the checkpoints, the batch book's files and the extraction tables, each replaced
-//! whole beneath its folder's handle: [`Walk::replace_file`]) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
+//! whole beneath its folder's handle: [`Walk::replace_file`]; a job's staging as zhi fills it
+//! itself: a long document's joined pieces, a workflow's step files moved into place, and the
+//! removals of staging, trash, checkpoints and scratch folders, trees included:
+//! [`Walk::remove_tree`]) and the agent's sandbox (`agent::sandbox`: the tools' writes, and
 //! their reads, listings and looks at files in the output folder); the policy (which names
 //! are allowed, what a refusal says) stays with them. It works the same on every unix
 //! (`openat2`'s `RESOLVE_BENEATH` is Linux-only and, for names without `..` and walked without
@@ -283,6 +286,20 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// Remove the empty folder `name` from the folder (a link there is refused: `ENOTDIR`).
+    pub(crate) fn remove_dir(&self, name: &OsStr) -> io::Result<()> {
+        rustix::fs::unlinkat(self.folder(), name, AtFlags::REMOVEDIR)?;
+        Ok(())
+    }
+
+    /// Remove `name` from the folder with everything in it (as `std::fs::remove_dir_all`
+    /// does): each folder inside is opened beneath the one before it without following a
+    /// link, so a link inside, or one swapped in for a folder meanwhile, is removed itself,
+    /// never what it leads to. `name` itself may be a file or a link (then removed alone).
+    pub(crate) fn remove_tree(&self, name: &OsStr) -> io::Result<()> {
+        remove_tree_at(self.folder(), name)
+    }
+
     /// Remove the folders this walk created, deepest first, each only if still empty.
     pub(crate) fn undo(self) {
         let Some(from) = self.created_from else {
@@ -364,6 +381,37 @@ fn open_or_create_dir(
     Err(ConfineError::Unstable {
         at: at.to_path_buf(),
     })
+}
+
+/// [`Walk::remove_tree`]: `name` in `parent`, a folder emptied beneath its own handle and then
+/// removed, or anything else unlinked.
+fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    let folder = match open_dir(parent, name) {
+        Ok(fd) => fd,
+        // A file, a link (never followed) or anything but a folder: removed itself.
+        Err(rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
+            rustix::fs::unlinkat(parent, name, AtFlags::empty())?;
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&folder)? {
+        let entry = entry?;
+        let child = OsStr::from_bytes(entry.file_name().to_bytes());
+        if child != "." && child != ".." {
+            names.push(child.to_os_string());
+        }
+    }
+    for child in &names {
+        match remove_tree_at(folder.as_fd(), child) {
+            // Removed by someone else meanwhile: what was wanted.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
+    Ok(())
 }
 
 fn open_dir(parent: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<OwnedFd> {
@@ -464,5 +512,25 @@ mod tests {
             Err(ConfineError::NotPlain)
         ));
         assert!(fs::read_dir(&outside).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn removes_a_tree_but_never_what_a_link_in_it_leads_to() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(out.join("tree/a/b")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("keep"), "k").unwrap();
+        fs::write(out.join("tree/a/b/x"), "x").unwrap();
+        symlink(&outside, out.join("tree/a/link")).unwrap();
+        symlink(&outside, out.join("link")).unwrap();
+        let root = Root::open(&out).unwrap();
+        root.top().remove_tree(OsStr::new("tree")).unwrap();
+        assert!(!out.join("tree").exists());
+        // A link in place of the tree is removed itself.
+        root.top().remove_tree(OsStr::new("link")).unwrap();
+        assert!(fs::symlink_metadata(out.join("link")).is_err());
+        assert!(outside.join("keep").is_file());
     }
 }

@@ -154,14 +154,73 @@ impl OutputLayout {
     /// output folder's handle: a link on the way is refused, a link at `path` itself is
     /// removed, never what it leads to.
     pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
-        let (parent, Some(name)) = (path.parent().unwrap_or(Path::new("")), path.file_name())
-        else {
-            return Err(io::Error::other(format!(
-                "{} is not a plain path inside the output folder",
-                path.display()
-            )));
-        };
+        let (parent, name) = split(path)?;
         self.folder(parent, false)?.top().unlink(name)
+    }
+
+    /// Write the file `path` (inside the output folder) as `std::fs::write` does (created or
+    /// truncated), its missing folders created first: each folder reached beneath the output
+    /// folder's handle and the file opened through its folder's, never through a link.
+    pub(crate) fn write_file(&self, path: &Path, body: &[u8]) -> io::Result<()> {
+        let (parent, name) = split(path)?;
+        let folder = self.folder(parent, true)?;
+        let mut f = folder
+            .top()
+            .create_file(name)
+            .map_err(|e| link_refused(path, e))?;
+        std::io::Write::write_all(&mut f, body)
+    }
+
+    /// Copy the file `from` to `to` (both inside the output folder; `to`'s folder must exist)
+    /// as `std::fs::copy` does (contents and permissions), each opened beneath the output
+    /// folder's handle, never through a link.
+    pub(crate) fn copy_file(&self, from: &Path, to: &Path) -> io::Result<u64> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut source = self.open_file(from)?;
+        let perm = source.metadata()?.permissions();
+        let (parent, name) = split(to)?;
+        let folder = self.folder(parent, false)?;
+        let mut dest = folder
+            .top()
+            .create_file(name)
+            .map_err(|e| link_refused(to, e))?;
+        let n = io::copy(&mut source, &mut dest)?;
+        dest.set_permissions(std::fs::Permissions::from_mode(perm.mode()))?;
+        Ok(n)
+    }
+
+    /// Open the file `path` (inside the output folder) for reading, every part reached beneath
+    /// the output folder's handle, never through a link.
+    pub(crate) fn open_file(&self, path: &Path) -> io::Result<std::fs::File> {
+        let (parent, name) = split(path)?;
+        self.folder(parent, false)?
+            .top()
+            .open_file(name)
+            .map_err(|e| link_refused(path, e))
+    }
+
+    /// The text of the file `path` (inside the output folder), read as [`Self::open_file`]
+    /// opens it.
+    pub(crate) fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut self.open_file(path)?, &mut text)?;
+        Ok(text)
+    }
+
+    /// Remove the empty folder `path` (inside the output folder), reached beneath the output
+    /// folder's handle; a link at `path` is refused.
+    pub(crate) fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let (parent, name) = split(path)?;
+        self.folder(parent, false)?.top().remove_dir(name)
+    }
+
+    /// Remove `path` (inside the output folder) with everything in it, as
+    /// `std::fs::remove_dir_all` does, but beneath the output folder's handle: a link on the
+    /// way to it is refused, a link in it (or at `path`) is removed, never what it leads to
+    /// ([`crate::confine::Walk::remove_tree`]).
+    pub(crate) fn remove_tree(&self, path: &Path) -> io::Result<()> {
+        let (parent, name) = split(path)?;
+        self.folder(parent, false)?.top().remove_tree(name)
     }
 
     /// Replace the file `path` (inside the output folder; its folder must exist) whole, its
@@ -171,6 +230,17 @@ impl OutputLayout {
         let parent = path.parent().unwrap_or(Path::new(""));
         let folder = self.folder(parent, false)?;
         write_atomic_in(&folder, path, |f| std::io::Write::write_all(f, body))
+    }
+}
+
+/// A path's folder and its last name, or why it names no file.
+fn split(path: &Path) -> io::Result<(&Path, &std::ffi::OsStr)> {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => Ok((parent, name)),
+        _ => Err(io::Error::other(format!(
+            "{} is not a plain path inside the output folder",
+            path.display()
+        ))),
     }
 }
 
@@ -322,6 +392,30 @@ mod tests {
         std::fs::write(root.join("file"), "x").unwrap();
         assert!(create_dir_within(&root, &root.join("file/x")).is_err());
         assert!(create_dir_within(&root, &tmp.path().join("elsewhere")).is_err());
+    }
+
+    /// A tree removed beneath the output folder's handle: a parent that is a link refuses
+    /// the removal, naming the link, and what it leads to stays.
+    #[test]
+    fn removes_a_tree_never_through_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(out.join(".zhi")).unwrap();
+        std::fs::create_dir_all(outside.join("run/job")).unwrap();
+        std::fs::write(outside.join("run/job/f"), "f").unwrap();
+        std::os::unix::fs::symlink(&outside, out.join(".zhi/staging")).unwrap();
+        let layout = super::OutputLayout::new(&out);
+        let e = layout
+            .remove_tree(&layout.staging().join("run"))
+            .unwrap_err();
+        assert!(e.to_string().contains("is a link"), "{e}");
+        assert!(outside.join("run/job/f").is_file());
+        let e = layout
+            .remove_dir(&layout.staging().join("run"))
+            .unwrap_err();
+        assert!(e.to_string().contains("is a link"), "{e}");
+        assert!(outside.join("run").is_dir());
     }
 
     /// `.zhi` swapped for a link to outside (atomically, again and again) while folders are

@@ -102,7 +102,7 @@ pub(super) async fn ask(
             return Err(e);
         };
         for f in sandbox.written() {
-            let _ = std::fs::remove_file(dir.join(&f));
+            let _ = ctx.run.layout.remove_file(&dir.join(&f));
         }
         ctx.transcript.note(&format!(
             "{model} failed ({kind}: {message}); the step is asked of {to}",

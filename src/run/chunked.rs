@@ -114,10 +114,10 @@ pub(super) async fn run(
     }
 
     if skill.schema().is_some() {
-        return merge_extracted(skill, job, &pieces, &finished, staging);
+        return merge_extracted(&run.layout, skill, job, &pieces, &finished, staging);
     }
     match skill.chunking {
-        Chunking::Map => join_pieces(&ckpt, &finished, staging),
+        Chunking::Map => join_pieces(&run.layout, &finished, staging),
         _ => {
             let parts: Vec<String> = finished
                 .iter()
@@ -252,7 +252,7 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         let part = format!("{}-{i:05}", self.pieces.prefix);
         let dir = self.pieces.ckpt.join(&part);
         let out = dir.join("out");
-        let _ = std::fs::remove_dir_all(&out);
+        let _ = self.ctx.run.layout.remove_tree(&out);
         let mut s = AgentStats::default();
         let source: Arc<str> = Arc::from(self.pieces.list[i].text.as_str());
         let message = (self.pieces.message)(&self.pieces.list[i]);
@@ -412,6 +412,7 @@ fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool
 
 /// An extraction job's pieces: their objects merged into one (docs/extract.md#long-documents).
 fn merge_extracted(
+    layout: &OutputLayout,
     skill: &Skill,
     job: &Job,
     pieces: &[Piece],
@@ -424,28 +425,31 @@ fn merge_extracted(
         .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
     let mut parts = Vec::new();
     for ((dir, _), piece) in finished.iter().zip(pieces) {
-        let bytes = std::fs::read(dir.join("out").join(&file)).map_err(io)?;
+        let mut bytes = Vec::new();
+        layout
+            .open_file(&dir.join("out").join(&file))
+            .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
+            .map_err(io)?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             JobError::new(ErrorKind::Io, msg!("a piece's {file} cannot be read: {e}"))
         })?;
         parts.push((value, piece.text.as_str()));
     }
     let merged = crate::agent::structured::merge(&parts);
-    std::fs::create_dir_all(staging).map_err(io)?;
     let mut bytes = serde_json::to_vec_pretty(&merged).unwrap_or_default();
     bytes.push(b'\n');
-    std::fs::write(staging.join(&file), bytes).map_err(io)
+    layout.write_file(&staging.join(&file), &bytes).map_err(io)
 }
 
 /// `map`: text files of the same name are joined in piece order; other files are kept per
-/// piece as `name.partNNNNN.ext`.
+/// piece as `name.partNNNNN.ext`. Written beneath the output folder's handle.
 fn join_pieces(
-    _ckpt: &Path,
+    layout: &OutputLayout,
     finished: &[(PathBuf, PieceDone)],
     staging: &Path,
 ) -> Result<(), JobError> {
     let io = |e: std::io::Error| JobError::new(ErrorKind::Io, msg!("cannot join the pieces: {e}"));
-    std::fs::create_dir_all(staging).map_err(io)?;
+    layout.folder(staging, true).map_err(io)?;
     let mut names: Vec<String> = Vec::new();
     for (_, d) in finished {
         for f in &d.files {
@@ -461,13 +465,15 @@ fn join_pieces(
             .unwrap_or_default();
         let target = staging.join(name);
         if let Some(p) = target.parent() {
-            std::fs::create_dir_all(p).map_err(io)?;
+            layout.folder(p, true).map_err(io)?;
         }
         if TEXT_EXTS.contains(&ext.as_str()) {
             let mut joined = String::new();
             for (dir, d) in finished {
                 if d.files.contains(name) {
-                    let part = std::fs::read_to_string(dir.join("out").join(name)).map_err(io)?;
+                    let part = layout
+                        .read_to_string(&dir.join("out").join(name))
+                        .map_err(io)?;
                     if !joined.is_empty() && !joined.ends_with("\n\n") {
                         joined.push_str(if joined.ends_with('\n') { "\n" } else { "\n\n" });
                     }
@@ -475,7 +481,7 @@ fn join_pieces(
                     joined.push('\n');
                 }
             }
-            std::fs::write(&target, joined).map_err(io)?;
+            layout.write_file(&target, joined.as_bytes()).map_err(io)?;
         } else {
             for (i, (dir, d)) in finished.iter().enumerate() {
                 if d.files.contains(name) {
@@ -487,7 +493,9 @@ fn join_pieces(
                     let dest = staging
                         .join(parent)
                         .join(format!("{stem}.part{:05}.{ext}", i + 1));
-                    std::fs::copy(dir.join("out").join(name), dest).map_err(io)?;
+                    layout
+                        .copy_file(&dir.join("out").join(name), &dest)
+                        .map_err(io)?;
                 }
             }
         }
@@ -607,4 +615,68 @@ fn reduce_message(job: &Job, skill: &Skill, results: &str, total: usize, direct:
         ));
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn nothing_in(dir: &Path) -> bool {
+        std::fs::read_dir(dir).unwrap().next().is_none()
+    }
+
+    /// A long document's pieces are joined into the job's staging folder. With the run's
+    /// staging folder `.zhi/staging/<run>` swapped for a link to outside, or the job's own
+    /// `.zhi/staging/<run>/<job>`, the join is refused, naming the link, and nothing is
+    /// written outside (it was written through the link when the staging was written by path).
+    #[test]
+    fn a_staging_folder_swapped_for_a_link_takes_no_piece_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let layout = OutputLayout::new(&out);
+        let piece = layout.checkpoints("job").join("key/piece-00000");
+        std::fs::create_dir_all(piece.join("out")).unwrap();
+        std::fs::create_dir_all(layout.staging()).unwrap();
+        std::fs::write(piece.join("out/summary.md"), "part\n").unwrap();
+        std::fs::write(piece.join("out/figure.png"), "png").unwrap();
+        let done = PieceDone {
+            answer: String::new(),
+            files: vec!["summary.md".into(), "figure.png".into()],
+            turns: 1,
+            attempts: 1,
+            refused_tool_calls: 0,
+            tool_calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        };
+        let finished = vec![(piece, done)];
+        let (run_dir, staging) = (
+            layout.staging().join("run"),
+            layout.job_staging("run", "job"),
+        );
+
+        symlink(&outside, &run_dir).unwrap();
+        let e = join_pieces(&layout, &finished, &staging).unwrap_err();
+        let said = format!("{} is a link", run_dir.display());
+        assert!(e.message.contains(&said), "{}", e.message);
+        assert!(nothing_in(&outside), "a piece was written outside");
+
+        std::fs::remove_file(&run_dir).unwrap();
+        std::fs::create_dir(&run_dir).unwrap();
+        symlink(&outside, &staging).unwrap();
+        let e = join_pieces(&layout, &finished, &staging).unwrap_err();
+        let said = format!("{} is a link", staging.display());
+        assert!(e.message.contains(&said), "{}", e.message);
+        assert!(nothing_in(&outside), "a piece was written outside");
+
+        // A real staging folder: the pieces are joined in it as before.
+        std::fs::remove_file(&staging).unwrap();
+        join_pieces(&layout, &finished, &staging).unwrap();
+        let joined = std::fs::read_to_string(staging.join("summary.md")).unwrap();
+        assert_eq!(joined, "part\n");
+        assert!(staging.join("figure.part00001.png").is_file());
+    }
 }

@@ -216,13 +216,13 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
             record.outputs = outputs;
             // The pieces of a long document are kept until its result is committed.
             if let Some(dir) = &chunks.checkpoint {
-                let _ = std::fs::remove_dir_all(dir);
+                let _ = run.layout.remove_tree(dir);
             }
         }
         // Batch mode: the job waits for a batch's answer; nothing failed, nothing is kept.
         Err(e) if e.kind == ErrorKind::BatchPending => {
             record.status = Status::Skipped;
-            let _ = std::fs::remove_dir_all(&staging);
+            let _ = run.layout.remove_tree(&staging);
             record.error = Some(e);
         }
         Err(e) => {
@@ -446,7 +446,7 @@ pub(super) async fn run_text(
         Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
             tracing::info!(job = %job.input, "{}", msg!("context too long for the model; splitting the document"));
             transcript.note("the server said the context was exceeded; splitting the document");
-            let _ = std::fs::remove_dir_all(staging);
+            let _ = ctx.run.layout.remove_tree(staging);
             let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
             split(ctx, cache, text, smaller, staging, stats, chunks).await?;
         }
@@ -582,7 +582,7 @@ async fn split(
                 ctx.transcript.note(&format!(
                     "a piece still exceeded the server's context; splitting again at {size} tokens"
                 ));
-                let _ = std::fs::remove_dir_all(staging);
+                let _ = ctx.run.layout.remove_tree(staging);
             }
             other => return other,
         }
@@ -674,7 +674,7 @@ fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result
     for rel in cache::files_under(staging).unwrap_or_default() {
         let path = staging.join(&rel);
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-            let _ = std::fs::remove_file(&path);
+            let _ = ctx.run.layout.remove_file(&path);
         }
     }
     let expected = Expected::of(ctx.skill, &ctx.job.args, source.cloned());
@@ -725,7 +725,7 @@ fn commit(
         write_journal(run, job, cache, &outputs)?;
         let trash = run.layout.job_trash(&run.run_id, job.id.as_str());
         move_into_place(&run.layout, staging, &target, Some(&trash))?;
-        let _ = std::fs::remove_dir_all(&trash);
+        let _ = run.layout.remove_tree(&trash);
     } else {
         write_journal(run, job, cache, &outputs)?;
         move_into_place(&run.layout, staging, &target, None)?;

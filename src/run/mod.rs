@@ -253,7 +253,7 @@ fn remove_scratch(ctx: &RunContext) {
         ctx.layout.trash().join(&ctx.run_id),
         ctx.layout.trash(),
     ] {
-        let _ = std::fs::remove_dir(dir);
+        let _ = ctx.layout.remove_dir(&dir);
     }
 }
 

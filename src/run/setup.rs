@@ -31,7 +31,7 @@ pub(super) fn open_output(
 fn clean_stale(layout: &OutputLayout) {
     for p in [layout.staging(), layout.trash()] {
         if p.exists() {
-            if let Err(e) = std::fs::remove_dir_all(&p) {
+            if let Err(e) = layout.remove_tree(&p) {
                 tracing::warn!("{}", msg!("cannot clean {}: {e}", p.display()));
             } else {
                 tracing::info!("{}", msg!("cleaned stale {}", p.display()));

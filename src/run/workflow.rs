@@ -16,6 +16,7 @@ use super::message::{language_line, push_args, task_line};
 use crate::agent::outputs;
 use crate::agent::runner::{AgentStats, document_block};
 use crate::error::{ErrorKind, JobError};
+use crate::layout::OutputLayout;
 use crate::manifest::StepRecord;
 use crate::plan::cache::JobCache;
 use crate::plan::{Job, JobId};
@@ -122,7 +123,7 @@ pub(super) async fn run(
             return Err(e);
         }
     }
-    let _ = std::fs::remove_dir_all(staging.join(STEPS_DIR));
+    let _ = run.layout.remove_tree(&staging.join(STEPS_DIR));
     Ok(())
 }
 
@@ -276,7 +277,8 @@ async fn step_work(
 ) -> Result<Ended, JobError> {
     let values = template_values(ctx.job, ended);
     let dir = staging.join(STEPS_DIR).join(&step.id);
-    let _ = std::fs::remove_dir_all(&dir);
+    let layout = &ctx.run.layout;
+    let _ = layout.remove_tree(&dir);
     // Output names are file names: values in them are made safe as the skill's own are.
     let output = step
         .output
@@ -293,7 +295,7 @@ async fn step_work(
                 let input = step_input(ctx, source, staging, step, child, &values, ended).await?;
                 let declared = child.declared_files(&input.args);
                 let files = run_child(ctx, cache, &dir, step, child, input, stats).await?;
-                place(staging, &dir, output.as_deref(), &declared, &files)
+                place(layout, staging, &dir, output.as_deref(), &declared, &files)
             }
         }
         StepRun::Prompt { prompt, task } => {
@@ -309,7 +311,7 @@ async fn step_work(
                 stats,
             )
             .await?;
-            place_one(staging, &dir, &file, &file)
+            place_one(layout, staging, &dir, &file, &file)
         }
         StepRun::Join(ids) => {
             let file = output.unwrap_or_default();
@@ -323,10 +325,10 @@ async fn step_work(
                 }
             }
             text.push('\n');
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| std::fs::write(dir.join(&file), &text))
+            layout
+                .write_file(&dir.join(&file), text.as_bytes())
                 .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {file}: {e}")))?;
-            place_one(staging, &dir, &file, &file)
+            place_one(layout, staging, &dir, &file, &file)
         }
     }
 }
@@ -523,7 +525,7 @@ async fn run_child(
         run_text(&sub, &sub_cache, &input.text, dir, stats, &mut chunks).await?;
     }
     if let Some(c) = &chunks.checkpoint {
-        let _ = std::fs::remove_dir_all(c);
+        let _ = ctx.run.layout.remove_tree(c);
     }
     Ok(crate::plan::cache::files_under(dir).unwrap_or_default())
 }
@@ -531,6 +533,7 @@ async fn run_child(
 /// Move a skill step's declared files from its folder into the job's folder: under the step's
 /// `output` name when it has one (a skill declaring one file), else under their own names.
 fn place(
+    layout: &OutputLayout,
     staging: &Path,
     dir: &Path,
     output: Option<&str>,
@@ -547,7 +550,7 @@ fn place(
             (Some(o), 0) => o.to_string(),
             _ => name.clone(),
         };
-        let one = place_one(staging, dir, &found.to_string_lossy(), &target)?;
+        let one = place_one(layout, staging, dir, &found.to_string_lossy(), &target)?;
         if let Some(t) = one.text {
             if !text.is_empty() {
                 text.push('\n');
@@ -568,8 +571,15 @@ fn place(
 }
 
 /// Move `dir/from` to `staging/to`: a name the job's folder already has is an error (two steps
-/// may not write one file).
-fn place_one(staging: &Path, dir: &Path, from: &str, to: &str) -> Result<Ended, JobError> {
+/// may not write one file). The move, and the read of what was moved, are beneath the output
+/// folder's handle: a link in the way is refused, never followed.
+fn place_one(
+    layout: &OutputLayout,
+    staging: &Path,
+    dir: &Path,
+    from: &str,
+    to: &str,
+) -> Result<Ended, JobError> {
     let file = to;
     let io = |e: std::io::Error| JobError::new(ErrorKind::Io, msg!("cannot place {file}: {e}"));
     let target = staging.join(to);
@@ -579,11 +589,8 @@ fn place_one(staging: &Path, dir: &Path, from: &str, to: &str) -> Result<Ended, 
             msg!("two steps write {file}"),
         ));
     }
-    if let Some(p) = target.parent() {
-        std::fs::create_dir_all(p).map_err(io)?;
-    }
-    std::fs::rename(dir.join(from), &target).map_err(io)?;
-    let text = std::fs::read_to_string(&target).ok();
+    layout.rename(&dir.join(from), &target).map_err(io)?;
+    let text = layout.read_to_string(&target).ok();
     Ok(Ended {
         succeeded: true,
         outputs: vec![to.to_string()],
@@ -657,7 +664,13 @@ async fn for_each(
                         continue;
                     };
                     let to = format!("{}/{}/{name}", step.id, rel.to_string_lossy());
-                    let one = place_one(staging, &dir, &found.to_string_lossy(), &to)?;
+                    let one = place_one(
+                        &ctx.run.layout,
+                        staging,
+                        &dir,
+                        &found.to_string_lossy(),
+                        &to,
+                    )?;
                     if let Some(t) = one.text {
                         text.push_str(&format!("## {display}\n\n{}\n\n", t.trim()));
                         pieces.push(t);
