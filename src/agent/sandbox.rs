@@ -202,9 +202,19 @@ pub(crate) struct SandboxBuilder {
     pins: BTreeMap<PathBuf, Stamp>,
     input_dirs: Vec<(String, PathBuf)>,
     excluded: Vec<PathBuf>,
+    /// The output folder's handle when the caller opened it (confined) already.
+    opened: Option<Root>,
 }
 
 impl SandboxBuilder {
+    /// The output folder as the caller already opened it, beneath its own root (a job's
+    /// staging, reached beneath the run's output folder): writes go beneath this handle, so a
+    /// parent swapped for a link after it was opened leads nowhere.
+    pub(crate) fn opened(mut self, root: Root) -> Self {
+        self.opened = Some(root);
+        self
+    }
+
     /// An input file: `display` is the path the model is told (e.g. `reports/q3.txt`), `real`
     /// the file on disk.
     pub(crate) fn input(mut self, display: impl Into<String>, real: impl Into<PathBuf>) -> Self {
@@ -244,7 +254,7 @@ impl SandboxBuilder {
         self
     }
 
-    pub(crate) fn build(self) -> Result<Sandbox, SandboxError> {
+    pub(crate) fn build(mut self) -> Result<Sandbox, SandboxError> {
         if !self.output_dir.is_absolute() {
             return Err(SandboxError::NotAbsolute(self.output_dir));
         }
@@ -257,10 +267,13 @@ impl SandboxBuilder {
             return Err(SandboxError::NotAFolder(self.output_dir));
         }
         // Writes happen beneath this handle, never by path.
-        let root = Root::open(&output_dir).map_err(|source| SandboxError::OutputDir {
-            path: self.output_dir.clone(),
-            source,
-        })?;
+        let root = match self.opened.take() {
+            Some(root) => root,
+            None => Root::open(&output_dir).map_err(|source| SandboxError::OutputDir {
+                path: self.output_dir.clone(),
+                source,
+            })?,
+        };
         // An input that cannot be resolved (gone, broken link) stays listed by its display
         // path but can never be read.
         let inputs = self
@@ -356,6 +369,7 @@ impl Sandbox {
             pins: BTreeMap::new(),
             input_dirs: Vec::new(),
             excluded: Vec::new(),
+            opened: None,
         }
     }
 

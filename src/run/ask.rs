@@ -233,10 +233,13 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
 /// the skill's resources are readable.
 fn job_sandbox(ctx: &JobCtx<'_>, dir: &Path) -> Result<Arc<Sandbox>, JobError> {
     let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
-    run.layout
-        .create_dir(dir)
+    let opened = run
+        .layout
+        .folder(dir, true)
         .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot create {}: {e}", dir.display())))?;
-    let mut builder = Sandbox::builder(dir).exclude(run.layout.output_dir());
+    let mut builder = Sandbox::builder(dir)
+        .opened(opened)
+        .exclude(run.layout.output_dir());
     if job.is_dir {
         builder = builder.input_dir(job.input.clone(), job.path.clone());
     } else {
