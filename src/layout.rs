@@ -162,13 +162,18 @@ impl OutputLayout {
     /// truncated), its missing folders created first: each folder reached beneath the output
     /// folder's handle and the file opened through its folder's, never through a link.
     pub(crate) fn write_file(&self, path: &Path, body: &[u8]) -> io::Result<()> {
+        let mut f = self.create_file(path, true)?;
+        std::io::Write::write_all(&mut f, body)
+    }
+
+    /// Create or truncate the file `path` (inside the output folder), its folder reached
+    /// (and, with `parents`, created) beneath the output folder's handle, never through a link.
+    fn create_file(&self, path: &Path, parents: bool) -> io::Result<std::fs::File> {
         let (parent, name) = split(path)?;
-        let folder = self.folder(parent, true)?;
-        let mut f = folder
+        self.folder(parent, parents)?
             .top()
             .create_file(name)
-            .map_err(|e| link_refused(path, e))?;
-        std::io::Write::write_all(&mut f, body)
+            .map_err(|e| link_refused(path, e))
     }
 
     /// Copy the file `from` to `to` (both inside the output folder; `to`'s folder must exist)
@@ -178,12 +183,7 @@ impl OutputLayout {
         use std::os::unix::fs::PermissionsExt;
         let mut source = self.open_file(from)?;
         let perm = source.metadata()?.permissions();
-        let (parent, name) = split(to)?;
-        let folder = self.folder(parent, false)?;
-        let mut dest = folder
-            .top()
-            .create_file(name)
-            .map_err(|e| link_refused(to, e))?;
+        let mut dest = self.create_file(to, false)?;
         let n = io::copy(&mut source, &mut dest)?;
         dest.set_permissions(std::fs::Permissions::from_mode(perm.mode()))?;
         Ok(n)
