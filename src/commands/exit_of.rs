@@ -16,7 +16,11 @@ impl From<ConfigError> for ExitError {
 /// A plan that cannot be made: a usage error, nothing ran.
 impl From<PlanError> for ExitError {
     fn from(e: PlanError) -> Self {
-        ExitError::from_error(Exit::Usage, e)
+        let exit = match e {
+            PlanError::Spill(_) => Exit::TempFail,
+            _ => Exit::Usage,
+        };
+        ExitError::from_error(exit, e)
     }
 }
 

@@ -6,7 +6,7 @@ use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
 use crate::flags::{BatchOptions, RunFlags};
 use crate::i18n::{Lang, notice};
-use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Shard};
+use crate::plan::{self, ExpandOptions, Job, PlanRequest, PlanStatus, Selection};
 use crate::sanitize::one_line;
 use crate::skills::{self, SkillSet};
 use std::collections::BTreeMap;
@@ -17,11 +17,9 @@ use std::sync::Arc;
 pub(super) struct Prepared {
     pub config: Config,
     pub skills: Arc<SkillSet>,
-    pub jobs: Vec<Job>,
-    pub shard: Option<Shard>,
+    /// The plan (all shards), and the jobs of it this process does.
+    pub selection: Selection,
     pub output_dir: PathBuf,
-    /// Every job id of the whole plan, all shards, before `--limit` (for `manifest merge`).
-    pub plan_ids: Vec<crate::plan::JobId>,
 }
 
 fn overrides(a: &RunArgs) -> Overrides {
@@ -122,23 +120,17 @@ pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     }
 
     let output_dir = absolute(&ctx.cwd, &config.run.output_dir);
-    let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
     let shard = match a.shard {
         Some(s) => Some(s),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
-    let plan_ids = jobs.iter().map(|j| j.id).collect();
-    let mut jobs = plan::filter_shard(jobs, shard);
-    if let Some(n) = a.limit {
-        jobs.truncate(n);
-    }
+    let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
+    let selection = Selection::new(jobs, shard, a.limit)?;
     Ok(Prepared {
         config,
         skills: Arc::new(set),
-        jobs,
-        shard,
+        selection,
         output_dir,
-        plan_ids,
     })
 }
 
@@ -154,20 +146,18 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 pub(super) fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
     prepared.config.api.require_key()?;
-    check_schemas(&prepared.jobs, &prepared.skills)?;
-    if prepared.jobs.is_empty() {
+    check_schemas(&prepared.selection.outline.samples, &prepared.skills)?;
+    if prepared.selection.is_empty() {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
         ctx.warn(&msg!("this shard has no jobs"));
     }
     let command = crate::secret::command_for_display(std::env::args());
     let cancel = tokio_util::sync::CancellationToken::new();
     let opts = crate::run::RunOptions {
-        jobs: prepared.jobs,
+        plan: prepared.selection,
         skills: prepared.skills,
         config: prepared.config,
         output_dir: prepared.output_dir.clone(),
-        shard: prepared.shard,
-        plan_ids: prepared.plan_ids,
         command,
         cancel,
         flags: Arc::new(run_flags(ctx, &a)),
@@ -279,14 +269,20 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: Lang) {
 /// `zhi plan`.
 pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
-    plan::check_tpm(&prepared.config, &prepared.jobs, &prepared.skills)?;
+    let selection = &prepared.selection;
+    plan::check_tpm(&prepared.config, &selection.outline.samples, &prepared.skills)?;
+    // `zhi plan` says something of every job: it holds them.
+    let jobs = selection
+        .jobs()
+        .collect::<Result<Vec<Job>, _>>()
+        .map_err(|e| plan::PlanError::Spill(e.to_string()))?;
     let mut index = crate::plan::cache::CacheIndex::load(&prepared.output_dir);
     let models = &prepared.config.models;
     let skills = &prepared.skills;
     let model_of =
         |skill: &str| models.model_for(skills.get(skill).and_then(|s| s.model.as_deref()));
     let caches = crate::plan::cache::statuses(
-        &prepared.jobs,
+        &jobs,
         &mut index,
         &prepared.skills,
         &model_of,
@@ -296,14 +292,13 @@ pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
             checksum: prepared.config.run.checksum,
         },
     );
-    let lines: Vec<PlanLine> = prepared
-        .jobs
+    let lines: Vec<PlanLine> = jobs
         .iter()
         .zip(&caches)
         .map(|(job, cache)| plan_line(&prepared, job, cache))
         .collect();
     if ctx.global.json {
-        for (job, line) in prepared.jobs.iter().zip(&lines) {
+        for (job, line) in jobs.iter().zip(&lines) {
             let v = serde_json::json!({
                 "job_id": job.id,
                 "skill": job.skill,
@@ -320,7 +315,7 @@ pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
             println!("{}", serde_json::to_string(&v).unwrap_or_default());
         }
     } else {
-        print_plan(&prepared, &lines);
+        print_plan(&prepared, &jobs, &lines);
     }
     Ok(Exit::Success)
 }
@@ -383,10 +378,10 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
 
 /// What sending the pending jobs' text costs on their own models (docs/escalation.md#cost):
 /// `` `glm-4-flash` ¥0, `glm-4-air` ¥0.0012 ``; `None` when no model has a price.
-fn first_pass_cost(prepared: &Prepared, lines: &[PlanLine]) -> Option<String> {
+fn first_pass_cost(prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) -> Option<String> {
     let models = &prepared.config.models;
     let mut tokens: std::collections::BTreeMap<String, u64> = Default::default();
-    for (job, line) in prepared.jobs.iter().zip(lines) {
+    for (job, line) in jobs.iter().zip(lines) {
         if line.status == PlanStatus::Pending {
             let skill = prepared.skills.get(&job.skill);
             let model = models.model_for(skill.and_then(|s| s.model.as_deref()));
@@ -408,9 +403,8 @@ fn first_pass_cost(prepared: &Prepared, lines: &[PlanLine]) -> Option<String> {
 }
 
 /// The plan as a table, and what it adds up to, for a person.
-fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
-    let rows: Vec<Vec<String>> = prepared
-        .jobs
+fn print_plan(prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
+    let rows: Vec<Vec<String>> = jobs
         .iter()
         .zip(lines)
         .map(|(job, line)| {
@@ -455,16 +449,17 @@ fn print_plan(prepared: &Prepared, lines: &[PlanLine]) {
         lines.len() - cached,
         to_send,
         prepared
+            .selection
             .shard
             .map(|s| format!(" (shard {})", s.label()))
             .unwrap_or_default()
     ));
-    if let Some(cost) = first_pass_cost(prepared, lines) {
+    if let Some(cost) = first_pass_cost(prepared, jobs, lines) {
         notice(&msg!(
             "input cost of the first pass at the prices in use (answers and escalated steps not counted): {cost}"
         ));
     }
-    for (job, line) in prepared.jobs.iter().zip(lines) {
+    for (job, line) in jobs.iter().zip(lines) {
         match line.pieces {
             1 => {}
             0 => notice(&msg!(

@@ -102,6 +102,13 @@ pub(crate) enum PlanError {
         folder: String,
     },
 
+    /// The plan could not be kept in, or read back from, its temporary file (a full or
+    /// read-only temp folder): nothing ran; worth trying again (exit 75).
+    #[error(
+        "cannot keep the plan in a temporary file (TMPDIR): {0}; free space there or point TMPDIR elsewhere"
+    )]
+    Spill(String),
+
     /// `--jobs FILE` that cannot be used.
     #[error("jobs file {}: {problem}", path.display())]
     JobsFile {

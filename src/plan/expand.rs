@@ -38,22 +38,27 @@ pub(crate) struct Found {
     pub canonical: Option<PathBuf>,
 }
 
-/// Expand `inputs` (as typed) into documents. `cwd` is the current folder; `output_dir` is
-/// excluded wherever it appears.
+/// Expand `inputs` (as typed) into documents, each handed to `each` as it is found (none is
+/// held here). `cwd` is the current folder; `output_dir` is excluded wherever it appears. An
+/// error of `each` ends the walk and is returned.
 pub(crate) fn expand(
     inputs: &[String],
     opts: &ExpandOptions,
     cwd: &Path,
     output_dir: &Path,
-) -> Result<Vec<Found>, PlanError> {
+    each: &mut dyn FnMut(Found) -> Result<(), PlanError>,
+) -> Result<(), PlanError> {
     let excludes = build_set(&opts.excludes, "--exclude")?;
     let out_abs = absolute(cwd, output_dir);
     let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
-    let mut found: Vec<Found> = Vec::new();
-    let mut seen = Seen::default();
+    let mut sink = Sink {
+        seen: Seen::default(),
+        found: 0,
+        each,
+    };
 
     for input in inputs {
-        let before = found.len();
+        let before = sink.found;
         if is_glob(input) {
             let (base, rest) = split_glob(input);
             let base_abs = absolute(cwd, &base);
@@ -74,9 +79,10 @@ pub(crate) fn expand(
             }
             walk(&base_abs, cwd, opts, &excludes, &out_canon, &mut |f| {
                 if glob.is_match(&f.path) {
-                    push(&mut found, &mut seen, f);
+                    sink.push(f)?;
                 }
-            });
+                Ok(())
+            })?;
         } else {
             let path = absolute(cwd, Path::new(input));
             let meta = std::fs::symlink_metadata(&path);
@@ -92,11 +98,11 @@ pub(crate) fn expand(
                         });
                     }
                     if opts.directories {
-                        push(&mut found, &mut seen, found_entry(&path, cwd, &path, None));
+                        sink.push(found_entry(&path, cwd, &path, None))?;
                     } else {
                         walk(&path, cwd, opts, &excludes, &out_canon, &mut |f| {
-                            push(&mut found, &mut seen, f);
-                        });
+                            sink.push(f)
+                        })?;
                     }
                 }
                 Ok(_) => {
@@ -110,29 +116,36 @@ pub(crate) fn expand(
                         return Err(PlanError::FileForFolderSkill(input.clone()));
                     }
                     let problem = probe_file(&path);
-                    push(
-                        &mut found,
-                        &mut seen,
-                        found_entry(&path, cwd, &path, problem),
-                    );
+                    sink.push(found_entry(&path, cwd, &path, problem))?;
                 }
             }
         }
-        if found.len() == before && is_glob(input) {
+        if sink.found == before && is_glob(input) {
             tracing::warn!("{}", msg!("glob `{input}` matched nothing"));
         }
     }
-    Ok(found)
+    Ok(())
 }
 
-fn push(found: &mut Vec<Found>, seen: &mut Seen, mut f: Found) {
-    // The same document reached twice (a folder and a file in it, a link) is planned once.
-    let key = match f.canonical.take() {
-        Some(c) => c,
-        None => f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
-    };
-    if seen.first_time(&key) {
-        found.push(f);
+/// Where the documents found go: each once.
+struct Sink<'e> {
+    seen: Seen,
+    found: usize,
+    each: &'e mut dyn FnMut(Found) -> Result<(), PlanError>,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, mut f: Found) -> Result<(), PlanError> {
+        // The same document reached twice (a folder and a file in it, a link) is planned once.
+        let key = match f.canonical.take() {
+            Some(c) => c,
+            None => f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
+        };
+        if !self.seen.first_time(&key) {
+            return Ok(());
+        }
+        self.found += 1;
+        (self.each)(f)
     }
 }
 
@@ -144,12 +157,7 @@ struct Seen(HashSet<[u8; 16]>);
 
 impl Seen {
     fn first_time(&mut self, canonical: &Path) -> bool {
-        use sha2::{Digest, Sha256};
-        use std::os::unix::ffi::OsStrExt;
-        let digest = Sha256::digest(canonical.as_os_str().as_bytes());
-        let mut key = [0u8; 16];
-        key.copy_from_slice(&digest[..16]);
-        self.0.insert(key)
+        self.0.insert(super::digest(canonical.as_os_str()))
     }
 }
 
@@ -160,8 +168,8 @@ fn walk(
     opts: &ExpandOptions,
     excludes: &GlobSet,
     out_canon: &Path,
-    each: &mut dyn FnMut(Found),
-) {
+    each: &mut dyn FnMut(Found) -> Result<(), PlanError>,
+) -> Result<(), PlanError> {
     let root_canon = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let walked = Walked {
         root,
@@ -182,7 +190,7 @@ fn walk(
             // A folder that cannot be read is a failed job of its own; directory skills plan
             // the folders they can see.
             Err(e) if !opts.directories => {
-                emit(unreadable(&e, root, cwd));
+                emit(unreadable(&e, root, cwd))?;
                 continue;
             }
             Err(_) => continue,
@@ -198,19 +206,20 @@ fn walk(
         let ft = entry.file_type();
         if opts.directories {
             if dir {
-                emit(f);
+                emit(f)?;
             }
         } else if ft.is_symlink() {
             if let Some(broken) = broken_link(entry.path(), f) {
-                emit(broken);
+                emit(broken)?;
             }
         } else if ft.is_file() {
             // An unreadable file fails its job when it is read, with the reason.
-            emit(f);
+            emit(f)?;
         }
         // Folders are walked into; sockets, FIFOs and devices are not documents (reading a
         // FIFO would block).
     }
+    Ok(())
 }
 
 /// What a walk needs to know of each entry.

@@ -9,12 +9,14 @@ mod expand;
 pub(crate) mod index;
 mod jobs_file;
 mod shard;
+mod store;
 
 pub(crate) use args::{parse_arg, resolve_args};
 pub(crate) use error::PlanError;
 pub(crate) use expand::{ExpandOptions, expand};
 pub(crate) use jobs_file::read_jobs_file;
 pub(crate) use shard::{Shard, shard_from_env};
+pub(crate) use store::{Plan, Selection};
 
 use crate::error::JobError;
 use serde::Serialize;
@@ -187,17 +189,21 @@ pub(crate) struct PlanRequest {
 /// Plan the jobs of several requests: expand, resolve arguments, give ids, dedupe (the same
 /// skill, input and arguments reached twice is one job). Usage errors (unknown skill, bad
 /// arguments, inputs that do not exist, no inputs at all) fail the whole plan.
+///
+/// A large plan goes to a file as it is made ([`store`]): what is held of it while planning is
+/// a few digests a job, to dedupe it and to tell its job folders apart.
 pub(crate) fn build(
     requests: &[PlanRequest],
     skills: &crate::skills::SkillSet,
     cwd: &std::path::Path,
     output_dir: &std::path::Path,
-) -> Result<Vec<Job>, PlanError> {
-    let mut jobs: Vec<Job> = Vec::new();
-    // The ids planned, and each job's folder (one folder, one job), found again through the
-    // jobs themselves: a few bytes a job, not a copy of each id and folder.
+) -> Result<Plan, PlanError> {
+    let mut jobs = store::PlanWriter::new();
+    let spill = |e: std::io::Error| PlanError::Spill(e.to_string());
+    // The ids planned, and each job's folder (one folder, one job) by a digest and the
+    // position of its job: a few bytes a job, not a copy of each id and folder.
     let mut ids = std::collections::HashSet::new();
-    let mut folders = FolderIndex::default();
+    let mut folders: std::collections::HashMap<[u8; 16], usize> = Default::default();
     for req in requests {
         let skill = skills
             .get(&req.skill)
@@ -209,14 +215,12 @@ pub(crate) fn build(
         let skill_name: std::sync::Arc<str> = skill.name.as_str().into();
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();
-        let found = expand(&req.inputs, &opts, cwd, output_dir)?;
-        jobs.reserve(found.len());
-        for f in found {
+        expand(&req.inputs, &opts, cwd, output_dir, &mut |f| {
             let (args, extra_inputs, arg_problem) =
                 resolve_args(skill, &req.args, &f.display, &f.path);
             let id = JobId::new(&skill.name, &f.display, &args);
             if !ids.insert(id) {
-                continue;
+                return Ok(());
             }
             // The current folder itself is laid out under its own name.
             let out_display = f.out_display.as_deref().unwrap_or(&f.display);
@@ -228,12 +232,18 @@ pub(crate) fn build(
                     out_display
                 },
             );
-            if let Some(first) = folders.insert(&jobs, &rel) {
-                return Err(PlanError::SharedOutputFolder {
-                    first: first.input.clone(),
-                    second: f.display,
-                    folder: rel.display().to_string(),
-                });
+            match folders.entry(digest(rel.as_os_str())) {
+                std::collections::hash_map::Entry::Occupied(first) => {
+                    let first = jobs.get(*first.get()).map_err(spill)?;
+                    return Err(PlanError::SharedOutputFolder {
+                        first: first.input,
+                        second: f.display,
+                        folder: rel.display().to_string(),
+                    });
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(jobs.len());
+                }
             }
             jobs.push(Job {
                 id,
@@ -245,50 +255,24 @@ pub(crate) fn build(
                 args,
                 extra_inputs,
                 problem: f.problem.or(arg_problem).map(Box::new),
-            });
-        }
+            })
+            .map_err(spill)
+        })?;
     }
-    if jobs.is_empty() {
+    if jobs.len() == 0 {
         return Err(PlanError::NothingMatched);
     }
-    // The plan is held for the whole run: not with up to twice the room it needs.
-    jobs.shrink_to_fit();
-    Ok(jobs)
+    jobs.finish().map_err(spill)
 }
 
-/// The plan's job folders, each held as the position of its job in the plan.
-#[derive(Default)]
-struct FolderIndex {
-    table: hashbrown::HashTable<usize>,
-    state: std::hash::RandomState,
-}
-
-impl FolderIndex {
-    /// Note `rel` as the folder of the job about to be pushed onto `jobs`, unless a job of
-    /// `jobs` has it already: then that job.
-    fn insert<'j>(&mut self, jobs: &'j [Job], rel: &std::path::Path) -> Option<&'j Job> {
-        use std::hash::BuildHasher;
-        let hash = self.state.hash_one(rel);
-        if let Some(&i) = self.table.find(hash, |&i| jobs[i].output_rel == rel) {
-            return Some(&jobs[i]);
-        }
-        let state = &self.state;
-        self.table.insert_unique(hash, jobs.len(), |&i| {
-            state.hash_one(jobs[i].output_rel.as_path())
-        });
-        None
-    }
-}
-
-/// Keep the jobs of one shard (positions are in plan order).
-pub(crate) fn filter_shard(jobs: Vec<Job>, shard: Option<Shard>) -> Vec<Job> {
-    let Some(shard) = shard else { return jobs };
-    let len = jobs.len();
-    jobs.into_iter()
-        .enumerate()
-        .filter(|(i, j)| shard.owns(j.id.as_str(), *i, len))
-        .map(|(_, j)| j)
-        .collect()
+/// 16 bytes of sha256 over a path: how the plan tells paths apart without holding them. Two
+/// paths share one with a chance of about 2⁻⁸⁹ in a million.
+pub(crate) fn digest(path: &std::ffi::OsStr) -> [u8; 16] {
+    use std::os::unix::ffi::OsStrExt;
+    let digest = Sha256::digest(path.as_bytes());
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    key
 }
 
 /// Refuse a per-minute token budget (`--tpm`, `tpm:`) that no request of the plan fits.

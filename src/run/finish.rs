@@ -59,7 +59,7 @@ pub(super) async fn submit_batches(
 pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     let fold = ledger.take_fold();
     let counts = Counts {
-        planned: end.opts.jobs.len() as u64,
+        planned: end.opts.plan.len() as u64,
         ..fold.summary.counts()
     };
     let tokens = fold.summary.tokens();
@@ -85,7 +85,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     // Extraction skills: the folder's tables, rebuilt from every record (this run's first).
     let (tables, problems) = super::tables::write(
         end.ctx.layout.output_dir(),
-        &end.opts.jobs,
+        &end.opts.plan.outline.samples,
         &end.opts.skills,
         &fold.for_tables,
         end.opts.flags.table_rows.as_deref(),
@@ -151,7 +151,7 @@ fn manifest(
     let (opts, ctx) = (end.opts, end.ctx);
     let (last, peak) = ctx.slots.limits();
     let mut skills_used: BTreeMap<String, String> = BTreeMap::new();
-    for j in &opts.jobs {
+    for j in &opts.plan.outline.samples {
         for s in opts.skills.closure(&j.skill) {
             skills_used.insert(s.name.clone(), s.content_hash());
         }
@@ -171,8 +171,8 @@ fn manifest(
         // Absolute, like output_dir: usable from wherever the manifest is read.
         results: run_dir.join("results.jsonl").display().to_string(),
         results_csv: run_dir.join("results.csv").display().to_string(),
-        shard: opts.shard.map(|s| s.label()),
-        shard_source: opts.shard.map(|s| s.source.to_string()),
+        shard: opts.plan.shard.map(|s| s.label()),
+        shard_source: opts.plan.shard.map(|s| s.source.to_string()),
         reason,
         concurrency: ConcurrencyStats {
             mode: if end.auto {
@@ -184,7 +184,7 @@ fn manifest(
             peak: peak as u32,
             last: last as u32,
         },
-        planned_job_ids: opts.plan_ids.iter().map(|id| id.to_string()).collect(),
+        planned_job_ids: planned_ids(&opts.plan.plan),
         base_url: Some(crate::secret::url_for_display(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),
@@ -205,4 +205,21 @@ fn served_model(records: &SummaryFold) -> Option<String> {
         .iter()
         .max_by_key(|(_, n)| **n)
         .map(|(m, _)| m.clone())
+}
+
+/// Every job id of the plan, all shards, read back from it. A plan that cannot be read back
+/// gives none (`manifest merge` then takes the jobs the shards recorded as the plan) rather
+/// than some.
+fn planned_ids(plan: &crate::plan::Plan) -> Vec<String> {
+    let ids = plan
+        .jobs()
+        .map(|j| j.map(|j| j.id.to_string()))
+        .collect::<std::io::Result<Vec<String>>>();
+    ids.unwrap_or_else(|e| {
+        tracing::warn!(
+            "{}",
+            msg!("cannot read the plan back from its temporary file: {e}")
+        );
+        Vec::new()
+    })
 }

@@ -34,7 +34,7 @@ use crate::flags::RunFlags;
 use crate::layout::OutputLayout;
 use crate::manifest::{ManifestWriter, RunManifest};
 use crate::plan::cache::{self, CacheIndex, JobCache};
-use crate::plan::{Job, Shard};
+use crate::plan::{Job, Selection, Shard};
 use crate::skills::SkillSet;
 use context::RunContext;
 use ledger::{Ledger, StopRules};
@@ -46,15 +46,13 @@ use tokio_util::sync::CancellationToken;
 
 /// Everything a run needs.
 pub(crate) struct RunOptions {
-    pub jobs: Vec<Job>,
+    /// The plan (all shards: the manifest names every planned job, so that merging shards can
+    /// tell which none of them did) and the jobs of it this run does.
+    pub plan: Selection,
     pub skills: Arc<SkillSet>,
     pub config: Config,
     /// Absolute output folder.
     pub output_dir: PathBuf,
-    pub shard: Option<Shard>,
-    /// Every job id of the whole plan (all shards), written to the manifest so that merging
-    /// shards can tell which planned jobs none of them did.
-    pub plan_ids: Vec<crate::plan::JobId>,
     /// The command line, for the manifest.
     pub command: String,
     /// Cancelled to stop in-flight work at once (the reader's helper programs share it).
@@ -83,7 +81,7 @@ pub(crate) fn new_run_id(shard: Option<Shard>) -> String {
 /// Run the jobs: set up, schedule, drain, record what never ran, write the manifest.
 pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let layout = OutputLayout::new(&opts.output_dir);
-    let (run_id, _lock) = setup::open_output(&layout, opts.shard)?;
+    let (run_id, _lock) = setup::open_output(&layout, opts.plan.shard)?;
     let started_at = crate::manifest::Timestamp::now();
     let client = context::client(&opts.config).map_err(RunError::Client)?;
     let book = setup::open_batches(
@@ -100,7 +98,7 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let server = setup::ask_server(
         &client,
         &mut config,
-        &opts.jobs,
+        &opts.plan.outline.samples,
         &opts.skills,
         opts.flags.submit_batch.is_some(),
     )
@@ -109,19 +107,19 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         &client,
         server.as_ref(),
         &mut config,
-        &opts.jobs,
+        &opts.plan.outline.samples,
         &opts.skills,
     )
     .await?;
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
-    crate::plan::check_tpm(&config, &opts.jobs, &opts.skills)?;
+    crate::plan::check_tpm(&config, &opts.plan.outline.samples, &opts.skills)?;
     let (auto, initial) = match config.run.concurrency {
         Concurrency::Fixed(n) => (false, n),
         Concurrency::Auto => (true, slots::AUTO_START),
     };
     let slots = Arc::new(Slots::new(initial, auto));
-    let progress = Arc::new(Progress::new(opts.jobs.len() as u64, opts.flags.progress));
+    let progress = Arc::new(Progress::new(opts.plan.len() as u64, opts.flags.progress));
     let keep = keep(&opts, &book, &config);
     let ledger = open_ledger(&layout, &run_id, &opts, keep, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
@@ -152,9 +150,8 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     // Inputs are hashed once the signal handlers are in place: a Ctrl-C while hashing a large
     // tree still ends with a manifest and 130.
     let mut statuses = Statuses::start(&ctx, &opts, &ledger)?;
-    let unscheduled =
+    let stopped_at =
         schedule::run_jobs(&ctx, &ledger, &mut statuses, opts.flags.submit_batch).await;
-    let index = statuses.index;
     // Signals are still watched while submitting: an interrupted upload ends with the grace
     // period, and the next run cleans up.
     let submit_error = match opts.flags.submit_batch {
@@ -164,7 +161,9 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         None => None,
     };
     watchers.stop();
-    schedule::record_not_run(&ctx, &ledger, unscheduled);
+    // The jobs never started, read from the plan one by one as they are recorded.
+    schedule::record_not_run(&ctx, &ledger, stopped_at.into_iter().chain(&mut statuses));
+    let index = statuses.index;
     progress.finish();
     remove_scratch(&ctx);
     let end = finish::Ending {
@@ -210,7 +209,7 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: CacheIndex) {
 /// What the end of the run needs of its records beyond their sums.
 fn keep(opts: &RunOptions, book: &crate::batch::Book, config: &Config) -> ledger::Keep {
     ledger::Keep {
-        table_skills: tables::table_skills(&opts.jobs, &opts.skills),
+        table_skills: tables::table_skills(&opts.plan.outline.samples, &opts.skills),
         settled_ids: book.has_batches(),
         prices: config.models.prices.clone(),
     }
@@ -261,20 +260,22 @@ fn remove_scratch(ctx: &RunContext) {
 /// few enough that what is held of earlier records grows with them, not with the plan.
 const STATUS_CHUNK: usize = 1024;
 
-/// Each job's cache status, decided a chunk at a time as the scheduler reaches it: inputs
-/// hashed in parallel (those whose stat is unchanged are not opened), before the chunk's jobs
-/// reach the model. Yields the jobs in plan order with their statuses; holds the cache index
-/// they were decided with, which the run's records then go on top of.
+/// Each job's cache status, decided a chunk at a time as the scheduler reaches it: the chunk's
+/// jobs read from the plan, their inputs hashed in parallel (those whose stat is unchanged are
+/// not opened), before they reach the model. Yields the jobs in plan order with their
+/// statuses; holds the cache index they were decided with, which the run's records then go on
+/// top of.
 struct Statuses<'a> {
     ctx: &'a RunContext,
     opts: &'a RunOptions,
     ledger: &'a Ledger,
     index: CacheIndex,
     mode: cache::HashMode,
-    /// The next job to yield, and the statuses decided from it on.
-    at: usize,
-    decided: std::vec::IntoIter<JobCache>,
-    /// A chunk's workers panicked: the rest are not decided.
+    /// The jobs not yet read from the plan.
+    jobs: Box<dyn Iterator<Item = std::io::Result<Job>> + Send + 'a>,
+    /// The chunk decided, not yet yielded.
+    decided: std::vec::IntoIter<(Job, JobCache)>,
+    /// The plan could not be read on, or a chunk's workers panicked: nothing more is yielded.
     broken: bool,
 }
 
@@ -297,23 +298,26 @@ impl<'a> Statuses<'a> {
                 // `--checksum`, `checksum: true`.
                 checksum: opts.config.run.checksum,
             },
-            at: 0,
+            jobs: Box::new(opts.plan.jobs()),
             decided: Vec::new().into_iter(),
             broken: false,
         };
         // Until a chunk is decided, every job that has no planning problem may run.
-        let may_run = opts.jobs.iter().filter(|j| j.problem.is_none()).count();
-        ctx.progress.set_to_run(may_run as u64);
+        ctx.progress.set_to_run(opts.plan.outline.may_run as u64);
         statuses.decide().map_err(RunError::Planning)?;
         Ok(statuses)
     }
 
-    /// Decide the next chunk's statuses, on this thread, which the runtime replaces
-    /// meanwhile (the jobs are not copied).
+    /// Read the next chunk of jobs and decide their statuses, on this thread, which the
+    /// runtime replaces meanwhile.
     fn decide(&mut self) -> Result<(), String> {
         let (ctx, opts) = (self.ctx, self.opts);
-        let end = (self.at + STATUS_CHUNK).min(opts.jobs.len());
-        let chunk = &opts.jobs[self.at..end];
+        let chunk = self
+            .jobs
+            .by_ref()
+            .take(STATUS_CHUNK)
+            .collect::<std::io::Result<Vec<Job>>>()
+            .map_err(|e| msg!("cannot read the plan back from its temporary file: {e}"))?;
         let (index, mode) = (&mut self.index, self.mode);
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tokio::task::block_in_place(|| {
@@ -323,42 +327,55 @@ impl<'a> Statuses<'a> {
                         .model_for(opts.skills.get(skill).and_then(|s| s.model.as_deref()))
                 };
                 let out = ctx.layout.output_dir();
-                cache::statuses(chunk, index, &opts.skills, &model_of, out, mode)
+                cache::statuses(&chunk, index, &opts.skills, &model_of, out, mode)
             })
-        }))
-        .map_err(|_| msg!("a worker deciding the cache statuses panicked"))?;
+        }));
+        let Ok(decided) = decided else {
+            // The chunk's jobs are still yielded, undecided, to be recorded as not run.
+            self.decided = undecided(chunk);
+            return Err(msg!("a worker deciding the cache statuses panicked"));
+        };
         // Cached jobs make no request: they are no work left.
         let cached = decided
             .iter()
-            .zip(chunk)
+            .zip(&chunk)
             .filter(|(c, j)| c.cached && j.problem.is_none())
             .count();
         ctx.progress.fewer_to_run(cached as u64);
-        self.decided = decided.into_iter();
+        self.decided = chunk.into_iter().zip(decided).collect::<Vec<_>>().into_iter();
         Ok(())
     }
 }
 
-impl<'a> Iterator for Statuses<'a> {
-    type Item = (&'a Job, JobCache);
+impl Iterator for Statuses<'_> {
+    type Item = (Job, JobCache);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let job = self.opts.jobs.get(self.at)?;
-        let cache = match self.decided.next() {
-            Some(c) => c,
-            None if self.broken => JobCache::default(),
-            None => match self.decide() {
-                Ok(()) => self.decided.next().unwrap_or_default(),
-                // A bug: the run stops, and this job and the rest are recorded as not run.
-                Err(why) => {
-                    self.ledger
-                        .stop(stop::Stop::Abort(crate::error::ErrorKind::Internal, why));
-                    self.broken = true;
-                    JobCache::default()
-                }
-            },
-        };
-        self.at += 1;
-        Some((job, cache))
+        if let Some(next) = self.decided.next() {
+            return Some(next);
+        }
+        if self.broken {
+            // Undecided: the run has stopped, and these are recorded as not run. A plan that
+            // cannot be read on ends here.
+            return Some((self.jobs.next()?.ok()?, JobCache::default()));
+        }
+        match self.decide() {
+            Ok(()) => self.decided.next(),
+            // A bug, or the plan's file gone bad: the run stops, and this job and the rest are
+            // recorded as not run.
+            Err(why) => {
+                self.ledger
+                    .stop(stop::Stop::Abort(crate::error::ErrorKind::Internal, why));
+                self.broken = true;
+                self.next()
+            }
+        }
     }
+}
+
+fn undecided(jobs: Vec<Job>) -> std::vec::IntoIter<(Job, JobCache)> {
+    jobs.into_iter()
+        .map(|j| (j, JobCache::default()))
+        .collect::<Vec<_>>()
+        .into_iter()
 }

@@ -14,39 +14,39 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::task::JoinSet;
 
-/// Runs the jobs; returns those it never started (the run stopped first).
-pub(super) async fn run_jobs<'a>(
+/// Runs the jobs until the run stops; returns the job it stopped at, never started (the jobs
+/// after it are left in `jobs`).
+pub(super) async fn run_jobs(
     ctx: &Arc<RunContext>,
     ledger: &Arc<Ledger>,
-    jobs: impl Iterator<Item = (&'a Job, JobCache)>,
+    jobs: &mut impl Iterator<Item = (Job, JobCache)>,
     batch: Option<BatchOptions>,
-) -> Vec<(Job, JobCache)> {
+) -> Option<(Job, JobCache)> {
     let mut tasks = JoinSet::new();
-    let mut unscheduled = Vec::new();
-    let mut queue = jobs;
+    let mut stopped_at = None;
     let mut left = LeftBehind::find(ctx);
-    for (job, cache) in queue.by_ref() {
+    for (job, cache) in jobs.by_ref() {
         if ledger.stopped().is_some() {
-            unscheduled.push((job.clone(), cache));
+            stopped_at = Some((job, cache));
             break;
         }
         // Batch mode carries direct requests only; an agent-loop job runs now only when the
         // user said so.
         if batch.is_some_and(|b| !b.run_agent_jobs && !cache.cached && job.problem.is_none())
-            && !batchable(job, &ctx.skills)
+            && !batchable(&job, &ctx.skills)
         {
-            ledger.record(job::not_batchable(job, &cache, ctx));
+            ledger.record(job::not_batchable(&job, &cache, ctx));
             continue;
         }
         // Cached jobs and jobs that fail at planning take no slot and make no request.
         if cache.cached || job.problem.is_some() {
-            record_at_once(ctx, ledger, job, &cache, &mut left);
+            record_at_once(ctx, ledger, &job, &cache, &mut left);
             continue;
         }
         tokio::select! {
             biased;
             _ = ledger.stopping().cancelled() => {
-                unscheduled.push((job.clone(), cache));
+                stopped_at = Some((job, cache));
                 break;
             }
             _ = ctx.slots.acquire() => {}
@@ -54,19 +54,18 @@ pub(super) async fn run_jobs<'a>(
         // The slot may have been freed by the very job that reached a limit.
         if ledger.stopped().is_some() {
             ctx.slots.release();
-            unscheduled.push((job.clone(), cache));
+            stopped_at = Some((job, cache));
             break;
         }
-        spawn(&mut tasks, ctx.clone(), ledger.clone(), job.clone(), cache);
+        spawn(&mut tasks, ctx.clone(), ledger.clone(), job, cache);
     }
-    unscheduled.extend(queue.map(|(job, cache)| (job.clone(), cache)));
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
             // A job's own panic is caught inside its task; this one is the scheduler's.
             tracing::error!("{}", msg!("a job's task ended without its record: {e}"));
         }
     }
-    unscheduled
+    stopped_at
 }
 
 /// What earlier runs left in the output folder that a job recorded at once may need, looked
@@ -154,7 +153,11 @@ fn spawn(
 }
 
 /// Every job not run gets its record: skipped for limits, cancelled for aborts and signals.
-pub(super) fn record_not_run(ctx: &RunContext, ledger: &Ledger, unscheduled: Vec<(Job, JobCache)>) {
+pub(super) fn record_not_run(
+    ctx: &RunContext,
+    ledger: &Ledger,
+    unscheduled: impl Iterator<Item = (Job, JobCache)>,
+) {
     let stop = ledger.stopped();
     for (job, cache) in unscheduled {
         let (status, kind, message) = Stop::not_run(stop.as_ref());
