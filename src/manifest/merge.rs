@@ -96,8 +96,9 @@ impl LoadedRun {
     /// The job ids this run planned: the manifest's list (the whole plan, every shard), or for
     /// a run killed before writing it, the ids of its records.
     pub(crate) fn planned_ids(&self) -> Vec<String> {
-        match &self.manifest {
-            Some(m) if !m.planned_job_ids.is_empty() => m.planned_job_ids.clone(),
+        let listed = self.manifest.as_ref().map(|m| m.planned_job_ids.to_vec());
+        match listed {
+            Some(ids) if !ids.is_empty() => ids,
             _ => self.records.iter().map(|r| r.job_id.clone()).collect(),
         }
     }
@@ -225,7 +226,7 @@ pub(crate) fn merge(
         shard_source: None,
         reason,
         concurrency: Default::default(),
-        planned_job_ids: planned,
+        planned_job_ids: planned.into(),
         base_url: None,
         served_model: None,
         server: None,
@@ -351,7 +352,11 @@ mod tests {
             shard_source: None,
             reason: None,
             concurrency: Default::default(),
-            planned_job_ids: planned.iter().map(|s| s.to_string()).collect(),
+            planned_job_ids: planned
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .into(),
             base_url: None,
             served_model: None,
             server: None,

@@ -259,6 +259,12 @@ pub struct JobRecord {
     /// A workflow's steps, in the order they ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepRecord>,
+    /// Not written: the record of a cached job says nothing for deciding its cache that the
+    /// record it was made from did not (same key, input stat, outputs and their stats). The
+    /// cache index keeps pointing at that one, so a rerun that changes nothing adds nothing to
+    /// hold for the index.
+    #[serde(skip)]
+    pub restates: bool,
 }
 
 impl JobRecord {
@@ -302,6 +308,7 @@ impl JobRecord {
             extraction: None,
             extra_files: Vec::new(),
             steps: Vec::new(),
+            restates: false,
         }
     }
 }
@@ -357,6 +364,99 @@ pub(crate) enum ConcurrencyMode {
     Auto,
 }
 
+/// Where a run's planned job ids come from when its manifest is written: its plan, read as
+/// the manifest is (a million ids are never held as strings).
+pub(crate) trait IdSource: Send + Sync {
+    /// Every id, in plan order; an error when the plan cannot be read back.
+    fn each_id(&self, f: &mut dyn FnMut(&str)) -> std::io::Result<()>;
+}
+
+/// A manifest's `planned_job_ids`: a list as read, or the plan of the run writing it.
+#[derive(Clone, Default)]
+pub(crate) enum PlannedIds {
+    Listed(Vec<String>),
+    Plan(std::sync::Arc<dyn IdSource>),
+    #[default]
+    None,
+}
+
+impl PlannedIds {
+    /// The ids, as a list.
+    pub(crate) fn to_vec(&self) -> Vec<String> {
+        match self {
+            PlannedIds::Listed(ids) => ids.clone(),
+            PlannedIds::Plan(plan) => {
+                let mut ids = Vec::new();
+                // A plan that cannot be read back names no planned job rather than some.
+                match plan.each_id(&mut |id| ids.push(id.to_string())) {
+                    Ok(()) => ids,
+                    Err(_) => Vec::new(),
+                }
+            }
+            PlannedIds::None => Vec::new(),
+        }
+    }
+}
+
+impl From<Vec<String>> for PlannedIds {
+    fn from(ids: Vec<String>) -> Self {
+        PlannedIds::Listed(ids)
+    }
+}
+
+impl std::fmt::Debug for PlannedIds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.to_vec()).finish()
+    }
+}
+
+impl PartialEq for PlannedIds {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_vec() == other.to_vec()
+    }
+}
+
+impl<const N: usize> PartialEq<[&str; N]> for PlannedIds {
+    fn eq(&self, other: &[&str; N]) -> bool {
+        self.to_vec() == other
+    }
+}
+
+impl Serialize for PlannedIds {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        match self {
+            PlannedIds::Plan(plan) => {
+                let mut seq = s.serialize_seq(None)?;
+                let mut failed = None;
+                plan.each_id(&mut |id| {
+                    if failed.is_none()
+                        && let Err(e) = seq.serialize_element(id)
+                    {
+                        failed = Some(e);
+                    }
+                })
+                .map_err(|e| {
+                    S::Error::custom(msg!(
+                        "cannot read the plan back from its temporary file: {e}"
+                    ))
+                })?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                seq.end()
+            }
+            other => other.to_vec().serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PlannedIds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<String>::deserialize(d).map(PlannedIds::Listed)
+    }
+}
+
 /// `manifest.json`: the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunManifest {
@@ -388,7 +488,7 @@ pub(crate) struct RunManifest {
     /// Every job id of the run's whole plan — every shard's, before `--limit` — so that
     /// `manifest merge` can report planned jobs that no shard did.
     #[serde(default)]
-    pub planned_job_ids: Vec<String>,
+    pub planned_job_ids: PlannedIds,
     /// The API base the run spoke to, without credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,

@@ -129,7 +129,8 @@ impl ManifestWriter {
             csv.push(record);
         }
         let n = (self.held.len() - start) as u64;
-        if let Some(lines) = &mut self.lines {
+        // A record that restates the one the index points at leaves the index as it is.
+        if let Some(lines) = self.lines.as_mut().filter(|_| !record.restates) {
             lines.push(RecordLine::new(&record.job_id, record.status, self.len, n));
         }
         self.len += n;
@@ -169,11 +170,20 @@ impl ManifestWriter {
         if let Some(csv) = self.csv.take() {
             csv.finish(&self.folder)?;
         }
-        let body = serde_json::to_vec_pretty(manifest).map_err(io::Error::other)?;
-        write_atomic_in(&self.folder, &self.dir.join("manifest.json"), |f| {
-            f.write_all(&body)
-        })?;
-        write_atomic(&output_dir.join("manifest.json"), &body)
+        // Written as it is serialised: a plan of a million jobs names a million ids, which are
+        // never held as one body.
+        let write = |f: &mut std::fs::File| {
+            let mut w = io::BufWriter::with_capacity(1 << 16, f);
+            serde_json::to_writer_pretty(&mut w, manifest).map_err(io::Error::other)?;
+            w.flush()
+        };
+        write_atomic_in(&self.folder, &self.dir.join("manifest.json"), write)?;
+        // The copy is the file just written, read back beneath the run's folder.
+        let mut written = self.folder.top().open_file(OsStr::new("manifest.json"))?;
+        let copy = output_dir.join("manifest.json");
+        write_atomic_in(&Root::open(parent_of(&copy))?, &copy, |f| {
+            io::copy(&mut written, f).map(|_| ())
+        })
     }
 }
 

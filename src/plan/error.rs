@@ -109,6 +109,10 @@ pub(crate) enum PlanError {
     )]
     Spill(String),
 
+    /// More jobs than one plan holds (4,294,967,295).
+    #[error("more than 4294967295 jobs in one plan; split the inputs over several runs")]
+    TooManyJobs,
+
     /// `--jobs FILE` that cannot be used.
     #[error("jobs file {}: {problem}", path.display())]
     JobsFile {

@@ -149,11 +149,11 @@ impl Sink<'_> {
     }
 }
 
-/// The documents already found, by a digest of their canonical path: 16 bytes a document, not
-/// a copy of each path (an archive of a million documents is planned in one pass). Two paths
-/// share a digest with a chance of about 2⁻⁸⁹ in a million documents.
+/// The documents already found, by a digest of their canonical path ([`super::digest`]): 8
+/// bytes a document, not a copy of each path (an archive of a million documents is planned
+/// in one pass).
 #[derive(Default)]
-struct Seen(HashSet<[u8; 16]>);
+struct Seen(HashSet<u64>);
 
 impl Seen {
     fn first_time(&mut self, canonical: &Path) -> bool {

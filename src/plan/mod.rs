@@ -54,6 +54,11 @@ impl JobId {
         let _ = hex::encode_to_slice(&h.finalize()[..8], &mut hex);
         JobId(hex)
     }
+    /// The id as the number its 16 hex digits are (how sets of ids hold it).
+    pub(crate) fn key(&self) -> u64 {
+        crate::manifest::job_key(self.as_str())
+    }
+
     pub fn as_str(&self) -> &str {
         // Only ever hex digits (ASCII).
         std::str::from_utf8(&self.0).unwrap_or_default()
@@ -201,9 +206,9 @@ pub(crate) fn build(
     let mut jobs = store::PlanWriter::new();
     let spill = |e: std::io::Error| PlanError::Spill(e.to_string());
     // The ids planned, and each job's folder (one folder, one job) by a digest and the
-    // position of its job: a few bytes a job, not a copy of each id and folder.
-    let mut ids = std::collections::HashSet::new();
-    let mut folders: std::collections::HashMap<[u8; 16], usize> = Default::default();
+    // position of its job: 8 and 12 bytes a job, not a copy of each id and folder.
+    let mut ids: std::collections::HashSet<u64> = Default::default();
+    let mut folders: std::collections::HashMap<u64, u32> = Default::default();
     for req in requests {
         let skill = skills
             .get(&req.skill)
@@ -219,7 +224,7 @@ pub(crate) fn build(
             let (args, extra_inputs, arg_problem) =
                 resolve_args(skill, &req.args, &f.display, &f.path);
             let id = JobId::new(&skill.name, &f.display, &args);
-            if !ids.insert(id) {
+            if !ids.insert(id.key()) {
                 return Ok(());
             }
             // The current folder itself is laid out under its own name.
@@ -234,7 +239,7 @@ pub(crate) fn build(
             );
             match folders.entry(digest(rel.as_os_str())) {
                 std::collections::hash_map::Entry::Occupied(first) => {
-                    let first = jobs.get(*first.get()).map_err(spill)?;
+                    let first = jobs.get(*first.get() as usize).map_err(spill)?;
                     return Err(PlanError::SharedOutputFolder {
                         first: first.input,
                         second: f.display,
@@ -242,7 +247,7 @@ pub(crate) fn build(
                     });
                 }
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(jobs.len());
+                    v.insert(u32::try_from(jobs.len()).map_err(|_| PlanError::TooManyJobs)?);
                 }
             }
             jobs.push(Job {
@@ -265,14 +270,15 @@ pub(crate) fn build(
     jobs.finish().map_err(spill)
 }
 
-/// 16 bytes of sha256 over a path: how the plan tells paths apart without holding them. Two
-/// paths share one with a chance of about 2⁻⁸⁹ in a million.
-pub(crate) fn digest(path: &std::ffi::OsStr) -> [u8; 16] {
+/// 8 bytes of sha256 over a path: how the plan tells paths apart without holding them. As
+/// many as a job id has: two paths of a million share one with a chance of about 3 in 100
+/// million, as two jobs share an id.
+pub(crate) fn digest(path: &std::ffi::OsStr) -> u64 {
     use std::os::unix::ffi::OsStrExt;
     let digest = Sha256::digest(path.as_bytes());
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&digest[..16]);
-    key
+    let mut key = [0u8; 8];
+    key.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(key)
 }
 
 /// Refuse a per-minute token budget (`--tpm`, `tpm:`) that no request of the plan fits.

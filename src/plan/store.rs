@@ -165,8 +165,8 @@ impl Plan {
 /// The jobs a run does (its shard's, the first `--limit` of them), and what it needs to know
 /// of them as a whole, found in one reading of the plan.
 pub(crate) struct Selection {
-    /// Every job of the plan, all shards.
-    pub plan: Plan,
+    /// Every job of the plan, all shards (shared with the manifest, which names them all).
+    pub plan: Arc<Plan>,
     pub shard: Option<Shard>,
     pub limit: Option<usize>,
     pub outline: Outline,
@@ -203,7 +203,7 @@ impl Selection {
             }
         }
         Ok(Selection {
-            plan,
+            plan: Arc::new(plan),
             shard,
             limit,
             outline,
@@ -221,6 +221,15 @@ impl Selection {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.outline.len == 0
+    }
+}
+
+impl crate::manifest::IdSource for Plan {
+    fn each_id(&self, f: &mut dyn FnMut(&str)) -> io::Result<()> {
+        for job in self.jobs() {
+            f(job?.id.as_str());
+        }
+        Ok(())
     }
 }
 

@@ -184,7 +184,7 @@ fn manifest(
             peak: peak as u32,
             last: last as u32,
         },
-        planned_job_ids: planned_ids(&opts.plan.plan),
+        planned_job_ids: crate::manifest::PlannedIds::Plan(opts.plan.plan.clone()),
         base_url: Some(crate::secret::url_for_display(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),
@@ -207,19 +207,3 @@ fn served_model(records: &SummaryFold) -> Option<String> {
         .map(|(m, _)| m.clone())
 }
 
-/// Every job id of the plan, all shards, read back from it. A plan that cannot be read back
-/// gives none (`manifest merge` then takes the jobs the shards recorded as the plan) rather
-/// than some.
-fn planned_ids(plan: &crate::plan::Plan) -> Vec<String> {
-    let ids = plan
-        .jobs()
-        .map(|j| j.map(|j| j.id.to_string()))
-        .collect::<std::io::Result<Vec<String>>>();
-    ids.unwrap_or_else(|e| {
-        tracing::warn!(
-            "{}",
-            msg!("cannot read the plan back from its temporary file: {e}")
-        );
-        Vec::new()
-    })
-}

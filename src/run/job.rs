@@ -63,7 +63,7 @@ pub(super) fn cached_record(
     if let Some(seen) = &cache.outputs_seen {
         seen.apply(&mut outputs);
     }
-    JobRecord {
+    let record = JobRecord {
         status: Status::Cached,
         outputs,
         output_dir_stat: cache.outputs_seen.as_ref().and_then(|s| s.folder),
@@ -87,7 +87,24 @@ pub(super) fn cached_record(
             cache,
             prev.map(|p| p.model.clone()).unwrap_or_default(),
         )
+    };
+    JobRecord {
+        restates: prev.is_some_and(|p| restates(&record, p)),
+        ..record
     }
+}
+
+/// Whether a cached job's record says, for deciding its cache, only what `prev` (the record it
+/// was found cached with) said: then the cache index keeps pointing at `prev`.
+fn restates(record: &JobRecord, prev: &JobRecord) -> bool {
+    record.cache_key == prev.cache_key
+        && record.input_sha256 == prev.input_sha256
+        && record.input_bytes == prev.input_bytes
+        && record.input_stat == prev.input_stat
+        && record.outputs == prev.outputs
+        && record.output_dir_stat == prev.output_dir_stat
+        && record.transcript == prev.transcript
+        && record.input_tokens == prev.input_tokens
 }
 
 /// A job that failed while planning (broken link, missing paired file).
