@@ -227,9 +227,18 @@ impl OutputLayout {
     /// folder reached beneath the output folder's handle: a temporary file beside it, synced,
     /// then renamed over it ([`write_atomic_in`]).
     pub(crate) fn write_atomic(&self, path: &Path, body: &[u8]) -> io::Result<()> {
+        self.write_atomic_with(path, |f| std::io::Write::write_all(f, body))
+    }
+
+    /// [`Self::write_atomic`], the content written by `write` as it is made.
+    pub(crate) fn write_atomic_with(
+        &self,
+        path: &Path,
+        write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+    ) -> io::Result<()> {
         let parent = path.parent().unwrap_or(Path::new(""));
         let folder = self.folder(parent, false)?;
-        write_atomic_in(&folder, path, |f| std::io::Write::write_all(f, body))
+        write_atomic_in(&folder, path, write)
     }
 }
 

@@ -15,7 +15,7 @@ use crate::manifest::{self, JobRecord, Status};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -49,13 +49,35 @@ struct Covered {
 pub(crate) struct CacheIndex {
     output_dir: PathBuf,
     runs: Vec<Covered>,
-    slots: HashMap<u64, Slot>,
+    /// The index file's slots, looked up in the file as jobs need them.
+    table: Option<Table>,
+    /// Slots of the runs newer than the file (all of them, when rebuilt): these win.
+    newer: HashMap<u64, Slot>,
     /// Each run's `results.jsonl`, opened when first needed (`None`: it cannot be).
     files: Vec<OnceLock<Option<std::fs::File>>>,
     /// A slot led to a line that is not the job's usable record.
     stale: AtomicBool,
     /// How the index was found: read as it was, read and brought up to date, or rebuilt.
     pub source: IndexSource,
+}
+
+/// Every how many slots of the file one key is held in memory: a lookup reads one block of
+/// this many slots (1.5 KiB), and a million jobs hold 15,625 keys (125 KiB).
+const FENCE: u64 = 64;
+/// Bytes of one slot in the file: key, run, length, offset.
+const SLOT_BYTES: u64 = 24;
+
+/// The index file's slots, sorted by key, read where a lookup needs them (`pread`); held in
+/// memory is every [`FENCE`]th key.
+#[derive(Debug)]
+struct Table {
+    file: std::fs::File,
+    /// Where the first slot starts.
+    start: u64,
+    /// How many slots.
+    len: u64,
+    /// The key of slots 0, FENCE, 2·FENCE, …
+    fences: Vec<u64>,
 }
 
 /// How [`CacheIndex::load`] came by the index.
@@ -98,11 +120,11 @@ impl CacheIndex {
             output_dir: output_dir.to_path_buf(),
             ..CacheIndex::default()
         };
-        match read_file(&path).and_then(|(runs, slots)| fits(runs, slots, &on_disk)) {
-            Some((runs, slots)) => {
+        match Table::open(&path).and_then(|(runs, table)| fits(runs, table, &on_disk)) {
+            Some((runs, table)) => {
                 let covered = runs.len();
                 index.runs = runs;
-                index.slots = slots;
+                index.table = Some(table);
                 index.source = if covered == on_disk.len() {
                     IndexSource::File
                 } else {
@@ -179,7 +201,7 @@ impl CacheIndex {
                             && usable(slim.status)
                             && let Ok(len) = u32::try_from(read)
                         {
-                            self.slots.insert(
+                            self.newer.insert(
                                 key(&slim.job_id),
                                 Slot {
                                     run: n,
@@ -198,7 +220,11 @@ impl CacheIndex {
 
     /// The latest succeeded (or cached) record of a job, if the folder has one.
     pub(crate) fn get(&self, job_id: &str) -> Option<JobRecord> {
-        let slot = *self.slots.get(&key(job_id))?;
+        let k = key(job_id);
+        let slot = match self.newer.get(&k) {
+            Some(slot) => *slot,
+            None => self.table.as_ref()?.find(k)?,
+        };
         let found = self.read_slot(slot);
         match found {
             Some(r) if r.job_id == job_id && usable(r.status) => Some(r),
@@ -251,7 +277,8 @@ impl CacheIndex {
     ) -> io::Result<()> {
         let CacheIndex {
             mut runs,
-            mut slots,
+            mut newer,
+            table,
             output_dir,
             ..
         } = self;
@@ -272,7 +299,7 @@ impl CacheIndex {
             let Ok(len) = u32::try_from(l.len) else {
                 continue;
             };
-            slots.insert(
+            newer.insert(
                 l.key,
                 Slot {
                     run: n,
@@ -281,15 +308,13 @@ impl CacheIndex {
                 },
             );
         }
+        let mut newer: Vec<(u64, Slot)> = newer.into_iter().collect();
+        newer.sort_unstable_by_key(|(k, _)| *k);
         let layout = crate::layout::OutputLayout::new(&output_dir);
-        layout.write_atomic(&layout.cache_index(), &encode(&runs, &slots))
+        layout.write_atomic_with(&layout.cache_index(), |f| {
+            write_index(f, &runs, table.as_ref(), &newer)
+        })
     }
-}
-
-/// The index file's runs and slots, when it is whole and of this version.
-fn read_file(path: &Path) -> Option<(Vec<Covered>, HashMap<u64, Slot>)> {
-    let bytes = crate::small_file::read_io(path, MAX_INDEX_BYTES).ok()?;
-    decode(&bytes)
 }
 
 /// Whether the index's runs are the first runs on disk, each with the length it read: then
@@ -297,94 +322,231 @@ fn read_file(path: &Path) -> Option<(Vec<Covered>, HashMap<u64, Slot>)> {
 /// shrunk or inserted before the newest covered one makes the file untrustworthy.
 fn fits(
     runs: Vec<Covered>,
-    slots: HashMap<u64, Slot>,
+    table: Table,
     on_disk: &[Covered],
-) -> Option<(Vec<Covered>, HashMap<u64, Slot>)> {
+) -> Option<(Vec<Covered>, Table)> {
     (runs.len() <= on_disk.len() && runs.iter().zip(on_disk).all(|(a, b)| a == b))
-        .then_some((runs, slots))
+        .then_some((runs, table))
 }
 
-fn encode(runs: &[Covered], slots: &HashMap<u64, Slot>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + runs.len() * 48 + slots.len() * 24);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+impl Table {
+    /// The file's runs and slots, when it is whole (its checksum holds, its slots sorted and
+    /// naming its runs) and of this version. Read through once, holding its fences.
+    fn open(path: &Path) -> Option<(Vec<Covered>, Table)> {
+        let file = crate::small_file::open_regular(path).ok()?;
+        let size = file.metadata().ok()?.len();
+        if size > MAX_INDEX_BYTES {
+            return None;
+        }
+        let body_len = size.checked_sub(32)?;
+        let mut r = Hashed {
+            from: io::BufReader::with_capacity(1 << 16, super::store::At::new(&file, 0)),
+            hash: Sha256::new(),
+            left: body_len,
+        };
+        if &r.bytes::<8>()? != MAGIC {
+            return None;
+        }
+        let n_runs = u32::from_le_bytes(r.bytes()?) as usize;
+        let mut runs = Vec::with_capacity(n_runs.min(1 << 20));
+        for _ in 0..n_runs {
+            let len = u16::from_le_bytes(r.bytes()?) as usize;
+            let mut id = vec![0u8; len];
+            r.fill(&mut id)?;
+            runs.push(Covered {
+                run_id: String::from_utf8(id).ok()?,
+                len: u64::from_le_bytes(r.bytes()?),
+            });
+        }
+        let len = u64::from_le_bytes(r.bytes()?);
+        if r.left != len.checked_mul(SLOT_BYTES)? {
+            return None;
+        }
+        let start = body_len - r.left;
+        let mut fences = Vec::with_capacity(usize::try_from(len.div_ceil(FENCE)).ok()?);
+        let mut last = None;
+        for i in 0..len {
+            let slot: [u8; 24] = r.bytes()?;
+            let (k, s) = decode_slot(&slot);
+            if last.is_some_and(|l| l >= k) || s.run as usize >= runs.len() {
+                return None;
+            }
+            last = Some(k);
+            if i % FENCE == 0 {
+                fences.push(k);
+            }
+        }
+        let mut sum = [0u8; 32];
+        r.from.read_exact(&mut sum).ok()?;
+        if r.hash.finalize().as_slice() != sum {
+            return None;
+        }
+        Some((
+            runs,
+            Table {
+                file,
+                start,
+                len,
+                fences,
+            },
+        ))
+    }
+
+    /// The slot of `k`, read from its block of the file.
+    fn find(&self, k: u64) -> Option<Slot> {
+        let block = self.fences.partition_point(|f| *f <= k).checked_sub(1)? as u64;
+        let first = block * FENCE;
+        let n = FENCE.min(self.len - first) as usize;
+        thread_local! {
+            static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BLOCK.with_borrow_mut(|buf| {
+            buf.resize(n * SLOT_BYTES as usize, 0);
+            self.file
+                .read_exact_at(buf, self.start + first * SLOT_BYTES)
+                .ok()?;
+            let slots: Vec<&[u8]> = buf.chunks_exact(SLOT_BYTES as usize).collect();
+            let i = slots
+                .binary_search_by_key(&k, |s| decode_slot(s).0)
+                .ok()?;
+            Some(decode_slot(slots[i]).1)
+        })
+    }
+
+    /// Every slot, in key order.
+    fn slots(&self) -> impl Iterator<Item = io::Result<(u64, Slot)>> + '_ {
+        let mut from = io::BufReader::with_capacity(
+            1 << 16,
+            super::store::At::new(&self.file, self.start),
+        );
+        (0..self.len).map(move |_| {
+            let mut b = [0u8; 24];
+            io::Read::read_exact(&mut from, &mut b)?;
+            Ok(decode_slot(&b))
+        })
+    }
+}
+
+fn decode_slot(b: &[u8]) -> (u64, Slot) {
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    let half = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default());
+    (
+        word(0),
+        Slot {
+            run: half(8),
+            len: half(12),
+            offset: word(16),
+        },
+    )
+}
+
+/// The index file's body as it is read, hashed on the way.
+struct Hashed<R> {
+    from: R,
+    hash: Sha256,
+    /// Bytes of the body not yet read.
+    left: u64,
+}
+
+impl<R: io::Read> Hashed<R> {
+    fn fill(&mut self, buf: &mut [u8]) -> Option<()> {
+        self.left = self.left.checked_sub(buf.len() as u64)?;
+        self.from.read_exact(buf).ok()?;
+        self.hash.update(&*buf);
+        Some(())
+    }
+
+    fn bytes<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        self.fill(&mut b)?;
+        Some(b)
+    }
+}
+
+/// How many slots the file's and the newer ones make together: one read through the file's
+/// keys, beside the newer ones.
+fn merged_len(table: Option<&Table>, newer: &[(u64, Slot)]) -> io::Result<u64> {
+    let Some(t) = table else {
+        return Ok(newer.len() as u64);
+    };
+    let mut replaced = 0u64;
+    let all = newer.len() as u64;
+    let mut newer = newer.iter().map(|(k, _)| *k).peekable();
+    for slot in t.slots() {
+        let (k, _) = slot?;
+        while newer.next_if(|nk| *nk < k).is_some() {}
+        if newer.next_if_eq(&k).is_some() {
+            replaced += 1;
+        }
+    }
+    Ok(t.len + all - replaced)
+}
+
+/// Write the index: its runs, then the file's slots and the newer ones merged in key order
+/// (a newer slot replaces the file's of the same key), then the checksum. Streamed: the file's
+/// slots are never held.
+fn write_index(
+    f: &mut std::fs::File,
+    runs: &[Covered],
+    table: Option<&Table>,
+    newer: &[(u64, Slot)],
+) -> io::Result<()> {
+    use io::Write;
+    struct Out<'a> {
+        to: io::BufWriter<&'a mut std::fs::File>,
+        hash: Sha256,
+    }
+    impl Out<'_> {
+        fn put(&mut self, b: &[u8]) -> io::Result<()> {
+            self.hash.update(b);
+            self.to.write_all(b)
+        }
+        fn slot(&mut self, k: u64, s: Slot) -> io::Result<()> {
+            self.put(&k.to_le_bytes())?;
+            self.put(&s.run.to_le_bytes())?;
+            self.put(&s.len.to_le_bytes())?;
+            self.put(&s.offset.to_le_bytes())
+        }
+    }
+    let mut out = Out {
+        to: io::BufWriter::with_capacity(1 << 16, f),
+        hash: Sha256::new(),
+    };
+    out.put(MAGIC)?;
+    out.put(&(runs.len() as u32).to_le_bytes())?;
     for r in runs {
         let id = r.run_id.as_bytes();
-        out.extend_from_slice(&(id.len() as u16).to_le_bytes());
-        out.extend_from_slice(id);
-        out.extend_from_slice(&r.len.to_le_bytes());
+        out.put(&(id.len() as u16).to_le_bytes())?;
+        out.put(id)?;
+        out.put(&r.len.to_le_bytes())?;
     }
-    let mut sorted: Vec<(&u64, &Slot)> = slots.iter().collect();
-    sorted.sort_unstable_by_key(|(k, _)| **k);
-    out.extend_from_slice(&(sorted.len() as u64).to_le_bytes());
-    for (k, s) in sorted {
-        out.extend_from_slice(&k.to_le_bytes());
-        out.extend_from_slice(&s.run.to_le_bytes());
-        out.extend_from_slice(&s.len.to_le_bytes());
-        out.extend_from_slice(&s.offset.to_le_bytes());
-    }
-    let sum = Sha256::digest(&out);
-    out.extend_from_slice(&sum);
-    out
-}
-
-fn decode(bytes: &[u8]) -> Option<(Vec<Covered>, HashMap<u64, Slot>)> {
-    let body_len = bytes.len().checked_sub(32)?;
-    let (body, sum) = bytes.split_at(body_len);
-    if Sha256::digest(body).as_slice() != sum || !body.starts_with(MAGIC) {
-        return None;
-    }
-    let mut r = Reader(&body[MAGIC.len()..]);
-    let n_runs = r.u32()? as usize;
-    let mut runs = Vec::with_capacity(n_runs.min(1 << 20));
-    for _ in 0..n_runs {
-        let len = r.u16()? as usize;
-        let run_id = String::from_utf8(r.take(len)?.to_vec()).ok()?;
-        runs.push(Covered {
-            run_id,
-            len: r.u64()?,
-        });
-    }
-    let n = usize::try_from(r.u64()?).ok()?;
-    if r.0.len() != n.checked_mul(24)? {
-        return None;
-    }
-    let mut slots = HashMap::with_capacity(n);
-    for _ in 0..n {
-        let k = r.u64()?;
-        let slot = Slot {
-            run: r.u32()?,
-            len: r.u32()?,
-            offset: r.u64()?,
-        };
-        if slot.run as usize >= runs.len() {
-            return None;
+    let len = merged_len(table, newer)?;
+    out.put(&len.to_le_bytes())?;
+    let mut newer = newer.iter().peekable();
+    if let Some(t) = table {
+        for slot in t.slots() {
+            let (k, s) = slot?;
+            while let Some(&&(nk, ns)) = newer.peek()
+                && nk < k
+            {
+                out.slot(nk, ns)?;
+                newer.next();
+            }
+            match newer.peek() {
+                Some(&&(nk, ns)) if nk == k => {
+                    out.slot(nk, ns)?;
+                    newer.next();
+                }
+                _ => out.slot(k, s)?,
+            }
         }
-        slots.insert(k, slot);
     }
-    Some((runs, slots))
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
+    for &(k, s) in newer {
+        out.slot(k, s)?;
     }
-    fn u16(&mut self) -> Option<u16> {
-        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
+    let sum = out.hash.finalize();
+    out.to.write_all(&sum)?;
+    out.to.flush()
 }
 
 #[cfg(test)]
@@ -552,5 +714,44 @@ mod tests {
         let rebuilt = index.rebuilt();
         assert_eq!(key_of(&rebuilt, "a").as_deref(), Some("a1"));
         assert_eq!(key_of(&rebuilt, "b").as_deref(), Some("b1"));
+    }
+
+    #[test]
+    fn a_large_index_is_looked_up_in_its_file_and_merged_with_newer_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path();
+        let id = |i: u64| format!("{:016x}", (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let first: Vec<JobRecord> = (0..700)
+            .map(|i| record(&id(i), Status::Succeeded, &format!("k{i}")))
+            .collect();
+        run(out, "20260101T000000.000Z", &first);
+        save(out);
+        let index = CacheIndex::load(out);
+        assert_eq!(index.source, IndexSource::File);
+        assert!(index.newer.is_empty());
+        assert_eq!(index.table.as_ref().unwrap().len, 700);
+        for i in 0..700 {
+            assert_eq!(key_of(&index, &id(i)), Some(format!("k{i}")));
+        }
+        // Keys below the first, between two and above the last are not there.
+        for absent in ["0000000000000000", "ffffffffffffffff", &id(700), &id(5000)] {
+            assert!(index.get(absent).is_none());
+        }
+        assert!(!index.found_stale());
+
+        // A newer run: some jobs again (new keys), some new jobs, a failure that hides nothing.
+        let mut second: Vec<JobRecord> = (650..760)
+            .map(|i| record(&id(i), Status::Cached, &format!("n{i}")))
+            .collect();
+        second.push(record(&id(3), Status::Failed, "f"));
+        run(out, "20260102T000000.000Z", &second);
+        save(out);
+        let index = CacheIndex::load(out);
+        assert_eq!(index.source, IndexSource::File);
+        assert_eq!(index.table.as_ref().unwrap().len, 760);
+        for i in 0..760 {
+            let want = if i < 650 { format!("k{i}") } else { format!("n{i}") };
+            assert_eq!(key_of(&index, &id(i)), Some(want));
+        }
     }
 }

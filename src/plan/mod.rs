@@ -9,7 +9,7 @@ mod expand;
 pub(crate) mod index;
 mod jobs_file;
 mod shard;
-mod store;
+pub(crate) mod store;
 
 pub(crate) use args::{parse_arg, resolve_args};
 pub(crate) use error::PlanError;

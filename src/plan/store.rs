@@ -282,6 +282,12 @@ pub(crate) struct At<'a> {
     offset: u64,
 }
 
+impl<'a> At<'a> {
+    pub(crate) fn new(file: &'a std::fs::File, offset: u64) -> At<'a> {
+        At { file, offset }
+    }
+}
+
 impl Read for At<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.file.read_at(buf, self.offset)?;
