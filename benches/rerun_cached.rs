@@ -213,8 +213,8 @@ fn cached_count(out: &Path) -> usize {
         cached: usize,
     }
     let file = std::fs::File::open(out.join("manifest.json")).expect("manifest.json");
-    let m: Manifest = serde_json::from_reader(std::io::BufReader::new(file))
-        .expect("manifest.json holds counts");
+    let m: Manifest =
+        serde_json::from_reader(std::io::BufReader::new(file)).expect("manifest.json holds counts");
     m.counts.cached
 }
 

@@ -125,7 +125,7 @@ pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
     };
     let jobs = plan::build(&requests, &set, &ctx.cwd, &output_dir)?;
-    let selection = Selection::new(jobs, shard, a.limit)?;
+    let selection = Selection::new(jobs, shard, a.limit, &set)?;
     Ok(Prepared {
         config,
         skills: Arc::new(set),
@@ -270,7 +270,11 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: Lang) {
 pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let prepared = prepare(ctx, &a)?;
     let selection = &prepared.selection;
-    plan::check_tpm(&prepared.config, &selection.outline.samples, &prepared.skills)?;
+    plan::check_tpm(
+        &prepared.config,
+        &selection.outline.samples,
+        &prepared.skills,
+    )?;
     // `zhi plan` says something of every job: it holds them.
     let jobs = selection
         .jobs()

@@ -52,7 +52,9 @@ pub(crate) fn expand(
     let out_abs = absolute(cwd, output_dir);
     let out_canon = out_abs.canonicalize().unwrap_or(out_abs.clone());
     let mut sink = Sink {
-        seen: Seen::default(),
+        // One input walked without following links meets each document once: nothing to
+        // tell apart, nothing held.
+        seen: (inputs.len() > 1 || opts.follow_links).then(Seen::default),
         found: 0,
         each,
     };
@@ -129,7 +131,8 @@ pub(crate) fn expand(
 
 /// Where the documents found go: each once.
 struct Sink<'e> {
-    seen: Seen,
+    /// The documents found so far, when the same one may be met twice.
+    seen: Option<Seen>,
     found: usize,
     each: &'e mut dyn FnMut(Found) -> Result<(), PlanError>,
 }
@@ -137,12 +140,15 @@ struct Sink<'e> {
 impl Sink<'_> {
     fn push(&mut self, mut f: Found) -> Result<(), PlanError> {
         // The same document reached twice (a folder and a file in it, a link) is planned once.
-        let key = match f.canonical.take() {
-            Some(c) => c,
-            None => f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
-        };
-        if !self.seen.first_time(&key) {
-            return Ok(());
+        let canonical = f.canonical.take();
+        if let Some(seen) = &mut self.seen {
+            let key = match canonical {
+                Some(c) => c,
+                None => f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
+            };
+            if !seen.first_time(&key) {
+                return Ok(());
+            }
         }
         self.found += 1;
         (self.each)(f)

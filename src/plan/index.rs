@@ -320,11 +320,7 @@ impl CacheIndex {
 /// Whether the index's runs are the first runs on disk, each with the length it read: then
 /// its slots stand, and the runs after them are newer (read on top). A run removed, grown,
 /// shrunk or inserted before the newest covered one makes the file untrustworthy.
-fn fits(
-    runs: Vec<Covered>,
-    table: Table,
-    on_disk: &[Covered],
-) -> Option<(Vec<Covered>, Table)> {
+fn fits(runs: Vec<Covered>, table: Table, on_disk: &[Covered]) -> Option<(Vec<Covered>, Table)> {
     (runs.len() <= on_disk.len() && runs.iter().zip(on_disk).all(|(a, b)| a == b))
         .then_some((runs, table))
 }
@@ -406,19 +402,15 @@ impl Table {
                 .read_exact_at(buf, self.start + first * SLOT_BYTES)
                 .ok()?;
             let slots: Vec<&[u8]> = buf.chunks_exact(SLOT_BYTES as usize).collect();
-            let i = slots
-                .binary_search_by_key(&k, |s| decode_slot(s).0)
-                .ok()?;
+            let i = slots.binary_search_by_key(&k, |s| decode_slot(s).0).ok()?;
             Some(decode_slot(slots[i]).1)
         })
     }
 
     /// Every slot, in key order.
     fn slots(&self) -> impl Iterator<Item = io::Result<(u64, Slot)>> + '_ {
-        let mut from = io::BufReader::with_capacity(
-            1 << 16,
-            super::store::At::new(&self.file, self.start),
-        );
+        let mut from =
+            io::BufReader::with_capacity(1 << 16, super::store::At::new(&self.file, self.start));
         (0..self.len).map(move |_| {
             let mut b = [0u8; 24];
             io::Read::read_exact(&mut from, &mut b)?;
@@ -750,7 +742,11 @@ mod tests {
         assert_eq!(index.source, IndexSource::File);
         assert_eq!(index.table.as_ref().unwrap().len, 760);
         for i in 0..760 {
-            let want = if i < 650 { format!("k{i}") } else { format!("n{i}") };
+            let want = if i < 650 {
+                format!("k{i}")
+            } else {
+                format!("n{i}")
+            };
             assert_eq!(key_of(&index, &id(i)), Some(want));
         }
     }

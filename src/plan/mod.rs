@@ -206,9 +206,15 @@ pub(crate) fn build(
     let mut jobs = store::PlanWriter::new();
     let spill = |e: std::io::Error| PlanError::Spill(e.to_string());
     // The ids planned, and each job's folder (one folder, one job) by a digest and the
-    // position of its job: 8 and 12 bytes a job, not a copy of each id and folder.
+    // position of its job: 8 and 12 bytes a job, not a copy of each id and folder. Held for
+    // the jobs that could meet another, which are all of them only when the plan has more
+    // than one request or input, or follows links ([`may_clash`]).
     let mut ids: std::collections::HashSet<u64> = Default::default();
     let mut folders: std::collections::HashMap<u64, u32> = Default::default();
+    let crowded = requests.len() > 1
+        || requests
+            .iter()
+            .any(|r| r.inputs.len() > 1 || r.expand.follow_links);
     for req in requests {
         let skill = skills
             .get(&req.skill)
@@ -224,9 +230,6 @@ pub(crate) fn build(
             let (args, extra_inputs, arg_problem) =
                 resolve_args(skill, &req.args, &f.display, &f.path);
             let id = JobId::new(&skill.name, &f.display, &args);
-            if !ids.insert(id.key()) {
-                return Ok(());
-            }
             // The current folder itself is laid out under its own name.
             let out_display = f.out_display.as_deref().unwrap_or(&f.display);
             let rel = output_rel(
@@ -237,18 +240,20 @@ pub(crate) fn build(
                     out_display
                 },
             );
-            match folders.entry(digest(rel.as_os_str())) {
-                std::collections::hash_map::Entry::Occupied(first) => {
-                    let first = jobs.get(*first.get() as usize).map_err(spill)?;
-                    return Err(PlanError::SharedOutputFolder {
-                        first: first.input,
-                        second: f.display,
-                        folder: rel.display().to_string(),
-                    });
-                }
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(u32::try_from(jobs.len()).map_err(|_| PlanError::TooManyJobs)?);
-                }
+            if !(crowded || may_clash(&f.display, &rel)) {
+                // Met once, and named apart from every other job of the plan.
+            } else if !ids.insert(id.key()) {
+                return Ok(());
+            } else if let Some(first) = folders.get(&digest(rel.as_os_str())) {
+                let first = jobs.get(*first as usize).map_err(spill)?;
+                return Err(PlanError::SharedOutputFolder {
+                    first: first.input,
+                    second: f.display,
+                    folder: rel.display().to_string(),
+                });
+            } else {
+                let at = u32::try_from(jobs.len()).map_err(|_| PlanError::TooManyJobs)?;
+                folders.insert(digest(rel.as_os_str()), at);
             }
             jobs.push(Job {
                 id,
@@ -268,6 +273,15 @@ pub(crate) fn build(
         return Err(PlanError::NothingMatched);
     }
     jobs.finish().map_err(spill)
+}
+
+/// Whether a job of a plan of one input walked without following links could still be one job
+/// with another, or share its folder. Each document is met once there, and its shown path and
+/// folder are its path, apart from two changes that can make two names one: a name that is not
+/// UTF-8 is shown with U+FFFD for its bad bytes, and a folder named `.zhi` is laid out as
+/// `_zhi`. Two jobs that clash have the same shown path or folder, so both hold one of these.
+fn may_clash(display: &str, rel: &std::path::Path) -> bool {
+    display.contains('\u{FFFD}') || rel.components().any(|c| c.as_os_str() == "_zhi")
 }
 
 /// 8 bytes of sha256 over a path: how the plan tells paths apart without holding them. As

@@ -179,11 +179,28 @@ pub(crate) struct Outline {
     pub len: usize,
     /// How many have no problem known while planning: those that may run.
     pub may_run: usize,
-    /// One job for each skill and arguments, in plan order: what the settings, the server's
-    /// questions, the schemas and the tables are decided from. As many as the plan's distinct
-    /// skills and arguments, not as its documents (unless an argument names a file per
-    /// document).
+    /// One job of each kind ([`kind`]), in plan order: what the settings, the server's
+    /// questions, the schemas and the tables are decided from. As many as the plan's skills,
+    /// not as its documents (unless a schema or a direct answer's file is named per document).
     pub samples: Vec<Job>,
+}
+
+/// What the run decides of a job before running any: its skill, the file its direct answer
+/// goes to (whether it is one request, and what a table reads), and the schema its arguments
+/// name.
+fn kind(job: &Job, skills: &crate::skills::SkillSet) -> JobId {
+    let mut parts = std::collections::BTreeMap::new();
+    if let Some(skill) = skills.get(&job.skill) {
+        if let Some(file) = skill.direct_output(&job.args) {
+            parts.insert("direct".to_string(), file);
+        }
+        if let Some(crate::skills::SchemaSpec::Arg(name)) = skill.schema()
+            && let Some(value) = job.args.get(name)
+        {
+            parts.insert("schema".to_string(), value.clone());
+        }
+    }
+    JobId::new(&job.skill, "", &parts)
 }
 
 impl Selection {
@@ -191,6 +208,7 @@ impl Selection {
         plan: Plan,
         shard: Option<Shard>,
         limit: Option<usize>,
+        skills: &crate::skills::SkillSet,
     ) -> Result<Selection, super::PlanError> {
         let mut outline = Outline::default();
         let mut kinds = std::collections::HashSet::new();
@@ -198,7 +216,7 @@ impl Selection {
             let job = job.map_err(|e| super::PlanError::Spill(e.to_string()))?;
             outline.len += 1;
             outline.may_run += usize::from(job.problem.is_none());
-            if kinds.insert(JobId::new(&job.skill, "", &job.args)) {
+            if kinds.insert(kind(&job, skills)) {
                 outline.samples.push(job);
             }
         }
@@ -393,7 +411,10 @@ fn read_job(r: &mut impl Read, skills: &[Arc<str>]) -> io::Result<Option<Job>> {
 }
 
 fn bad(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("the plan's file: {what}"))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("the plan's file: {what}"),
+    )
 }
 
 fn get_byte(r: &mut impl Read) -> io::Result<u8> {
@@ -440,7 +461,12 @@ mod tests {
             id: JobId::new(skill, &input, &args),
             skill: skill.clone(),
             // A name that is not UTF-8 is a path like any other.
-            path: PathBuf::from(OsStr::from_bytes(&[b'/', b'd', 0xff, b'0' + (i % 10) as u8])),
+            path: PathBuf::from(OsStr::from_bytes(&[
+                b'/',
+                b'd',
+                0xff,
+                b'0' + (i % 10) as u8,
+            ])),
             output_rel: super::super::output_rel(skill, &input),
             input,
             is_dir: i % 7 == 0,
@@ -512,7 +538,15 @@ mod tests {
             .select(Some(slice), Some(4))
             .map(|j| j.unwrap().input)
             .collect();
-        assert_eq!(got, ["docs/00010.txt", "docs/00011.txt", "docs/00012.txt", "docs/00013.txt"]);
+        assert_eq!(
+            got,
+            [
+                "docs/00010.txt",
+                "docs/00011.txt",
+                "docs/00012.txt",
+                "docs/00013.txt"
+            ]
+        );
         let hash = Shard::parse("1/2").unwrap();
         let other = Shard::parse("2/2").unwrap();
         let n = plan.select(Some(hash), None).count() + plan.select(Some(other), None).count();

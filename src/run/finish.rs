@@ -206,4 +206,3 @@ fn served_model(records: &SummaryFold) -> Option<String> {
         .max_by_key(|(_, n)| **n)
         .map(|(m, _)| m.clone())
 }
-

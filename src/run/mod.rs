@@ -342,7 +342,11 @@ impl<'a> Statuses<'a> {
             .filter(|(c, j)| c.cached && j.problem.is_none())
             .count();
         ctx.progress.fewer_to_run(cached as u64);
-        self.decided = chunk.into_iter().zip(decided).collect::<Vec<_>>().into_iter();
+        self.decided = chunk
+            .into_iter()
+            .zip(decided)
+            .collect::<Vec<_>>()
+            .into_iter();
         Ok(())
     }
 }

@@ -1010,3 +1010,107 @@ fn two_inputs_that_would_share_a_job_folder_are_refused_naming_both() {
     }
     assert!(!env.path("w/zhi-output/summarize").exists());
 }
+
+#[test]
+fn a_folder_laid_out_like_its_twin_is_refused_in_a_plan_of_one_folder() {
+    // One folder, walked once: zhi holds nothing to tell its jobs apart, except for names that
+    // can become another's on the way to the output folder (`.zhi` is laid out as `_zhi`).
+    let env = TestEnv::new();
+    touch(&env, "docs/.zhi/a.txt");
+    touch(&env, "docs/_zhi/a.txt");
+    touch(&env, "docs/b.txt");
+    let out = env
+        .zhi()
+        .args(["plan", "summarize", "docs", "--hidden"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    let err = stderr(&out);
+    assert!(
+        err.contains("docs/.zhi/a.txt and docs/_zhi/a.txt would both write to"),
+        "{err}"
+    );
+    assert_eq!(
+        planned(&env, &["summarize", "docs"]),
+        ["docs/_zhi/a.txt", "docs/b.txt"]
+    );
+}
+
+/// A plan past the jobs zhi keeps in memory (4,096) is kept in a temporary file: `zhi plan`
+/// and `zhi run` see every job, in order, sharded as before, and the manifest names them all.
+#[test]
+fn a_plan_of_thousands_of_documents_is_whole_in_order_and_split_by_shards() {
+    let env = TestEnv::new();
+    const N: usize = 5000;
+    for i in 0..N {
+        env.write(
+            &format!("v/{:02}/{i:05}.txt", i % 7),
+            format!("Document {i}.\n"),
+        );
+    }
+    let mut want: Vec<String> = (0..N)
+        .map(|i| format!("v/{:02}/{i:05}.txt", i % 7))
+        .collect();
+    want.sort();
+    // A paired file that is missing fails every job while planning: no request is made.
+    let args = ["compare", "v", "-a", "file2={dir}/{stem}.old{ext}"];
+    let plan = plan_json(&env, &args);
+    let inputs: Vec<&str> = plan
+        .iter()
+        .map(|j| j["inputs"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(inputs, want);
+    assert!(plan.iter().all(|j| j["status"] == "will-fail"));
+    let ids: Vec<&str> = plan.iter().map(|j| j["job_id"].as_str().unwrap()).collect();
+
+    let first = plan_json(&env, &[&args[..], &["--shard", "slice:1/2"]].concat());
+    let second = plan_json(&env, &[&args[..], &["--shard", "slice:2/2"]].concat());
+    let id_of = |j: &Value| j["job_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        first.iter().chain(&second).map(id_of).collect::<Vec<_>>(),
+        ids
+    );
+    assert_eq!(first.len(), N / 2);
+
+    let out = env
+        .zhi()
+        .args(["--no-progress", "run"])
+        .args(args)
+        .args(["-o", "out", "--base-url", "http://127.0.0.1:9/v1"])
+        .args(["--shard", "hash:2/3"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::JobsFailed);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("out/manifest.json")).unwrap())
+            .unwrap();
+    let planned: Vec<&str> = manifest["planned_job_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(planned, ids, "the manifest names every job of the plan");
+    let results =
+        std::fs::read_to_string(std::path::Path::new(manifest["results"].as_str().unwrap()))
+            .unwrap();
+    let ours: Vec<String> = plan_json(&env, &[&args[..], &["--shard", "hash:2/3"]].concat())
+        .iter()
+        .map(id_of)
+        .collect();
+    let recorded: Vec<String> = results
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["job_id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        recorded, ours,
+        "a record per job of the shard, in plan order"
+    );
+    assert_eq!(manifest["counts"]["planned"], ours.len());
+    assert_eq!(manifest["counts"]["failed"], ours.len());
+}
