@@ -277,7 +277,7 @@ impl CacheIndex {
     ) -> io::Result<()> {
         let CacheIndex {
             mut runs,
-            mut newer,
+            newer,
             table,
             output_dir,
             ..
@@ -295,21 +295,27 @@ impl CacheIndex {
                 runs.len() - 1
             }
         } as u32;
-        for l in lines.iter().filter(|l| usable(l.status)) {
-            let Ok(len) = u32::try_from(l.len) else {
-                continue;
-            };
-            newer.insert(
+        // The newer runs' slots, then this run's, the later of a key winning: sorted by key
+        // (stably, so the later stays later), each key's last kept.
+        let mut slots: Vec<(u64, Slot)> = newer.into_iter().collect();
+        slots.extend(lines.iter().filter(|l| usable(l.status)).filter_map(|l| {
+            Some((
                 l.key,
                 Slot {
                     run: n,
-                    len,
+                    len: u32::try_from(l.len).ok()?,
                     offset: l.offset,
                 },
-            );
+            ))
+        }));
+        slots.sort_by_key(|(k, _)| *k);
+        let mut newer: Vec<(u64, Slot)> = Vec::with_capacity(slots.len());
+        for (k, slot) in slots {
+            match newer.last_mut() {
+                Some(last) if last.0 == k => last.1 = slot,
+                _ => newer.push((k, slot)),
+            }
         }
-        let mut newer: Vec<(u64, Slot)> = newer.into_iter().collect();
-        newer.sort_unstable_by_key(|(k, _)| *k);
         let layout = crate::layout::OutputLayout::new(&output_dir);
         layout.write_atomic_with(&layout.cache_index(), |f| {
             write_index(f, &runs, table.as_ref(), &newer)
