@@ -93,9 +93,11 @@ fn main() {
     };
 
     let t = Instant::now();
+    let mut first_rss_kib = 0;
     if !reuse {
-        let status = zhi(&["-j", "32"]).status().expect("run zhi");
-        assert!(status.success(), "first run failed: {status}");
+        let run = common::timed(zhi(&["-j", "32"]));
+        assert_eq!(run.code, 0, "first run failed");
+        first_rss_kib = run.maxrss_kib;
     }
     let first = t.elapsed();
     let made = requests.load(Ordering::SeqCst);
@@ -118,8 +120,9 @@ fn main() {
         println!("  first run: kept from an earlier bench in ZHI_BENCH_KEEP");
     } else {
         println!(
-            "  first run ({made} requests to a local fake): {:.2} s",
-            first.as_secs_f64()
+            "  first run ({made} requests to a local fake): {:.2} s, {:.1} MiB max RSS",
+            first.as_secs_f64(),
+            first_rss_kib as f64 / 1024.0
         );
     }
 

@@ -469,9 +469,9 @@ mod tests {
             ])),
             output_rel: super::super::output_rel(skill, &input),
             input,
-            is_dir: i % 7 == 0,
+            is_dir: i.is_multiple_of(7),
             args,
-            extra_inputs: if i % 3 == 0 {
+            extra_inputs: if i.is_multiple_of(3) {
                 vec![(
                     "ref".to_string(),
                     format!("ref/{i}.md"),
@@ -480,7 +480,8 @@ mod tests {
             } else {
                 Vec::new()
             },
-            problem: (i % 5 == 0)
+            problem: i
+                .is_multiple_of(5)
                 .then(|| Box::new(JobError::new(ErrorKind::InputError, format!("broken {i}")))),
         }
     }
