@@ -58,14 +58,23 @@ pub(super) async fn run_jobs(
             break;
         }
         spawn(&mut tasks, ctx.clone(), ledger.clone(), job, cache);
-    }
-    while let Some(joined) = tasks.join_next().await {
-        if let Err(e) = joined {
-            // A job's own panic is caught inside its task; this one is the scheduler's.
-            tracing::error!("{}", msg!("a job's task ended without its record: {e}"));
+        // An ended task is held by the set until it is joined: joined as the run goes, the set
+        // holds the jobs in flight, not every job that ran.
+        while let Some(joined) = tasks.try_join_next() {
+            task_ended(joined);
         }
     }
+    while let Some(joined) = tasks.join_next().await {
+        task_ended(joined);
+    }
     stopped_at
+}
+
+fn task_ended(joined: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = joined {
+        // A job's own panic is caught inside its task; this one is the scheduler's.
+        tracing::error!("{}", msg!("a job's task ended without its record: {e}"));
+    }
 }
 
 /// What earlier runs left in the output folder that a job recorded at once may need, looked
