@@ -115,7 +115,7 @@ impl std::fmt::Display for PlanStatus {
 }
 
 /// One unit of work: a skill applied to one document (or folder).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
     pub id: JobId,
     /// The skill's name, shared by every job of it.

@@ -486,18 +486,6 @@ mod tests {
         }
     }
 
-    fn same(a: &Job, b: &Job) -> bool {
-        a.id == b.id
-            && a.skill == b.skill
-            && a.input == b.input
-            && a.path == b.path
-            && a.is_dir == b.is_dir
-            && a.args == b.args
-            && a.extra_inputs == b.extra_inputs
-            && a.output_rel == b.output_rel
-            && a.problem == b.problem
-    }
-
     #[test]
     fn a_plan_past_its_limit_reads_back_every_job_as_it_was_in_order() {
         let (a, b): (Arc<str>, Arc<str>) = ("summarize".into(), "translate".into());
@@ -516,8 +504,8 @@ mod tests {
             // Read twice, side by side: each reader keeps its own place.
             let (mut one, mut two) = (plan.jobs(), plan.jobs());
             for want in &made {
-                let (x, y) = (one.next().unwrap().unwrap(), two.next().unwrap().unwrap());
-                assert!(same(&x, want) && same(&y, want), "{x:?} != {want:?}");
+                assert_eq!(&one.next().unwrap().unwrap(), want);
+                assert_eq!(&two.next().unwrap().unwrap(), want);
             }
             assert!(one.next().is_none());
             // The skill's name is shared again when read back.

@@ -275,7 +275,8 @@ struct Statuses<'a> {
     jobs: Box<dyn Iterator<Item = std::io::Result<Job>> + Send + 'a>,
     /// The chunk decided, not yet yielded.
     decided: std::vec::IntoIter<(Job, JobCache)>,
-    /// The plan could not be read on, or a chunk's workers panicked: nothing more is yielded.
+    /// The plan could not be read on, or a chunk's workers panicked: the run has stopped, and
+    /// the jobs left are yielded undecided, to be recorded as not run.
     broken: bool,
 }
 
