@@ -372,12 +372,16 @@ pub(crate) trait IdSource: Send + Sync {
 }
 
 /// A manifest's `planned_job_ids`: a list as read, or the plan of the run writing it.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) enum PlannedIds {
     Listed(Vec<String>),
     Plan(std::sync::Arc<dyn IdSource>),
-    #[default]
-    None,
+}
+
+impl Default for PlannedIds {
+    fn default() -> Self {
+        PlannedIds::Listed(Vec::new())
+    }
 }
 
 impl PlannedIds {
@@ -393,7 +397,6 @@ impl PlannedIds {
                     Err(_) => Vec::new(),
                 }
             }
-            PlannedIds::None => Vec::new(),
         }
     }
 }

@@ -407,9 +407,18 @@ impl Table {
             self.file
                 .read_exact_at(buf, self.start + first * SLOT_BYTES)
                 .ok()?;
-            let slots: Vec<&[u8]> = buf.chunks_exact(SLOT_BYTES as usize).collect();
-            let i = slots.binary_search_by_key(&k, |s| decode_slot(s).0).ok()?;
-            Some(decode_slot(slots[i]).1)
+            // A lookup a job: the block is searched where it lies, nothing allocated.
+            let at = |i: usize| decode_slot(&buf[i * SLOT_BYTES as usize..]);
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if at(mid).0 < k {
+                    lo = mid + 1
+                } else {
+                    hi = mid
+                }
+            }
+            (lo < n && at(lo).0 == k).then(|| at(lo).1)
         })
     }
 

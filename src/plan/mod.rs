@@ -240,20 +240,22 @@ pub(crate) fn build(
                     out_display
                 },
             );
-            if !(crowded || may_clash(&f.display, &rel)) {
-                // Met once, and named apart from every other job of the plan.
-            } else if !ids.insert(id.key()) {
-                return Ok(());
-            } else if let Some(first) = folders.get(&digest(rel.as_os_str())) {
-                let first = jobs.get(*first as usize).map_err(spill)?;
-                return Err(PlanError::SharedOutputFolder {
-                    first: first.input,
-                    second: f.display,
-                    folder: rel.display().to_string(),
-                });
-            } else {
+            // A job that cannot meet another (met once, named apart) is not looked up.
+            if crowded || may_clash(&f.display, &rel) {
+                if !ids.insert(id.key()) {
+                    return Ok(());
+                }
+                let folder = digest(rel.as_os_str());
+                if let Some(first) = folders.get(&folder) {
+                    let first = jobs.get(*first as usize).map_err(spill)?;
+                    return Err(PlanError::SharedOutputFolder {
+                        first: first.input,
+                        second: f.display,
+                        folder: rel.display().to_string(),
+                    });
+                }
                 let at = u32::try_from(jobs.len()).map_err(|_| PlanError::TooManyJobs)?;
-                folders.insert(digest(rel.as_os_str()), at);
+                folders.insert(folder, at);
             }
             jobs.push(Job {
                 id,

@@ -316,15 +316,13 @@ impl Read for At<'_> {
 
 impl Spill {
     fn write(&mut self, job: &Job) -> io::Result<()> {
-        let skill = match self.skills.iter().position(|s| Arc::ptr_eq(s, &job.skill)) {
+        // A plan has a few skills: found by a look along them.
+        let skill = match self.skills.iter().position(|s| *s == job.skill) {
             Some(i) => i,
-            None => match self.skills.iter().position(|s| *s == job.skill) {
-                Some(i) => i,
-                None => {
-                    self.skills.push(job.skill.clone());
-                    self.skills.len() - 1
-                }
-            },
+            None => {
+                self.skills.push(job.skill.clone());
+                self.skills.len() - 1
+            }
         };
         let b = &mut self.buf;
         b.clear();
