@@ -241,6 +241,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("{path} is {what}, not a document zhi can read", "{path} 是{what}，不是 zhi 能读的文档"),
     ("cannot read the plan back from its temporary file: {e}", "无法从临时文件读回计划：{e}"),
     ("more than 4294967295 jobs in one plan; split the inputs over several runs", "一个计划中的作业超过 4294967295 个；请把输入分到几次运行中"),
+    ("cannot keep the plan in a temporary file (TMPDIR): {e}; it is held in memory", "无法把计划保存在临时文件中（TMPDIR）：{e}；计划保存在内存中"),
     ("cannot keep the plan in a temporary file (TMPDIR): {e}; free space there or point TMPDIR elsewhere", "无法把计划保存在临时文件中（TMPDIR）：{e}；请在那里腾出空间，或把 TMPDIR 指向别处"),
     ("no inputs: nothing matched the given paths (hidden files need --hidden; the output folder is never an input)", "没有输入：给出的路径什么也没匹配到（隐藏文件需要 --hidden；输出文件夹永远不会作为输入）"),
     ("jobs file: argument `{key}` of skill `{skill}` must be a single value", "任务文件：技能 `{skill}` 的参数 `{key}` 必须是单个值"),

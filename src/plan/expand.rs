@@ -459,6 +459,18 @@ fn is_glob(s: &str) -> bool {
 }
 
 /// `docs/**/*.pdf` → (`docs`, `**/*.pdf`): the literal folder to walk and the pattern below it.
+/// Whether an input's folder holds the current folder (`..`, or a glob from it): its documents
+/// under the current folder are shown relative to it, and the others by their path, laid out
+/// under the input folder's name, so a job of each kind can be given one job folder.
+pub(super) fn holds_current_folder(input: &str, cwd: &Path) -> bool {
+    let root = if is_glob(input) {
+        absolute(cwd, &split_glob(input).0)
+    } else {
+        absolute(cwd, Path::new(input))
+    };
+    root != cwd && cwd.starts_with(&root)
+}
+
 fn split_glob(s: &str) -> (PathBuf, String) {
     let mut base = PathBuf::new();
     let parts: Vec<&str> = s.split('/').collect();

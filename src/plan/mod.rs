@@ -206,15 +206,13 @@ pub(crate) fn build(
     let mut jobs = store::PlanWriter::new();
     let spill = |e: std::io::Error| PlanError::Spill(e.to_string());
     // The ids planned, and each job's folder (one folder, one job) by a digest and the
-    // position of its job: 8 and 12 bytes a job, not a copy of each id and folder. Held for
-    // the jobs that could meet another, which are all of them only when the plan has more
-    // than one request or input, or follows links ([`may_clash`]).
+    // position of its job: 8 and 16 bytes a job, not a copy of each id and folder. Held for
+    // the jobs that could meet another: all of them when the plan has more than one request
+    // or input, follows links, plans folders or walks a folder that holds the current one;
+    // else only those [`may_clash`] names.
     let mut ids: std::collections::HashSet<u64> = Default::default();
     let mut folders: std::collections::HashMap<u64, u32> = Default::default();
-    let crowded = requests.len() > 1
-        || requests
-            .iter()
-            .any(|r| r.inputs.len() > 1 || r.expand.follow_links);
+    let several = requests.len() > 1;
     for req in requests {
         let skill = skills
             .get(&req.skill)
@@ -223,6 +221,15 @@ pub(crate) fn build(
                 hint: crate::suggest::did_you_mean(&req.skill, skills.names()),
             })?;
         args::check_args(skill, &req.args)?;
+        let crowded = several
+            || req.inputs.len() > 1
+            || req.expand.follow_links
+            // The current folder is laid out under its own name, beside its subfolders.
+            || skill.takes_directory()
+            || req
+                .inputs
+                .iter()
+                .any(|i| expand::holds_current_folder(i, cwd));
         let skill_name: std::sync::Arc<str> = skill.name.as_str().into();
         let mut opts = req.expand.clone();
         opts.directories = skill.takes_directory();
@@ -241,7 +248,7 @@ pub(crate) fn build(
                 },
             );
             // A job that cannot meet another (met once, named apart) is not looked up.
-            if crowded || may_clash(&f.display, &rel) {
+            if crowded || may_clash(&rel) {
                 if !ids.insert(id.key()) {
                     return Ok(());
                 }
@@ -277,13 +284,14 @@ pub(crate) fn build(
     jobs.finish().map_err(spill)
 }
 
-/// Whether a job of a plan of one input walked without following links could still be one job
-/// with another, or share its folder. Each document is met once there, and its shown path and
-/// folder are its path, apart from two changes that can make two names one: a name that is not
-/// UTF-8 is shown with U+FFFD for its bad bytes, and a folder named `.zhi` is laid out as
-/// `_zhi`. Two jobs that clash have the same shown path or folder, so both hold one of these.
-fn may_clash(display: &str, rel: &std::path::Path) -> bool {
-    display.contains('\u{FFFD}') || rel.components().any(|c| c.as_os_str() == "_zhi")
+/// Whether a job of a plan of one input of files, walked without following links, from a
+/// folder that does not hold the current folder, could still share its folder with another.
+/// Each document is met once there, and its folder is its shown path (which tells every name
+/// apart, [`expand::shown`]) under the skill's, or the input folder's name and its path in it:
+/// one way for the whole input. One change can still make two folders one: a folder named
+/// `.zhi` is laid out as `_zhi`. Two jobs that clash then both have a `_zhi` in their folder.
+fn may_clash(rel: &std::path::Path) -> bool {
+    rel.components().any(|c| c.as_os_str() == "_zhi")
 }
 
 /// 8 bytes of sha256 over a path: how the plan tells paths apart without holding them. As

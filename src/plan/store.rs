@@ -72,8 +72,24 @@ impl PlanWriter {
                 self.jobs.push(job);
                 return Ok(());
             }
+            let file = match tempfile::tempfile() {
+                Ok(file) => file,
+                // No temp folder to write to (a read-only container, a full disk): the plan is
+                // held in memory, as a smaller one is.
+                Err(e) => {
+                    tracing::warn!(
+                        "{}",
+                        msg!(
+                            "cannot keep the plan in a temporary file (TMPDIR): {e}; it is held in memory"
+                        )
+                    );
+                    self.spill_after = usize::MAX;
+                    self.jobs.push(job);
+                    return Ok(());
+                }
+            };
             let mut spill = Spill {
-                out: BufWriter::with_capacity(1 << 16, tempfile::tempfile()?),
+                out: BufWriter::with_capacity(1 << 16, file),
                 skills: Vec::new(),
                 buf: Vec::new(),
             };
@@ -99,7 +115,7 @@ impl PlanWriter {
             Some(spill) => {
                 spill.out.flush()?;
                 let skills = spill.skills.clone();
-                let mut it = Jobs::from_file(spill.out.get_ref(), skills);
+                let mut it = Jobs::from_file(spill.out.get_ref(), skills, self.len);
                 it.nth(position)
                     .unwrap_or_else(|| Err(io::Error::other("no such job")))
             }
@@ -140,7 +156,7 @@ impl Plan {
     pub(crate) fn jobs(&self) -> Jobs<'_> {
         match &self.store {
             Store::Memory(jobs) => Jobs::Memory(jobs.iter()),
-            Store::File { file, skills } => Jobs::from_file(file, skills.clone()),
+            Store::File { file, skills } => Jobs::from_file(file, skills.clone(), self.len),
         }
     }
 
@@ -257,15 +273,18 @@ pub(crate) enum Jobs<'a> {
     File {
         from: BufReader<At<'a>>,
         skills: Vec<Arc<str>>,
+        /// How many jobs the file still holds: a file that ends before them is cut short.
+        left: usize,
         failed: bool,
     },
 }
 
 impl<'a> Jobs<'a> {
-    fn from_file(file: &'a std::fs::File, skills: Vec<Arc<str>>) -> Jobs<'a> {
+    fn from_file(file: &'a std::fs::File, skills: Vec<Arc<str>>, len: usize) -> Jobs<'a> {
         Jobs::File {
             from: BufReader::with_capacity(1 << 16, At { file, offset: 0 }),
             skills,
+            left: len,
             failed: false,
         }
     }
@@ -280,14 +299,20 @@ impl Iterator for Jobs<'_> {
             Jobs::File {
                 from,
                 skills,
+                left,
                 failed,
             } => {
-                if *failed {
+                if *failed || *left == 0 {
                     return None;
                 }
-                let read = read_job(from, skills).transpose();
-                *failed = matches!(read, Some(Err(_)));
-                read
+                let read = match read_job(from, skills) {
+                    Ok(Some(job)) => Ok(job),
+                    Ok(None) => Err(bad(&format!("jobs missing from its end: {left}"))),
+                    Err(e) => Err(e),
+                };
+                *left -= 1;
+                *failed = read.is_err();
+                Some(read)
             }
         }
     }
@@ -429,7 +454,8 @@ fn get_len(r: &mut impl Read) -> io::Result<usize> {
 
 fn get(r: &mut impl Read) -> io::Result<Vec<u8>> {
     let n = get_len(r)?;
-    let mut v = Vec::with_capacity(n);
+    // A length from a file gone bad is not trusted with memory before its bytes are read.
+    let mut v = Vec::with_capacity(n.min(1 << 16));
     r.take(n as u64).read_to_end(&mut v)?;
     if v.len() != n {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -556,5 +582,35 @@ mod tests {
         let read: Vec<io::Result<Job>> = plan.jobs().collect();
         assert_eq!(read.len(), 3);
         assert!(read[2].is_err());
+    }
+
+    #[test]
+    fn a_plan_file_cut_between_two_jobs_is_an_error_not_fewer_jobs() {
+        let a: Arc<str> = "summarize".into();
+        let mut w = PlanWriter::spilling_after(0);
+        for i in 0..2 {
+            w.push(job(i, &a)).unwrap();
+        }
+        w.get(0).unwrap();
+        let two = w
+            .spill
+            .as_ref()
+            .unwrap()
+            .out
+            .get_ref()
+            .metadata()
+            .unwrap()
+            .len();
+        w.push(job(2, &a)).unwrap();
+        let plan = w.finish().unwrap();
+        let Store::File { file, .. } = &plan.store else {
+            panic!("not spilled")
+        };
+        file.set_len(two).unwrap();
+        let read: Vec<io::Result<Job>> = plan.jobs().collect();
+        assert_eq!(read.len(), 3);
+        assert!(read[..2].iter().all(Result::is_ok));
+        let err = read[2].as_ref().unwrap_err().to_string();
+        assert!(err.contains("jobs missing from its end: 1"), "{err}");
     }
 }

@@ -313,12 +313,19 @@ impl<'a> Statuses<'a> {
     /// runtime replaces meanwhile.
     fn decide(&mut self) -> Result<(), String> {
         let (ctx, opts) = (self.ctx, self.opts);
-        let chunk = self
-            .jobs
-            .by_ref()
-            .take(STATUS_CHUNK)
-            .collect::<std::io::Result<Vec<Job>>>()
-            .map_err(|e| msg!("cannot read the plan back from its temporary file: {e}"))?;
+        let mut chunk = Vec::with_capacity(STATUS_CHUNK);
+        for job in self.jobs.by_ref().take(STATUS_CHUNK) {
+            match job {
+                Ok(job) => chunk.push(job),
+                // The jobs read before it are still recorded, as not run.
+                Err(e) => {
+                    self.decided = undecided(chunk);
+                    return Err(msg!(
+                        "cannot read the plan back from its temporary file: {e}"
+                    ));
+                }
+            }
+        }
         let (index, mode) = (&mut self.index, self.mode);
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tokio::task::block_in_place(|| {
@@ -359,9 +366,9 @@ impl Iterator for Statuses<'_> {
         if let Some(next) = self.decided.next() {
             return Some(next);
         }
-        if self.broken {
-            // Undecided: the run has stopped, and these are recorded as not run. A plan that
-            // cannot be read on ends here.
+        // Undecided once the run has stopped: these are recorded as not run, and their
+        // inputs are not hashed for it. A plan that cannot be read on ends here.
+        if self.broken || self.ledger.stopped().is_some() {
             return Some((self.jobs.next()?.ok()?, JobCache::default()));
         }
         match self.decide() {

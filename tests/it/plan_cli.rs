@@ -1063,6 +1063,23 @@ fn a_plan_of_thousands_of_documents_is_whole_in_order_and_split_by_shards() {
     assert!(plan.iter().all(|j| j["status"] == "will-fail"));
     let ids: Vec<&str> = plan.iter().map(|j| j["job_id"].as_str().unwrap()).collect();
 
+    // No temporary folder to keep it in: the plan is held in memory, whole, and zhi says so.
+    let out = env
+        .zhi()
+        .env("TMPDIR", env.path("no-such-folder"))
+        .args(["--json", "plan"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    assert!(
+        stderr(&out).contains("cannot keep the plan in a temporary file (TMPDIR)")
+            && stderr(&out).contains("it is held in memory"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out).lines().count(), N);
+
     let first = plan_json(&env, &[&args[..], &["--shard", "slice:1/2"]].concat());
     let second = plan_json(&env, &[&args[..], &["--shard", "slice:2/2"]].concat());
     let id_of = |j: &Value| j["job_id"].as_str().unwrap().to_owned();
@@ -1113,4 +1130,38 @@ fn a_plan_of_thousands_of_documents_is_whole_in_order_and_split_by_shards() {
     );
     assert_eq!(manifest["counts"]["planned"], ours.len());
     assert_eq!(manifest["counts"]["failed"], ours.len());
+}
+
+#[test]
+fn a_folder_that_holds_the_current_folder_never_lays_two_jobs_out_in_one_folder() {
+    // Run from `home/proj` over `..`: `proj/u/notes.txt` is shown as `u/notes.txt`, and
+    // `home/notes.txt` by its path, laid out under the input folder's name — `home/notes.txt`.
+    // Named `u`, that folder would be laid out as `u/notes.txt` too.
+    let env = TestEnv::new();
+    touch(&env, "u/notes.txt");
+    touch(&env, "u/proj/u/notes.txt");
+    for (cwd, input) in [("u/proj", ".."), ("u/proj", "../**/*.txt")] {
+        for cmd in ["plan", "run"] {
+            let out = env
+                .zhi()
+                .current_dir(env.path(cwd))
+                .args([
+                    cmd,
+                    "summarize",
+                    input,
+                    "--base-url",
+                    "http://127.0.0.1:9/v1",
+                ])
+                .output()
+                .unwrap();
+            assert_exit(&out, Exit::Usage);
+            let err = stderr(&out);
+            assert!(
+                err.contains("u/notes.txt would both write to")
+                    && err.contains("summarize/u/notes.txt"),
+                "{cmd} {input}: {err}"
+            );
+        }
+        assert!(!env.path(&format!("{cwd}/zhi-output/summarize")).exists());
+    }
 }
