@@ -239,6 +239,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("skipping symbolic link {path} (use --follow-links)", "跳过符号链接 {path}（需要时请用 --follow-links）"),
     ("broken symbolic link {path} -> {target}: {e}", "损坏的符号链接 {path} -> {target}：{e}"),
     ("{path} is {what}, not a document zhi can read", "{path} 是{what}，不是 zhi 能读的文档"),
+    ("cannot start the thread that decides the cache: {e}", "无法启动判定缓存的线程：{e}"),
     ("cannot read the plan back from its temporary file: {e}", "无法从临时文件读回计划：{e}"),
     ("more than 4294967295 jobs in one plan; split the inputs over several runs", "一个计划中的作业超过 4294967295 个；请把输入分到几次运行中"),
     ("cannot keep the plan in a temporary file (TMPDIR): {e}; it is held in memory", "无法把计划保存在临时文件中（TMPDIR）：{e}；计划保存在内存中"),

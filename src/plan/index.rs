@@ -309,16 +309,17 @@ impl CacheIndex {
             ))
         }));
         slots.sort_by_key(|(k, _)| *k);
-        let mut newer: Vec<(u64, Slot)> = Vec::with_capacity(slots.len());
-        for (k, slot) in slots {
-            match newer.last_mut() {
-                Some(last) if last.0 == k => last.1 = slot,
-                _ => newer.push((k, slot)),
+        // In place: the slots a first pass adds are a million.
+        slots.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = later.1;
             }
-        }
+            same
+        });
         let layout = crate::layout::OutputLayout::new(&output_dir);
         layout.write_atomic_with(&layout.cache_index(), |f| {
-            write_index(f, &runs, table.as_ref(), &newer)
+            write_index(f, &runs, table.as_ref(), &slots)
         })
     }
 }

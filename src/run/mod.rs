@@ -20,6 +20,7 @@ pub(crate) mod reader;
 mod schedule;
 mod setup;
 pub(crate) mod slots;
+mod statuses;
 mod stop;
 mod tables;
 mod watch;
@@ -33,13 +34,14 @@ use crate::exit::Exit;
 use crate::flags::RunFlags;
 use crate::layout::OutputLayout;
 use crate::manifest::{ManifestWriter, RunManifest};
-use crate::plan::cache::{self, CacheIndex, JobCache};
-use crate::plan::{Job, Selection, Shard};
+use crate::plan::cache::CacheIndex;
+use crate::plan::{Selection, Shard};
 use crate::skills::SkillSet;
 use context::RunContext;
 use ledger::{Ledger, StopRules};
 use progress::Progress;
 use slots::Slots;
+use statuses::Statuses;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -163,7 +165,7 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     watchers.stop();
     // The jobs never started, read from the plan one by one as they are recorded.
     schedule::record_not_run(&ctx, &ledger, stopped_at.into_iter().chain(&mut statuses));
-    let index = statuses.index;
+    let index = statuses.finish();
     progress.finish();
     remove_scratch(&ctx);
     let end = finish::Ending {
@@ -183,7 +185,12 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
 
 /// The cache index with this run's records on top (docs/outputs.md#the-cache-index). A
 /// failure costs the next run a read of this run's records, nothing more.
-fn save_index(ctx: &RunContext, ledger: &Ledger, index: CacheIndex) {
+fn save_index(ctx: &RunContext, ledger: &Ledger, index: Option<CacheIndex>) {
+    // The index did not come back (its thread ended badly): the file stays as it is, and the
+    // next run reads this run's records on top of it.
+    let Some(index) = index else {
+        return;
+    };
     let saved = match ledger.take_record_lines() {
         Some((lines, len)) => index.save_after_run(&ctx.run_id, len, &lines),
         // An append failed: the file's offsets are unknown; the next run rebuilds the index.
@@ -254,140 +261,4 @@ fn remove_scratch(ctx: &RunContext) {
     ] {
         let _ = ctx.layout.remove_dir(&dir);
     }
-}
-
-/// How many jobs' cache statuses are decided at a time: enough to keep every core hashing,
-/// few enough that what is held of earlier records grows with them, not with the plan.
-const STATUS_CHUNK: usize = 1024;
-
-/// Each job's cache status, decided a chunk at a time as the scheduler reaches it: the chunk's
-/// jobs read from the plan, their inputs hashed in parallel (those whose stat is unchanged are
-/// not opened), before they reach the model. Yields the jobs in plan order with their
-/// statuses; holds the cache index they were decided with, which the run's records then go on
-/// top of.
-struct Statuses<'a> {
-    ctx: &'a RunContext,
-    opts: &'a RunOptions,
-    ledger: &'a Ledger,
-    index: CacheIndex,
-    mode: cache::HashMode,
-    /// The jobs not yet read from the plan.
-    jobs: Box<dyn Iterator<Item = std::io::Result<Job>> + Send + 'a>,
-    /// The chunk decided, not yet yielded.
-    decided: std::vec::IntoIter<(Job, JobCache)>,
-    /// The plan could not be read on, or a chunk's workers panicked: the run has stopped, and
-    /// the jobs left are yielded undecided, to be recorded as not run.
-    broken: bool,
-}
-
-impl<'a> Statuses<'a> {
-    /// The index loaded and the first chunk decided: a worker's panic here is the run's
-    /// error, before any job ran.
-    fn start(
-        ctx: &'a RunContext,
-        opts: &'a RunOptions,
-        ledger: &'a Ledger,
-    ) -> Result<Statuses<'a>, RunError> {
-        let index = tokio::task::block_in_place(|| CacheIndex::load(ctx.layout.output_dir()));
-        let mut statuses = Statuses {
-            ctx,
-            opts,
-            ledger,
-            index,
-            mode: cache::HashMode {
-                force: opts.flags.force,
-                // `--checksum`, `checksum: true`.
-                checksum: opts.config.run.checksum,
-            },
-            jobs: Box::new(opts.plan.jobs()),
-            decided: Vec::new().into_iter(),
-            broken: false,
-        };
-        // Until a chunk is decided, every job that has no planning problem may run.
-        ctx.progress.set_to_run(opts.plan.outline.may_run as u64);
-        statuses.decide().map_err(RunError::Planning)?;
-        Ok(statuses)
-    }
-
-    /// Read the next chunk of jobs and decide their statuses, on this thread, which the
-    /// runtime replaces meanwhile.
-    fn decide(&mut self) -> Result<(), String> {
-        let (ctx, opts) = (self.ctx, self.opts);
-        let mut chunk = Vec::with_capacity(STATUS_CHUNK);
-        for job in self.jobs.by_ref().take(STATUS_CHUNK) {
-            match job {
-                Ok(job) => chunk.push(job),
-                // The jobs read before it are still recorded, as not run.
-                Err(e) => {
-                    self.decided = undecided(chunk);
-                    return Err(msg!(
-                        "cannot read the plan back from its temporary file: {e}"
-                    ));
-                }
-            }
-        }
-        let (index, mode) = (&mut self.index, self.mode);
-        let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tokio::task::block_in_place(|| {
-                let model_of = |skill: &str| {
-                    ctx.config
-                        .models
-                        .model_for(opts.skills.get(skill).and_then(|s| s.model.as_deref()))
-                };
-                let out = ctx.layout.output_dir();
-                cache::statuses(&chunk, index, &opts.skills, &model_of, out, mode)
-            })
-        }));
-        let Ok(decided) = decided else {
-            // The chunk's jobs are still yielded, undecided, to be recorded as not run.
-            self.decided = undecided(chunk);
-            return Err(msg!("a worker deciding the cache statuses panicked"));
-        };
-        // Cached jobs make no request: they are no work left.
-        let cached = decided
-            .iter()
-            .zip(&chunk)
-            .filter(|(c, j)| c.cached && j.problem.is_none())
-            .count();
-        ctx.progress.fewer_to_run(cached as u64);
-        self.decided = chunk
-            .into_iter()
-            .zip(decided)
-            .collect::<Vec<_>>()
-            .into_iter();
-        Ok(())
-    }
-}
-
-impl Iterator for Statuses<'_> {
-    type Item = (Job, JobCache);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(next) = self.decided.next() {
-            return Some(next);
-        }
-        // Undecided once the run has stopped: these are recorded as not run, and their
-        // inputs are not hashed for it. A plan that cannot be read on ends here.
-        if self.broken || self.ledger.stopped().is_some() {
-            return Some((self.jobs.next()?.ok()?, JobCache::default()));
-        }
-        match self.decide() {
-            Ok(()) => self.decided.next(),
-            // A bug, or the plan's file gone bad: the run stops, and this job and the rest are
-            // recorded as not run.
-            Err(why) => {
-                self.ledger
-                    .stop(stop::Stop::Abort(crate::error::ErrorKind::Internal, why));
-                self.broken = true;
-                self.next()
-            }
-        }
-    }
-}
-
-fn undecided(jobs: Vec<Job>) -> std::vec::IntoIter<(Job, JobCache)> {
-    jobs.into_iter()
-        .map(|j| (j, JobCache::default()))
-        .collect::<Vec<_>>()
-        .into_iter()
 }

@@ -278,3 +278,62 @@ fn a_rerun_over_more_than_one_chunk_of_jobs_reruns_only_what_changed() {
         "{said}"
     );
 }
+
+/// A run that stops (here `--fail-fast`) while the next chunk's statuses are being decided
+/// ahead of the scheduler records every job once, in plan order; a rerun finds cached only
+/// what succeeded.
+#[test]
+fn a_run_stopped_with_a_chunk_decided_ahead_records_every_job_once() {
+    let env = TestEnv::new();
+    let n = 2200;
+    for i in 0..n {
+        env.write(&format!("docs/d{i:04}.txt"), format!("Report {i}.\n"));
+    }
+    age_past_racy_margin();
+    let api = FakeApi::start(|req| {
+        if req.input_document() == "docs/d0050.txt" {
+            Reply::zhipu_error(400, "1214", "bad parameter")
+        } else {
+            Reply::text("# Summary\n\nA report.")
+        }
+    });
+    let out = env
+        .zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .args(["--base-url", &api.base_url(), "--fail-fast", "-j", "1"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::JobsFailed);
+    assert_eq!(api.chat_requests().len(), 51);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("out/manifest.json")).unwrap())
+            .unwrap();
+    let results =
+        std::fs::read_to_string(std::path::Path::new(manifest["results"].as_str().unwrap()))
+            .unwrap();
+    let records: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let inputs: Vec<&str> = records
+        .iter()
+        .map(|r| r["input"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = (0..n).map(|i| format!("docs/d{i:04}.txt")).collect();
+    assert_eq!(inputs, want, "a record per job, in plan order");
+    for (i, r) in records.iter().enumerate() {
+        let expected = match i {
+            0..50 => "succeeded",
+            50 => "failed",
+            _ => "skipped",
+        };
+        assert_eq!(r["status"], expected, "{}", r["input"]);
+    }
+    assert_eq!(manifest["counts"]["skipped"], n as u64 - 51);
+
+    let planned = plan(&env, &[]);
+    let cached = planned.values().filter(|(s, _)| s == "cached").count();
+    assert_eq!(cached, 50);
+    assert_eq!(planned["docs/d0050.txt"].0, "pending");
+    assert_eq!(planned["docs/d2199.txt"].0, "pending");
+}
