@@ -458,7 +458,6 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 
-/// `docs/**/*.pdf` → (`docs`, `**/*.pdf`): the literal folder to walk and the pattern below it.
 /// Whether an input's folder holds the current folder (`..`, or a glob from it): its documents
 /// under the current folder are shown relative to it, and the others by their path, laid out
 /// under the input folder's name, so a job of each kind can be given one job folder.
@@ -471,6 +470,7 @@ pub(super) fn holds_current_folder(input: &str, cwd: &Path) -> bool {
     root != cwd && cwd.starts_with(&root)
 }
 
+/// `docs/**/*.pdf` → (`docs`, `**/*.pdf`): the literal folder to walk and the pattern below it.
 fn split_glob(s: &str) -> (PathBuf, String) {
     let mut base = PathBuf::new();
     let parts: Vec<&str> = s.split('/').collect();

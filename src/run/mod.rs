@@ -154,6 +154,9 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let mut statuses = Statuses::start(&ctx, &opts, &ledger)?;
     let stopped_at =
         schedule::run_jobs(&ctx, &ledger, &mut statuses, opts.flags.submit_batch).await;
+    // The jobs never started, read from the plan one by one as they are recorded, while
+    // signals are still watched.
+    schedule::record_not_run(&ctx, &ledger, stopped_at.into_iter().chain(&mut statuses));
     // Signals are still watched while submitting: an interrupted upload ends with the grace
     // period, and the next run cleans up.
     let submit_error = match opts.flags.submit_batch {
@@ -163,8 +166,6 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         None => None,
     };
     watchers.stop();
-    // The jobs never started, read from the plan one by one as they are recorded.
-    schedule::record_not_run(&ctx, &ledger, stopped_at.into_iter().chain(&mut statuses));
     let index = statuses.finish();
     progress.finish();
     remove_scratch(&ctx);

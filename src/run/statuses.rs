@@ -31,6 +31,8 @@ pub(super) struct Statuses<'a> {
     decider: Decider,
     /// A chunk is with the decider.
     ahead: bool,
+    /// The plan could not be read on: raised once the jobs read before it are yielded.
+    unreadable: Option<String>,
     /// The plan could not be read on, or deciding a chunk panicked: the run has stopped, and
     /// the jobs left are yielded undecided, to be recorded as not run.
     broken: bool,
@@ -44,7 +46,12 @@ struct Decider {
 }
 
 impl Decider {
-    fn start(ctx: Arc<RunContext>, mode: cache::HashMode) -> std::io::Result<Decider> {
+    /// `stopping` fires when the run stops: a chunk not yet begun then comes back undecided.
+    fn start(
+        ctx: Arc<RunContext>,
+        mode: cache::HashMode,
+        stopping: tokio_util::sync::CancellationToken,
+    ) -> std::io::Result<Decider> {
         let (send, chunks) = mpsc::channel::<Vec<Job>>();
         let (done, recv) = mpsc::channel::<Decided>();
         let thread = std::thread::Builder::new()
@@ -57,6 +64,12 @@ impl Decider {
                         .model_for(ctx.skills.get(skill).and_then(|s| s.model.as_deref()))
                 };
                 for chunk in chunks {
+                    if stopping.is_cancelled() {
+                        if done.send((chunk, Some(Vec::new()))).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let out = ctx.layout.output_dir();
                         cache::statuses(&chunk, &mut index, &ctx.skills, &model_of, out, mode)
@@ -86,9 +99,10 @@ impl<'a> Statuses<'a> {
             // `--checksum`, `checksum: true`.
             checksum: opts.config.run.checksum,
         };
-        let decider = Decider::start(ctx.clone(), mode).map_err(|e| {
-            RunError::Planning(msg!("cannot start the thread that decides the cache: {e}"))
-        })?;
+        let decider =
+            Decider::start(ctx.clone(), mode, ledger.stopping().clone()).map_err(|e| {
+                RunError::Planning(msg!("cannot start the thread that decides the cache: {e}"))
+            })?;
         let mut statuses = Statuses {
             ctx,
             ledger,
@@ -96,20 +110,19 @@ impl<'a> Statuses<'a> {
             decided: Vec::new().into_iter(),
             decider,
             ahead: false,
+            unreadable: None,
             broken: false,
         };
         // Until a chunk is decided, every job that has no planning problem may run.
         ctx.progress.set_to_run(opts.plan.outline.may_run as u64);
-        statuses
-            .send_next()
-            .and_then(|()| statuses.take_decided())
-            .map_err(RunError::Planning)?;
+        statuses.send_next();
+        statuses.take_decided().map_err(RunError::Planning)?;
         Ok(statuses)
     }
 
-    /// The cache index, once every job has been yielded; `None` when the decider did not end
-    /// well (the index file is then left as it is, and the next run reads this run's records on
-    /// top of it).
+    /// The cache index, once every job has been yielded; `None` when the decider's thread did
+    /// not end well (the index file is then left as it is, and the next run reads this run's
+    /// records on top of it). A chunk whose deciding panicked leaves the index as it was.
     pub(super) fn finish(self) -> Option<CacheIndex> {
         let Decider { send, thread, .. } = self.decider;
         drop(send);
@@ -117,31 +130,33 @@ impl<'a> Statuses<'a> {
     }
 
     /// Read the next chunk of the plan and send it to be decided while the scheduler goes on.
-    fn send_next(&mut self) -> Result<(), String> {
+    /// A plan that cannot be read on is said once the jobs read before it are yielded.
+    fn send_next(&mut self) {
         let mut chunk = Vec::with_capacity(STATUS_CHUNK);
         for job in self.jobs.by_ref().take(STATUS_CHUNK) {
             match job {
                 Ok(job) => chunk.push(job),
-                // The jobs read before it are still recorded, as not run, after those decided.
                 Err(e) => {
-                    self.yield_undecided(chunk);
-                    return Err(msg!(
+                    self.unreadable = Some(msg!(
                         "cannot read the plan back from its temporary file: {e}"
                     ));
+                    break;
                 }
             }
         }
         if chunk.is_empty() {
-            return Ok(());
+            return;
+        }
+        if self.unreadable.is_some() {
+            // Recorded as not run, after those decided.
+            self.yield_undecided(chunk);
+            return;
         }
         match self.decider.send.send(chunk) {
-            Ok(()) => {
-                self.ahead = true;
-                Ok(())
-            }
+            Ok(()) => self.ahead = true,
             Err(mpsc::SendError(chunk)) => {
                 self.yield_undecided(chunk);
-                Err(msg!("a worker deciding the cache statuses panicked"))
+                self.unreadable = Some(msg!("a worker deciding the cache statuses panicked"));
             }
         }
     }
@@ -159,7 +174,7 @@ impl<'a> Statuses<'a> {
     /// The chunk with the decider becomes the one yielded, and the next one is sent.
     fn take_decided(&mut self) -> Result<(), String> {
         if !self.ahead {
-            return Ok(());
+            return self.unreadable.take().map_or(Ok(()), Err);
         }
         let (chunk, decided) = match self.receive() {
             Some((chunk, Some(decided))) => (chunk, decided),
@@ -177,12 +192,14 @@ impl<'a> Statuses<'a> {
             .filter(|(c, j)| c.cached && j.problem.is_none())
             .count();
         self.ctx.progress.fewer_to_run(cached as u64);
-        self.decided = chunk
-            .into_iter()
-            .zip(decided)
-            .collect::<Vec<_>>()
-            .into_iter();
-        self.send_next()
+        // A chunk the decider did not begin because the run stopped comes back undecided:
+        // the scheduler, which sees the stop first, records its jobs as not run.
+        self.decided = paired(chunk, decided);
+        // Once the run has stopped, nothing more is hashed for it.
+        if self.ledger.stopped().is_none() {
+            self.send_next();
+        }
+        Ok(())
     }
 
     /// Jobs to yield after those already decided, without a status.
@@ -205,18 +222,15 @@ impl Iterator for Statuses<'_> {
             // the decider as it was decided, the rest undecided, their inputs never hashed for
             // it. A plan that cannot be read on ends here.
             if self.broken || self.ledger.stopped().is_some() {
+                // (A decider gone without an answer took its chunk's jobs: they get no
+                // record, as when the plan cannot be read on.)
                 if let Some((chunk, decided)) = self.receive() {
-                    let decided = decided.unwrap_or_default().into_iter();
-                    self.decided = chunk
-                        .into_iter()
-                        .zip(decided.chain(std::iter::repeat_with(JobCache::default)))
-                        .collect::<Vec<_>>()
-                        .into_iter();
+                    self.decided = paired(chunk, decided.unwrap_or_default());
                     continue;
                 }
                 return Some((self.jobs.next()?.ok()?, JobCache::default()));
             }
-            if !self.ahead {
+            if !self.ahead && self.unreadable.is_none() {
                 // The plan is read to its end.
                 return None;
             }
@@ -229,4 +243,16 @@ impl Iterator for Statuses<'_> {
             }
         }
     }
+}
+
+/// A chunk's jobs with their statuses, in order; those without one undecided.
+fn paired(chunk: Vec<Job>, decided: Vec<JobCache>) -> std::vec::IntoIter<(Job, JobCache)> {
+    let statuses = decided
+        .into_iter()
+        .chain(std::iter::repeat_with(JobCache::default));
+    chunk
+        .into_iter()
+        .zip(statuses)
+        .collect::<Vec<_>>()
+        .into_iter()
 }
