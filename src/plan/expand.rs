@@ -63,7 +63,7 @@ pub(crate) fn expand(
         let before = sink.found;
         if is_glob(input) {
             let (base, rest) = split_glob(input);
-            let base_abs = absolute(cwd, &base);
+            let base_abs = walk_root(input, cwd);
             let pattern = format!("{}/{rest}", base_abs.display()).replace("//", "/");
             let glob = GlobBuilder::new(&pattern)
                 .literal_separator(true)
@@ -86,7 +86,7 @@ pub(crate) fn expand(
                 Ok(())
             })?;
         } else {
-            let path = absolute(cwd, Path::new(input));
+            let path = walk_root(input, cwd);
             let meta = std::fs::symlink_metadata(&path);
             match meta {
                 Err(_) => {
@@ -462,12 +462,17 @@ fn is_glob(s: &str) -> bool {
 /// under the current folder are shown relative to it, and the others by their path, laid out
 /// under the input folder's name, so a job of each kind can be given one job folder.
 pub(super) fn holds_current_folder(input: &str, cwd: &Path) -> bool {
-    let root = if is_glob(input) {
+    let root = walk_root(input, cwd);
+    root != cwd && cwd.starts_with(&root)
+}
+
+/// Where an input is walked from: a glob's literal folder, else the input itself; absolute.
+fn walk_root(input: &str, cwd: &Path) -> PathBuf {
+    if is_glob(input) {
         absolute(cwd, &split_glob(input).0)
     } else {
         absolute(cwd, Path::new(input))
-    };
-    root != cwd && cwd.starts_with(&root)
+    }
 }
 
 /// `docs/**/*.pdf` → (`docs`, `**/*.pdf`): the literal folder to walk and the pattern below it.

@@ -156,7 +156,7 @@ impl<'a> Statuses<'a> {
             Ok(()) => self.ahead = true,
             Err(mpsc::SendError(chunk)) => {
                 self.yield_undecided(chunk);
-                self.unreadable = Some(msg!("a worker deciding the cache statuses panicked"));
+                self.unreadable = Some(panicked());
             }
         }
     }
@@ -181,9 +181,9 @@ impl<'a> Statuses<'a> {
             // Its jobs are still yielded, undecided, to be recorded as not run.
             Some((chunk, None)) => {
                 self.yield_undecided(chunk);
-                return Err(msg!("a worker deciding the cache statuses panicked"));
+                return Err(panicked());
             }
-            None => return Err(msg!("a worker deciding the cache statuses panicked")),
+            None => return Err(panicked()),
         };
         // Cached jobs make no request: they are no work left.
         let cached = decided
@@ -204,9 +204,8 @@ impl<'a> Statuses<'a> {
 
     /// Jobs to yield after those already decided, without a status.
     fn yield_undecided(&mut self, jobs: Vec<Job>) {
-        let mut rest: Vec<(Job, JobCache)> = std::mem::take(&mut self.decided).collect();
-        rest.extend(jobs.into_iter().map(|j| (j, JobCache::default())));
-        self.decided = rest.into_iter();
+        let rest = std::mem::take(&mut self.decided).chain(paired(jobs, Vec::new()));
+        self.decided = rest.collect::<Vec<_>>().into_iter();
     }
 }
 
@@ -255,4 +254,8 @@ fn paired(chunk: Vec<Job>, decided: Vec<JobCache>) -> std::vec::IntoIter<(Job, J
         .zip(statuses)
         .collect::<Vec<_>>()
         .into_iter()
+}
+
+fn panicked() -> String {
+    msg!("a worker deciding the cache statuses panicked")
 }
