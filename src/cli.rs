@@ -335,6 +335,10 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "MODEL[@BASE_URL]")]
     pub escalate: Vec<String>,
 
+    /// Fail a job whose output is still doubted after the ladder, instead of keeping it
+    #[arg(long)]
+    pub strict: bool,
+
     /// Timeout of each API request, in seconds [default: 120]
     #[arg(long, value_name = "SECS", value_parser = crate::config::flag::timeout)]
     pub timeout: Option<Duration>,

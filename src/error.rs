@@ -34,6 +34,9 @@ pub enum ErrorKind {
     /// corrective request, or (`grounding: required`) a required value was found nowhere in
     /// the document.
     InvalidOutput,
+    /// `--strict`: the job's output was doubted (docs/outputs.md#doubts) — well formed, but
+    /// probably wrong — after every rung of the ladder.
+    Doubtful,
     /// The model's answer was cut at its length limit (`finish_reason: length`).
     Truncated,
     /// The input is of a kind zhi cannot read.

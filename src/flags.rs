@@ -18,6 +18,8 @@ pub(crate) struct RunFlags {
     pub budget_tokens: Option<u64>,
     /// `--budget-cost AMOUNT`: stop scheduling when the records' costs reach it.
     pub budget_cost: Option<f64>,
+    /// `--strict`: a job whose output is doubted after the ladder fails (`doubtful`).
+    pub strict: bool,
     /// `--allow-web`: skills that list `web_fetch` get it.
     pub allow_web: bool,
     /// `--submit batch`: direct requests go to the provider's Batch API

@@ -2,7 +2,8 @@
 
     serve.py MODEL PORT TEMPLATE     (run by start.sh in its venv; stopped with SIGTERM)
 
-Serves http://127.0.0.1:PORT/v1/chat/completions as the models "glm-4-flash" and "local".
+Serves http://127.0.0.1:PORT/v1/chat/completions under the model names in LOCAL_LLM_ALIASES
+(comma-separated; default "glm-4-flash,local").
 One slot: one request at a time (two cores have no more to give); zhi reads the slot count and
 sends no more than that at once. Env: LOCAL_LLM_CTX (context window, default 4096),
 LOCAL_LLM_API_KEY (require a bearer key), LOCAL_LLM_API_PREFIX (serve under another path, such
@@ -26,7 +27,7 @@ p.use_jinja = True
 p.cpuparams.n_threads = 2
 p.cpuparams_batch.n_threads = 2
 p.chat_template = open(template).read()
-p.model_alias = {"glm-4-flash", "local"}
+p.model_alias = set(os.environ.get("LOCAL_LLM_ALIASES", "glm-4-flash,local").split(","))
 if os.environ.get("LOCAL_LLM_API_PREFIX"):
     p.api_prefix = os.environ["LOCAL_LLM_API_PREFIX"]
 if os.environ.get("LOCAL_LLM_API_KEY"):

@@ -79,6 +79,9 @@ pub(crate) struct Acceptance {
     given: String,
     /// Texts the answer was drawn from, each of which it may not copy out on its own.
     parts: Vec<Arc<str>>,
+    /// The language it renders its source into, when it is a rendering (doubts judge what
+    /// was translated).
+    language: Option<String>,
 }
 
 impl Acceptance {
@@ -130,6 +133,7 @@ impl Acceptance {
 
     fn build(file: &str, source: Option<Arc<str>>, shape: Shape) -> Acceptance {
         let kind = FileKind::of(file);
+        let language = shape.language.clone();
         let mut checks = vec![Check::Empty];
         match kind {
             FileKind::Prose | FileKind::Table => {
@@ -162,6 +166,7 @@ impl Acceptance {
             condenses: shape.condenses,
             given: String::new(),
             parts: Vec::new(),
+            language,
         }
     }
 
@@ -249,6 +254,26 @@ impl Acceptance {
     }
 }
 
+impl Acceptance {
+    /// What zhi doubts in an accepted answer (docs/outputs.md#doubts): a rendering's changed
+    /// figures, untranslated runs, remarks and added headings; a condensing's near-copy and
+    /// invented figures. Prose files with a source only.
+    pub(crate) fn doubts(&self, text: &str) -> Vec<crate::manifest::Doubt> {
+        let Some(source) = self.source.as_deref() else {
+            return Vec::new();
+        };
+        if self.kind != FileKind::Prose {
+            return Vec::new();
+        }
+        let text = outputs::strip_fence(text);
+        match &self.language {
+            Some(lang) => super::doubts::of_rendering(&self.file, source, &text, lang),
+            None if self.condenses => super::doubts::of_condensing(&self.file, source, &text),
+            None => Vec::new(),
+        }
+    }
+}
+
 /// How a skill's answer relates to its input.
 struct Shape {
     /// It condenses the input (a summary, notes, an analysis): holding most of it word for word
@@ -276,7 +301,12 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
             .is_some_and(|s| outputs::is_copy(text, s) || (*most && outputs::copies_most(text, s))),
         Check::Loop => outputs::is_loop(text, source),
         Check::Echo(instructions) => outputs::is_echo(text, instructions, source),
-        Check::Language(lang) => outputs::is_wrong_language(text, lang),
+        // Judged on what was translated: what the answer keeps verbatim from its source
+        // (paths, commands, names) and a fence around it are in no language.
+        Check::Language(lang) => match source {
+            Some(s) => outputs::is_wrong_language(&super::doubts::prose::translated_part(s, text), lang),
+            None => outputs::is_wrong_language(text, lang),
+        },
         Check::Incomplete => source.is_some_and(|s| outputs::is_incomplete(text, "a.md", s)),
         Check::Stub => is_stub(text, source.map_or(0, words)),
     };

@@ -89,6 +89,14 @@ impl<'a> Haystack<'a> {
                 return Some((found.0, found.1, Match::Normalized));
             }
         }
+        // A currency's code stands for its signs and names (`CNY` where the text has `¥`).
+        if let Some(signs) = currency_signs(&value) {
+            for sign in signs {
+                if let Some(found) = self.find_norm(sign, false) {
+                    return Some((found.0, found.1, Match::Normalized));
+                }
+            }
+        }
         let chars: Vec<char> = value.chars().collect();
         if chars.len() >= FUZZY_MIN_CHARS {
             return self
@@ -108,6 +116,68 @@ impl<'a> Haystack<'a> {
             .iter()
             .find_map(|c| self.find_norm(c, true))
             .map(|(s, e)| (s, e, Match::Normalized))
+    }
+
+    /// Every place `value` stands in the text (at most `max`), as original char offsets:
+    /// its exact and normalised spellings; a value found only by the fuzzy match has that one
+    /// place. Doubts judge a value by the words before each of its places.
+    pub(crate) fn occurrences(&self, value: &Value, max: usize) -> Vec<(usize, usize)> {
+        let candidates: Vec<(String, bool)> = match value {
+            Value::String(s) => {
+                let s = s.trim();
+                if !s.chars().any(char::is_alphanumeric) {
+                    return Vec::new();
+                }
+                let mut c = vec![(normalize(s), starts_with_digit(s))];
+                c.extend(date_spellings(s).into_iter().map(|d| (d, true)));
+                if let Some(n) = number_in(s) {
+                    c.extend(number_spellings(n).into_iter().map(|d| (d, true)));
+                }
+                c
+            }
+            Value::Number(n) => {
+                let mut c = vec![(n.to_string(), true)];
+                if let Some(v) = n.as_f64() {
+                    c.extend(number_spellings(v).into_iter().map(|d| (d, true)));
+                }
+                c
+            }
+            _ => return Vec::new(),
+        };
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for (c, number) in &candidates {
+            for found in self.find_norm_all(c, *number, max) {
+                if out.len() < max && !out.iter().any(|o| o.0 < found.1 && found.0 < o.1) {
+                    out.push(found);
+                }
+            }
+        }
+        if out.is_empty()
+            && let Located {
+                start: Some(s),
+                end: Some(e),
+                ..
+            } = self.locate(value)
+        {
+            out.push((s, e));
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Every place of `needle` (normalised) in the normalised text, at most `max`.
+    fn find_norm_all(&self, needle: &str, number: bool, max: usize) -> Vec<(usize, usize)> {
+        let needle: Vec<char> = needle.chars().collect();
+        if needle.is_empty() || needle.len() > self.norm.len() {
+            return Vec::new();
+        }
+        let last = self.norm.len() - needle.len();
+        (0..=last)
+            .filter(|&k| self.norm[k] == needle[0] && self.norm[k..k + needle.len()] == needle[..])
+            .filter(|&k| !number || self.stands_alone(k, k + needle.len()))
+            .take(max)
+            .map(|k| (self.map[k], self.map[k + needle.len() - 1] + 1))
+            .collect()
     }
 
     /// `needle` (normalised) in the normalised text, as original char offsets. A number must
@@ -233,7 +303,7 @@ pub(crate) fn collect<'v>(v: &'v Value, path: String, out: &mut Vec<(String, &'v
 
 /// The normalised form of a whole string, as the text is normalised, without spaces at its
 /// ends.
-fn normalize(s: &str) -> String {
+pub(crate) fn normalize(s: &str) -> String {
     let norm: String = Haystack::new(s).norm.iter().collect();
     norm.trim().to_string()
 }
@@ -265,6 +335,20 @@ fn push_normalized(c: char, i: usize, norm: &mut Vec<char>, map: &mut Vec<usize>
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xf900..=0xfaff | 0x3000..=0x303f | 0xff00..=0xffef)
+}
+
+/// The signs and names that stand for a currency's ISO code in a text (normalised: lower
+/// case, NFKC, so `￥` is `¥`).
+fn currency_signs(code: &str) -> Option<&'static [&'static str]> {
+    Some(match code {
+        "cny" | "rmb" => &["¥", "元", "圆", "人民币", "rmb", "cny"],
+        "usd" => &["$", "美元", "usd"],
+        "eur" => &["€", "欧元", "eur"],
+        "gbp" => &["£", "英镑", "gbp"],
+        "jpy" => &["¥", "円", "日元", "jpy"],
+        "hkd" => &["hk$", "港元", "港币", "hkd"],
+        _ => return None,
+    })
 }
 
 fn starts_with_digit(s: &str) -> bool {

@@ -5,6 +5,7 @@
 
 pub(crate) mod accept;
 pub(crate) mod chat;
+pub(crate) mod doubts;
 pub(crate) mod figures;
 pub mod grounding;
 pub mod outputs;

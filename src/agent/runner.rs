@@ -89,6 +89,8 @@ pub(crate) struct AgentStats {
     pub input_warnings: Vec<String>,
     /// Figures the job's answers state that their sources do not hold.
     pub ungrounded_figures: Vec<String>,
+    /// What zhi doubts in the answers that became the job's outputs.
+    pub doubts: Vec<crate::manifest::Doubt>,
     /// Tokens spent per model (docs/escalation.md).
     pub by_model: std::collections::BTreeMap<String, Tokens>,
     /// Steps asked again of a stronger model: (from, to), in order.
@@ -122,6 +124,11 @@ impl AgentStats {
         }
         if s.served_model.is_some() {
             self.served_model.clone_from(&s.served_model);
+        }
+        for d in &s.doubts {
+            if !self.doubts.contains(d) {
+                self.doubts.push(d.clone());
+            }
         }
         for (model, tokens) in &s.by_model {
             self.by_model.entry(model.clone()).or_default().add(*tokens);

@@ -95,11 +95,13 @@ impl Schema {
             .and_then(|u| u.host_str().map(str::to_string))
             .is_some_and(|h| h == "api.openai.com");
         if matches!(server_kind, Some("llama.cpp" | "vllm" | "ollama")) || openai {
-            let schema = if openai {
+            let mut schema = if openai {
                 self.value.clone()
             } else {
                 numbers_as_text(&self.value)
             };
+            // zhi's own annotations (`x-labels`) are not the server's business.
+            drop_annotations(&mut schema);
             let mut format = json!({"name": "extraction", "schema": schema});
             if openai && schema::strict_ok(&self.value) {
                 format["strict"] = Value::Bool(true);
@@ -107,6 +109,25 @@ impl Schema {
             json!({"type": "json_schema", "json_schema": format})
         } else {
             json!({"type": "json_object"})
+        }
+    }
+}
+
+/// `schema` without the keywords that begin with `x-`, in it and its subschemas (a property
+/// of that name stays).
+fn drop_annotations(schema: &mut Value) {
+    let Value::Object(m) = schema else {
+        return;
+    };
+    m.retain(|k, _| !k.starts_with("x-"));
+    for (k, v) in m.iter_mut() {
+        match (k.as_str(), v) {
+            ("properties" | "$defs" | "definitions", Value::Object(props)) => {
+                props.values_mut().for_each(drop_annotations);
+            }
+            (_, Value::Array(items)) => items.iter_mut().for_each(drop_annotations),
+            (_, v @ Value::Object(_)) => drop_annotations(v),
+            _ => {}
         }
     }
 }

@@ -187,6 +187,7 @@ fn run_flags(ctx: &Ctx, a: &RunArgs) -> RunFlags {
         max_failures: if a.fail_fast { Some(1) } else { a.max_failures },
         budget_tokens: a.budget_tokens,
         budget_cost: a.budget_cost,
+        strict: a.strict,
         allow_web: a.allow_web,
         submit_batch: (a.submit == SubmitWhen::Batch).then_some(BatchOptions {
             run_agent_jobs: a.agent_jobs == AgentJobs::Run,

@@ -222,7 +222,8 @@ pub(crate) struct ModelSettings {
     /// The stronger models a job's failing step is asked of, in order (`--escalate`,
     /// `escalate:`; docs/escalation.md).
     pub escalate: Vec<EscalateTo>,
-    /// Error kinds escalated besides the answer checks' (`escalate_on:`).
+    /// Error kinds escalated besides the answer checks' (`escalate_on:`); `Doubtful` stands
+    /// for a doubted answer, escalated by default (docs/outputs.md#doubts).
     pub escalate_on: Vec<crate::error::ErrorKind>,
     /// Prices per million tokens, by model (`prices:` over the defaults).
     pub prices: BTreeMap<String, Price>,
@@ -320,7 +321,7 @@ impl Default for ModelSettings {
             budgets: default_model_budgets(),
             configured: BTreeSet::new(),
             escalate: Vec::new(),
-            escalate_on: Vec::new(),
+            escalate_on: vec![crate::error::ErrorKind::Doubtful],
             prices: default_prices(),
         }
     }

@@ -218,8 +218,8 @@ pub(super) fn escalate(v: &Value) -> Result<Vec<super::EscalateTo>, String> {
 }
 
 /// `escalate_on`: error kinds escalated besides the answer checks'; only kinds a stronger
-/// model could mend (`content_filter`, `max_turns`, `too_large`): never the key, the quota,
-/// rate limits or the network.
+/// model could mend (`doubt`, `content_filter`, `max_turns`, `too_large`): never the key, the
+/// quota, rate limits or the network. The list replaces the default (`[doubt]`).
 pub(super) fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, String> {
     use crate::error::ErrorKind as K;
     let Value::Sequence(items) = v else {
@@ -228,13 +228,16 @@ pub(super) fn escalate_on(v: &Value) -> Result<Vec<crate::error::ErrorKind>, Str
     let mut out = Vec::new();
     for item in items {
         let name = item.as_str().unwrap_or_default().trim().to_string();
-        let kind: Option<K> = serde_norway::from_value(Value::String(name.clone())).ok();
+        let kind: Option<K> = match name.as_str() {
+            "doubt" => Some(K::Doubtful),
+            _ => serde_norway::from_value(Value::String(name.clone())).ok(),
+        };
         match kind {
-            Some(k @ (K::ContentFilter | K::MaxTurns | K::TooLarge)) => out.push(k),
+            Some(k @ (K::ContentFilter | K::MaxTurns | K::TooLarge | K::Doubtful)) => out.push(k),
             Some(K::MissingOutput | K::Truncated | K::InvalidOutput | K::ContextTooLong) => {}
             _ => {
                 return Err(msg!(
-                    "`{name}` cannot be escalated: only content_filter, max_turns and too_large may be added (the answer checks' kinds always are)"
+                    "`{name}` cannot be escalated: only doubt, content_filter, max_turns and too_large may be listed (the answer checks' kinds always are)"
                 ));
             }
         }

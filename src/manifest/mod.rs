@@ -168,6 +168,22 @@ pub struct StepRecord {
     pub reason: Option<String>,
 }
 
+/// What zhi doubts in a job's output (docs/outputs.md#doubts): the answer was kept, well
+/// formed, but is probably wrong here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Doubt {
+    /// Which check doubted it (`label`, `same_value`, `ungrounded`, `figures`, …).
+    pub check: String,
+    /// The extracted field it is about (`seller`, `items[0].amount`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The output file it is about, relative to the job's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// What was found, for a person.
+    pub detail: String,
+}
+
 /// One line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
@@ -232,6 +248,9 @@ pub struct JobRecord {
     /// (docs/skills.md#figures).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ungrounded_figures: Vec<String>,
+    /// What zhi doubts in the outputs that became the job's (docs/outputs.md#doubts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub doubts: Vec<Doubt>,
     /// A step's answer failed zhi's checks and a stronger model's answer became the output
     /// (docs/escalation.md); `model` is then that model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -300,6 +319,7 @@ impl JobRecord {
             transcript: None,
             warnings: Vec::new(),
             ungrounded_figures: Vec::new(),
+            doubts: Vec::new(),
             escalated: false,
             escalated_from: None,
             base_url: None,

@@ -61,6 +61,9 @@ pub(super) async fn ask(
     let mut next = ctx.run.ladder(ctx.job).iter();
     // Rungs climbed for this step: `esc1` names its first escalated request in a batch.
     let mut rungs = 0;
+    // The last answer that was accepted but doubted, kept aside while a stronger model is
+    // asked: it becomes the output again if that model fails.
+    let mut doubted: Option<Doubted> = None;
     loop {
         let model = rung.map_or(own.as_str(), |r| r.model.as_str());
         let before = stats.tokens;
@@ -87,19 +90,53 @@ pub(super) async fn ask(
             .entry(model.to_string())
             .or_default()
             .add(spent);
+        let answered_by = rung.map(|r| (r.model.clone(), r.base_url.clone()));
         let e = match result {
             Ok(done) => {
-                // A job whose any step was escalated names the stronger model (its
-                // tokens per model say the rest).
-                if let Some(r) = rung {
-                    stats.answered_by = Some((r.model.clone(), r.base_url.clone()));
-                }
-                return Ok(done);
+                let doubts = step_doubts(ctx, dir, &part, source.as_deref(), &done.1);
+                let to = match doubts.is_empty() || !escalates_doubts(ctx) {
+                    true => None,
+                    false => next.next(),
+                };
+                let Some(to) = to else {
+                    // A job whose any step was escalated names the stronger model (its
+                    // tokens per model say the rest).
+                    if answered_by.is_some() {
+                        stats.answered_by = answered_by;
+                    }
+                    stats.doubts.extend(doubts);
+                    return Ok(done);
+                };
+                ctx.transcript.note(&format!(
+                    "{model}'s answer is doubted ({}); the step is asked of {to}",
+                    crate::agent::doubts::one_line(&doubts),
+                    to = to.model
+                ));
+                doubted = Some(Doubted::set_aside(ctx, dir, done, doubts, answered_by));
+                stats
+                    .escalations
+                    .push((model.to_string(), to.model.clone()));
+                rungs += 1;
+                rung = Some(to);
+                continue;
             }
             Err(e) => e,
         };
         let Some(to) = next.next().filter(|to| escalates(ctx, &e, model, to)) else {
-            return Err(e);
+            for f in sandbox.written() {
+                let _ = ctx.run.layout.remove_file(&dir.join(&f));
+            }
+            return match doubted {
+                Some(kept) => {
+                    ctx.transcript.note(&format!(
+                        "{model} failed ({kind}: {message}); the doubted answer before it is kept",
+                        kind = e.kind,
+                        message = crate::sanitize::fit(&e.message, 200),
+                    ));
+                    kept.restore(ctx, dir, stats)
+                }
+                None => Err(e),
+            };
         };
         for f in sandbox.written() {
             let _ = ctx.run.layout.remove_file(&dir.join(&f));
@@ -116,6 +153,122 @@ pub(super) async fn ask(
         rungs += 1;
         rung = Some(to);
     }
+}
+
+/// An accepted answer that was doubted, its files read and removed while a stronger model is
+/// asked.
+struct Doubted {
+    done: (String, Vec<PathBuf>),
+    files: Vec<(PathBuf, Vec<u8>)>,
+    doubts: Vec<crate::manifest::Doubt>,
+    answered_by: Option<(String, String)>,
+}
+
+impl Doubted {
+    fn set_aside(
+        ctx: &JobCtx<'_>,
+        dir: &Path,
+        done: (String, Vec<PathBuf>),
+        doubts: Vec<crate::manifest::Doubt>,
+        answered_by: Option<(String, String)>,
+    ) -> Doubted {
+        let mut files = Vec::new();
+        for f in &done.1 {
+            let mut bytes = Vec::new();
+            if let Ok(mut file) = ctx.run.layout.open_file(&dir.join(f))
+                && std::io::Read::read_to_end(&mut file, &mut bytes).is_ok()
+            {
+                files.push((f.clone(), bytes));
+            }
+            let _ = ctx.run.layout.remove_file(&dir.join(f));
+        }
+        Doubted {
+            done,
+            files,
+            doubts,
+            answered_by,
+        }
+    }
+
+    /// Its files written back, its doubts into the job's: the step's answer after all.
+    fn restore(
+        self,
+        ctx: &JobCtx<'_>,
+        dir: &Path,
+        stats: &mut AgentStats,
+    ) -> Result<(String, Vec<PathBuf>), JobError> {
+        for (f, bytes) in &self.files {
+            ctx.run
+                .layout
+                .write_file(&dir.join(f), bytes)
+                .map_err(|e| {
+                    JobError::new(
+                        ErrorKind::Io,
+                        msg!("cannot write {}: {e}", f.display()),
+                    )
+                })?;
+        }
+        if self.answered_by.is_some() {
+            stats.answered_by = self.answered_by;
+        }
+        stats.doubts.extend(self.doubts);
+        Ok(self.done)
+    }
+}
+
+/// Whether a doubted answer is asked again of the next rung (`escalate_on` holds `doubt`,
+/// as it does unless the settings give a list without it).
+fn escalates_doubts(ctx: &JobCtx<'_>) -> bool {
+    ctx.run
+        .config
+        .models
+        .escalate_on
+        .contains(&ErrorKind::Doubtful)
+}
+
+/// What zhi doubts in one step's accepted answer (docs/outputs.md#doubts): an extraction's
+/// values against the step's text, or each declared prose file against its source. The
+/// reduce step of a long document is judged by its pieces, not again.
+fn step_doubts(
+    ctx: &JobCtx<'_>,
+    dir: &Path,
+    part: &str,
+    source: Option<&str>,
+    written: &[PathBuf],
+) -> Vec<crate::manifest::Doubt> {
+    let (job, skill) = (ctx.job, ctx.skill);
+    let Some(source) = source else {
+        return Vec::new();
+    };
+    if let Ok(Some(schema)) = job_schema(ctx) {
+        let file = skill
+            .direct_output(&job.args)
+            .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
+        let Some(object) = ctx
+            .run
+            .layout
+            .read_to_string(&dir.join(&file))
+            .ok()
+            .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+        else {
+            return Vec::new();
+        };
+        return crate::agent::doubts::extraction(source, &object, &schema.fields);
+    }
+    if part.starts_with("reduce") {
+        return Vec::new();
+    }
+    let expected = Expected::of(skill, &job.args, Some(Arc::from(source)));
+    let mut out = Vec::new();
+    for accept in &expected.declared {
+        let Some(found) = crate::agent::outputs::find_written(&accept.file, written) else {
+            continue;
+        };
+        if let Ok(text) = ctx.run.layout.read_to_string(&dir.join(found)) {
+            out.extend(accept.doubts(&text));
+        }
+    }
+    out
 }
 
 /// Whether a failure is about the answer (so a stronger model may do better): not the key,

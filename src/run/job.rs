@@ -208,6 +208,7 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     {
         transcript.note(&format!("the job failed: {e}"));
     }
+    let result = result.and_then(|()| strict(run, &stats));
     what_the_work_made(&mut record, &mut chunks, &result);
     take_stats(&mut record, &mut stats, job);
     account(&mut record, &mut stats, run);
@@ -344,6 +345,18 @@ pub(crate) fn cost_of(
     total
 }
 
+/// `--strict`: a job whose outputs are doubted after the ladder fails (docs/outputs.md#doubts).
+fn strict(run: &RunContext, stats: &AgentStats) -> Result<(), JobError> {
+    if !run.flags.strict || stats.doubts.is_empty() {
+        return Ok(());
+    }
+    let list = crate::agent::doubts::one_line(&stats.doubts);
+    Err(JobError::new(
+        ErrorKind::Doubtful,
+        msg!("the output is doubted (--strict): {list}"),
+    ))
+}
+
 /// What the job's requests came to, into its record; input warnings said on stderr too.
 fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     record.turns = stats.turns;
@@ -356,6 +369,11 @@ fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     record.input_tokens = stats.input_tokens;
     record.warnings = std::mem::take(&mut stats.input_warnings);
     record.ungrounded_figures = std::mem::take(&mut stats.ungrounded_figures);
+    record.doubts = std::mem::take(&mut stats.doubts);
+    if !record.doubts.is_empty() {
+        let list = crate::agent::doubts::one_line(&record.doubts);
+        tracing::info!(job = %crate::sanitize::one_line(&job.input), "{}", msg!("doubted: {list}"));
+    }
     if !record.ungrounded_figures.is_empty() {
         let list = record.ungrounded_figures.join(", ");
         record.warnings.push(msg!(

@@ -97,6 +97,10 @@ pub(crate) struct Field {
     pub description: Option<String>,
     /// For an array of objects: its items' fields (paths relative to an item).
     pub items: Vec<Field>,
+    /// The words that stand before the field's value in a document (`x-labels`, in any
+    /// language): doubts judge a value found under another field's label
+    /// (docs/extract.md#doubts).
+    pub labels: Vec<String>,
 }
 
 /// The schema's fields in schema order: nested objects flattened with dots; an array is one
@@ -142,6 +146,17 @@ fn walk(schema: &Value, prefix: &str, out: &mut Vec<Field>) {
                 .and_then(Value::as_str)
                 .map(|d| d.trim().to_string()),
             items,
+            labels: prop
+                .get("x-labels")
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
         });
     }
 }

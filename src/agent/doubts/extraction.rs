@@ -1,0 +1,484 @@
+//! Doubts of an extracted object (docs/extract.md#doubts): a value found nowhere in the
+//! document, two fields the schema names apart holding one value, and a value whose label in
+//! the text — the words just before it — belongs to another field.
+//!
+//! A small model swaps seller and buyer, or gives the pre-tax amount as the total, with every
+//! token at high probability; the document itself says which is which, in the words before
+//! each value. Labels come from the schema: a field's `x-labels`, else the terms its
+//! description names in parentheses or quotes (`The total (价税合计, "Total due")`).
+
+use crate::agent::grounding::{self, Haystack};
+use crate::manifest::Doubt;
+use crate::skills::schema::Field;
+use serde_json::Value;
+
+/// How far before a value its label is looked for: characters, and lines.
+const LABEL_WINDOW_CHARS: usize = 100;
+const LABEL_WINDOW_LINES: usize = 3;
+/// Places of one value judged, at most.
+const MAX_PLACES: usize = 16;
+/// Values judged for labels, at most (an object of thousands of values is judged on its first
+/// ones; grounding still looks at all of them).
+const MAX_LABELLED: usize = 200;
+
+/// A label and the fields that list it.
+struct Label {
+    /// Normalised as the document is for grounding (NFKC, lower case, one space).
+    text: String,
+    /// Whether it is written in letters that need a word boundary (`total` is not in
+    /// `subtotal`).
+    word: bool,
+    owners: Vec<String>,
+}
+
+/// The doubts of `object`, extracted from `text` under a schema with these `fields`.
+pub(crate) fn extraction(text: &str, object: &Value, fields: &[Field]) -> Vec<Doubt> {
+    let hay = Haystack::new(text);
+    let mut out = Vec::new();
+    let mut leaves = Vec::new();
+    grounding::collect(object, String::new(), &mut leaves);
+    for (path, value) in &leaves {
+        if hay.locate(value).start.is_none() {
+            out.push(doubt(
+                "ungrounded",
+                path,
+                format!("{} is found nowhere in the document", shown(value)),
+            ));
+        }
+    }
+    out.extend(same_values(object, fields));
+    let labels = labels(fields);
+    if labels.is_empty() {
+        return out;
+    }
+    let norm_text = grounding::normalize(text);
+    for field in fields.iter().filter(|f| f.items.is_empty()).take(MAX_LABELLED) {
+        let Some(value) = value_at(object, &field.path) else {
+            continue;
+        };
+        if let Some(d) = label_doubt(&hay, text, &norm_text, field, value, &labels) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+fn doubt(check: &str, field: &str, detail: String) -> Doubt {
+    Doubt {
+        check: check.to_string(),
+        field: Some(field.to_string()),
+        file: None,
+        detail,
+    }
+}
+
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("“{}”", crate::sanitize::fit(s.trim(), 60)),
+        other => other.to_string(),
+    }
+}
+
+/// The value at a dotted path of top-level objects (`seller.name`).
+fn value_at<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
+    let mut v = object;
+    for part in path.split('.') {
+        v = v.get(part)?;
+    }
+    matches!(v, Value::String(s) if !s.trim().is_empty())
+        .then_some(v)
+        .or_else(|| v.is_number().then_some(v))
+}
+
+/// Two text fields holding the same name or words: the schema names them apart, so one of them
+/// is probably the other's value (a buyer given as the seller). Numbers and dates may rightly
+/// be equal (no tax: amount = total), so only text with letters counts.
+fn same_values(object: &Value, fields: &[Field]) -> Vec<Doubt> {
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    let mut out = Vec::new();
+    for field in fields.iter().filter(|f| f.items.is_empty()) {
+        let Some(Value::String(s)) = value_at(object, &field.path) else {
+            continue;
+        };
+        let key = grounding::normalize(s);
+        if key.chars().filter(|c| c.is_alphabetic()).count() < 3 || looks_like_date(&key) {
+            continue;
+        }
+        if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
+            let value = shown(&Value::String(s.clone()));
+            out.push(doubt(
+                "same_value",
+                other,
+                format!("holds the same value as {}: {value}", field.path),
+            ));
+            out.push(doubt(
+                "same_value",
+                &field.path,
+                format!("holds the same value as {other}: {value}"),
+            ));
+        } else {
+            seen.push((field.path.as_str(), key));
+        }
+    }
+    out
+}
+
+fn looks_like_date(s: &str) -> bool {
+    let digits = s.chars().filter(char::is_ascii_digit).count();
+    digits >= 4 && digits * 2 >= s.chars().filter(|c| !c.is_whitespace()).count()
+}
+
+/// Every field's labels (items' fields as `items[].name`), each once with all its owners.
+fn labels(fields: &[Field]) -> Vec<Label> {
+    let mut out: Vec<Label> = Vec::new();
+    let mut add = |owner: String, terms: Vec<String>| {
+        for t in terms {
+            let text = grounding::normalize(&t);
+            if text.chars().count() < 2 {
+                continue;
+            }
+            match out.iter_mut().find(|l| l.text == text) {
+                Some(l) if !l.owners.contains(&owner) => l.owners.push(owner.clone()),
+                Some(_) => {}
+                None => out.push(Label {
+                    word: text.chars().any(|c| c.is_ascii_alphabetic()),
+                    text,
+                    owners: vec![owner.clone()],
+                }),
+            }
+        }
+    };
+    for f in fields {
+        add(f.path.clone(), field_labels(f));
+        for item in &f.items {
+            add(format!("{}[].{}", f.path, item.path), field_labels(item));
+        }
+    }
+    out
+}
+
+/// A field's labels: its `x-labels`, else the terms its description names in parentheses or
+/// quotes (a term of four words or more is an explanation, not a label).
+pub(crate) fn field_labels(field: &Field) -> Vec<String> {
+    if !field.labels.is_empty() {
+        return field.labels.clone();
+    }
+    let Some(description) = &field.description else {
+        return Vec::new();
+    };
+    let mut terms = Vec::new();
+    // `(e.g. CNY, USD)` gives examples of the value, not its label.
+    let examples = ["e.g.", "eg.", "such as", "like", "for example", "例如", "如", "比如"];
+    for group in bracketed(description) {
+        let lower = group.trim().to_lowercase();
+        if examples.iter().any(|e| lower.starts_with(e)) {
+            continue;
+        }
+        for term in group.split([',', ';', '，', '；', '、', '/']) {
+            let term = term
+                .trim()
+                .trim_matches(|c: char| "\"'“”‘’`".contains(c) || c.is_whitespace());
+            if !is_label_like(term) {
+                continue;
+            }
+            let mut add = |t: &str| {
+                if !terms.iter().any(|x| x == t) {
+                    terms.push(t.to_string());
+                }
+            };
+            add(term);
+            // `价税合计（小写）` is also written `价税合计`.
+            if let Some(cut) = term.find(['(', '（']) {
+                let head = term[..cut].trim();
+                if !head.is_empty() {
+                    add(head);
+                }
+            }
+        }
+    }
+    terms
+}
+
+/// Whether a term a description names could be a label: a few words, with a letter, not a
+/// code or a number the value itself might be (`CNY`, `2026`).
+fn is_label_like(term: &str) -> bool {
+    let words = term.split_whitespace().count();
+    let letters = term.chars().filter(|c| c.is_alphabetic()).count();
+    let code = term.len() <= 4 && term.chars().all(|c| c.is_ascii_uppercase());
+    (1..=3).contains(&words) && term.chars().count() <= 30 && letters >= 2 && !code
+}
+
+/// The texts of `s` in top-level parentheses (ASCII or full-width) and in double quotes.
+fn bracketed(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut current = String::new();
+    for c in s.chars() {
+        match c {
+            '(' | '（' => {
+                if depth > 0 {
+                    current.push(c);
+                }
+                depth += 1;
+            }
+            ')' | '）' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    out.push(std::mem::take(&mut current));
+                } else {
+                    current.push(c);
+                }
+            }
+            _ if depth > 0 => current.push(c),
+            _ => {}
+        }
+    }
+    for (i, part) in s.split(['"', '“', '”']).enumerate() {
+        if i % 2 == 1 && !part.trim().is_empty() {
+            out.push(part.to_string());
+        }
+    }
+    out
+}
+
+/// A doubt when no place of `value` stands under its own field's label and one stands under
+/// another field's; or, for a number, when none stands under any label while its own label is
+/// in the document (a total taken from elsewhere than the total's line).
+fn label_doubt(
+    hay: &Haystack<'_>,
+    text: &str,
+    norm_text: &str,
+    field: &Field,
+    value: &Value,
+    labels: &[Label],
+) -> Option<Doubt> {
+    // A field with no label of its own cannot be told from the others by its place.
+    if !labels.iter().any(|l| l.owners.contains(&field.path)) {
+        return None;
+    }
+    let places = hay.occurrences(value, MAX_PLACES);
+    if places.is_empty() {
+        return None;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut other: Option<&Label> = None;
+    let mut unlabelled = false;
+    for (start, _) in &places {
+        match label_before(&chars, *start, labels) {
+            Some(l) if l.owners.contains(&field.path) => return None,
+            Some(l) => other = other.or(Some(l)),
+            None => unlabelled = true,
+        }
+    }
+    // A value that also stands where no label is (a seller's name atop the page) is not
+    // judged by its other places.
+    if let Some(l) = other.filter(|_| !unlabelled) {
+        return Some(doubt(
+            "label",
+            &field.path,
+            format!(
+                "{} stands under “{}”, a label of {}",
+                shown(value),
+                l.text,
+                l.owners.join(", ")
+            ),
+        ));
+    }
+    let own = labels
+        .iter()
+        .filter(|l| l.owners.contains(&field.path))
+        .find(|l| find_label(norm_text, l).is_some())?;
+    value.is_number().then(|| {
+        doubt(
+            "label",
+            &field.path,
+            format!(
+                "{} does not stand under its label “{}”, which is in the document",
+                shown(value),
+                own.text
+            ),
+        )
+    })
+}
+
+/// The label nearest before char offset `start` of the text, within the window; of labels
+/// that end at the same place, the longest.
+fn label_before<'l>(chars: &[char], start: usize, labels: &'l [Label]) -> Option<&'l Label> {
+    let from = start.saturating_sub(LABEL_WINDOW_CHARS);
+    let window: String = chars[from..start.min(chars.len())].iter().collect();
+    let lines: Vec<&str> = window.split('\n').collect();
+    let mut keep = lines.len().saturating_sub(LABEL_WINDOW_LINES);
+    // A blank line ends a block: a label above it is another block's.
+    if let Some(blank) = lines[..lines.len() - 1]
+        .iter()
+        .rposition(|l| l.trim().is_empty())
+    {
+        keep = keep.max(blank + 1);
+    }
+    let window = grounding::normalize(&lines[keep..].join("\n"));
+    labels
+        .iter()
+        .filter_map(|l| last_label(&window, l).map(|end| (end, l.text.len(), l)))
+        .max_by_key(|(end, len, _)| (*end, *len))
+        .map(|(_, _, l)| l)
+}
+
+/// Where the first place of label `l` in `text` ends (bytes), standing as a word.
+fn find_label(text: &str, l: &Label) -> Option<usize> {
+    places_of(text, l).first().copied()
+}
+
+/// Where the last place of label `l` in `text` ends (bytes), standing as a word.
+fn last_label(text: &str, l: &Label) -> Option<usize> {
+    places_of(text, l).last().copied()
+}
+
+/// Where each place of label `l` in `text` ends (bytes). A label in letters stands as whole
+/// words; one of several words may have up to two other words between its own on one line
+/// (`Total due` in `Total amount due`).
+fn places_of(text: &str, l: &Label) -> Vec<usize> {
+    if !l.word {
+        return text
+            .match_indices(l.text.as_str())
+            .map(|(at, m)| at + m.len())
+            .collect();
+    }
+    let want: Vec<&str> = l.text.split(' ').collect();
+    let words = words_of(text);
+    let mut out = Vec::new();
+    for (i, (w, _, _)) in words.iter().enumerate() {
+        if *w != want[0] {
+            continue;
+        }
+        let (mut at, mut end) = (i, words[i].2);
+        let mut whole = true;
+        for next in &want[1..] {
+            let found = (at + 1..words.len())
+                .take(3)
+                .take_while(|&k| !words[k].1)
+                .find(|&k| words[k].0 == *next);
+            match found {
+                Some(k) => {
+                    at = k;
+                    end = words[k].2;
+                }
+                None => {
+                    whole = false;
+                    break;
+                }
+            }
+        }
+        if whole {
+            out.push(end);
+        }
+    }
+    out
+}
+
+/// The words of `text`: each with whether a line break comes before it, and where it ends.
+fn words_of(text: &str) -> Vec<(&str, bool, usize)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut broke = false;
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        if c.is_alphanumeric() {
+            start.get_or_insert(i);
+            continue;
+        }
+        if let Some(s) = start.take() {
+            out.push((&text[s..i], broke, i));
+            broke = false;
+        }
+        if c == '\n' {
+            broke = true;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Vec<Field> {
+        crate::skills::schema::fields(&json!({
+            "type": "object",
+            "properties": {
+                "seller": {"type": "string", "description": "Who issued the invoice (销售方, Seller)"},
+                "buyer": {"type": "string", "description": "Who is billed (购买方, \"Bill to\")"},
+                "currency": {"type": "string"},
+                "amount": {"type": "number", "x-labels": ["金额", "合计金额", "Subtotal", "Net amount"]},
+                "total": {"type": "number", "description": "The total, tax included (价税合计（小写）, Total due)"},
+                "items": {"type": "array", "items": {"type": "object", "properties": {
+                    "quantity": {"type": "number", "x-labels": ["数量", "Qty"]}}}}
+            }
+        }))
+    }
+
+    const FAPIAO: &str = "电子发票（增值税专用发票）\n发票号码：24312000000045678901\n开票日期：2026年03月14日\n\
+        购买方信息\n名称：上海明远科技有限公司\n统一社会信用代码/纳税人识别号：91310000MA1FL0XX2K\n\
+        销售方信息\n名称：杭州云杉办公用品有限公司\n统一社会信用代码/纳税人识别号：91330100MA2H0YY81Q\n\
+        项目名称 数量 单价 金额 税率 税额\n*办公用品*打印纸 500 2.40 1200.00 13% 156.00\n\
+        合计 ¥1200.00 ¥156.00\n价税合计（大写）壹仟叁佰伍拾陆圆整 （小写）¥1356.00\n";
+
+    fn checks(d: &[Doubt]) -> Vec<(String, String)> {
+        d.iter()
+            .map(|d| (d.field.clone().unwrap_or_default(), d.check.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_right_answer_has_no_doubt() {
+        let right = json!({"seller": "杭州云杉办公用品有限公司", "buyer": "上海明远科技有限公司",
+            "currency": "CNY", "amount": 1200.0, "total": 1356.0, "items": [{"quantity": 500}]});
+        assert_eq!(checks(&extraction(FAPIAO, &right, &schema())), []);
+    }
+
+    #[test]
+    fn swapped_parties_a_pre_tax_total_and_an_invented_currency_are_doubted() {
+        let wrong = json!({"seller": "上海明远科技有限公司", "buyer": "上海明远科技有限公司",
+            "currency": "USD", "amount": 1200.0, "total": 1200.0});
+        let got = checks(&extraction(FAPIAO, &wrong, &schema()));
+        for want in [
+            ("currency", "ungrounded"),
+            ("buyer", "same_value"),
+            ("seller", "label"),
+            ("total", "label"),
+        ] {
+            assert!(
+                got.contains(&(want.0.to_string(), want.1.to_string())),
+                "{want:?} not in {got:?}"
+            );
+        }
+        // The quantity given as the total stands under the items' columns.
+        let qty = json!({"total": 500});
+        let got = extraction(FAPIAO, &qty, &schema());
+        assert_eq!(checks(&got), [("total".into(), "label".into())]);
+    }
+
+    #[test]
+    fn an_english_net_amount_as_the_total_is_doubted_and_subtotal_is_not_total() {
+        let text = "ACME Tools Ltd.\n1 Mill Road, Leeds\nBill to: Northwind Traders\nInvoice INV-2041\n\
+                    Subtotal: 1,200.00\nVAT 20%: 240.00\nTotal due: 1,440.00\n";
+        let s = schema();
+        assert_eq!(
+            checks(&extraction(text, &json!({"seller": "ACME Tools Ltd.", "buyer": "Northwind Traders", "total": 1440}), &s)),
+            []
+        );
+        let got = checks(&extraction(text, &json!({"seller": "Northwind Traders", "total": 1200}), &s));
+        assert_eq!(
+            got,
+            [("seller".into(), "label".into()), ("total".into(), "label".into())]
+        );
+    }
+
+    #[test]
+    fn labels_come_from_x_labels_else_the_description() {
+        let s = schema();
+        assert_eq!(field_labels(&s[4]), ["价税合计（小写）", "价税合计", "Total due"]);
+        assert_eq!(field_labels(&s[1]), ["购买方", "Bill to"]);
+        assert_eq!(field_labels(&s[3]), ["金额", "合计金额", "Subtotal", "Net amount"]);
+        assert!(field_labels(&s[2]).is_empty());
+    }
+}
