@@ -800,6 +800,7 @@ pub(super) const SHOWN: &[(&str, &str)] = &[
     ("requests", "请求"),
     // The end-of-run summary and `zhi manifest show`.
     ("  escalated {total} job(s): {list}", "  升级 {total} 个任务：{list}"),
+    ("  doubted {total} job(s): {list}", "  存疑 {total} 个任务：{list}"),
     ("  cost {total} ({list})", "  费用 {total}（{list}）"),
     (", answered as {model}", "，应答的是 {model}"),
     (" (the server runs {model})", "（服务器运行的是 {model}）"),

@@ -235,6 +235,7 @@ pub(crate) fn merge(
         tables: Vec::new(),
         escalations: BTreeMap::new(),
         costs: BTreeMap::new(),
+        doubts: BTreeMap::new(),
     };
     Merged {
         manifest,
@@ -365,6 +366,7 @@ mod tests {
             tables: Vec::new(),
             escalations: BTreeMap::new(),
             costs: BTreeMap::new(),
+            doubts: BTreeMap::new(),
         };
         LoadedRun {
             run_id: id.into(),

@@ -539,6 +539,18 @@ pub(crate) struct RunManifest {
     /// What this run's tokens cost, per model with a price (docs/escalation.md#cost).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub costs: BTreeMap<String, Cost>,
+    /// This run's jobs whose outputs are doubted, by skill (docs/outputs.md#doubts).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub doubts: BTreeMap<String, DoubtCount>,
+}
+
+/// A skill's doubted jobs in a run: how many, and how often each field (or, for a file, each
+/// check) was doubted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubtCount {
+    pub jobs: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub at: BTreeMap<String, u64>,
 }
 
 impl JobRecord {
@@ -561,12 +573,25 @@ pub(crate) struct Accounts {
     pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
     /// What the run cost, per model.
     pub costs: BTreeMap<String, Cost>,
+    /// Jobs doubted, by skill.
+    pub doubts: BTreeMap<String, DoubtCount>,
 }
 
 impl Accounts {
     pub(crate) fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
         if r.status == Status::Cached {
             return;
+        }
+        if !r.doubts.is_empty() {
+            let d = self.doubts.entry(r.skill.clone()).or_default();
+            d.jobs += 1;
+            let mut seen = std::collections::BTreeSet::new();
+            for doubt in &r.doubts {
+                let at = doubt.field.clone().unwrap_or_else(|| doubt.check.clone());
+                if seen.insert(at.clone()) {
+                    *d.at.entry(at).or_default() += 1;
+                }
+            }
         }
         if r.escalated {
             *self

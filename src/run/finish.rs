@@ -96,6 +96,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     manifest.tables = tables;
     manifest.escalations = fold.accounts.escalations;
     manifest.costs = fold.accounts.costs;
+    manifest.doubts = fold.accounts.doubts;
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
     // never "nothing ran"; the records appended so far stay in results.jsonl.
     let exit = match ledger.finish(&manifest, end.ctx.layout.output_dir()) {
@@ -195,6 +196,7 @@ fn manifest(
         tables: Vec::new(),
         escalations: BTreeMap::new(),
         costs: BTreeMap::new(),
+        doubts: BTreeMap::new(),
     }
 }
 

@@ -69,6 +69,8 @@ pub(super) fn cached_record(
         output_dir_stat: cache.outputs_seen.as_ref().and_then(|s| s.folder),
         // What was found where in the document is as true of the same outputs now.
         extraction: prev.and_then(|p| p.extraction.clone()),
+        // What was doubted of the same outputs still is (a rerun asks no model again).
+        doubts: prev.map(|p| p.doubts.clone()).unwrap_or_default(),
         // Which model made the outputs, escalated or not: changing the ladder reruns nothing.
         escalated: prev.is_some_and(|p| p.escalated),
         escalated_from: prev.and_then(|p| p.escalated_from.clone()),

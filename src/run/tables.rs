@@ -225,6 +225,7 @@ impl Table {
             }
         }
         columns.push("ungrounded".into());
+        columns.push("doubts".into());
         columns.push("error".into());
         let mut sheets: Vec<Sheet> = fields
             .iter()
@@ -264,6 +265,7 @@ impl Table {
                 .map(|e| e.ungrounded.join(", "))
                 .unwrap_or_default();
             base.insert("ungrounded".into(), Value::String(ungrounded));
+            base.insert("doubts".into(), Value::String(doubted(&r.doubts)));
             let error = r.error.as_ref().map_or(String::new(), |e| {
                 format!("{}: {}", e.kind, crate::sanitize::one_line(&e.message))
             });
@@ -424,4 +426,17 @@ fn xlsx_cell(v: Option<&Value>) -> Value {
         Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => v.clone(),
         Some(other) => Value::String(other.to_string()),
     }
+}
+
+/// A row's doubts as one cell: `seller (label), total (label)`.
+fn doubted(doubts: &[crate::manifest::Doubt]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for d in doubts {
+        let at = d.field.as_deref().or(d.file.as_deref()).unwrap_or("");
+        let part = format!("{at} ({})", d.check);
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
+    parts.join(", ")
 }

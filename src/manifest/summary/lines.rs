@@ -95,6 +95,7 @@ pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang
             Section::Model => w.model(&mut out, false),
             Section::ModelWhenTelling => w.model(&mut out, true),
             Section::EscalationAndCost => {
+                out.extend(doubts_line(&s.doubts, lang));
                 out.extend(escalation_and_cost(&s.escalations, &s.costs, lang));
             }
             Section::Times => w.times(&mut out),
@@ -146,6 +147,31 @@ pub(crate) fn tokens_line(t: &Tokens, lang: Lang) -> String {
         prompt = t.prompt,
         completion = t.completion
     )
+}
+
+/// The summary's line on doubted jobs: `doubted 3 job(s): extract 3 (seller 2, total 1)`.
+pub(crate) fn doubts_line(
+    doubts: &BTreeMap<String, super::super::DoubtCount>,
+    lang: Lang,
+) -> Option<String> {
+    let total: u64 = doubts.values().map(|d| d.jobs).sum();
+    if total == 0 {
+        return None;
+    }
+    let sep = t!(in lang; ", ");
+    let parts: Vec<String> = doubts
+        .iter()
+        .map(|(skill, d)| {
+            let at: Vec<String> = d
+                .at
+                .iter()
+                .map(|(what, n)| format!("{} {n}", one_line(what)))
+                .collect();
+            format!("{} {} ({})", one_line(skill), d.jobs, at.join(&sep))
+        })
+        .collect();
+    let list = parts.join(&sep);
+    Some(t!(in lang; "  doubted {total} job(s): {list}", total = total, list = list))
 }
 
 /// The summary's lines on escalation and cost (the end-of-run summary and `manifest show`

@@ -8,7 +8,7 @@
 mod lines;
 
 pub(crate) use lines::{
-    END_OF_RUN, MANIFEST_SHOW, counts_line, escalation_and_cost, lines, tokens_line,
+    END_OF_RUN, MANIFEST_SHOW, counts_line, doubts_line, escalation_and_cost, lines, tokens_line,
 };
 
 use super::merge::LoadedRun;
@@ -79,6 +79,9 @@ pub(crate) struct RunSummary {
     /// The run's cost per model (docs/escalation.md#cost).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub costs: BTreeMap<String, super::Cost>,
+    /// Doubted jobs, by skill (docs/outputs.md#doubts).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub doubts: BTreeMap<String, super::DoubtCount>,
     // What follows is for people, not in `manifest show --json` (a contract).
     /// Requests that were retries: sent beyond one per turn.
     #[serde(skip)]
@@ -370,6 +373,7 @@ impl SummaryFold {
             torn_lines,
             escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
             costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
+            doubts: m.map(|m| m.doubts.clone()).unwrap_or_default(),
             retries: self.retries,
             job_time_ms: self.job_time_ms,
             output_dir: output_dir_of(path, m),
