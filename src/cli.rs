@@ -339,6 +339,20 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Also answer a seeded random sample of N jobs (or N% of them) with the ladder's top
+    /// rung, and report how often the cheap model agreed, per field
+    #[arg(long, value_name = "N|N%", value_parser = crate::flags::audit)]
+    pub audit: Option<crate::flags::SampleSize>,
+
+    /// The seed of the --audit sample [default: 1]
+    #[arg(long, value_name = "SEED", requires = "audit")]
+    pub audit_seed: Option<u64>,
+
+    /// With --audit: send a skill whose field agrees below this share (0-1, by its 95%
+    /// interval's upper end) to the top rung for the rest of the run
+    #[arg(long, value_name = "SHARE", requires = "audit", value_parser = crate::flags::target)]
+    pub target: Option<f64>,
+
     /// Timeout of each API request, in seconds [default: 120]
     #[arg(long, value_name = "SECS", value_parser = crate::config::flag::timeout)]
     pub timeout: Option<Duration>,

@@ -20,6 +20,8 @@ pub(crate) struct RunFlags {
     pub budget_cost: Option<f64>,
     /// `--strict`: a job whose output is doubted after the ladder fails (`doubtful`).
     pub strict: bool,
+    /// `--audit N|N%`, `--audit-seed`, `--target` (docs/escalation.md#audit).
+    pub audit: Option<AuditOptions>,
     /// `--allow-web`: skills that list `web_fetch` get it.
     pub allow_web: bool,
     /// `--submit batch`: direct requests go to the provider's Batch API
@@ -31,6 +33,47 @@ pub(crate) struct RunFlags {
     pub progress: bool,
     /// Print the summary when the run ends (`-q` keeps it too).
     pub summary: bool,
+}
+
+/// What `--audit` asks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AuditOptions {
+    pub size: SampleSize,
+    pub seed: u64,
+    pub target: Option<f64>,
+}
+
+/// How many jobs `--audit` samples: a count, or a share of the plan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum SampleSize {
+    Jobs(u64),
+    Percent(f64),
+}
+
+/// `--audit`: `N` (at least 1) or `N%` (more than 0, at most 100).
+pub(crate) fn audit(s: &str) -> Parsed<SampleSize> {
+    let t = s.trim();
+    if let Some(p) = t.strip_suffix('%') {
+        let p: f64 = p.trim().parse()?;
+        if !(p > 0.0 && p <= 100.0) {
+            return Err(Box::new(Refused(msg!(
+                "must be a share above 0% and at most 100%"
+            ))));
+        }
+        return Ok(SampleSize::Percent(p));
+    }
+    at_least_one(t, || msg!("must be at least 1 (leave it out for no audit)")).map(SampleSize::Jobs)
+}
+
+/// `--target`: a share between 0 and 1.
+pub(crate) fn target(s: &str) -> Parsed<f64> {
+    let v: f64 = s.trim().parse()?;
+    if !(v > 0.0 && v <= 1.0) {
+        return Err(Box::new(Refused(msg!(
+            "must be a share above 0 and at most 1 (0.95 for 95%)"
+        ))));
+    }
+    Ok(v)
 }
 
 /// Batch mode's choices.

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod aclsum;
+pub mod chrf;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

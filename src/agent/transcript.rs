@@ -75,7 +75,6 @@ impl Transcript {
     }
 
     /// A transcript that writes nothing (tests, tools outside a run).
-    #[cfg(test)]
     pub(crate) fn none() -> Self {
         Transcript {
             file: Mutex::new(None),

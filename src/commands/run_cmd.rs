@@ -188,6 +188,11 @@ fn run_flags(ctx: &Ctx, a: &RunArgs) -> RunFlags {
         budget_tokens: a.budget_tokens,
         budget_cost: a.budget_cost,
         strict: a.strict,
+        audit: a.audit.map(|size| crate::flags::AuditOptions {
+            size,
+            seed: a.audit_seed.unwrap_or(1),
+            target: a.target,
+        }),
         allow_web: a.allow_web,
         submit_batch: (a.submit == SubmitWhen::Batch).then_some(BatchOptions {
             run_agent_jobs: a.agent_jobs == AgentJobs::Run,

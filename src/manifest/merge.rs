@@ -236,6 +236,7 @@ pub(crate) fn merge(
         escalations: BTreeMap::new(),
         costs: BTreeMap::new(),
         doubts: BTreeMap::new(),
+        audit: None,
     };
     Merged {
         manifest,
@@ -367,6 +368,8 @@ mod tests {
             escalations: BTreeMap::new(),
             costs: BTreeMap::new(),
             doubts: BTreeMap::new(),
+            audit: None,
+        audit: None,
         };
         LoadedRun {
             run_id: id.into(),

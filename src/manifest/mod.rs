@@ -255,6 +255,14 @@ pub struct JobRecord {
     /// (docs/escalation.md); `model` is then that model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub escalated: bool,
+    /// `--audit`: the job was in the sample, answered by its own model and by the top rung,
+    /// whose answer it kept (docs/escalation.md#audit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audited: bool,
+    /// `--audit --target`: the job's skill fell below the target and the job went to the top
+    /// rung alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub routed: bool,
     /// The model whose answer failed first, when the job was escalated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated_from: Option<String>,
@@ -321,6 +329,8 @@ impl JobRecord {
             ungrounded_figures: Vec::new(),
             doubts: Vec::new(),
             escalated: false,
+            audited: false,
+            routed: false,
             escalated_from: None,
             base_url: None,
             tokens_by_model: BTreeMap::new(),
@@ -542,6 +552,50 @@ pub(crate) struct RunManifest {
     /// This run's jobs whose outputs are doubted, by skill (docs/outputs.md#doubts).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub doubts: BTreeMap<String, DoubtCount>,
+    /// `--audit`: the sample's agreement with the top rung, per skill and field
+    /// (docs/escalation.md#audit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditReport>,
+}
+
+/// What an audit by sample found (docs/escalation.md#audit).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditReport {
+    /// The model the sample was also asked of: the top rung of the ladder.
+    pub model: String,
+    pub seed: u64,
+    /// Jobs in the sample.
+    pub sampled: u64,
+    /// skill → field (`*` for a skill's prose files) → agreement.
+    pub skills: BTreeMap<String, BTreeMap<String, FieldAgreement>>,
+    /// `--target`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
+    /// skill → its fields below the target: the skill's later jobs went to the top rung.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routed: BTreeMap<String, Vec<String>>,
+    /// Jobs that went to the top rung alone because their skill was routed.
+    #[serde(default)]
+    pub routed_jobs: u64,
+    /// What those jobs cost, when their models have prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routed_cost: Option<Cost>,
+    /// The top rung's tokens for the sample.
+    pub tokens: Tokens,
+    /// What they cost, when the model has a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// How often the cheap model's answer agreed with the top rung's on one field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldAgreement {
+    pub agree: u64,
+    pub n: u64,
+    pub rate: f64,
+    /// The 95% Wilson interval.
+    pub low: f64,
+    pub high: f64,
 }
 
 /// A skill's doubted jobs in a run: how many, and how often each field (or, for a file, each

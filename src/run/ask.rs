@@ -31,6 +31,19 @@ pub(super) struct JobCtx<'a> {
     /// The separate texts a workflow's own request is given (the document, each step's
     /// output): its answer may not copy out any one of them (docs/skills.md#workflows).
     pub inputs: Vec<Arc<str>>,
+    /// Which models the job's steps are asked of.
+    pub rungs: Rungs,
+}
+
+/// Which models a job's steps are asked of (docs/escalation.md#audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rungs {
+    /// The job's own model, then its ladder.
+    Ladder,
+    /// The job's own model alone (an audited job's first answer).
+    Own,
+    /// The top rung of its ladder alone (an audited job's second answer, a routed job).
+    Top,
 }
 
 /// Run the job's skill once on `message` in a sandbox writing to `dir` (created), with the
@@ -57,8 +70,12 @@ pub(super) async fn ask(
     stats: &mut AgentStats,
 ) -> Result<(String, Vec<PathBuf>), JobError> {
     let own = ctx.run.model(ctx.job);
-    let mut rung: Option<&Rung> = None;
-    let mut next = ctx.run.ladder(ctx.job).iter();
+    let ladder = ctx.run.ladder(ctx.job);
+    let (mut rung, mut next): (Option<&Rung>, std::slice::Iter<'_, Rung>) = match ctx.rungs {
+        Rungs::Ladder => (None, ladder.iter()),
+        Rungs::Own => (None, [].iter()),
+        Rungs::Top => (ladder.last(), [].iter()),
+    };
     // Rungs climbed for this step: `esc1` names its first escalated request in a batch.
     let mut rungs = 0;
     // The last answer that was accepted but doubted, kept aside while a stronger model is

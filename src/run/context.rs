@@ -40,6 +40,8 @@ pub(crate) struct RunContext {
     pub escalation: Vec<Rung>,
     /// The ladders of skills that name their own (`escalate:`), by skill.
     pub skill_ladders: std::collections::BTreeMap<String, Vec<Rung>>,
+    /// `--audit`: the sample, its agreement and the routes it decided.
+    pub audit: Option<super::audit::Audit>,
 }
 
 /// One rung of the escalation ladder: a model and the client of its server.

@@ -1,7 +1,8 @@
 //! One job, start to end: read the document, stage, run the agent, commit or keep the staging
 //! for inspection, and say so in one record.
 
-use super::ask::{JobCtx, ask};
+use super::ask::{JobCtx, Rungs, ask};
+use super::audit::Role;
 use super::context::RunContext;
 use super::message::{document_message, extraction_message, folder_message, task_line};
 use crate::agent::outputs;
@@ -195,22 +196,38 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     let mut stats = AgentStats::default();
     let mut chunks = super::chunked::ChunkState::default();
     let transcript = open_transcript(run, job);
-    let result = run_in_staging(
-        run,
-        job,
+    let role = run
+        .audit
+        .as_ref()
+        .map_or(Role::Plain, |a| a.role(job.id.as_str(), &job.skill));
+    let mut work = Work {
         cache,
-        &staging,
-        &mut stats,
-        &mut chunks,
-        &transcript,
-    )
-    .await;
+        staging: &staging,
+        stats: &mut stats,
+        chunks: &mut chunks,
+        transcript: &transcript,
+    };
+    let result = match role {
+        Role::Plain => run_in_staging(run, job, &mut work, Rungs::Ladder).await,
+        Role::Routed => {
+            transcript.note("the audit routed this skill to the top rung of its ladder");
+            run_in_staging(run, job, &mut work, Rungs::Top).await
+        }
+        Role::Sampled => answer_twice(run, job, &mut work).await,
+    };
+    record.audited = role == Role::Sampled;
+    record.routed = role == Role::Routed;
     if let Err(e) = &result
         && e.kind != ErrorKind::BatchPending
     {
         transcript.note(&format!("the job failed: {e}"));
     }
     let result = result.and_then(|()| strict(run, &stats));
+    if role == Role::Routed
+        && let Some(audit) = &run.audit
+    {
+        audit.routed_spent(&stats.by_model);
+    }
     what_the_work_made(&mut record, &mut chunks, &result);
     take_stats(&mut record, &mut stats, job);
     account(&mut record, &mut stats, run);
@@ -306,12 +323,11 @@ fn what_the_work_made(
 /// output, whether (and from which model) the job was escalated, tokens per model when more
 /// than one was asked, and the cost at the run's prices.
 fn account(record: &mut JobRecord, stats: &mut AgentStats, run: &RunContext) {
-    if let (Some((from, _)), Some((model, base))) = (
-        stats.escalations.first().cloned(),
-        stats.answered_by.clone(),
-    ) {
-        record.escalated = true;
-        record.escalated_from = Some(from);
+    if let Some((model, base)) = stats.answered_by.clone() {
+        if let Some((from, _)) = stats.escalations.first().cloned() {
+            record.escalated = true;
+            record.escalated_from = Some(from);
+        }
         if base != crate::secret::url_for_display(&run.config.api.base_url) {
             record.base_url = Some(base);
         }
@@ -391,15 +407,120 @@ fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     }
 }
 
+/// Where a job's work goes and what it reports back.
+struct Work<'a> {
+    cache: &'a JobCache,
+    staging: &'a Path,
+    stats: &'a mut AgentStats,
+    chunks: &'a mut super::chunked::ChunkState,
+    transcript: &'a Arc<Transcript>,
+}
+
+/// An audited job (docs/escalation.md#audit): answered by its own model alone, then by the
+/// top rung of its ladder, the two compared; the strong answer is kept, the cheap one when the
+/// strong one fails.
+async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(), JobError> {
+    let cheap = run_in_staging(run, job, w, Rungs::Own).await;
+    let cheap_doubts = std::mem::take(&mut w.stats.doubts);
+    let cheap_chunks = std::mem::take(w.chunks);
+    let aside = w.staging.with_extension("cheap");
+    let _ = run.layout.remove_tree(&aside);
+    let kept = cheap.is_ok() && run.layout.rename(w.staging, &aside).is_ok();
+    if !kept {
+        let _ = run.layout.remove_tree(w.staging);
+    }
+    let before = w.stats.tokens;
+    let strong = run_in_staging(run, job, w, Rungs::Top).await;
+    let spent = w.stats.tokens.since(before);
+    let top = run.ladder(job).last().map(|r| r.model.clone()).unwrap_or_default();
+    if strong.is_ok() {
+        if let Some(audit) = &run.audit {
+            let agreement = agreement(run, job, kept.then_some(aside.as_path()), w.staging);
+            w.transcript.note(&format!(
+                "audit: {top}'s answer kept; {}",
+                agreement
+                    .iter()
+                    .map(|(f, a)| format!("{f} {}", if *a { "agrees" } else { "differs" }))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            audit.compared(&job.skill, agreement, &top, spent);
+        }
+        let _ = run.layout.remove_tree(&aside);
+        return Ok(());
+    }
+    w.transcript.note(&format!("audit: {top} failed; the job's own answer is kept"));
+    if !kept {
+        return cheap;
+    }
+    let _ = run.layout.remove_tree(w.staging);
+    run.layout
+        .rename(&aside, w.staging)
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {}: {e}", w.staging.display())))?;
+    w.stats.doubts = cheap_doubts;
+    w.stats.answered_by = None;
+    *w.chunks = cheap_chunks;
+    cheap
+}
+
+/// How an audited job's two answers agree: an extraction field by field, a prose file by
+/// its chrF against the strong answer (docs/escalation.md#audit). A cheap answer that failed
+/// agrees with nothing.
+fn agreement(run: &RunContext, job: &Job, cheap: Option<&Path>, strong: &Path) -> Vec<(String, bool)> {
+    let Some(skill) = run.skills.get(&job.skill) else {
+        return Vec::new();
+    };
+    let read = |dir: &Path, file: &str| run.layout.read_to_string(&dir.join(file)).ok();
+    if let Some(schema) = audit_schema(run, job, skill) {
+        let file = skill
+            .direct_output(&job.args)
+            .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
+        let object = |dir: &Path| {
+            read(dir, &file).and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        };
+        let strong = object(strong).unwrap_or_default();
+        let cheap = cheap.and_then(object);
+        return super::audit::compare_objects(cheap.as_ref(), &strong, &schema.fields);
+    }
+    skill
+        .declared_files(&job.args)
+        .into_iter()
+        .filter(|f| crate::agent::accept::FileKind::of(f) != crate::agent::accept::FileKind::Binary)
+        .map(|f| {
+            let agrees = match (cheap.and_then(|d| read(d, &f)), read(strong, &f)) {
+                (Some(a), Some(b)) => super::audit::chrf(&a, &b) >= super::audit::PROSE_AGREE_CHRF,
+                _ => false,
+            };
+            (f, agrees)
+        })
+        .collect()
+}
+
+/// An extraction job's schema, for comparing its answers.
+fn audit_schema(
+    run: &RunContext,
+    job: &Job,
+    skill: &crate::skills::Skill,
+) -> Option<crate::agent::structured::Schema> {
+    let ctx = JobCtx {
+        run,
+        job,
+        skill,
+        transcript: Arc::new(Transcript::none()),
+        inputs: Vec::new(),
+        rungs: Rungs::Own,
+    };
+    super::ask::job_schema(&ctx).ok().flatten()
+}
+
 async fn run_in_staging(
     run: &RunContext,
     job: &Job,
-    cache: &JobCache,
-    staging: &Path,
-    stats: &mut AgentStats,
-    chunks: &mut super::chunked::ChunkState,
-    transcript: &Arc<Transcript>,
+    w: &mut Work<'_>,
+    rungs: Rungs,
 ) -> Result<(), JobError> {
+    let (cache, staging, transcript) = (w.cache, w.staging, w.transcript);
+    let (stats, chunks) = (&mut *w.stats, &mut *w.chunks);
     let skill = run.skills.get(&job.skill).ok_or_else(|| {
         JobError::new(ErrorKind::InputError, msg!("unknown skill `{}`", job.skill))
     })?;
@@ -409,6 +530,7 @@ async fn run_in_staging(
         skill,
         transcript: transcript.clone(),
         inputs: Vec::new(),
+        rungs,
     };
     if skill.is_workflow() {
         let text = match job.is_dir {

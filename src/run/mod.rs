@@ -6,6 +6,7 @@
 //! one record and the manifest is written.
 
 mod ask;
+pub(crate) mod audit;
 mod chunked;
 pub(crate) mod context;
 mod error;
@@ -113,6 +114,11 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         &opts.skills,
     )
     .await?;
+    if opts.flags.audit.is_some() && escalation.is_empty() && skill_ladders.is_empty() {
+        return Err(RunError::Client(msg!(
+            "--audit compares the run's model with the top rung of its ladder: give one with --escalate MODEL[@BASE_URL] (or `escalate:` in zhi.yaml)"
+        )));
+    }
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.plan.outline.samples, &opts.skills)?;
@@ -144,6 +150,9 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         progress: progress.counters.clone(),
         server,
         batch: book.is_active().then(|| book.clone()),
+        audit: opts.flags.audit.map(|a| {
+            audit::Audit::new(a.size, a.seed, a.target, opts.plan.len() as u64)
+        }),
         escalation,
         skill_ladders,
     });

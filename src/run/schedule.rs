@@ -25,11 +25,20 @@ pub(super) async fn run_jobs(
     let mut tasks = JoinSet::new();
     let mut stopped_at = None;
     let mut left = LeftBehind::find(ctx);
+    let mut index = 0u64;
     for (job, cache) in jobs.by_ref() {
         if ledger.stopped().is_some() {
             stopped_at = Some((job, cache));
             break;
         }
+        index += 1;
+        // The audit's sample is drawn in plan order from every planned job
+        // (docs/escalation.md#audit).
+        let runs = !cache.cached && job.problem.is_none();
+        let sampled = ctx
+            .audit
+            .as_ref()
+            .is_some_and(|a| a.choose(job.id.as_str(), runs));
         // Batch mode carries direct requests only; an agent-loop job runs now only when the
         // user said so.
         if batch.is_some_and(|b| !b.run_agent_jobs && !cache.cached && job.problem.is_none())
@@ -42,6 +51,18 @@ pub(super) async fn run_jobs(
         if cache.cached || job.problem.is_some() {
             record_at_once(ctx, ledger, &job, &cache, &mut left);
             continue;
+        }
+        // With `--target`, the jobs past the sample wait for it: its agreement decides where
+        // they go.
+        if let Some(audit) = ctx.audit.as_ref().filter(|a| a.gates(index - 1)) {
+            tokio::select! {
+                biased;
+                _ = ledger.stopping().cancelled() => {
+                    stopped_at = Some((job, cache));
+                    break;
+                }
+                _ = audit.settled() => {}
+            }
         }
         tokio::select! {
             biased;
@@ -57,7 +78,7 @@ pub(super) async fn run_jobs(
             stopped_at = Some((job, cache));
             break;
         }
-        spawn(&mut tasks, ctx.clone(), ledger.clone(), job, cache);
+        spawn(&mut tasks, ctx.clone(), ledger.clone(), job, cache, sampled);
         // An ended task is held by the set until it is joined: joined as the run goes, the set
         // holds the jobs in flight, not every job that ran.
         while let Some(joined) = tasks.try_join_next() {
@@ -131,6 +152,7 @@ fn spawn(
     ledger: Arc<Ledger>,
     job: Job,
     cache: JobCache,
+    sampled: bool,
 ) {
     ctx.progress.job_started(job.id.as_str());
     tasks.spawn(async move {
@@ -149,6 +171,7 @@ fn spawn(
         // starts another job past a limit this one reached. The record's flush to disk runs
         // off the async threads; the ledger catches a panic in it and keeps the record.
         let slots = ctx.slots.clone();
+        let audit_of = ctx.clone();
         let recorded = tokio::task::spawn_blocking(move || {
             ledger.record(record);
             job::forget_commit(&ctx, &job);
@@ -156,6 +179,9 @@ fn spawn(
         .await;
         if let Err(e) = recorded {
             tracing::error!("{}", msg!("recording a job failed: {e}"));
+        }
+        if sampled && let Some(audit) = &audit_of.audit {
+            audit.ended();
         }
         slots.release();
     });

@@ -507,6 +507,7 @@ async fn run_child(
         skill: child,
         transcript: ctx.transcript.clone(),
         inputs: Vec::new(),
+        rungs: ctx.rungs,
     };
     let sub_cache = step_cache(cache, sub_job.id.as_str());
     let mut chunks = ChunkState::default();
@@ -831,6 +832,7 @@ async fn prompt_step(
         skill: &own,
         transcript: ctx.transcript.clone(),
         inputs: parts,
+        rungs: ctx.rungs,
     };
     let part = format!("step-{}", step.id);
     ask(

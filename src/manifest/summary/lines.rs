@@ -96,6 +96,7 @@ pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang
             Section::ModelWhenTelling => w.model(&mut out, true),
             Section::EscalationAndCost => {
                 out.extend(doubts_line(&s.doubts, lang));
+                out.extend(s.audit.as_ref().map(|a| audit_lines(a, lang)).unwrap_or_default());
                 out.extend(escalation_and_cost(&s.escalations, &s.costs, lang));
             }
             Section::Times => w.times(&mut out),
@@ -172,6 +173,66 @@ pub(crate) fn doubts_line(
         .collect();
     let list = parts.join(&sep);
     Some(t!(in lang; "  doubted {total} job(s): {list}", total = total, list = list))
+}
+
+/// The summary's lines on an audit: what it sampled and cost, each field's agreement with
+/// its interval, and the skills it routed.
+pub(crate) fn audit_lines(a: &super::super::AuditReport, lang: Lang) -> Vec<String> {
+    let cost = a
+        .cost
+        .as_ref()
+        .map_or_else(String::new, |c| format!(", {}", c.show()));
+    let mut out = vec![t!(in lang;
+        "  audit: {n} job(s) also answered by {model} ({tokens} tokens{cost})",
+        n = a.sampled,
+        model = one_line(&a.model),
+        tokens = a.tokens.total(),
+        cost = cost
+    )];
+    let width = a
+        .skills
+        .values()
+        .flat_map(|f| f.keys())
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (skill, fields) in &a.skills {
+        for (field, g) in fields {
+            let pct = |v: f64| format!("{:.0}%", v * 100.0);
+            out.push(t!(in lang;
+                "    {skill}  {field}  {agree}/{n} agree ({rate}, 95% CI {low}–{high})",
+                skill = one_line(skill),
+                field = format!("{:width$}", one_line(field)),
+                agree = g.agree,
+                n = g.n,
+                rate = pct(g.rate),
+                low = pct(g.low),
+                high = pct(g.high)
+            ));
+        }
+    }
+    for (skill, fields) in &a.routed {
+        out.push(t!(in lang;
+            "  routed {skill} to {model}: {list} below {target}",
+            skill = one_line(skill),
+            model = one_line(&a.model),
+            list = fields.join(", "),
+            target = a.target.map_or_else(String::new, |t| format!("{t}"))
+        ));
+    }
+    if !a.routed.is_empty() {
+        let cost = a
+            .routed_cost
+            .as_ref()
+            .map_or_else(String::new, |c| format!(" ({})", c.show()));
+        out.push(t!(in lang;
+            "  {n} later job(s) went to {model}{cost}",
+            n = a.routed_jobs,
+            model = one_line(&a.model),
+            cost = cost
+        ));
+    }
+    out
 }
 
 /// The summary's lines on escalation and cost (the end-of-run summary and `manifest show`

@@ -82,6 +82,9 @@ pub(crate) struct RunSummary {
     /// Doubted jobs, by skill (docs/outputs.md#doubts).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub doubts: BTreeMap<String, super::DoubtCount>,
+    /// `--audit`'s agreement (docs/escalation.md#audit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<super::AuditReport>,
     // What follows is for people, not in `manifest show --json` (a contract).
     /// Requests that were retries: sent beyond one per turn.
     #[serde(skip)]
@@ -374,6 +377,7 @@ impl SummaryFold {
             escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
             costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
             doubts: m.map(|m| m.doubts.clone()).unwrap_or_default(),
+            audit: m.and_then(|m| m.audit.clone()),
             retries: self.retries,
             job_time_ms: self.job_time_ms,
             output_dir: output_dir_of(path, m),

@@ -1,0 +1,1162 @@
+//! What does an escalation ladder buy, and what does it cost? Three sets of documents with
+//! answers nobody here wrote, each done seven ways on two local models — the cheap one
+//! (Qwen2.5-Coder-0.5B, served as `glm-4-flash`) and the strong one (Qwen2.5-Coder-1.5B,
+//! served as `1.5b`):
+//!
+//! - ACLSum test papers (`scripts/fetch-aclsum.sh`), summarised (`summarize`), scored by ROUGE-L
+//!   F1 against the experts' summary (challenge, approach and outcome joined);
+//! - sections of the Debian Reference (`scripts/fetch-debian-sections.sh`), translated into
+//!   Simplified Chinese (`translate -a to=chinese`), scored by chrF against the manual's
+//!   published Chinese translation;
+//! - the project's eight invoices (`benches/data/invoices/`), extracted with
+//!   `benches/data/invoice.schema.json` (`extract`), scored by cells right of 48 against
+//!   `benches/data/invoices.truth.jsonl`, values compared as `scripts/score-invoices.py` does.
+//!
+//! The rows: (a) one plain chat request per document to the cheap model ("Summarize…",
+//! "Translate into Simplified Chinese…", "Extract these fields as JSON: …", temperature 0, the
+//! answer budget zhi uses), no zhi: the floor; (b) the same to the strong model; (c) zhi on the
+//! cheap model alone; (d) zhi on the strong model alone; (e) zhi on the cheap model with the
+//! strong one as a ladder rung, escalating only junk answers (`escalate_on: []`); (f) the same
+//! escalating doubted answers too (the default); (g) (f) with `--audit 2`, a seeded sample of
+//! two jobs also answered by the strong model.
+//!
+//! Per row and set: quality (a failed document scores 0), jobs succeeded, jobs doubted (records
+//! with doubts), documents the strong model answered, requests and tokens per model (zhi's from
+//! its records and transcripts, the plain requests' from the server's `usage`), cost at list
+//! prices (the cheap model priced as glm-4-flash's former 0.1 CNY per million tokens, the
+//! strong one as glm-4-plus's 5, given to zhi as `prices:`) and wall time. The table is printed
+//! and written to `target/ladder.md`; every output with its scores to
+//! `target/ladder-outputs.md`. Both are rewritten after each row, so a stopped run leaves what
+//! it measured.
+//!
+//! `cargo bench --bench ladder`. `ZHI_BENCH_LLM_URL` and `ZHI_BENCH_STRONG_URL` name running
+//! servers; otherwise the bench starts the project's own (`examples/local-llm/start.sh`, ports
+//! 8085 and 8086) and stops them at the end. `ZHI_BENCH_ROWS=a,c,f` runs some rows,
+//! `ZHI_BENCH_SETS=invoices,debian,aclsum` some sets (in that order), `ZHI_BENCH_PAPERS`
+//! (default 5) papers of `ZHI_BENCH_SPLIT` (default `test`), `ZHI_BENCH_SECTIONS` (default 6)
+//! sections. `cargo test --bench ladder` (no `--bench` argument) only checks the scorers.
+
+mod common;
+
+use common::aclsum;
+use common::chrf::chrf;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use unicode_normalization::UnicodeNormalization;
+
+const CHEAP: &str = "glm-4-flash";
+const STRONG: &str = "1.5b";
+/// CNY per million tokens, input and output alike.
+const PRICES: [(&str, f64); 2] = [(CHEAP, 0.1), (STRONG, 5.0)];
+const TIMEOUT_SECS: u64 = 900;
+
+const SUMMARIZE_TASK: &str =
+    "Summarize the paper in three sentences: the problem, the approach, the result.";
+const TRANSLATE_TASK: &str = "Translate the following text into Simplified Chinese.";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Row {
+    A,
+    B,
+    C,
+    D,
+    E,
+    F,
+    G,
+}
+
+impl Row {
+    const ALL: [Row; 7] = [Row::A, Row::B, Row::C, Row::D, Row::E, Row::F, Row::G];
+
+    fn letter(self) -> char {
+        (b'a' + Row::ALL.iter().position(|&r| r == self).unwrap_or(0) as u8) as char
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Row::A => "plain request, cheap",
+            Row::B => "plain request, strong",
+            Row::C => "zhi, cheap only",
+            Row::D => "zhi, strong only",
+            Row::E => "zhi, ladder on failure",
+            Row::F => "zhi, ladder on failure and doubt",
+            Row::G => "zhi, ladder + --audit 2",
+        }
+    }
+
+    fn plain(self) -> bool {
+        matches!(self, Row::A | Row::B)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Invoices,
+    Debian,
+    Aclsum,
+}
+
+/// One document of a set and what its answer is scored against.
+struct Doc {
+    /// The file name it is given in `docs/`.
+    name: String,
+    text: String,
+    reference: Reference,
+}
+
+enum Reference {
+    /// The invoice's true values, by field.
+    Fields(Map<String, Value>),
+    /// The reference text: the published translation, or the experts' summary.
+    Text(String),
+}
+
+struct DataSet {
+    kind: Kind,
+    name: &'static str,
+    docs: Vec<Doc>,
+    /// The invoice schema, for the extraction set.
+    schema: Option<Value>,
+}
+
+impl DataSet {
+    fn skill(&self) -> &'static str {
+        match self.kind {
+            Kind::Invoices => "extract",
+            Kind::Debian => "translate",
+            Kind::Aclsum => "summarize",
+        }
+    }
+
+    fn output_file(&self) -> &'static str {
+        match self.kind {
+            Kind::Invoices => "extracted.json",
+            Kind::Debian => "translation.md",
+            Kind::Aclsum => "summary.md",
+        }
+    }
+}
+
+/// Requests and tokens of one model.
+#[derive(Default, Clone, Copy)]
+struct Usage {
+    requests: u64,
+    prompt: u64,
+    completion: u64,
+}
+
+/// One document's answer in one row.
+#[derive(Default)]
+struct Answer {
+    /// The answer's text (the extracted JSON, the translation, the summary).
+    output: Option<String>,
+    /// `succeeded`, `failed`, … for zhi; `answered` or `failed` for a plain request.
+    status: String,
+    model: Option<String>,
+    doubts: Vec<String>,
+    error: Option<String>,
+    escalated: bool,
+}
+
+impl Answer {
+    fn succeeded(&self) -> bool {
+        self.output.is_some() && matches!(self.status.as_str(), "succeeded" | "answered")
+    }
+}
+
+/// One row over one set.
+struct Outcome {
+    row: Row,
+    set: &'static str,
+    answers: Vec<Answer>,
+    usage: BTreeMap<String, Usage>,
+    wall: Duration,
+    /// Why the row has no numbers (`n/a (needs --audit)`).
+    skipped: Option<String>,
+    /// What zhi's records say the run cost, to set beside the bench's own sum.
+    zhi_cost: Option<f64>,
+    /// The manifest's `audit` object (row g).
+    audit: Option<Value>,
+}
+
+/// The two servers and what a plain request needs.
+struct Models {
+    cheap: String,
+    strong: String,
+    budget: BTreeMap<&'static str, u64>,
+    client: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        check_scorers();
+        eprintln!("scorers checked (run `cargo bench --bench ladder` for the bench)");
+        return;
+    }
+    check_scorers();
+    // SAFETY: nothing else runs yet (no thread has been started), so nothing reads the
+    // environment while it is written.
+    unsafe {
+        for (var, default) in [("ZHI_BENCH_SPLIT", "test"), ("ZHI_BENCH_PAPERS", "5")] {
+            if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+                std::env::set_var(var, default);
+            }
+        }
+    }
+    let rows = chosen_rows();
+    let sets = data_sets();
+    if sets.is_empty() {
+        eprintln!("no data set to run");
+        return;
+    }
+    let (cheap, cheap_server) = common::local_model(8085);
+    let (strong, strong_server) = strong_model(8086);
+    let models = Models::new(cheap, strong);
+    eprintln!(
+        "rows {}, sets {} (cheap {}, strong {})",
+        rows.iter().map(|r| r.letter()).collect::<String>(),
+        sets.iter().map(|s| s.name).collect::<Vec<_>>().join(","),
+        models.cheap,
+        models.strong
+    );
+    let started = Instant::now();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for set in &sets {
+        for &row in &rows {
+            let t = Instant::now();
+            let mut outcome = if row.plain() {
+                plain_row(row, set, &models)
+            } else {
+                zhi_row(row, set, &models)
+            };
+            outcome.wall = t.elapsed();
+            eprintln!(
+                "{} ({}) on {}: {} in {:.0} s",
+                row.letter(),
+                row.label(),
+                set.name,
+                quality(&outcome, set),
+                outcome.wall.as_secs_f64()
+            );
+            outcomes.push(outcome);
+            write_reports(&sets, &outcomes, started.elapsed(), false);
+        }
+    }
+    stop_model(cheap_server, "0.5b");
+    stop_model(strong_server, "1.5b");
+    write_reports(&sets, &outcomes, started.elapsed(), true);
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `ZHI_BENCH_ROWS` (letters, comma-separated), else all.
+fn chosen_rows() -> Vec<Row> {
+    let wanted = std::env::var("ZHI_BENCH_ROWS").unwrap_or_default();
+    let wanted: Vec<String> = wanted
+        .split(',')
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    Row::ALL
+        .into_iter()
+        .filter(|r| wanted.is_empty() || wanted.contains(&r.letter().to_string()))
+        .collect()
+}
+
+/// The sets `ZHI_BENCH_SETS` names (else all), those that are available.
+fn data_sets() -> Vec<DataSet> {
+    let wanted = std::env::var("ZHI_BENCH_SETS").unwrap_or_default();
+    let wanted: Vec<&str> = wanted
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let want = |name: &str| wanted.is_empty() || wanted.contains(&name);
+    let mut sets = Vec::new();
+    if want("invoices") {
+        sets.push(invoices());
+    }
+    if want("debian")
+        && let Some(set) = debian()
+    {
+        sets.push(set);
+    }
+    if want("aclsum")
+        && let Some(set) = papers()
+    {
+        sets.push(set);
+    }
+    sets
+}
+
+fn invoices() -> DataSet {
+    let data = repo().join("benches/data");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(data.join("invoice.schema.json")).expect("invoice schema"),
+    )
+    .expect("the invoice schema is JSON");
+    let docs = std::fs::read_to_string(data.join("invoices.truth.jsonl"))
+        .expect("invoice truth")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut truth: Map<String, Value> = serde_json::from_str(l).expect("a truth line");
+            let name = truth
+                .remove("file")
+                .and_then(|f| f.as_str().map(str::to_string))
+                .expect("a truth line names its file");
+            let text = std::fs::read_to_string(data.join("invoices").join(&name))
+                .expect("an invoice of the truth");
+            Doc {
+                name,
+                text,
+                reference: Reference::Fields(truth),
+            }
+        })
+        .collect();
+    DataSet {
+        kind: Kind::Invoices,
+        name: "invoices",
+        docs,
+        schema: Some(schema),
+    }
+}
+
+/// `ZHI_BENCH_SECTIONS` (default 6) sections of `scripts/fetch-debian-sections.sh`.
+fn debian() -> Option<DataSet> {
+    let n: usize = std::env::var("ZHI_BENCH_SECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(6);
+    let dir = common::docs_dir().join("debian-sections");
+    let mut docs = Vec::new();
+    for i in 1..=n {
+        let (en, zh) = (
+            dir.join(format!("en-{i}.txt")),
+            dir.join(format!("zh-{i}.txt")),
+        );
+        match (std::fs::read_to_string(&en), std::fs::read_to_string(&zh)) {
+            (Ok(text), Ok(reference)) => docs.push(Doc {
+                name: format!("en-{i}.txt"),
+                text,
+                reference: Reference::Text(reference),
+            }),
+            _ => break,
+        }
+    }
+    if docs.len() < n {
+        eprintln!(
+            "note: {n} sections are not in {} (ZHI_BENCH_SECTIONS={n} \
+             scripts/fetch-debian-sections.sh); the Debian set is skipped",
+            dir.display()
+        );
+        return None;
+    }
+    Some(DataSet {
+        kind: Kind::Debian,
+        name: "debian",
+        docs,
+        schema: None,
+    })
+}
+
+/// ACLSum papers, each as a text file of its sentences, with the experts' summary.
+fn papers() -> Option<DataSet> {
+    let (papers, _split) = aclsum::papers()?;
+    let docs = papers
+        .iter()
+        .map(|p| Doc {
+            name: format!("{}.txt", p.id),
+            text: p.text.clone(),
+            reference: Reference::Text(p.reference()),
+        })
+        .collect();
+    Some(DataSet {
+        kind: Kind::Aclsum,
+        name: "aclsum",
+        docs,
+        schema: None,
+    })
+}
+
+/// The strong model's base URL: `ZHI_BENCH_STRONG_URL` when set (left running), else the
+/// project's 1.5B server started on `port`, with the folder to stop it in at the end.
+fn strong_model(port: u16) -> (String, Option<PathBuf>) {
+    if let Ok(url) = std::env::var("ZHI_BENCH_STRONG_URL")
+        && !url.is_empty()
+    {
+        return (url, None);
+    }
+    let dir = model_dir();
+    let out = Command::new("bash")
+        .arg(repo().join("examples/local-llm/start.sh"))
+        .args(["--model", "1.5b", &port.to_string()])
+        .arg(&dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run examples/local-llm/start.sh");
+    assert!(out.status.success(), "the strong local model did not start");
+    let url = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    (url, Some(dir))
+}
+
+/// Where `examples/local-llm/start.sh` keeps its servers (as `common::local_model`).
+fn model_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join("zhi-local-llm")
+}
+
+/// Stop one of the servers this bench started.
+fn stop_model(dir: Option<PathBuf>, size: &str) {
+    if let Some(dir) = dir {
+        let _ = Command::new("bash")
+            .arg(repo().join("examples/local-llm/stop.sh"))
+            .args(["--model", size])
+            .arg(dir)
+            .status();
+    }
+}
+
+impl Models {
+    fn new(cheap: String, strong: String) -> Models {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let client = aclsum::client();
+        let budget = BTreeMap::from([
+            (
+                CHEAP,
+                runtime.block_on(aclsum::answer_budget(&client, &cheap)),
+            ),
+            (
+                STRONG,
+                runtime.block_on(aclsum::answer_budget(&client, &strong)),
+            ),
+        ]);
+        Models {
+            cheap,
+            strong,
+            budget,
+            client,
+            runtime,
+        }
+    }
+
+    /// One chat request: the answer, and the usage the server reports.
+    fn chat(&self, model: &str, prompt: &str) -> Result<(String, Usage), String> {
+        let url = if model == STRONG {
+            &self.strong
+        } else {
+            &self.cheap
+        };
+        let body = json!({
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+            "max_tokens": self.budget.get(model).copied().unwrap_or(1024),
+        });
+        let reply: Value = self.runtime.block_on(async {
+            self.client
+                .post(format!("{}/chat/completions", url.trim_end_matches('/')))
+                .json(&body)
+                .send()
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())
+        })?;
+        let usage = Usage {
+            requests: 1,
+            prompt: reply["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+            completion: reply["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+        };
+        let answer = reply["choices"][0]["message"]["content"]
+            .as_str()
+            .filter(|a| !a.trim().is_empty())
+            .ok_or_else(|| format!("no answer (usage {} in)", usage.prompt))?;
+        Ok((answer.to_string(), usage))
+    }
+}
+
+/// The plain request's prompt for a document of the set.
+fn plain_prompt(set: &DataSet, doc: &Doc) -> String {
+    match set.kind {
+        Kind::Aclsum => format!("{SUMMARIZE_TASK}\n\n{}", doc.text),
+        Kind::Debian => format!("{TRANSLATE_TASK}\n\n{}", doc.text),
+        Kind::Invoices => {
+            let fields: Vec<String> = set
+                .schema
+                .as_ref()
+                .and_then(|s| s["properties"].as_object())
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k} ({})", v["description"].as_str().unwrap_or("")))
+                .collect();
+            format!(
+                "Extract these fields as JSON: {}. Answer with the JSON object only.\n\n{}",
+                fields.join("; "),
+                doc.text
+            )
+        }
+    }
+}
+
+/// Rows (a) and (b): one plain request per document.
+fn plain_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
+    let model = if row == Row::A { CHEAP } else { STRONG };
+    let mut usage = BTreeMap::new();
+    let mut answers = Vec::new();
+    for doc in &set.docs {
+        let answer = match models.chat(model, &plain_prompt(set, doc)) {
+            Ok((text, u)) => {
+                add_usage(&mut usage, model, u);
+                let output = match set.kind {
+                    Kind::Invoices => json_object(&text).map(|o| Value::Object(o).to_string()),
+                    _ => Some(text.clone()),
+                };
+                Answer {
+                    status: if output.is_some() {
+                        "answered"
+                    } else {
+                        "failed"
+                    }
+                    .into(),
+                    error: output
+                        .is_none()
+                        .then(|| format!("not a JSON object: {text}")),
+                    output,
+                    model: Some(model.into()),
+                    ..Answer::default()
+                }
+            }
+            Err(e) => {
+                eprintln!("  plain request for {} failed: {e}", doc.name);
+                Answer {
+                    status: "failed".into(),
+                    error: Some(e),
+                    ..Answer::default()
+                }
+            }
+        };
+        answers.push(answer);
+    }
+    Outcome {
+        row,
+        set: set.name,
+        answers,
+        usage,
+        wall: Duration::ZERO,
+        skipped: None,
+        zhi_cost: None,
+        audit: None,
+    }
+}
+
+fn add_usage(usage: &mut BTreeMap<String, Usage>, model: &str, u: Usage) {
+    let e = usage.entry(model.to_string()).or_default();
+    e.requests += u.requests;
+    e.prompt += u.prompt;
+    e.completion += u.completion;
+}
+
+/// The JSON object in an answer: the whole answer, or what a code fence or the outermost
+/// braces hold.
+fn json_object(answer: &str) -> Option<Map<String, Value>> {
+    let t = answer.trim();
+    let start = t.find('{')?;
+    let end = t.rfind('}')?;
+    serde_json::from_str(t)
+        .ok()
+        .or_else(|| serde_json::from_str(t.get(start..=end)?).ok())
+}
+
+/// The settings file of a zhi row: the run's server, the prices, and for row (e) no
+/// escalation on doubts.
+fn settings(row: Row, models: &Models) -> String {
+    let base = if row == Row::D {
+        &models.strong
+    } else {
+        &models.cheap
+    };
+    let mut yaml = format!("base_url: {base}\napi_key: local\ntemperature: 0\nprices:\n");
+    for (model, price) in PRICES {
+        let _ = writeln!(
+            yaml,
+            "  {model}: {{input: {price}, output: {price}, currency: CNY}}"
+        );
+    }
+    if row == Row::E {
+        yaml.push_str("escalate_on: []\n");
+    }
+    yaml
+}
+
+/// Rows (c) to (g): one `zhi run` over the set's folder, in a fresh folder.
+fn zhi_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
+    let root = tempfile::tempdir().expect("temp dir");
+    let (work, home) = (root.path().join("work"), root.path().join("home"));
+    std::fs::create_dir_all(work.join("docs")).expect("docs folder");
+    std::fs::create_dir_all(&home).expect("home folder");
+    for doc in &set.docs {
+        std::fs::write(work.join("docs").join(&doc.name), &doc.text).expect("write a document");
+    }
+    let config = work.join("zhi.yaml");
+    std::fs::write(&config, settings(row, models)).expect("write zhi.yaml");
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600));
+
+    let mut cmd = common::zhi(&home);
+    cmd.current_dir(&work).args(["run", set.skill()]);
+    match set.kind {
+        Kind::Invoices => {
+            let schema = set.schema.as_ref().expect("the invoice schema");
+            std::fs::write(work.join("S.json"), schema.to_string()).expect("write the schema");
+            cmd.args(["-a", "schema=S.json"]);
+        }
+        Kind::Debian => {
+            cmd.args(["-a", "to=chinese"]);
+        }
+        Kind::Aclsum => {}
+    }
+    cmd.args(["docs", "-o", "out", "--no-progress", "-q"])
+        .args(["--timeout", &TIMEOUT_SECS.to_string()])
+        .args(["-m", if row == Row::D { STRONG } else { CHEAP }]);
+    if matches!(row, Row::E | Row::F | Row::G) {
+        cmd.args(["--escalate", &format!("{STRONG}@{}", models.strong)]);
+    }
+    if row == Row::G {
+        cmd.args(["--audit", "2"]);
+    }
+    let out = cmd.stderr(Stdio::piped()).output().expect("run zhi");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut outcome = read_run(row, set, &work.join("out"));
+    if row == Row::G && out.status.code() == Some(2) && stderr.contains("--audit") {
+        outcome.skipped = Some("n/a (needs --audit)".into());
+        eprintln!("  zhi refused --audit: {}", stderr.trim());
+    } else if outcome.answers.iter().all(|a| a.status == "missing") {
+        eprintln!(
+            "  zhi exited {} with no records: {}",
+            out.status,
+            stderr.trim()
+        );
+    }
+    outcome
+}
+
+/// What a zhi run left: each document's record and output, tokens per model from the records,
+/// requests per model from the transcripts, the records' costs and the manifest's audit.
+fn read_run(row: Row, set: &DataSet, out: &Path) -> Outcome {
+    let records: BTreeMap<String, Value> = common::latest_records(out)
+        .into_iter()
+        .filter_map(|r| {
+            let name = Path::new(r["input"].as_str()?).file_name()?.to_str()?;
+            Some((name.to_string(), r))
+        })
+        .collect();
+    let mut usage: BTreeMap<String, Usage> = BTreeMap::new();
+    let mut zhi_cost = None;
+    let mut answers = Vec::new();
+    for doc in &set.docs {
+        let Some(r) = records.get(&doc.name) else {
+            answers.push(Answer {
+                status: "missing".into(),
+                error: Some("no record".into()),
+                ..Answer::default()
+            });
+            continue;
+        };
+        record_usage(r, out, &mut usage);
+        if let Some(c) = r["cost"]["amount"].as_f64() {
+            *zhi_cost.get_or_insert(0.0) += c;
+        }
+        answers.push(record_answer(r, out, set.output_file()));
+    }
+    let audit = std::fs::read_dir(out.join(".zhi/runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .max()
+        .and_then(|run| std::fs::read_to_string(run.join("manifest.json")).ok())
+        .and_then(|m| serde_json::from_str::<Value>(&m).ok())
+        .map(|m| m["audit"].clone())
+        .filter(|a| !a.is_null());
+    Outcome {
+        row,
+        set: set.name,
+        answers,
+        usage,
+        wall: Duration::ZERO,
+        skipped: None,
+        zhi_cost,
+        audit,
+    }
+}
+
+/// A record's tokens per model (`tokens_by_model`, else `tokens` under `model`) and its
+/// transcript's requests per model (retries counted, as the record's `requests`).
+fn record_usage(r: &Value, out: &Path, usage: &mut BTreeMap<String, Usage>) {
+    let tokens = |t: &Value| Usage {
+        requests: 0,
+        prompt: t["prompt"].as_u64().unwrap_or(0),
+        completion: t["completion"].as_u64().unwrap_or(0),
+    };
+    match r["tokens_by_model"].as_object().filter(|m| !m.is_empty()) {
+        Some(by_model) => {
+            for (model, t) in by_model {
+                add_usage(usage, model, tokens(t));
+            }
+        }
+        None => add_usage(
+            usage,
+            r["model"].as_str().unwrap_or(CHEAP),
+            tokens(&r["tokens"]),
+        ),
+    }
+    let transcript = r["transcript"]
+        .as_str()
+        .and_then(|t| std::fs::read_to_string(out.join(t)).ok())
+        .unwrap_or_default();
+    for entry in transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "request")
+    {
+        let model = entry["model"].as_str().unwrap_or(CHEAP);
+        let requests = entry["attempts"].as_u64().unwrap_or(1).max(1);
+        add_usage(
+            usage,
+            model,
+            Usage {
+                requests,
+                ..Usage::default()
+            },
+        );
+    }
+}
+
+/// A record's answer: its output file when it succeeded, its doubts and error.
+fn record_answer(r: &Value, out: &Path, file: &str) -> Answer {
+    let status = r["status"].as_str().unwrap_or("unknown").to_string();
+    let output = (status == "succeeded" || status == "cached")
+        .then(|| {
+            let dir = r["output_dir"].as_str().unwrap_or_default();
+            std::fs::read_to_string(out.join(dir).join(file))
+                .ok()
+                .or_else(|| {
+                    let path = r["outputs"][0]["path"].as_str()?;
+                    std::fs::read_to_string(out.join(path)).ok()
+                })
+        })
+        .flatten();
+    let doubts = r["doubts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            let at = d["field"].as_str().or(d["file"].as_str()).unwrap_or("");
+            format!(
+                "{} {at}: {}",
+                d["check"].as_str().unwrap_or("?"),
+                d["detail"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let error = r["error"].as_object().map(|e| {
+        format!(
+            "{}: {}",
+            e.get("kind").and_then(Value::as_str).unwrap_or("?"),
+            e.get("message").and_then(Value::as_str).unwrap_or("")
+        )
+    });
+    Answer {
+        status: if status == "cached" {
+            "succeeded".into()
+        } else {
+            status
+        },
+        output,
+        model: r["model"].as_str().map(str::to_string),
+        doubts,
+        error,
+        escalated: r["escalated"].as_bool().unwrap_or(false),
+    }
+}
+
+/// A document's score: invoice cells right (0 to 6), chrF (0 to 100) or ROUGE-L F1 (0 to 1);
+/// a failed document scores 0.
+fn score(set: &DataSet, doc: &Doc, answer: &Answer) -> f64 {
+    let Some(output) = answer.output.as_deref().filter(|_| answer.succeeded()) else {
+        return 0.0;
+    };
+    match (&doc.reference, set.kind) {
+        (Reference::Fields(truth), _) => {
+            let got = json_object(output).unwrap_or_default();
+            truth
+                .iter()
+                .filter(|(k, v)| norm(got.get(*k).unwrap_or(&Value::Null)) == norm(v))
+                .count() as f64
+        }
+        (Reference::Text(reference), Kind::Debian) => chrf(output, reference),
+        (Reference::Text(reference), _) => aclsum::rouge_l(output, reference),
+    }
+}
+
+/// The row's quality over the set: cells right of all, mean chrF or mean ROUGE-L.
+fn quality(o: &Outcome, set: &DataSet) -> String {
+    if let Some(why) = &o.skipped {
+        return why.clone();
+    }
+    let total: f64 = set
+        .docs
+        .iter()
+        .zip(&o.answers)
+        .map(|(d, a)| score(set, d, a))
+        .sum();
+    let n = set.docs.len().max(1) as f64;
+    match set.kind {
+        Kind::Invoices => {
+            let cells: usize = set
+                .docs
+                .iter()
+                .map(|d| match &d.reference {
+                    Reference::Fields(t) => t.len(),
+                    Reference::Text(_) => 0,
+                })
+                .sum();
+            format!("{total:.0}/{cells}")
+        }
+        Kind::Debian => format!("{:.1}", total / n),
+        Kind::Aclsum => format!("{:.3}", total / n),
+    }
+}
+
+/// The cost of the usage at [`PRICES`], in CNY.
+fn cost(usage: &BTreeMap<String, Usage>) -> f64 {
+    usage
+        .iter()
+        .map(|(model, u)| {
+            let price = PRICES
+                .iter()
+                .find(|(m, _)| m == model)
+                .map_or(0.0, |(_, p)| *p);
+            (u.prompt + u.completion) as f64 * price / 1e6
+        })
+        .sum()
+}
+
+/// The table's row for one outcome.
+fn table_row(o: &Outcome, set: &DataSet) -> String {
+    let q = quality(o, set);
+    if o.skipped.is_some() {
+        return format!(
+            "| {} | {} {} | {q} | | | | | | | | |\n",
+            set.name,
+            o.row.letter(),
+            o.row.label()
+        );
+    }
+    let n = set.docs.len();
+    let done = o.answers.iter().filter(|a| a.succeeded()).count();
+    let doubted = if o.row.plain() {
+        "—".to_string()
+    } else {
+        o.answers
+            .iter()
+            .filter(|a| !a.doubts.is_empty())
+            .count()
+            .to_string()
+    };
+    let strong = o
+        .answers
+        .iter()
+        .filter(|a| a.succeeded() && a.model.as_deref() == Some(STRONG))
+        .count();
+    let u = |m: &str| o.usage.get(m).copied().unwrap_or_default();
+    let (c, s) = (u(CHEAP), u(STRONG));
+    format!(
+        "| {} | {} {} | {q} | {done}/{n} | {doubted} | {strong} | {} / {} | {} / {} | {} / {} | {:.5} | {:.0} s |\n",
+        set.name,
+        o.row.letter(),
+        o.row.label(),
+        c.requests,
+        s.requests,
+        c.prompt,
+        c.completion,
+        s.prompt,
+        s.completion,
+        cost(&o.usage),
+        o.wall.as_secs_f64(),
+    )
+}
+
+/// The table, with its caption.
+fn render(sets: &[DataSet], outcomes: &[Outcome], wall: Duration, done: bool) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Quality: invoices, cells right (of 8 invoices × 6 fields, compared as \
+         `scripts/score-invoices.py` does); debian, mean chrF (0–100, sacrebleu's chrF2) of \
+         the translation into Simplified Chinese against the Debian Reference's published \
+         zh-cn translation; aclsum, mean ROUGE-L F1 against the experts' summary. A failed \
+         document scores 0. The cheap model is Qwen2.5-Coder-0.5B (served as glm-4-flash), the \
+         strong one Qwen2.5-Coder-1.5B (Q4_K_M, llama.cpp, 2 CPU cores). Cost in CNY at list \
+         prices per million tokens, input and output alike: the cheap model priced as \
+         glm-4-flash's former 0.1/M (it is free now), the strong one as glm-4-plus's 5/M. \
+         Strong answered: documents whose kept answer is the strong model's. Tokens: prompt / \
+         completion. {}: {:.0} min.\n",
+        if done { "Total wall time" } else { "So far" },
+        wall.as_secs_f64() / 60.0
+    );
+    t.push_str(
+        "| set | row | quality | succeeded | doubted | strong answered | requests cheap / strong \
+         | tokens cheap | tokens strong | cost ¥ | wall |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for o in outcomes {
+        if let Some(set) = sets.iter().find(|s| s.name == o.set) {
+            t.push_str(&table_row(o, set));
+        }
+    }
+    t
+}
+
+/// Every document's answers beside its reference, with their scores.
+fn details(sets: &[DataSet], outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    for set in sets {
+        let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.set == set.name).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "# {} ({})\n", set.name, set.skill());
+        for o in &rows {
+            run_notes(&mut out, o);
+        }
+        for (i, doc) in set.docs.iter().enumerate() {
+            let _ = writeln!(out, "## {}\n", doc.name);
+            match &doc.reference {
+                Reference::Fields(t) => {
+                    let _ = writeln!(out, "truth: `{}`\n", Value::Object(t.clone()));
+                }
+                Reference::Text(r) => {
+                    let _ = writeln!(out, "### reference\n\n{}\n", r.trim());
+                }
+            }
+            for o in &rows {
+                if let Some(a) = o.answers.get(i) {
+                    answer_details(&mut out, set, doc, o.row, a);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A row's notes over a set: zhi's own cost beside the bench's, the audit object.
+fn run_notes(out: &mut String, o: &Outcome) {
+    if let Some(why) = &o.skipped {
+        let _ = writeln!(out, "- row {}: {why}", o.row.letter());
+        return;
+    }
+    let mut note = format!(
+        "- row {} ({}): cost by the bench ¥{:.6}",
+        o.row.letter(),
+        o.row.label(),
+        cost(&o.usage)
+    );
+    if let Some(c) = o.zhi_cost {
+        let _ = write!(note, ", by zhi's records ¥{c:.6}");
+    }
+    if let Some(a) = &o.audit {
+        let _ = write!(note, "; audit: `{a}`");
+    }
+    let _ = writeln!(out, "{note}");
+}
+
+fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answer) {
+    let scored = score(set, doc, a);
+    let shown = match set.kind {
+        Kind::Invoices => format!("{scored:.0}/6 cells"),
+        Kind::Debian => format!("chrF {scored:.1}"),
+        Kind::Aclsum => format!("ROUGE-L {scored:.3}"),
+    };
+    let _ = writeln!(
+        out,
+        "### {} {} — {shown}; {}{}{}\n",
+        row.letter(),
+        row.label(),
+        a.status,
+        a.model
+            .as_deref()
+            .map(|m| format!(", answered by {m}"))
+            .unwrap_or_default(),
+        if a.escalated { " (escalated)" } else { "" }
+    );
+    for d in &a.doubts {
+        let _ = writeln!(out, "- doubt: {d}");
+    }
+    if let Some(e) = &a.error {
+        let _ = writeln!(out, "- error: {}", e.trim());
+    }
+    if let (Reference::Fields(truth), Some(o)) = (&doc.reference, a.output.as_deref()) {
+        let got = json_object(o).unwrap_or_default();
+        for (k, want) in truth {
+            let value = got.get(k).unwrap_or(&Value::Null);
+            if norm(value) != norm(want) {
+                let _ = writeln!(out, "- wrong {k}: got `{value}`, want `{want}`");
+            }
+        }
+    }
+    if !a.doubts.is_empty() || a.error.is_some() {
+        out.push('\n');
+    }
+    let text = a.output.as_deref().map_or("(no output)", str::trim);
+    let _ = writeln!(out, "````\n{text}\n````\n");
+}
+
+fn write_reports(sets: &[DataSet], outcomes: &[Outcome], wall: Duration, done: bool) {
+    let table = render(sets, outcomes, wall, done);
+    if done {
+        println!("{table}");
+    }
+    let dest = repo().join("target/ladder.md");
+    let outputs = repo().join("target/ladder-outputs.md");
+    let _ = std::fs::write(&dest, &table);
+    let _ = std::fs::write(&outputs, details(sets, outcomes));
+    if done {
+        eprintln!("written to {} and {}", dest.display(), outputs.display());
+    }
+}
+
+/// A value as `scripts/score-invoices.py` compares it: case, space and punctuation ignored,
+/// numbers by value (two decimals), dates by their digits (year-month-day).
+fn norm(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Bool(b) => format!("{:.2}", u8::from(*b) as f64),
+        Value::Number(n) => format!("{:.2}", n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => norm_text(s),
+        other => norm_text(&other.to_string()),
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+fn norm_text(v: &str) -> String {
+    let s = v.nfkc().collect::<String>().to_lowercase();
+    let bare: String = s
+        .chars()
+        .filter(|&c| !(c == ',' || c.is_whitespace() || "¥$€£".contains(c)))
+        .collect();
+    if is_decimal(&bare) {
+        return format!("{:.2}", bare.parse::<f64>().unwrap_or(0.0));
+    }
+    let digits = runs(&s, |c| c.is_ascii_digit());
+    let words = runs(&s, |c| c.is_ascii_lowercase());
+    let month = words.iter().find_map(|w| {
+        let head = &w[..w.len().min(3)];
+        MONTHS.iter().position(|m| *m == head).map(|i| i + 1)
+    });
+    let num = |d: &str| d.parse::<u64>().unwrap_or(0);
+    if let Some(month) = month
+        && digits.len() == 2
+    {
+        // Python's sorted(digits, key=len): the shorter first, a tie in order.
+        let (day, year) = if digits[1].len() < digits[0].len() {
+            (&digits[1], &digits[0])
+        } else {
+            (&digits[0], &digits[1])
+        };
+        return format!("{:04}-{month:02}-{:02}", num(year), num(day));
+    }
+    let without_ymd: String = s.chars().filter(|c| !"年月日".contains(*c)).collect();
+    if digits.len() == 3
+        && digits[0].len() == 4
+        && !without_ymd.chars().any(|c| c.is_ascii_lowercase())
+    {
+        return format!(
+            "{:04}-{:02}-{:02}",
+            num(&digits[0]),
+            num(&digits[1]),
+            num(&digits[2])
+        );
+    }
+    s.chars()
+        .filter(|&c| !(c.is_whitespace() || ".,;:'\"()（）".contains(c)))
+        .collect()
+}
+
+/// `-?\d+(\.\d+)?`, the whole string.
+fn is_decimal(s: &str) -> bool {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (s, None),
+    };
+    let all_digits = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit());
+    all_digits(int) && frac.is_none_or(all_digits)
+}
+
+/// The maximal runs of characters `keep` accepts.
+fn runs(s: &str, keep: impl Fn(char) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        if keep(c) {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The scorers' checks: chrF against sacrebleu's, the invoice values as the Python scorer
+/// normalises them.
+fn check_scorers() {
+    common::chrf::check();
+    let n = |v: Value| norm(&v);
+    assert_eq!(n(json!("14 March 2026")), "2026-03-14");
+    assert_eq!(n(json!("March 14, 2026")), "2026-03-14");
+    assert_eq!(n(json!("2026年3月15日")), "2026-03-15");
+    assert_eq!(n(json!("2026-03-15")), "2026-03-15");
+    assert_eq!(n(json!("¥1,356.00")), "1356.00");
+    assert_eq!(n(json!(1356)), "1356.00");
+    assert_eq!(n(json!("1356")), n(json!(1356.0)));
+    assert_eq!(n(json!("ACME Tools Ltd.")), "acmetoolsltd");
+    assert_eq!(n(json!("ＧＢＰ")), "gbp");
+    assert_eq!(
+        n(json!("杭州云杉办公用品有限公司")),
+        "杭州云杉办公用品有限公司"
+    );
+    assert_eq!(n(Value::Null), "");
+    assert_eq!(
+        json_object("```json\n{\"a\": 1}\n```").map(|o| o.len()),
+        Some(1)
+    );
+}
