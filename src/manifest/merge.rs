@@ -369,7 +369,6 @@ mod tests {
             costs: BTreeMap::new(),
             doubts: BTreeMap::new(),
             audit: None,
-        audit: None,
         };
         LoadedRun {
             run_id: id.into(),

@@ -308,6 +308,7 @@ fn norm(v: &Value) -> String {
                 .collect();
             match t.trim().parse::<f64>() {
                 Ok(f) => format!("{f:.4}"),
+                Err(_) if let Some(d) = date_key(s) => d,
                 Err(_) => crate::agent::grounding::normalize(s)
                     .trim_end_matches(['.', '。'])
                     .to_string(),
@@ -321,6 +322,36 @@ fn norm(v: &Value) -> String {
             .join(";"),
         other => other.to_string(),
     }
+}
+
+/// A date written any common way (`2026-03-14`, `2026年3月14日`, `14 March 2026`, `March 14,
+/// 2026`) as `2026-03-14`; `None` for text that is not one date.
+fn date_key(s: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let lower = s.to_lowercase();
+    let numbers: Vec<u32> = lower
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 3)
+        .collect();
+    let month_word = words
+        .iter()
+        .find_map(|w| MONTHS.iter().position(|m| w.starts_with(m)))
+        .map(|i| i as u32 + 1);
+    let (y, m, d) = match (month_word, numbers.as_slice()) {
+        (Some(m), [a, b]) if *a > 31 => (*a, m, *b),
+        (Some(m), [a, b]) => (*b, m, *a),
+        (None, [y, m, d]) if *y > 31 && words.is_empty() => (*y, *m, *d),
+        _ => return None,
+    };
+    ((1..=12).contains(&m) && (1..=31).contains(&d) && (1000..=9999).contains(&y))
+        .then(|| format!("{y:04}-{m:02}-{d:02}"))
 }
 
 /// chrF (character n-grams 1–6, β = 2, white space removed; 0–100) of `hypothesis` against
@@ -441,6 +472,14 @@ mod tests {
             compare_objects(Some(&cheap), &strong, &fields),
             [("seller".into(), true), ("total".into(), true)]
         );
+        let dates = crate::skills::schema::fields(&serde_json::json!({
+            "type": "object", "properties": {"date": {"type": "string"}}
+        }));
+        for spelling in ["2026年3月14日", "14 March 2026", "March 14, 2026", "2026-03-14"] {
+            let cheap = serde_json::json!({"date": spelling});
+            let strong = serde_json::json!({"date": "2026-03-14"});
+            assert_eq!(compare_objects(Some(&cheap), &strong, &dates), [("date".into(), true)]);
+        }
         let wrong = serde_json::json!({"seller": "Initech", "total": 1200});
         assert_eq!(
             compare_objects(Some(&wrong), &strong, &fields),
@@ -452,7 +491,9 @@ mod tests {
     #[test]
     fn chrf_is_100_for_the_same_text_and_low_for_another() {
         assert!((chrf("the cat sat", "the cat sat") - 100.0).abs() < 1e-9);
-        assert!(chrf("数据库磁盘满了", "数据库的磁盘已满") > 30.0);
+        let a = "The on-call engineer freed 20 GB at 09:40 and the service came back.";
+        let b = "At 09:40 the engineer on call freed 20 GB, and the service came back.";
+        assert!(chrf(a, b) > 50.0, "{}", chrf(a, b));
         assert!(chrf("completely different", "数据库磁盘满了") < 5.0);
     }
 }
