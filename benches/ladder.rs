@@ -34,7 +34,8 @@
 //! 8085 and 8086) and stops them at the end. `ZHI_BENCH_ROWS=a,c,f` runs some rows,
 //! `ZHI_BENCH_SETS=invoices,debian,aclsum` some sets (in that order), `ZHI_BENCH_PAPERS`
 //! (default 5) papers of `ZHI_BENCH_SPLIT` (default `test`), `ZHI_BENCH_SECTIONS` (default 6)
-//! sections. `cargo test --bench ladder` (no `--bench` argument) only checks the scorers.
+//! sections. `ZHI_BENCH_KEEP=1` keeps each zhi run's folder (its records and transcripts) and
+//! says where. `cargo test --bench ladder` (no `--bench` argument) only checks the scorers.
 
 mod common;
 
@@ -658,6 +659,9 @@ fn zhi_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
             out.status,
             stderr.trim()
         );
+    }
+    if std::env::var_os("ZHI_BENCH_KEEP").is_some_and(|v| !v.is_empty()) {
+        eprintln!("  kept {}", root.keep().display());
     }
     outcome
 }

@@ -304,7 +304,9 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
         // Judged on what was translated: what the answer keeps verbatim from its source
         // (paths, commands, names) and a fence around it are in no language.
         Check::Language(lang) => match source {
-            Some(s) => outputs::is_wrong_language(&super::doubts::prose::translated_part(s, text), lang),
+            Some(s) => {
+                outputs::is_wrong_language(&super::doubts::prose::translated_part(s, text), lang)
+            }
             None => outputs::is_wrong_language(text, lang),
         },
         Check::Incomplete => source.is_some_and(|s| outputs::is_incomplete(text, "a.md", s)),

@@ -219,10 +219,7 @@ impl Doubted {
                 .layout
                 .write_file(&dir.join(f), bytes)
                 .map_err(|e| {
-                    JobError::new(
-                        ErrorKind::Io,
-                        msg!("cannot write {}: {e}", f.display()),
-                    )
+                    JobError::new(ErrorKind::Io, msg!("cannot write {}: {e}", f.display()))
                 })?;
         }
         if self.answered_by.is_some() {

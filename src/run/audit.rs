@@ -96,7 +96,9 @@ impl Audit {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Called by the scheduler for every planned job in plan order: whether it is in the
@@ -226,7 +228,11 @@ impl Audit {
                         let a = FieldAgreement {
                             agree: t.agree,
                             n: t.n,
-                            rate: if t.n == 0 { 0.0 } else { t.agree as f64 / t.n as f64 },
+                            rate: if t.n == 0 {
+                                0.0
+                            } else {
+                                t.agree as f64 / t.n as f64
+                            },
                             low,
                             high,
                         };
@@ -298,7 +304,9 @@ fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
 /// A value as the audit compares it.
 fn norm(v: &Value) -> String {
     match v {
-        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), |f| format!("{f:.4}")),
+        Value::Number(n) => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), |f| format!("{f:.4}")),
         Value::String(s) => {
             let t: String = s
                 .trim()
@@ -401,7 +409,10 @@ mod tests {
     #[test]
     fn wilson_intervals_are_the_textbook_ones() {
         let (lo, hi) = wilson(2, 8);
-        assert!((lo - 0.0715).abs() < 0.001 && (hi - 0.5907).abs() < 0.001, "{lo} {hi}");
+        assert!(
+            (lo - 0.0715).abs() < 0.001 && (hi - 0.5907).abs() < 0.001,
+            "{lo} {hi}"
+        );
         let (lo, hi) = wilson(8, 8);
         assert!((lo - 0.6756).abs() < 0.001 && hi == 1.0, "{lo} {hi}");
         assert_eq!(wilson(0, 0), (0.0, 1.0));
@@ -437,7 +448,10 @@ mod tests {
                 "extract",
                 vec![("seller".into(), false), ("date".into(), true)],
                 "big",
-                Tokens { prompt: 100, completion: 10 },
+                Tokens {
+                    prompt: 100,
+                    completion: 10,
+                },
             );
             a.ended();
         }
@@ -475,17 +489,29 @@ mod tests {
         let dates = crate::skills::schema::fields(&serde_json::json!({
             "type": "object", "properties": {"date": {"type": "string"}}
         }));
-        for spelling in ["2026年3月14日", "14 March 2026", "March 14, 2026", "2026-03-14"] {
+        for spelling in [
+            "2026年3月14日",
+            "14 March 2026",
+            "March 14, 2026",
+            "2026-03-14",
+        ] {
             let cheap = serde_json::json!({"date": spelling});
             let strong = serde_json::json!({"date": "2026-03-14"});
-            assert_eq!(compare_objects(Some(&cheap), &strong, &dates), [("date".into(), true)]);
+            assert_eq!(
+                compare_objects(Some(&cheap), &strong, &dates),
+                [("date".into(), true)]
+            );
         }
         let wrong = serde_json::json!({"seller": "Initech", "total": 1200});
         assert_eq!(
             compare_objects(Some(&wrong), &strong, &fields),
             [("seller".into(), false), ("total".into(), false)]
         );
-        assert!(compare_objects(None, &strong, &fields).iter().all(|(_, a)| !a));
+        assert!(
+            compare_objects(None, &strong, &fields)
+                .iter()
+                .all(|(_, a)| !a)
+        );
     }
 
     #[test]

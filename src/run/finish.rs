@@ -98,14 +98,15 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     manifest.costs = fold.accounts.costs;
     manifest.doubts = fold.accounts.doubts;
     manifest.audit = end.ctx.audit.as_ref().map(|a| {
-        let top = end.ctx.escalation.last().or_else(|| {
-            end.ctx.skill_ladders.values().find_map(|l| l.last())
-        });
+        let top = end
+            .ctx
+            .escalation
+            .last()
+            .or_else(|| end.ctx.skill_ladders.values().find_map(|l| l.last()));
         let prices = &end.ctx.config.models.prices;
-        a.report(
-            top.map_or("", |r| r.model.as_str()),
-            |t| super::job::cost_of(t, prices),
-        )
+        a.report(top.map_or("", |r| r.model.as_str()), |t| {
+            super::job::cost_of(t, prices)
+        })
     });
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
     // never "nothing ran"; the records appended so far stay in results.jsonl.

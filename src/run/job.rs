@@ -432,7 +432,11 @@ async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(
     let before = w.stats.tokens;
     let strong = run_in_staging(run, job, w, Rungs::Top).await;
     let spent = w.stats.tokens.since(before);
-    let top = run.ladder(job).last().map(|r| r.model.clone()).unwrap_or_default();
+    let top = run
+        .ladder(job)
+        .last()
+        .map(|r| r.model.clone())
+        .unwrap_or_default();
     if strong.is_ok() {
         if let Some(audit) = &run.audit {
             let agreement = agreement(run, job, kept.then_some(aside.as_path()), w.staging);
@@ -449,14 +453,19 @@ async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(
         let _ = run.layout.remove_tree(&aside);
         return Ok(());
     }
-    w.transcript.note(&format!("audit: {top} failed; the job's own answer is kept"));
+    w.transcript.note(&format!(
+        "audit: {top} failed; the job's own answer is kept"
+    ));
     if !kept {
         return cheap;
     }
     let _ = run.layout.remove_tree(w.staging);
-    run.layout
-        .rename(&aside, w.staging)
-        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {}: {e}", w.staging.display())))?;
+    run.layout.rename(&aside, w.staging).map_err(|e| {
+        JobError::new(
+            ErrorKind::Io,
+            msg!("cannot write {}: {e}", w.staging.display()),
+        )
+    })?;
     w.stats.doubts = cheap_doubts;
     w.stats.answered_by = None;
     *w.chunks = cheap_chunks;
@@ -466,7 +475,12 @@ async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(
 /// How an audited job's two answers agree: an extraction field by field, a prose file by
 /// its chrF against the strong answer (docs/escalation.md#audit). A cheap answer that failed
 /// agrees with nothing.
-fn agreement(run: &RunContext, job: &Job, cheap: Option<&Path>, strong: &Path) -> Vec<(String, bool)> {
+fn agreement(
+    run: &RunContext,
+    job: &Job,
+    cheap: Option<&Path>,
+    strong: &Path,
+) -> Vec<(String, bool)> {
     let Some(skill) = run.skills.get(&job.skill) else {
         return Vec::new();
     };

@@ -150,9 +150,10 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         progress: progress.counters.clone(),
         server,
         batch: book.is_active().then(|| book.clone()),
-        audit: opts.flags.audit.map(|a| {
-            audit::Audit::new(a.size, a.seed, a.target, opts.plan.len() as u64)
-        }),
+        audit: opts
+            .flags
+            .audit
+            .map(|a| audit::Audit::new(a.size, a.seed, a.target, opts.plan.len() as u64)),
         escalation,
         skill_ladders,
     });

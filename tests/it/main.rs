@@ -13,6 +13,7 @@ mod console_snapshots;
 mod conventions;
 mod corpus;
 mod docs_links;
+mod doubts;
 mod escalation;
 mod extract_docs;
 mod extraction;

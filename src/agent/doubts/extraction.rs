@@ -52,7 +52,11 @@ pub(crate) fn extraction(text: &str, object: &Value, fields: &[Field]) -> Vec<Do
         return out;
     }
     let norm_text = grounding::normalize(text);
-    for field in fields.iter().filter(|f| f.items.is_empty()).take(MAX_LABELLED) {
+    for field in fields
+        .iter()
+        .filter(|f| f.items.is_empty())
+        .take(MAX_LABELLED)
+    {
         let Some(value) = value_at(object, &field.path) else {
             continue;
         };
@@ -168,7 +172,16 @@ pub(crate) fn field_labels(field: &Field) -> Vec<String> {
     };
     let mut terms = Vec::new();
     // `(e.g. CNY, USD)` gives examples of the value, not its label.
-    let examples = ["e.g.", "eg.", "such as", "like", "for example", "例如", "如", "比如"];
+    let examples = [
+        "e.g.",
+        "eg.",
+        "such as",
+        "like",
+        "for example",
+        "例如",
+        "如",
+        "比如",
+    ];
     for group in bracketed(description) {
         let lower = group.trim().to_lowercase();
         if examples.iter().any(|e| lower.starts_with(e)) {
@@ -463,22 +476,39 @@ mod tests {
                     Subtotal: 1,200.00\nVAT 20%: 240.00\nTotal due: 1,440.00\n";
         let s = schema();
         assert_eq!(
-            checks(&extraction(text, &json!({"seller": "ACME Tools Ltd.", "buyer": "Northwind Traders", "total": 1440}), &s)),
+            checks(&extraction(
+                text,
+                &json!({"seller": "ACME Tools Ltd.", "buyer": "Northwind Traders", "total": 1440}),
+                &s
+            )),
             []
         );
-        let got = checks(&extraction(text, &json!({"seller": "Northwind Traders", "total": 1200}), &s));
+        let got = checks(&extraction(
+            text,
+            &json!({"seller": "Northwind Traders", "total": 1200}),
+            &s,
+        ));
         assert_eq!(
             got,
-            [("seller".into(), "label".into()), ("total".into(), "label".into())]
+            [
+                ("seller".into(), "label".into()),
+                ("total".into(), "label".into())
+            ]
         );
     }
 
     #[test]
     fn labels_come_from_x_labels_else_the_description() {
         let s = schema();
-        assert_eq!(field_labels(&s[4]), ["价税合计（小写）", "价税合计", "Total due"]);
+        assert_eq!(
+            field_labels(&s[4]),
+            ["价税合计（小写）", "价税合计", "Total due"]
+        );
         assert_eq!(field_labels(&s[1]), ["购买方", "Bill to"]);
-        assert_eq!(field_labels(&s[3]), ["金额", "合计金额", "Subtotal", "Net amount"]);
+        assert_eq!(
+            field_labels(&s[3]),
+            ["金额", "合计金额", "Subtotal", "Net amount"]
+        );
         assert!(field_labels(&s[2]).is_empty());
     }
 }

@@ -46,7 +46,11 @@ pub(crate) fn one_line(doubts: &[Doubt]) -> String {
         .iter()
         .map(|d| {
             let at = d.field.as_deref().or(d.file.as_deref()).unwrap_or("");
-            format!("{at} ({}: {})", d.check, crate::sanitize::fit(&d.detail, 160))
+            format!(
+                "{at} ({}: {})",
+                d.check,
+                crate::sanitize::fit(&d.detail, 160)
+            )
         })
         .collect::<Vec<_>>()
         .join("; ")

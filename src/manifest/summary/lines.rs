@@ -96,7 +96,12 @@ pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang
             Section::ModelWhenTelling => w.model(&mut out, true),
             Section::EscalationAndCost => {
                 out.extend(doubts_line(&s.doubts, lang));
-                out.extend(s.audit.as_ref().map(|a| audit_lines(a, lang)).unwrap_or_default());
+                out.extend(
+                    s.audit
+                        .as_ref()
+                        .map(|a| audit_lines(a, lang))
+                        .unwrap_or_default(),
+                );
                 out.extend(escalation_and_cost(&s.escalations, &s.costs, lang));
             }
             Section::Times => w.times(&mut out),
@@ -163,11 +168,10 @@ pub(crate) fn doubts_line(
     let parts: Vec<String> = doubts
         .iter()
         .map(|(skill, d)| {
-            let at: Vec<String> = d
-                .at
-                .iter()
-                .map(|(what, n)| format!("{} {n}", one_line(what)))
-                .collect();
+            let at: Vec<String> =
+                d.at.iter()
+                    .map(|(what, n)| format!("{} {n}", one_line(what)))
+                    .collect();
             format!("{} {} ({})", one_line(skill), d.jobs, at.join(&sep))
         })
         .collect();

@@ -1,0 +1,311 @@
+//! Doubts and the audit (docs/outputs.md#doubts, docs/escalation.md#audit): a well-formed
+//! answer that is probably wrong is said to be doubted, per field or file, and goes up the
+//! ladder; `--strict` fails it; `--audit` measures the cheap model against the top rung on a
+//! seeded sample and routes a skill below `--target`. Two fake servers: a cheap one that
+//! swaps seller and buyer, and a strong one that reads invoices right.
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::{TestEnv, assert_exit, records_by_input, show, stderr};
+use serde_json::{Value, json};
+use zhi::exit::Exit;
+
+const SCHEMA: &str = r#"{"type": "object", "properties": {
+  "seller": {"type": "string", "description": "Who issued the invoice (销售方, Seller)"},
+  "buyer": {"type": "string", "description": "Who is billed (购买方, Bill to)"},
+  "total": {"type": "number", "description": "The total, tax included (价税合计, Total due)"}},
+  "required": ["seller", "buyer", "total"]}"#;
+
+/// Eight invoices: the parties and totals of each, and its text.
+fn invoices() -> Vec<(String, String, String, f64)> {
+    (1..=8)
+        .map(|i| {
+            (
+                format!("invoices/inv{i}.txt"),
+                format!("卖方{i}号有限公司"),
+                format!("买方{i}号有限公司"),
+                100.0 * f64::from(i) + 13.0,
+            )
+        })
+        .collect()
+}
+
+fn text(seller: &str, buyer: &str, total: f64) -> String {
+    let net = total - 13.0;
+    format!(
+        "电子发票\n购买方\n名称：{buyer}\n销售方\n名称：{seller}\n金额 {net:.2}\n税额 13.00\n价税合计 ¥{total:.2}\n"
+    )
+}
+
+fn env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "zhi.yaml",
+        "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n\
+         prices:\n  glm-4-flash: {input: 1, output: 1, currency: CNY}\n  strong-model: {input: 10, output: 10, currency: CNY}\n",
+    );
+    env.write("invoice.schema.json", SCHEMA);
+    for (path, seller, buyer, total) in invoices() {
+        env.write(&path, &text(&seller, &buyer, total));
+    }
+    env
+}
+
+/// The invoice a request is about.
+fn invoice(r: &Recorded) -> (String, String, f64) {
+    let doc = r.input_document();
+    let (_, seller, buyer, total) = invoices()
+        .into_iter()
+        .find(|(p, ..)| doc.ends_with(p.trim_start_matches("invoices/")))
+        .unwrap_or_default();
+    (seller, buyer, total)
+}
+
+/// The cheap model: seller and buyer swapped, the pre-tax amount as the total.
+fn swapped(r: &Recorded) -> Reply {
+    let (seller, buyer, total) = invoice(r);
+    Reply::text(json!({"seller": buyer, "buyer": seller, "total": total - 13.0}).to_string())
+        .with_usage(100, 10)
+}
+
+/// The strong model: right.
+fn right(r: &Recorded) -> Reply {
+    let (seller, buyer, total) = invoice(r);
+    Reply::text(json!({"seller": seller, "buyer": buyer, "total": total}).to_string())
+        .with_usage(100, 10)
+}
+
+fn server(script: fn(&Recorded) -> Reply) -> FakeApi {
+    FakeApi::start(move |req| {
+        if req.is_chat() {
+            script(req)
+        } else {
+            Reply::status(404, json!({"error": "no"}))
+        }
+    })
+}
+
+fn run(env: &TestEnv, cheap: &FakeApi, extra: &[&str]) -> std::process::Output {
+    env.zhi()
+        .args(["--no-progress", "run", "extract", "invoices", "-o", "out"])
+        .args([
+            "-a",
+            "schema=invoice.schema.json",
+            "--base-url",
+            &cheap.base_url(),
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn manifest(env: &TestEnv) -> Value {
+    let runs = zhi::manifest::list_runs(&env.path("out"));
+    let text = std::fs::read_to_string(runs.last().unwrap().path.join("manifest.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn table(env: &TestEnv) -> Vec<csv::StringRecord> {
+    let mut r = csv::Reader::from_path(env.path("out/tables/extract-invoice.csv")).unwrap();
+    let mut rows = vec![r.headers().unwrap().clone()];
+    rows.extend(r.records().map(Result::unwrap));
+    rows
+}
+
+#[test]
+fn a_swapped_invoice_is_doubted_per_field_and_marked_in_the_table_without_a_ladder() {
+    let env = env();
+    let cheap = server(swapped);
+    let out = run(&env, &cheap, &[]);
+    assert_exit(&out, Exit::Success);
+    let records = records_by_input(&env.path("out"));
+    let r = &records["invoices/inv3.txt"];
+    assert_eq!(r["status"], "succeeded", "{r}");
+    let doubted: Vec<(&str, &str)> = r["doubts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["field"].as_str().unwrap(), d["check"].as_str().unwrap()))
+        .collect();
+    for want in [("seller", "label"), ("buyer", "label"), ("total", "label")] {
+        assert!(doubted.contains(&want), "{want:?} not in {r}");
+    }
+    let rows = table(&env);
+    let col = rows[0].iter().position(|c| c == "doubts").unwrap();
+    assert!(
+        rows[1..]
+            .iter()
+            .all(|row| row[col].contains("seller (label)")),
+        "{rows:?}"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("doubted 8 job(s): extract 8 (buyer 8, seller 8, total 8)"),
+        "{err}"
+    );
+    assert_eq!(manifest(&env)["doubts"]["extract"]["jobs"], 8);
+}
+
+#[test]
+fn a_doubted_step_goes_up_the_ladder_and_the_strong_answer_is_kept_clean() {
+    let env = env();
+    let (cheap, strong) = (server(swapped), server(right));
+    let to = format!("strong-model@{}", strong.base_url());
+    let out = run(&env, &cheap, &["--escalate", &to]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(strong.chat_requests().len(), 8, "{}", show(&out));
+    let r = &records_by_input(&env.path("out"))["invoices/inv2.txt"];
+    assert_eq!(r["model"], "strong-model", "{r}");
+    assert_eq!(r["escalated_from"], "glm-4-flash", "{r}");
+    assert!(r.get("doubts").is_none(), "{r}");
+    let saved: Value = serde_json::from_slice(
+        &std::fs::read(env.path(&format!(
+            "out/{}/extracted.json",
+            r["output_dir"].as_str().unwrap()
+        )))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["seller"], "卖方2号有限公司");
+    assert_eq!(saved["total"], 213.0);
+    assert!(stderr(&out).contains("escalated 8 job(s): extract → strong-model 8"));
+    // `escalate_on: []` keeps doubts as doubts: nothing goes up the ladder.
+    let env = env_with("escalate_on: []\n");
+    let strong = server(right);
+    let to = format!("strong-model@{}", strong.base_url());
+    let out = run(&env, &cheap, &["--escalate", &to]);
+    assert_exit(&out, Exit::Success);
+    assert!(strong.chat_requests().is_empty(), "{}", show(&out));
+}
+
+fn env_with(extra: &str) -> TestEnv {
+    let env = env();
+    let settings = std::fs::read_to_string(env.path("zhi.yaml")).unwrap();
+    env.write("zhi.yaml", &format!("{settings}{extra}"));
+    env
+}
+
+#[test]
+fn strict_fails_a_doubted_job_with_its_doubts() {
+    let env = env();
+    let cheap = server(swapped);
+    let out = run(&env, &cheap, &["--strict"]);
+    assert_exit(&out, Exit::JobsFailed);
+    let r = &records_by_input(&env.path("out"))["invoices/inv1.txt"];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["kind"], "doubtful", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("seller (label"),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_audit_measures_agreement_on_a_seeded_sample_and_routes_what_falls_below_the_target() {
+    let env = env_with("escalate_on: []\n");
+    let (cheap, strong) = (server(swapped), server(right));
+    let to = format!("strong-model@{}", strong.base_url());
+    let args = [
+        "--escalate",
+        &to,
+        "--audit",
+        "2",
+        "--target",
+        "0.95",
+        "-j",
+        "1",
+    ];
+    let out = run(&env, &cheap, &args);
+    assert_exit(&out, Exit::Success);
+    let m = manifest(&env);
+    let audit = &m["audit"];
+    assert_eq!(audit["model"], "strong-model", "{m}");
+    assert_eq!(audit["sampled"], 2, "{m}");
+    // Both sampled answers differ from the strong ones on every field: 0/2, whose 95% Wilson
+    // interval is 0–65.8%, below 0.95.
+    let seller = &audit["skills"]["extract"]["seller"];
+    assert_eq!(
+        (seller["agree"].as_u64(), seller["n"].as_u64()),
+        (Some(0), Some(2)),
+        "{m}"
+    );
+    assert!(
+        (seller["high"].as_f64().unwrap() - 0.6576).abs() < 0.001,
+        "{m}"
+    );
+    assert_eq!(
+        audit["routed"]["extract"],
+        json!(["buyer", "seller", "total"]),
+        "{m}"
+    );
+    // Sampled jobs: the cheap model, then the strong one. The jobs past the window of 4 wait
+    // for the sample, then go to the strong model alone; a job of the window that starts
+    // after the sample is in does too.
+    let records = records_by_input(&env.path("out"));
+    let routed = records.values().filter(|r| r["routed"] == true).count();
+    assert!(routed >= 4, "{m}");
+    assert_eq!(audit["routed_jobs"], routed, "{m}");
+    assert_eq!(
+        cheap.chat_requests().len(),
+        2 + (8 - 2 - routed),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(strong.chat_requests().len(), 2 + routed, "{}", show(&out));
+    // The strong model's 110 tokens a job at 10 a million: 2 sampled, the routed ones.
+    assert!(
+        (audit["cost"]["amount"].as_f64().unwrap() - 0.0022).abs() < 1e-9,
+        "{m}"
+    );
+    let routed_cost = audit["routed_cost"]["amount"].as_f64().unwrap();
+    assert!((routed_cost - 0.0011 * routed as f64).abs() < 1e-9, "{m}");
+    let records = records_by_input(&env.path("out"));
+    let audited: Vec<&String> = records
+        .iter()
+        .filter(|(_, r)| r["audited"] == true)
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(audited.len(), 2);
+    assert!(
+        records
+            .values()
+            .filter(|r| r["audited"] == true)
+            .all(|r| r["model"] == "strong-model")
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("audit: 2 job(s) also answered by strong-model"),
+        "{err}"
+    );
+    assert!(
+        err.contains("seller  0/2 agree (0%, 95% CI 0%–66%)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("routed extract to strong-model: buyer, seller, total below 0.95"),
+        "{err}"
+    );
+    // The same seed draws the same sample.
+    let again = env_with("escalate_on: []\n");
+    let out = run(&again, &cheap, &args);
+    assert_exit(&out, Exit::Success);
+    let same: Vec<String> = records_by_input(&again.path("out"))
+        .into_iter()
+        .filter(|(_, r)| r["audited"] == true)
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(same.iter().collect::<Vec<_>>(), audited);
+}
+
+#[test]
+fn an_audit_needs_a_ladder() {
+    let env = env();
+    let cheap = server(right);
+    let out = run(&env, &cheap, &["--audit", "3"]);
+    assert_exit(&out, Exit::Usage);
+    assert!(stderr(&out).contains("--escalate"), "{}", show(&out));
+    let out = run(&env, &cheap, &["--audit", "0%", "--escalate", "x"]);
+    assert_exit(&out, Exit::Usage);
+}
