@@ -140,11 +140,12 @@ pub(super) async fn ask(
             Err(e) => e,
         };
         let Some(to) = next.next().filter(|to| escalates(ctx, &e, model, to)) else {
-            for f in sandbox.written() {
-                let _ = ctx.run.layout.remove_file(&dir.join(&f));
-            }
             return match doubted {
                 Some(kept) => {
+                    // The failed attempt's files make way for the doubted answer's.
+                    for f in sandbox.written() {
+                        let _ = ctx.run.layout.remove_file(&dir.join(&f));
+                    }
                     ctx.transcript.note(&format!(
                         "{model} failed ({kind}: {message}); the doubted answer before it is kept",
                         kind = e.kind,

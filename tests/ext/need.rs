@@ -26,6 +26,8 @@ pub enum Need {
     SystemFile(&'static str, &'static str),
     /// The local model server named by `ZHI_TEST_LLM_URL`, answering.
     LocalModel,
+    /// The local strong model (Qwen2.5-Coder-1.5B) named by `ZHI_TEST_STRONG_URL`, answering.
+    StrongModel,
     /// A private mount namespace with a tmpfs in it (`unshare -rm`).
     PrivateMount,
     /// A Slurm cluster that answers (`sinfo`) with a node that can run jobs.
@@ -134,6 +136,13 @@ fn check(need: Need) -> Option<Missing> {
                   (examples/local-llm/start.sh prints its URL)"
                 .into(),
         }),
+        Need::StrongModel => answers("ZHI_TEST_STRONG_URL").err().map(|why| Missing {
+            what: "the local strong model".into(),
+            why,
+            how: "set ZHI_TEST_STRONG_URL to a running server \
+                  (examples/local-llm/start.sh --model 1.5b prints its URL)"
+                .into(),
+        }),
         Need::SlurmCluster => slurm_cluster().err().map(|why| Missing {
             what: "a Slurm cluster".into(),
             why,
@@ -192,11 +201,16 @@ pub fn doc(relative: &str) -> PathBuf {
 /// `ZHI_TEST_LLM_URL` is set and a server answers `GET <url>/models` with HTTP 200 (5 s at
 /// most).
 fn local_model() -> Result<(), String> {
-    let url = match std::env::var("ZHI_TEST_LLM_URL") {
+    answers("ZHI_TEST_LLM_URL")
+}
+
+/// The variable `var` names a server that answers `GET <url>/models` with HTTP 200.
+fn answers(var: &str) -> Result<(), String> {
+    let url = match std::env::var(var) {
         Ok(u) if !u.trim().is_empty() => u,
-        _ => return Err("ZHI_TEST_LLM_URL is not set".into()),
+        _ => return Err(format!("{var} is not set")),
     };
-    let parsed = reqwest::Url::parse(&url).map_err(|e| format!("ZHI_TEST_LLM_URL={url}: {e}"))?;
+    let parsed = reqwest::Url::parse(&url).map_err(|e| format!("{var}={url}: {e}"))?;
     let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
     let port = parsed.port_or_known_default().unwrap_or(80);
     let timeout = Duration::from_secs(5);

@@ -127,6 +127,7 @@ fn values_found_nowhere_are_flagged_in_the_record_and_the_table() {
             "total",
             "items",
             "ungrounded",
+            "doubts",
             "error"
         ]
     );
@@ -142,6 +143,8 @@ fn values_found_nowhere_are_flagged_in_the_record_and_the_table() {
         ]
     );
     assert_eq!(rows[2][6], "seller, total");
+    // Found nowhere, so doubted too.
+    assert_eq!(rows[2][7], "seller (ungrounded), total (ungrounded)");
     let jsonl = std::fs::read_to_string(env.path("out/tables/extract-invoice.jsonl")).unwrap();
     let first: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
     assert_eq!(first["items"][1]["name"], "Standing desk");
@@ -198,7 +201,7 @@ fn an_answer_that_is_not_json_fails_invalid_output_after_one_corrective_request(
     let rows = csv_rows(&env, "extract-invoice");
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1][1], "failed");
-    assert!(rows[1][7].starts_with("invalid_output:"), "{rows:?}");
+    assert!(rows[1][8].starts_with("invalid_output:"), "{rows:?}");
     // The answer is kept for a person to read, never committed.
     assert!(!env.path("out/extract/invoices/acme.txt").exists());
 }
@@ -287,6 +290,7 @@ fn rows_makes_a_row_per_line_item() {
             "items.name",
             "items.amount",
             "ungrounded",
+            "doubts",
             "error"
         ]
     );
