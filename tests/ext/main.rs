@@ -23,6 +23,7 @@ mod corpus;
 mod escalation_local;
 mod extraction;
 mod full_disk;
+mod ladder;
 mod local_model;
 mod need;
 #[path = "../it/progress_parse.rs"]
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         escalation_local::tests(),
         extraction::tests(),
         full_disk::tests(),
+        ladder::tests(),
         local_model::tests(),
         skill_folders::tests(),
         slurm::tests(),
