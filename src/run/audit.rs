@@ -70,6 +70,24 @@ struct State {
 }
 
 impl Audit {
+    /// The run's audit, when `--audit` asks one; a run without a ladder has nothing to audit
+    /// against (a usage error).
+    pub(super) fn of(
+        opts: &super::RunOptions,
+        no_ladder: bool,
+    ) -> Result<Option<Audit>, super::RunError> {
+        let Some(a) = opts.flags.audit else {
+            return Ok(None);
+        };
+        if no_ladder {
+            return Err(super::RunError::Client(msg!(
+                "--audit compares the run's model with the top rung of its ladder: give one with --escalate MODEL[@BASE_URL] (or `escalate:` in zhi.yaml)"
+            )));
+        }
+        let planned = opts.plan.len() as u64;
+        Ok(Some(Audit::new(a.size, a.seed, a.target, planned)))
+    }
+
     /// The audit of a run of `planned` jobs.
     pub(crate) fn new(size: SampleSize, seed: u64, target: Option<f64>, planned: u64) -> Audit {
         let want = match size {

@@ -114,11 +114,7 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         &opts.skills,
     )
     .await?;
-    if opts.flags.audit.is_some() && escalation.is_empty() && skill_ladders.is_empty() {
-        return Err(RunError::Client(msg!(
-            "--audit compares the run's model with the top rung of its ladder: give one with --escalate MODEL[@BASE_URL] (or `escalate:` in zhi.yaml)"
-        )));
-    }
+    let audit = audit::Audit::of(&opts, escalation.is_empty() && skill_ladders.is_empty())?;
     // With the budgets the server gave, a token budget no request fits is refused before the
     // run has a folder or a manifest: nothing ran (exit 2).
     crate::plan::check_tpm(&config, &opts.plan.outline.samples, &opts.skills)?;
@@ -150,10 +146,7 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
         progress: progress.counters.clone(),
         server,
         batch: book.is_active().then(|| book.clone()),
-        audit: opts
-            .flags
-            .audit
-            .map(|a| audit::Audit::new(a.size, a.seed, a.target, opts.plan.len() as u64)),
+        audit,
         escalation,
         skill_ladders,
     });

@@ -25,13 +25,11 @@ pub(super) async fn run_jobs(
     let mut tasks = JoinSet::new();
     let mut stopped_at = None;
     let mut left = LeftBehind::find(ctx);
-    let mut index = 0u64;
-    for (job, cache) in jobs.by_ref() {
+    for (index, (job, cache)) in jobs.by_ref().enumerate() {
         if ledger.stopped().is_some() {
             stopped_at = Some((job, cache));
             break;
         }
-        index += 1;
         // The audit's sample is drawn in plan order from every planned job
         // (docs/escalation.md#audit).
         let runs = !cache.cached && job.problem.is_none();
@@ -54,7 +52,7 @@ pub(super) async fn run_jobs(
         }
         // With `--target`, the jobs past the sample wait for it: its agreement decides where
         // they go.
-        if let Some(audit) = ctx.audit.as_ref().filter(|a| a.gates(index - 1)) {
+        if let Some(audit) = ctx.audit.as_ref().filter(|a| a.gates(index as u64)) {
             tokio::select! {
                 biased;
                 _ = ledger.stopping().cancelled() => {

@@ -45,7 +45,7 @@ fn env() -> TestEnv {
     );
     env.write("invoice.schema.json", SCHEMA);
     for (path, seller, buyer, total) in invoices() {
-        env.write(&path, &text(&seller, &buyer, total));
+        env.write(&path, text(&seller, &buyer, total));
     }
     env
 }
@@ -180,7 +180,7 @@ fn a_doubted_step_goes_up_the_ladder_and_the_strong_answer_is_kept_clean() {
 fn env_with(extra: &str) -> TestEnv {
     let env = env();
     let settings = std::fs::read_to_string(env.path("zhi.yaml")).unwrap();
-    env.write("zhi.yaml", &format!("{settings}{extra}"));
+    env.write("zhi.yaml", format!("{settings}{extra}"));
     env
 }
 

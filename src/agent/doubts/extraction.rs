@@ -47,6 +47,17 @@ pub(crate) fn extraction(text: &str, object: &Value, fields: &[Field]) -> Vec<Do
         }
     }
     out.extend(same_values(object, fields));
+    for field in fields.iter().filter(|f| f.items.is_empty()) {
+        if let Some(Value::String(s)) = value_at(object, &field.path)
+            && let Some(label) = leading_label(s)
+        {
+            out.push(doubt(
+                "holds_label",
+                &field.path,
+                format!("begins with the label “{label}”: a line copied, not a value taken"),
+            ));
+        }
+    }
     let labels = labels(fields);
     if labels.is_empty() {
         return out;
@@ -125,6 +136,16 @@ fn same_values(object: &Value, fields: &[Field]) -> Vec<Doubt> {
         }
     }
     out
+}
+
+/// The label a text value begins with (`Billed to: Pied Piper GmbH` → `Billed to`): one to
+/// three words of letters, then a colon, then more.
+fn leading_label(s: &str) -> Option<&str> {
+    let (head, rest) = s.trim().split_once([':', '：'])?;
+    let words = head.split_whitespace().count();
+    let letters = head.chars().all(|c| c.is_alphabetic() || c.is_whitespace());
+    let url = rest.starts_with("//");
+    ((1..=3).contains(&words) && letters && !url && !rest.trim().is_empty()).then_some(head.trim())
 }
 
 fn looks_like_date(s: &str) -> bool {
@@ -495,6 +516,19 @@ mod tests {
                 ("total".into(), "label".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_value_that_begins_with_a_label_is_a_line_copied() {
+        let text = "HOOLI B.V.\nBilled to: Pied Piper GmbH, Berlin\n";
+        let got = extraction(
+            text,
+            &json!({"buyer": "Billed to: Pied Piper GmbH, Berlin"}),
+            &schema(),
+        );
+        assert_eq!(checks(&got), [("buyer".into(), "holds_label".into())]);
+        let time = json!({"buyer": "Pied Piper GmbH"});
+        assert_eq!(checks(&extraction(text, &time, &schema())), []);
     }
 
     #[test]
