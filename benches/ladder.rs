@@ -161,6 +161,8 @@ struct Answer {
     doubts: Vec<String>,
     error: Option<String>,
     escalated: bool,
+    /// The output zhi refused, kept in `.zhi/failed/` (not scored; shown for reading).
+    rejected: Option<String>,
 }
 
 impl Answer {
@@ -792,7 +794,11 @@ fn record_answer(r: &Value, out: &Path, file: &str) -> Answer {
             e.get("message").and_then(Value::as_str).unwrap_or("")
         )
     });
+    let rejected = (status == "failed")
+        .then(|| rejected_output(r, out, file))
+        .flatten();
     Answer {
+        rejected,
         status: if status == "cached" {
             "succeeded".into()
         } else {
@@ -804,6 +810,17 @@ fn record_answer(r: &Value, out: &Path, file: &str) -> Answer {
         error,
         escalated: r["escalated"].as_bool().unwrap_or(false),
     }
+}
+
+/// The output zhi refused for a failed job: `.zhi/failed/RUN/JOB/FILE.rejected`.
+fn rejected_output(r: &Value, out: &Path, file: &str) -> Option<String> {
+    let job = r["job_id"].as_str()?;
+    std::fs::read_dir(out.join(".zhi/failed"))
+        .ok()?
+        .flatten()
+        .find_map(|run| {
+            std::fs::read_to_string(run.path().join(job).join(format!("{file}.rejected"))).ok()
+        })
 }
 
 /// A document's score: invoice cells right (0 to 6), chrF (0 to 100) or ROUGE-L F1 (0 to 1);
@@ -1036,6 +1053,13 @@ fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answ
     }
     let text = a.output.as_deref().map_or("(no output)", str::trim);
     let _ = writeln!(out, "````\n{text}\n````\n");
+    if let Some(r) = &a.rejected {
+        let _ = writeln!(
+            out,
+            "The output zhi refused (not scored):\n\n````\n{}\n````\n",
+            r.trim()
+        );
+    }
 }
 
 fn write_reports(sets: &[DataSet], outcomes: &[Outcome], wall: Duration, done: bool) {

@@ -35,7 +35,7 @@ pub(super) const VERBATIM: &[&str] = &[
     "depth", "plan", "merged", "missing", "records", "sheet", "names", "last", "values", "cost",
     "completion", "retries", "planned", "succeeded", "failed", "skipped", "cancelled", "shard",
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
-    "longest", "running", "s", "h", "d", "ms",
+    "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high",
 ];
 
 /// Names of log fields (`job=…`).

@@ -1,0 +1,324 @@
+//! What an answer kept verbatim from its source (paths, commands, code, identifiers, names):
+//! taken out before the answer's language is judged.
+
+use super::*;
+
+/// Commands whose line, kept verbatim from the source, is not prose left untranslated.
+pub(super) const COMMANDS: &str = "apt apt-get apt-cache aptitude dpkg sudo su systemctl service journalctl \
+    git cargo make ls cd cat grep sed awk find cp mv rm mkdir chmod chown tar curl wget ssh scp \
+    rsync pip npm python python3 docker kubectl mount umount echo export vi vim nano less man \
+    ping ip kill ps df du reboot shutdown";
+
+/// English words no package, command or name is made of: one left in a Chinese answer is
+/// English prose.
+pub(super) const FUNCTION_WORDS: &str = "an the and or but nor of to in on at by for with from into onto \
+    about after before over under between through during without within is are was were be been \
+    being has have had does did will would shall should can could might must not this that these \
+    those it its they them their we our you your he she his her him which who whom whose what \
+    when where why how there here then than as if so also all any some each every such only very \
+    because while until since";
+
+pub(super) fn is_function_word(word: &str) -> bool {
+    let lower = word.to_ascii_lowercase();
+    FUNCTION_WORDS.split_whitespace().any(|w| w == lower)
+}
+
+pub(super) const OPENERS: &[char] = &['(', '[', '{', '<', '"', '\'', '*', '`'];
+pub(super) const CLOSERS: &[char] = &[
+    ')', ']', '}', '>', '"', '\'', '*', '`', ',', ';', ':', '!', '?', '.',
+];
+
+/// A token without the punctuation around it: `(bookworm)` → `bookworm`, `list.` → `list`.
+pub(super) fn core(token: &str) -> &str {
+    token.trim_start_matches(OPENERS).trim_end_matches(CLOSERS)
+}
+
+/// What a Latin-script token of an answer is, for telling a kept piece from prose.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Kind {
+    /// A path, URL, e-mail address, identifier, flag: never prose.
+    Code,
+    /// Digits and times, all-caps acronyms: never prose, but no sign of a command either.
+    Plain,
+    /// A hyphenated word (`apt-get`, `well-known`): kept when the source has it.
+    Hyphened,
+    /// A capitalised word: a name when the source has it.
+    Name,
+    Word,
+    /// Punctuation only.
+    Mark,
+}
+
+pub(super) fn kind_of(core: &str) -> Kind {
+    if !core.chars().any(char::is_alphanumeric) {
+        return Kind::Mark;
+    }
+    if !core.chars().any(char::is_alphabetic) {
+        return Kind::Plain;
+    }
+    if code_like(core) {
+        return Kind::Code;
+    }
+    let upper = core.chars().filter(char::is_ascii_uppercase).count();
+    if upper >= 2 && !core.chars().any(char::is_lowercase) {
+        return Kind::Plain;
+    }
+    if core.contains('-') {
+        return Kind::Hyphened;
+    }
+    if core.starts_with(char::is_uppercase) && !is_function_word(core) {
+        Kind::Name
+    } else {
+        Kind::Word
+    }
+}
+
+pub(super) fn code_like(core: &str) -> bool {
+    let chars: Vec<char> = core.chars().collect();
+    let between = |p: char| {
+        chars
+            .windows(3)
+            .any(|w| w[1] == p && w[0].is_alphanumeric() && w[2].is_alphanumeric())
+    };
+    let camel = chars
+        .windows(2)
+        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    let digits = chars.iter().any(char::is_ascii_digit);
+    core.contains("://")
+        || core.contains("::")
+        || core.contains([
+            '/', '\\', '_', '=', '$', '@', '(', ')', '<', '>', '{', '}', '[', ']', '+', '#', '%',
+            '&', '|', '*', '~', '`',
+        ])
+        || core.starts_with(['-', '.'])
+        || between('.')
+        || between(':')
+        || camel
+        || digits
+}
+
+/// A Latin-script token of a line, by char index: all of it, and its core.
+pub(super) struct Token {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) core_start: usize,
+    pub(super) core_end: usize,
+    pub(super) core: String,
+    pub(super) kind: Kind,
+}
+
+pub(super) fn tokens(chars: &[char], gone: &[bool]) -> Vec<Token> {
+    let breaks = |k: usize| gone[k] || breaks_token(chars[k]);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if breaks(i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && !breaks(i) {
+            i += 1;
+        }
+        let text: String = chars[start..i].iter().collect();
+        let lead = text.chars().take_while(|c| OPENERS.contains(c)).count();
+        let core = core(&text);
+        let core_start = (start + lead).min(i);
+        out.push(Token {
+            start,
+            end: i,
+            core_start,
+            core_end: core_start + core.chars().count(),
+            core: core.to_string(),
+            kind: kind_of(core),
+        });
+    }
+    out
+}
+
+/// The char ranges of a line's code spans, backticks included.
+pub(super) fn code_spans(chars: &[char]) -> Vec<(usize, usize)> {
+    let run_at = |k: usize| chars[k..].iter().take_while(|c| **c == '`').count();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '`' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let n = run_at(i);
+        i += n;
+        let mut j = i;
+        while j < chars.len() {
+            if chars[j] != '`' {
+                j += 1;
+                continue;
+            }
+            let m = run_at(j);
+            j += m;
+            if m == n {
+                out.push((start, j));
+                i = j;
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// What the source offers to tell a kept piece of the answer from prose left untranslated.
+pub(super) struct SourceTerms {
+    /// The source is written in Han characters: any Latin word it holds is a kept name or term.
+    pub(super) han: bool,
+    /// The source with its white space made single spaces, to look kept phrases up in.
+    pub(super) flat: String,
+    /// The source's code: spans in backticks, fenced and indented blocks, `$ ` lines.
+    pub(super) code: String,
+    pub(super) tokens: HashSet<String>,
+    pub(super) code_tokens: HashSet<String>,
+}
+
+impl SourceTerms {
+    fn new(source: &str) -> Self {
+        let code = source_code(source);
+        let split = |text: &str| -> HashSet<String> {
+            text.split(breaks_token)
+                .map(core)
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        Self {
+            han: mostly_han(source),
+            flat: collapse(source),
+            tokens: split(source),
+            code_tokens: split(&code),
+            code,
+        }
+    }
+}
+
+pub(super) fn source_code(source: &str) -> String {
+    let mut code: Vec<String> = Vec::new();
+    let mut fenced = false;
+    let mut block = false;
+    let mut blank = true;
+    for line in source.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+            blank = false;
+            continue;
+        }
+        // An indented line is code after a blank line or more code, not under a list item.
+        let indented = line.starts_with("    ") || line.starts_with('\t');
+        block = indented && !t.is_empty() && (blank || block);
+        if fenced || block || t.starts_with("$ ") {
+            code.push(collapse(t));
+        } else {
+            let chars: Vec<char> = line.chars().collect();
+            for (a, b) in code_spans(&chars) {
+                let span: String = chars[a..b].iter().filter(|c| **c != '`').collect();
+                code.push(collapse(&span));
+            }
+        }
+        blank = t.is_empty();
+    }
+    code.join("\n")
+}
+
+/// The answer's lines (numbered as the answer's, code blocks and a wrapping fence blanked) with
+/// each piece kept verbatim replaced by [`GAP`].
+pub(super) fn translated_lines(source: &str, answer: &str) -> Vec<String> {
+    let terms = SourceTerms::new(source);
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in unfenced_lines(answer) {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+            out.push(String::new());
+        } else if fenced {
+            out.push(String::new());
+        } else {
+            out.push(strip_kept(line, &terms));
+        }
+    }
+    out
+}
+
+pub(super) fn strip_kept(line: &str, terms: &SourceTerms) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let mut gone = vec![false; chars.len()];
+    for (a, b) in code_spans(&chars) {
+        gone[a..b].fill(true);
+    }
+    let toks = tokens(&chars, &gone);
+    for t in &toks {
+        if matches!(t.kind, Kind::Code | Kind::Plain) {
+            gone[t.start..t.end].fill(true);
+        } else if kept_token(t, terms) {
+            gone[t.core_start..t.core_end].fill(true);
+        }
+    }
+    // Tokens with only spaces between them are one phrase (`apt-get update`, `At 09:12`), up
+    // to a comma or a stop: `/etc/app.conf; the service restarts` is two.
+    let mut first = 0;
+    for k in 1..=toks.len() {
+        let joined = k < toks.len()
+            && !matches!(
+                chars[toks[k - 1].end - 1],
+                ',' | ';' | '.' | ':' | '!' | '?'
+            )
+            && (toks[k - 1].end..toks[k].start).all(|i| chars[i] == ' ' || chars[i] == '\t');
+        if joined {
+            continue;
+        }
+        let run = &toks[first..k];
+        if run.len() >= 2 && kept_run(run, &chars, terms) {
+            gone[run[0].core_start..run[run.len() - 1].core_end].fill(true);
+        }
+        first = k;
+    }
+    let mut out = String::new();
+    for (c, g) in chars.iter().zip(&gone) {
+        if !g {
+            out.push(*c);
+        } else if !out.ends_with(GAP) {
+            out.push(GAP);
+        }
+    }
+    out
+}
+
+pub(super) fn kept_token(t: &Token, terms: &SourceTerms) -> bool {
+    match t.kind {
+        Kind::Code | Kind::Plain => true,
+        Kind::Mark => false,
+        Kind::Hyphened | Kind::Name => terms.tokens.contains(&t.core),
+        Kind::Word => {
+            terms.code_tokens.contains(&t.core) || (terms.han && terms.tokens.contains(&t.core))
+        }
+    }
+}
+
+/// A phrase of the source's code, or a command line or a short phrase with code in it that the
+/// source holds verbatim (`apt-cache policy`): kept. A phrase with only a number in it (`At
+/// 09:12`) or with more words than a command line has is prose.
+pub(super) fn kept_run(run: &[Token], chars: &[char], terms: &SourceTerms) -> bool {
+    let (from, to) = (run[0].core_start, run[run.len() - 1].core_end);
+    if from >= to {
+        return false;
+    }
+    let phrase = collapse(&chars[from..to].iter().collect::<String>());
+    if terms.code.contains(&phrase) {
+        return true;
+    }
+    let codey = run
+        .iter()
+        .any(|t| matches!(t.kind, Kind::Code | Kind::Hyphened))
+        || COMMANDS.split_whitespace().any(|c| c == run[0].core);
+    let words = run.iter().filter(|t| t.kind == Kind::Word).count();
+    codey && words <= 4 && terms.flat.contains(&phrase)
+}

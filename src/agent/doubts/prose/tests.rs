@@ -1,0 +1,331 @@
+//! The prose doubts on texts like those a small model writes.
+
+use super::*;
+
+const MEETING_ZH: &str = "项目周会纪要
+时间：2026年3月12日 下午三点
+参会人：张伟、李娜、王强
+1. 支付服务上周共处理12,000笔订单，失败率0.8%。
+2. 李娜负责在3月20日前完成对账脚本。
+3. 王强报告服务器费用为一千二百元，预算1.2万元。
+4. 张伟建议下次会议改到上午九点半。
+下次会议：3月19日 下午三点";
+
+const MEETING_EN: &str = "Weekly project meeting notes
+Time: March 12, 2026, 3:00 PM
+Attendees: Zhang Wei, Li Na, Wang Qiang
+1. Last week the payment service processed 12,000 orders, with a failure rate of 0.8%.
+2. Li Na will finish the reconciliation script by March 20.
+3. Wang Qiang reported server costs of 1,200 yuan against a budget of 12,000 yuan.
+4. Zhang Wei suggested moving the next meeting to 9:30 AM.
+Next meeting: March 19, 3:00 PM";
+
+const INCIDENT_EN: &str = "At 09:12 the payment service stopped answering requests.
+The on-call engineer restarted the gateway at 09:40.
+About 1,200 orders failed during the outage.
+Customers were refunded a total of $3,450.75.
+A review meeting is scheduled for 3 pm on Friday.";
+
+const INCIDENT_ZH: &str = "09:12，支付服务停止响应请求。
+值班工程师于09:40重启了网关。
+停机期间约有1,200笔订单失败。
+共向客户退款3,450.75美元。
+复盘会议定于周五下午3点举行。";
+
+const DEBIAN_EN: &str = "## 2.1. Package sources
+
+APT reads the list of package sources from `/etc/apt/sources.list` and from files in \
+/etc/apt/sources.list.d/. After you edit these files, run `apt-get update` to download the new \
+package lists.
+
+A typical line looks like this:
+
+deb http://deb.debian.org/debian bookworm main contrib
+
+You can also use aptitude or synaptic to install packages. See \
+https://www.debian.org/doc/manuals/debian-reference/ for details, or write to \
+debian-doc@lists.debian.org.
+
+Use apt-cache policy to see which version of a package will be installed. The file_name option \
+and the Dir::Etc::SourceList setting change where APT looks.";
+
+const DEBIAN_ZH: &str = "## 2.1. 软件包源
+
+APT 从 `/etc/apt/sources.list` 以及 /etc/apt/sources.list.d/ 目录中的文件读取软件包源列表。\
+编辑这些文件后，请运行 `apt-get update` 下载新的软件包列表。
+
+典型的一行如下：
+
+deb http://deb.debian.org/debian bookworm main contrib
+
+你也可以使用 aptitude 或 synaptic 来安装软件包。详情参见 \
+https://www.debian.org/doc/manuals/debian-reference/，或写信至 debian-doc@lists.debian.org。
+
+使用 apt-cache policy 查看将会安装的软件包版本。file_name 选项和 Dir::Etc::SourceList \
+设置会改变 APT 查找的位置。";
+
+fn checks(doubts: &[ProseDoubt]) -> Vec<&'static str> {
+    doubts.iter().map(|d| d.check).collect()
+}
+
+fn detail<'a>(doubts: &'a [ProseDoubt], check: &str) -> &'a str {
+    doubts
+        .iter()
+        .find(|d| d.check == check)
+        .map_or("", |d| d.detail.as_str())
+}
+
+#[test]
+fn a_faithful_translation_has_no_doubts() {
+    assert_eq!(translation(MEETING_ZH, MEETING_EN, "english"), []);
+    assert_eq!(translation(INCIDENT_EN, INCIDENT_ZH, "Chinese"), []);
+}
+
+#[test]
+fn a_name_half_in_characters_is_untranslated() {
+    let answer = MEETING_EN.replace(
+        "Attendees: Zhang Wei, Li Na, Wang Qiang",
+        "Attendees: Zhang伟,李娜, Wang强",
+    );
+    let doubts = translation(MEETING_ZH, &answer, "en");
+    assert_eq!(checks(&doubts), ["untranslated"]);
+    assert_eq!(
+        detail(&doubts, "untranslated"),
+        "Chinese left untranslated: 伟, 李娜, 强"
+    );
+}
+
+#[test]
+fn english_left_in_a_chinese_line_is_untranslated() {
+    let answer = INCIDENT_ZH.replace(
+        "09:12，支付服务停止响应请求。",
+        "At 09:12，支付服务停止了 answering",
+    );
+    let doubts = translation(INCIDENT_EN, &answer, "zh");
+    assert_eq!(checks(&doubts), ["untranslated"]);
+    assert_eq!(
+        detail(&doubts, "untranslated"),
+        "English left untranslated: 'At' (line 1), 'answering' (line 1)"
+    );
+    let lazy =
+        "At 09:12 the payment service stopped answering requests.\n值班工程师于09:40重启了网关。";
+    assert!(checks(&translation(INCIDENT_EN, lazy, "中文")).contains(&"untranslated"));
+}
+
+#[test]
+fn afternoon_three_is_not_one_pm() {
+    let doubts = translation(
+        "会议定于下午三点开始。",
+        "The meeting starts at 1:00 PM.",
+        "en",
+    );
+    assert_eq!(
+        detail(&doubts, "figures"),
+        "figures changed: 15:00 (下午三点) missing; 13:00 (1:00 PM) not in the source"
+    );
+    let answer = MEETING_EN.replace(
+        "Time: March 12, 2026, 3:00 PM",
+        "Time: March 12, 2026, 1:00 PM",
+    );
+    let doubts = translation(MEETING_ZH, &answer, "english");
+    assert_eq!(
+        detail(&doubts, "figures"),
+        "figures changed: 13:00 (1:00 PM) not in the source"
+    );
+}
+
+#[test]
+fn afternoon_three_is_any_three_pm() {
+    for answer in [
+        "3:00 PM",
+        "3 pm",
+        "15:00",
+        "3 PM",
+        "3 p.m.",
+        "three o'clock, 3 in the afternoon",
+    ] {
+        let doubts = translation(
+            "会议定于下午三点开始。",
+            &format!("The meeting starts at {answer}."),
+            "en",
+        );
+        assert_eq!(doubts, [], "{answer}");
+    }
+    let doubts = translation(
+        "会议三点半开始，上午九点结束。",
+        "It starts at 3:30 and ends at 9 AM.",
+        "en",
+    );
+    assert_eq!(doubts, []);
+    // A range takes its part of day from its end; scales are compared by value.
+    let doubts = translation(
+        "The review runs from 3-5 PM; the budget is $1.2M.",
+        "评审会在下午3点到5点进行；预算为120万美元。",
+        "zh",
+    );
+    assert_eq!(doubts, []);
+}
+
+#[test]
+fn chinese_numerals_are_read_as_numbers() {
+    let keys = |text: &str| read_figures(text).known;
+    for (text, key) in [
+        ("十二人", "n:12"),
+        ("二十五个", "n:25"),
+        ("一百二十元", "n:120"),
+        ("一千二百元", "n:1200"),
+        ("两千台", "n:2000"),
+        ("预算1.2万元", "n:12000"),
+        ("一万二千", "n:12000"),
+        ("二〇二六年", "n:2026"),
+        ("１，２００.５０", "n:1200.5"),
+        ("晚上八点", "t:20:00"),
+        ("三点半", "t:15:30"),
+    ] {
+        assert!(keys(text).contains(key), "{text}: {:?}", keys(text));
+    }
+    assert!(
+        read_figures("一些人，十分重要，三点建议")
+            .list
+            .iter()
+            .all(|f| f.weak)
+    );
+}
+
+#[test]
+fn a_remark_about_the_translation() {
+    let answer = format!(
+        "{MEETING_EN}\n\nThis translation maintains the original structure and meaning of the notes."
+    );
+    let doubts = translation(MEETING_ZH, &answer, "en");
+    assert_eq!(checks(&doubts), ["remark"]);
+    assert!(detail(&doubts, "remark").contains("'This translation maintains the original"));
+    let answer = format!("以下是翻译：\n{INCIDENT_ZH}");
+    assert_eq!(checks(&translation(INCIDENT_EN, &answer, "zh")), ["remark"]);
+    let answer = format!("{MEETING_EN}\n\nNote: I kept the names in pinyin.");
+    assert_eq!(checks(&translation(MEETING_ZH, &answer, "en")), ["remark"]);
+    // A text about translation may say so itself.
+    let source = "The translation team meets on Friday.";
+    assert_eq!(translation(source, "翻译团队周五开会。", "zh"), []);
+}
+
+#[test]
+fn headings_the_source_does_not_have() {
+    let answer = "# Meeting notes\n## Attendees\nZhang Wei, Li Na, Wang Qiang\n\nAction items\n---\nLi Na: the reconciliation script by March 20.";
+    let doubts = translation(
+        "参会人：张伟、李娜、王强\n李娜：3月20日前完成对账脚本。",
+        answer,
+        "en",
+    );
+    assert_eq!(checks(&doubts), ["headings"]);
+    assert_eq!(
+        detail(&doubts, "headings"),
+        "headings the source does not have: 'Meeting notes', 'Attendees', 'Action items'"
+    );
+    // One more than the source's, a title, is fine; code comments are no headings.
+    let source = "# A\ntext\n# B\ntext";
+    let answer = "# 标题\n# 甲\n文本\n```sh\n# 注释\n```\n# 乙\n文本";
+    assert_eq!(translation(source, answer, "zh"), []);
+}
+
+#[test]
+fn a_faithful_technical_translation_keeps_its_terms() {
+    assert_eq!(translation(DEBIAN_EN, DEBIAN_ZH, "zh-CN"), []);
+    let part = translated_part(DEBIAN_EN, DEBIAN_ZH);
+    let han = part.chars().filter(|c| is_han(*c)).count();
+    let latin = part.chars().filter(char::is_ascii_alphabetic).count();
+    assert!(han >= 80 && latin * 5 < han, "{part}");
+    for kept in [
+        "sources.list",
+        "apt-get",
+        "http",
+        "Dir::Etc",
+        "file_name",
+        "debian-doc",
+        "bookworm",
+    ] {
+        assert!(!part.contains(kept), "{kept} in {part}");
+    }
+}
+
+#[test]
+fn translated_part_drops_the_fence_and_keeps_prose() {
+    let answer = "```markdown\n支付服务停止了 answering。\n运行 `apt-get update`。\n```";
+    assert_eq!(
+        translated_part(INCIDENT_EN, answer),
+        "支付服务停止了 answering。\n运行 。"
+    );
+    assert_eq!(
+        translated_part("张伟使用 Docker。", "Zhang Wei uses Docker."),
+        "Zhang Wei uses ."
+    );
+}
+
+#[test]
+fn a_reordered_note_is_a_near_copy() {
+    let lines: Vec<&str> = MEETING_ZH.lines().collect();
+    let answer = [
+        lines[2], lines[0], lines[5], lines[3], lines[7], lines[6], lines[1],
+    ]
+    .join("\n")
+    .replace("3. ", "- ")
+    .replace("1. ", "- ");
+    let doubts = condensed(MEETING_ZH, &answer);
+    assert_eq!(checks(&doubts), ["near_copy"]);
+    assert_eq!(
+        detail(&doubts, "near_copy"),
+        "a near-copy: 7 of 8 of the source's lines are in it"
+    );
+}
+
+#[test]
+fn a_long_answer_is_a_near_copy() {
+    let source: String = (1..=30)
+        .map(|i| format!("Item {i} was shipped to warehouse {i} on day {i} of the month.\n"))
+        .collect();
+    let answer: String = (1..=25)
+        .map(|i| format!("Warehouse number {i} received its item {i} that day. "))
+        .collect();
+    let doubts = condensed(&source, &answer);
+    assert_eq!(checks(&doubts), ["near_copy"]);
+    assert!(detail(&doubts, "near_copy").starts_with("as long as "));
+    // A short note's summary may be half its length.
+    let answer = "The payment service failed at 09:12 and was restarted at 09:40; about 1,200 \
+orders failed and customers got $3,450.75 back. The gateway restart fixed it, and the review \
+meeting is on Friday at 3 pm with the on-call engineer and the payment team.";
+    assert_eq!(condensed(INCIDENT_EN, answer), []);
+}
+
+#[test]
+fn a_real_summary_has_no_doubts() {
+    let summary = "3月12日周会：上周支付订单12,000笔，失败率0.8%；李娜须于3月20日前完成对账脚本；\
+下次会议3月19日下午三点。";
+    assert_eq!(condensed(MEETING_ZH, summary), []);
+    let summary = "The payment service was down from 09:12 to 09:40; 1,200 orders failed and \
+$3,450.75 was refunded. Review on Friday at 3 PM.";
+    assert_eq!(condensed(INCIDENT_EN, summary), []);
+}
+
+#[test]
+fn an_invented_year_is_a_figure() {
+    let summary = "2025年3月12日周会：失败率0.8%，下次会议3月19日下午四点。";
+    let doubts = condensed(MEETING_ZH, summary);
+    assert_eq!(checks(&doubts), ["figures"]);
+    assert_eq!(
+        detail(&doubts, "figures"),
+        "figures not in the source: 2025 (2025年), 16:00 (下午四点)"
+    );
+}
+
+#[test]
+fn list_numbers_are_not_figures() {
+    let doubts = translation(
+        "1. 检查日志\n2. 重启服务",
+        "- Check the logs\n- Restart the service",
+        "en",
+    );
+    assert_eq!(doubts, []);
+    assert_eq!(without_marker("## 2.1 Setup"), "Setup");
+    assert_eq!(without_marker("一、背景"), "背景");
+    assert_eq!(without_marker("3.5 million"), "3.5 million");
+}
