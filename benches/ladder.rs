@@ -393,36 +393,7 @@ fn papers() -> Option<DataSet> {
 /// The strong model's base URL: `ZHI_BENCH_STRONG_URL` when set (left running), else the
 /// project's 1.5B server started on `port`, with the folder to stop it in at the end.
 fn strong_model(port: u16) -> (String, Option<PathBuf>) {
-    if let Ok(url) = std::env::var("ZHI_BENCH_STRONG_URL")
-        && !url.is_empty()
-    {
-        return (url, None);
-    }
-    let dir = model_dir();
-    let out = Command::new("bash")
-        .arg(repo().join("examples/local-llm/start.sh"))
-        .args(["--model", "1.5b", &port.to_string()])
-        .arg(&dir)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run examples/local-llm/start.sh");
-    assert!(out.status.success(), "the strong local model did not start");
-    let url = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    (url, Some(dir))
-}
-
-/// Where `examples/local-llm/start.sh` keeps its servers (as `common::local_model`).
-fn model_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("zhi-local-llm")
+    common::local_server("ZHI_BENCH_STRONG_URL", Some("1.5b"), port)
 }
 
 /// Stop one of the servers this bench started.

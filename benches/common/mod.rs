@@ -168,7 +168,13 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
 /// else the project's own llama.cpp server started on `port` (`examples/local-llm/start.sh`),
 /// with the folder to give [`stop_local_model`] at the end.
 pub fn local_model(port: u16) -> (String, Option<PathBuf>) {
-    if let Ok(url) = std::env::var("ZHI_BENCH_LLM_URL")
+    local_server("ZHI_BENCH_LLM_URL", None, port)
+}
+
+/// A local model's base URL: the variable `var` when set (a running server, left running),
+/// else `examples/local-llm/start.sh [--model MODEL] PORT` started, with its folder.
+pub fn local_server(var: &str, model: Option<&str>, port: u16) -> (String, Option<PathBuf>) {
+    if let Ok(url) = std::env::var(var)
         && !url.is_empty()
     {
         return (url, None);
@@ -180,6 +186,7 @@ pub fn local_model(port: u16) -> (String, Option<PathBuf>) {
         .join("zhi-local-llm");
     let out = Command::new("bash")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/local-llm/start.sh"))
+        .args(model.map(|m| ["--model", m]).into_iter().flatten())
         .arg(port.to_string())
         .arg(&dir)
         .stderr(Stdio::inherit())
