@@ -8,9 +8,9 @@
 //! - sections of the Debian Reference (`scripts/fetch-debian-sections.sh`), translated into
 //!   Simplified Chinese (`translate -a to=chinese`), scored by chrF against the manual's
 //!   published Chinese translation;
-//! - the project's eight invoices (`benches/data/invoices/`), extracted with
-//!   `benches/data/invoice.schema.json` (`extract`), scored by cells right of 48 against
-//!   `benches/data/invoices.truth.jsonl`, values compared as `scripts/score-invoices.py` does.
+//! - the project's eight invoices (`examples/invoices/`), extracted with
+//!   `examples/invoice.schema.json` (`extract`), scored by cells right of 48 against
+//!   `examples/invoices.truth.jsonl`, values compared as `scripts/score-invoices.py` does.
 //!
 //! The rows: (a) one plain chat request per document to the cheap model ("Summarize…",
 //! "Translate into Simplified Chinese…", "Extract these fields as JSON: …", temperature 0, the
@@ -300,7 +300,7 @@ fn data_sets() -> Vec<DataSet> {
 }
 
 fn invoices() -> DataSet {
-    let data = repo().join("benches/data");
+    let data = repo().join("examples");
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(data.join("invoice.schema.json")).expect("invoice schema"),
     )

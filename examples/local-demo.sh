@@ -85,7 +85,7 @@ echo "== zhi manifest show"
 "$ZHI" manifest show -o "$ZHI_OUTPUT_DIR" || true
 echo
 cat <<EOF
-== next (the README's "After the demo")
+== next (the README's recipes)
   zhi run summarize ~/some-folder     your own documents, every file under the folder
   zhi report                          the latest run as one web page (prints a file:// link)
   zhi skills new brief                your own skill: .zhi/skills/brief.yaml, then zhi run brief …

@@ -1,6 +1,6 @@
 //! The real ladder (docs/escalation.md, docs/outputs.md#doubts): the local 0.5B model is the
 //! cheap one and the local 1.5B the strong one, at temperature 0. What the small model gets
-//! wrong on the project's own invoices (benches/data/invoices, with their truth) is doubted,
+//! wrong on the project's own invoices (examples/invoices, with their truth) is doubted,
 //! cell by cell, and the ladder mends it; a half-translated note is doubted and asked of the
 //! strong model; the quick start's Chinese notes never pass as a plain summary.
 
@@ -86,7 +86,7 @@ fn norm(v: &Value) -> String {
 
 /// Per document: (field, right, doubted) for every cell of the truth.
 fn cells(env: &TestEnv, out: &str) -> Vec<(String, String, bool, bool)> {
-    let truth = std::fs::read_to_string(repo().join("benches/data/invoices.truth.jsonl")).unwrap();
+    let truth = std::fs::read_to_string(repo().join("examples/invoices.truth.jsonl")).unwrap();
     let records: BTreeMap<String, Value> = latest_records(&env.path(out))
         .into_iter()
         .map(|r| (r["input"].as_str().unwrap_or("").to_string(), r))
@@ -132,7 +132,7 @@ pub fn invoices_the_small_model_gets_wrong_are_doubted_and_the_ladder_mends_them
     // One test at a time on the one-slot servers.
     let url = crate::local_model::server();
     let env = env();
-    let data = repo().join("benches/data");
+    let data = repo().join("examples");
     for entry in std::fs::read_dir(data.join("invoices")).unwrap() {
         let p = entry.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
