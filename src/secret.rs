@@ -41,6 +41,8 @@ impl Secrets {
         let mut needles: Vec<Vec<u8>> = Vec::new();
         for v in values.iter().filter(|v| is_secret(v)) {
             for n in encodings(v.as_bytes()) {
+                // Searched for in a folded text: see [`Folded`].
+                let n = n.to_ascii_lowercase();
                 if n.len() >= MIN_SECRET_CHARS && !needles.contains(&n) {
                     needles.push(n);
                 }
@@ -168,26 +170,154 @@ impl Secrets {
     }
 
     fn found_in(&self, hay: &[u8]) -> bool {
-        self.needles.iter().any(|n| find(hay, n).is_some())
+        !self.places(hay, true).is_empty()
     }
 
-    fn replace(&self, mut hay: Vec<u8>) -> Vec<u8> {
-        for needle in &self.needles {
-            if find(&hay, needle).is_none() {
-                continue;
-            }
-            let mut out = Vec::with_capacity(hay.len());
-            let mut rest = &hay[..];
-            while let Some(at) = find(rest, needle) {
-                out.extend_from_slice(&rest[..at]);
-                out.extend_from_slice(REDACTED.as_bytes());
-                rest = &rest[at + needle.len()..];
-            }
-            out.extend_from_slice(rest);
-            hay = out;
+    fn replace(&self, hay: Vec<u8>) -> Vec<u8> {
+        let places = self.places(&hay, false);
+        if places.is_empty() {
+            return hay;
         }
-        hay
+        let mut out = Vec::with_capacity(hay.len());
+        let mut from = 0;
+        for place in places {
+            out.extend_from_slice(&hay[from..place.start]);
+            out.extend_from_slice(REDACTED.as_bytes());
+            from = place.end;
+        }
+        out.extend_from_slice(&hay[from..]);
+        out
     }
+
+    /// Where in `hay` a secret stands, in any spelling a text normaliser undoes: another
+    /// case, format characters (zero-width spaces, joiners, direction marks, a soft hyphen)
+    /// between its characters, HTML character references (`&#115;`, `&#x6B;`, `&lowbar;`) or
+    /// fullwidth forms (`ｓｋ`). Sorted, not overlapping; only the first with `first`.
+    fn places(&self, hay: &[u8], first: bool) -> Vec<std::ops::Range<usize>> {
+        let view = Folded::of(hay);
+        let mut found: Vec<std::ops::Range<usize>> = Vec::new();
+        for needle in &self.needles {
+            let mut at = 0;
+            while let Some(i) = find(&view.bytes[at..], needle) {
+                let start = at + i;
+                let end = start + needle.len();
+                found.push(view.from[start]..view.to[end - 1]);
+                if first {
+                    return found;
+                }
+                at = end;
+            }
+        }
+        found.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(found.len());
+        for r in found {
+            match merged.last_mut() {
+                Some(last) if r.start < last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        merged
+    }
+}
+
+/// A text as the secrets are searched in: ASCII lower case, format characters dropped, HTML
+/// character references and fullwidth forms decoded; each byte knows the span of the original
+/// it came from.
+struct Folded {
+    bytes: Vec<u8>,
+    from: Vec<usize>,
+    to: Vec<usize>,
+}
+
+impl Folded {
+    fn of(hay: &[u8]) -> Folded {
+        let mut view = Folded {
+            bytes: Vec::with_capacity(hay.len()),
+            from: Vec::with_capacity(hay.len()),
+            to: Vec::with_capacity(hay.len()),
+        };
+        let mut at = 0;
+        for chunk in hay.utf8_chunks() {
+            let text = chunk.valid();
+            let mut i = 0;
+            while i < text.len() {
+                let c = text[i..].chars().next().unwrap_or('\0');
+                let (c, len) = match c {
+                    '&' => char_reference(&text[i..]).unwrap_or((c, 1)),
+                    _ => (c, c.len_utf8()),
+                };
+                view.push(c, at + i, at + i + len);
+                i += len;
+            }
+            at += text.len();
+            for &b in chunk.invalid() {
+                view.bytes.push(b);
+                view.from.push(at);
+                view.to.push(at + 1);
+                at += 1;
+            }
+        }
+        view
+    }
+
+    fn push(&mut self, c: char, from: usize, to: usize) {
+        if is_format(c) {
+            return;
+        }
+        // Fullwidth ASCII (`ｓ`, `－`) is the ASCII it stands for.
+        let c = match c {
+            '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+            _ => c,
+        };
+        let mut buf = [0u8; 4];
+        for &b in c.to_ascii_lowercase().encode_utf8(&mut buf).as_bytes() {
+            self.bytes.push(b);
+            self.from.push(from);
+            self.to.push(to);
+        }
+    }
+}
+
+/// Characters that show nothing: zero-width spaces and joiners, direction marks and
+/// embeddings, the soft hyphen, the word joiner and invisible operators, the byte-order mark,
+/// variation selectors and tags.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+        | '\u{ffa0}' | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e0fff}')
+}
+
+/// An HTML character reference at the start of `text` (`&#115;`, `&#x6b;`, `&lowbar;`): the
+/// character and the reference's length. Named references: those of the characters a key or
+/// its encodings are made of.
+fn char_reference(text: &str) -> Option<(char, usize)> {
+    let end = text.bytes().take(40).position(|b| b == b';')?;
+    let body = &text[1..end];
+    let c = if let Some(num) = body.strip_prefix('#') {
+        let code = match num.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => num.parse().ok()?,
+        };
+        char::from_u32(code)?
+    } else {
+        match body {
+            "amp" => '&',
+            "lowbar" | "UnderBar" => '_',
+            "hyphen" | "dash" | "minus" => '-',
+            "period" => '.',
+            "plus" => '+',
+            "sol" => '/',
+            "equals" => '=',
+            "percnt" => '%',
+            "colon" => ':',
+            "tilde" => '~',
+            "num" => '#',
+            _ => return None,
+        }
+    };
+    Some((c, end + 1))
 }
 
 /// A query parameter that carries a credential, by its name.
@@ -385,6 +515,70 @@ mod tests {
             let out = s.redact(&text);
             assert!(out.contains(REDACTED), "{text} → {out}");
         }
+    }
+
+    #[test]
+    fn spellings_a_normaliser_undoes_are_found() {
+        let s = Secrets::new(Some(KEY), "http://h/v1");
+        let mixed_hex: String = hex::encode(KEY)
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let between = |sep: &str| KEY.chars().map(String::from).collect::<Vec<_>>().join(sep);
+        let zero_width = between("\u{200b}");
+        let joined = between("\u{2060}\u{00ad}");
+        let decimal: String = KEY.chars().map(|c| format!("&#{};", c as u32)).collect();
+        let hexref: String = KEY.chars().map(|c| format!("&#x{:X};", c as u32)).collect();
+        let named = KEY.replace('-', "&hyphen;");
+        let fullwidth: String = KEY
+            .chars()
+            .map(|c| char::from_u32(c as u32 + 0xfee0).unwrap())
+            .collect();
+        for text in [
+            mixed_hex,
+            KEY.to_uppercase(),
+            zero_width,
+            joined,
+            decimal,
+            hexref,
+            named,
+            fullwidth,
+        ] {
+            let out = s.redact(&format!("before {text} after")).into_owned();
+            assert_eq!(out, "before <redacted> after", "{text:?}");
+        }
+    }
+
+    #[test]
+    fn text_around_a_folded_key_is_kept_as_it_was() {
+        let s = Secrets::new(Some(KEY), "http://h/v1");
+        let text = format!(
+            "Ünïcode\u{200b} &amp; &#x4e2d; {} 中文 &#bogus; &",
+            KEY.to_uppercase()
+        );
+        assert_eq!(
+            s.redact(&text),
+            "Ünïcode\u{200b} &amp; &#x4e2d; <redacted> 中文 &#bogus; &"
+        );
+        assert_eq!(s.redact("nothing here &#115;"), "nothing here &#115;");
+    }
+
+    #[test]
+    fn a_body_with_the_key_between_zero_width_escapes_is_cleaned() {
+        let s = Secrets::new(Some(KEY), "http://h/v1");
+        let spaced: String = KEY.chars().map(|c| format!("{c}\\u200b")).collect();
+        let body = format!(r#"{{"choices":[{{"message":{{"content":"k {spaced} k"}}}}]}}"#);
+        let out = String::from_utf8(s.redact_body(body.into_bytes())).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let content = v["choices"][0]["message"]["content"].as_str().unwrap();
+        assert!(content.starts_with("k <redacted>"), "{content:?}");
     }
 
     #[test]

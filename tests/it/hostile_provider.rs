@@ -259,3 +259,95 @@ fn a_placeholder_key_never_changes_a_documents_text() {
         "said once: {err}"
     );
 }
+
+/// The key folded back to what it is: ASCII lower case, format characters dropped, HTML
+/// numeric references decoded — what a reader or a text normaliser makes of a spelling.
+fn folded(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(reference) = rest.strip_prefix("&#")
+            && let Some(end) = reference.find(';')
+            && let Some(decoded) = reference[..end]
+                .strip_prefix(['x', 'X'])
+                .map_or_else(
+                    || reference[..end].parse().ok(),
+                    |h| u32::from_str_radix(h, 16).ok(),
+                )
+                .and_then(char::from_u32)
+        {
+            out.push(decoded.to_ascii_lowercase());
+            rest = &reference[end + 1..];
+            continue;
+        }
+        if !matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{00ad}'
+        ) {
+            out.push(c.to_ascii_lowercase());
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+#[test]
+fn the_key_in_case_zero_width_and_entity_spellings_never_reaches_an_output() {
+    let env = env();
+    env.write(
+        "invoice.schema.json",
+        r#"{"type":"object","properties":{"number":{"type":"string"},"note":{"type":"string"},"ref":{"type":"string"}}}"#,
+    );
+    env.write("docs/inv.txt", "Invoice number 42, issued to ACME.\n");
+    let hex: String = hex::encode(KEY)
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 3 == 0 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    let zero_width = KEY
+        .chars()
+        .map(String::from)
+        .collect::<Vec<_>>()
+        .join("\u{200b}");
+    let entities: String = KEY.chars().map(|c| format!("&#{};", c as u32)).collect();
+    let answer = json!({"number": "42", "note": zero_width, "ref": format!("{hex} {entities}")});
+    let api = FakeApi::start(move |req| {
+        if !req.is_chat() {
+            return Reply::status(404, json!({"error": "no"}));
+        }
+        Reply::text(answer.to_string())
+    });
+    let out = env
+        .zhi()
+        .env("ZHI_API_KEY", KEY)
+        .args(["--no-progress", "run", "extract", "docs", "-o", "out"])
+        .args([
+            "-a",
+            "schema=invoice.schema.json",
+            "--base-url",
+            &api.base_url(),
+        ])
+        .output()
+        .unwrap();
+    assert!(api.requests().iter().any(|r| r.bearer() == Some(KEY)));
+    let extracted = std::fs::read_to_string(env.path("out/extract/docs/inv.txt/extracted.json"))
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::testenv::show(&out)));
+    assert!(extracted.contains("<redacted>"), "{extracted}");
+    let hex_key = hex::encode(KEY);
+    for f in files_under(&env.path("out")) {
+        let text = folded(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()));
+        // JSON files hold `\u200b` escapes: decode those too.
+        let text = text.replace("\\u200b", "");
+        assert!(
+            !text.contains(KEY_TAIL) && !text.contains(&hex_key),
+            "{} holds the key in some spelling:\n{text}",
+            f.display()
+        );
+    }
+}
