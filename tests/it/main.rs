@@ -29,6 +29,7 @@ mod plan_cli;
 mod progress;
 mod progress_parse;
 mod reading;
+mod readme;
 mod records_snapshot;
 mod refused_settings;
 mod reliability;
