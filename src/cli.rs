@@ -114,6 +114,24 @@ pub(crate) enum Command {
         out: Option<PathBuf>,
     },
 
+    /// The output folder's state: every job's latest record by status and skill, the failed
+    /// ones with their reasons, inputs that are gone, tokens and cost to date
+    #[command(after_help = STATUS_EXAMPLES)]
+    Status {
+        /// Output folder [default: zhi-output, env ZHI_OUTPUT_DIR]
+        #[arg(value_name = "OUT")]
+        out: Option<PathBuf>,
+
+        /// One CSV row per job on stdout (job, skill, input, status, error, outputs, run)
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+    },
+
+    /// Remove old runs' records and transcripts that no job's state needs; outputs are never
+    /// touched
+    #[command(after_help = PRUNE_EXAMPLES)]
+    Prune(PruneArgs),
+
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell)
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions {
@@ -128,6 +146,37 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+}
+
+const STATUS_EXAMPLES: &str = "Examples:
+  zhi status                          # ./zhi-output at a glance
+  zhi status /srv/zhi-output --csv > state.csv
+  zhi --json status | jq '.failed[].input'";
+
+const PRUNE_EXAMPLES: &str = "Examples:
+  zhi prune --keep-last 7 --dry-run   # what would go
+  zhi prune --keep-last 7             # keep the last 7 runs whole
+  zhi prune /srv/zhi-output --older-than 30d";
+
+/// `zhi prune`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PruneArgs {
+    /// Output folder [default: zhi-output, env ZHI_OUTPUT_DIR]
+    #[arg(value_name = "OUT")]
+    pub out: Option<PathBuf>,
+
+    /// Keep the last N runs whole; older ones keep only what a job's state needs
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
+          required_unless_present = "older_than")]
+    pub keep_last: Option<u64>,
+
+    /// Prune runs that started longer ago than DURATION (30d, 12h, 90m)
+    #[arg(long, value_name = "DURATION", value_parser = crate::flags::duration_ago)]
+    pub older_than: Option<std::time::Duration>,
+
+    /// Say what would be removed, and remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 const REPORT_EXAMPLES: &str = "Examples:
@@ -376,6 +425,21 @@ pub(crate) struct RunArgs {
     /// document
     #[arg(long, value_name = "FIELD")]
     pub rows: Option<String>,
+
+    /// Which jobs get a record in this run's results.jsonl and results.csv: those whose record
+    /// says something new (changed), or every job, cached ones included (all)
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = Records::Changed)]
+    pub records: Records,
+}
+
+/// `--records`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum Records {
+    /// Jobs that ran, failed or were skipped, and cached jobs whose stats changed.
+    #[default]
+    Changed,
+    /// Every job of the run.
+    All,
 }
 
 /// `--submit`.

@@ -29,6 +29,9 @@ pub(crate) struct RunFlags {
     pub submit_batch: Option<BatchOptions>,
     /// `--rows PATH`: the extraction tables get a row per item of this array field.
     pub table_rows: Option<String>,
+    /// `--records all`: a cached job whose record would restate its earlier one is written
+    /// too (docs/outputs.md#what-a-rerun-writes).
+    pub every_record: bool,
     /// Show progress (bar or lines): neither `--no-progress` nor `-q`.
     pub progress: bool,
     /// Print the summary when the run ends (`-q` keeps it too).
@@ -135,6 +138,30 @@ pub(crate) fn budget_cost(s: &str) -> Result<f64, String> {
         _ => Err(msg!(
             "must be a number above 0 (leave it out for no budget)"
         )),
+    }
+}
+
+/// `zhi prune --older-than`: a whole number and a unit, `d`, `h`, `m` or `s` (`30d`, `12h`).
+pub(crate) fn duration_ago(s: &str) -> Parsed<std::time::Duration> {
+    let t = s.trim();
+    let refused = || -> Parsed<std::time::Duration> {
+        Err(Box::new(Refused(msg!(
+            "must be a whole number and a unit: 30d, 12h, 90m or 45s"
+        ))))
+    };
+    let Some(unit) = t.chars().last() else {
+        return refused();
+    };
+    let seconds = match unit {
+        'd' => 86_400,
+        'h' => 3_600,
+        'm' => 60,
+        's' => 1,
+        _ => return refused(),
+    };
+    match t[..t.len() - 1].trim().parse::<u64>() {
+        Ok(n) => Ok(std::time::Duration::from_secs(n.saturating_mul(seconds))),
+        Err(_) => refused(),
     }
 }
 

@@ -7,9 +7,11 @@ mod exit_of;
 mod extract_cmd;
 mod help_cmd;
 mod manifest_cmd;
+mod prune_cmd;
 mod report_cmd;
 mod run_cmd;
 mod skills_cmd;
+mod status_cmd;
 mod table;
 
 use table::display_width;
@@ -76,6 +78,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
         Command::Batch(cmd) => batch_cmd::run(&ctx, cmd),
         Command::Report { run, output, out } => report_cmd::run(&ctx, run.as_deref(), output, out),
+        Command::Status { out, csv } => status_cmd::run(&ctx, out, csv),
+        Command::Prune(a) => prune_cmd::run(&ctx, a),
         Command::Completions { shell } => help_cmd::completions(shell),
         Command::Man { out } => help_cmd::man(&ctx, out.as_deref()),
     }

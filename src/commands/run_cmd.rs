@@ -198,6 +198,7 @@ fn run_flags(ctx: &Ctx, a: &RunArgs) -> RunFlags {
             run_agent_jobs: a.agent_jobs == AgentJobs::Run,
         }),
         table_rows: a.rows.clone(),
+        every_record: a.records == crate::cli::Records::All,
         progress: !ctx.global.no_progress && !ctx.global.quiet,
         // `-q` keeps errors and the final summary (see `--help`).
         summary: true,

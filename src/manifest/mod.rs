@@ -6,6 +6,7 @@ mod batches;
 pub(crate) mod extraction;
 pub(crate) mod merge;
 mod read;
+pub(crate) mod state;
 pub(crate) mod summary;
 mod timestamp;
 mod write;
@@ -415,6 +416,11 @@ impl Default for PlannedIds {
 }
 
 impl PlannedIds {
+    /// An empty list (an unsharded run writes none): not written.
+    fn is_unlisted(&self) -> bool {
+        matches!(self, PlannedIds::Listed(ids) if ids.is_empty())
+    }
+
     /// The ids, as a list.
     pub(crate) fn to_vec(&self) -> Vec<String> {
         match self {
@@ -519,8 +525,9 @@ pub(crate) struct RunManifest {
     #[serde(default)]
     pub concurrency: ConcurrencyStats,
     /// Every job id of the run's whole plan — every shard's, before `--limit` — so that
-    /// `manifest merge` can report planned jobs that no shard did.
-    #[serde(default)]
+    /// `manifest merge` can report planned jobs that no shard did. Written by sharded runs
+    /// only (docs/outputs.md#what-a-rerun-writes).
+    #[serde(default, skip_serializing_if = "PlannedIds::is_unlisted")]
     pub planned_job_ids: PlannedIds,
     /// The API base the run spoke to, without credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]

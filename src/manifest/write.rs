@@ -64,6 +64,9 @@ pub(crate) struct ManifestWriter {
     /// `results.csv`, written a row per record under a temporary name and put in place by
     /// [`ManifestWriter::finish`]: the run keeps no record to write it from at the end.
     csv: Option<ResultsCsv>,
+    /// Whether a record that restates the one the cache index points at is written
+    /// (`--records all`); by default it is only counted (docs/outputs.md#what-a-rerun-writes).
+    every_record: bool,
 }
 
 /// `results.csv` being written (in a folder held open: see [`ResultsCsv::finish`]).
@@ -100,7 +103,14 @@ impl ManifestWriter {
             len,
             held: Vec::new(),
             csv: Some(csv),
+            every_record: false,
         })
+    }
+
+    /// Write the records of cached jobs that restate their earlier record too.
+    pub(crate) fn every_record(mut self, every_record: bool) -> Self {
+        self.every_record = every_record;
+        self
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -119,6 +129,10 @@ impl ManifestWriter {
     /// synced with the next record that is not, when 64 KiB are held, or at the end of the
     /// run.
     pub(crate) fn append(&mut self, record: &JobRecord) -> io::Result<()> {
+        // A cached job exactly as its record says: counted in the manifest, not written again.
+        if record.restates && !self.every_record {
+            return Ok(());
+        }
         let start = self.held.len();
         if let Err(e) = serde_json::to_writer(&mut self.held, record) {
             self.held.truncate(start);

@@ -266,6 +266,14 @@ impl CacheIndex {
         })
     }
 
+    /// Whether saving after a run that wrote `lines` would say nothing the file does not: the
+    /// file was read and trusted, no newer run added a slot, and the run indexed no line. A
+    /// rerun that changed nothing then leaves the file as it is (its empty `results.jsonl`
+    /// is read on top of it next time, at no cost).
+    pub(crate) fn unchanged_by(&self, lines: &[RecordLine]) -> bool {
+        self.table.is_some() && self.newer.is_empty() && !lines.iter().any(|l| usable(l.status))
+    }
+
     /// After a run (which holds the output folder's lock): the index with the run's records
     /// on top, written atomically. `lines` are the run's record lines as written: job id,
     /// status, offset and length in its `results.jsonl`, whose final length is `run_len`.

@@ -196,7 +196,12 @@ fn manifest(
             peak: peak as u32,
             last: last as u32,
         },
-        planned_job_ids: crate::manifest::PlannedIds::Plan(opts.plan.plan.clone()),
+        // For `manifest merge` to find the jobs no shard did; an unsharded run's merge plans
+        // its records' jobs, and a nightly rerun of a million jobs writes no million ids.
+        planned_job_ids: match opts.plan.shard {
+            Some(_) => crate::manifest::PlannedIds::Plan(opts.plan.plan.clone()),
+            None => crate::manifest::PlannedIds::default(),
+        },
         base_url: Some(crate::secret::url_for_display(&ctx.config.api.base_url)),
         served_model: served_model(records),
         server: ctx.server.clone(),

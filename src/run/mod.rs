@@ -196,6 +196,7 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: Option<CacheIndex>) {
         return;
     };
     let saved = match ledger.take_record_lines() {
+        Some((lines, _)) if index.unchanged_by(&lines) => Ok(()),
         Some((lines, len)) => index.save_after_run(&ctx.run_id, len, &lines),
         // An append failed: the file's offsets are unknown; the next run rebuilds the index.
         None => ctx
@@ -236,10 +237,12 @@ fn open_ledger(
     slots: &Arc<Slots>,
 ) -> Result<Arc<Ledger>, RunError> {
     let run_dir = layout.run(run_id);
-    let writer = ManifestWriter::create(layout, &run_dir).map_err(|source| RunError::Create {
-        path: run_dir.to_path_buf(),
-        source,
-    })?;
+    let writer = ManifestWriter::create(layout, &run_dir)
+        .map_err(|source| RunError::Create {
+            path: run_dir.to_path_buf(),
+            source,
+        })?
+        .every_record(opts.flags.every_record);
     let rules = StopRules {
         max_failures: opts.flags.max_failures,
         budget_tokens: opts.flags.budget_tokens,

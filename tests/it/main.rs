@@ -4,6 +4,7 @@
 //! reports the ones this machine cannot run as ignored.
 
 mod agent_skills;
+mod archive;
 mod batch;
 mod batch_api;
 mod batch_hostile;

@@ -1,0 +1,205 @@
+//! The output folder's state (docs/outputs.md#the-folders-state): the latest record of every
+//! job, over all the runs the folder keeps, and what the runs cost to date.
+//!
+//! A rerun writes only the records that say something new (docs/outputs.md#what-a-rerun-writes),
+//! so the runs together hold a job's first record and each change since: reading them oldest
+//! first, the later record of a job wins — unless it only says the job was skipped or
+//! cancelled, which does not undo what an earlier run did. What `zhi prune` removed is
+//! counted in `.zhi/pruned.json` and added to the totals.
+
+use super::{Accounts, Cost, JobRecord, Status, Timestamp, Tokens};
+use crate::error::JobError;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// What the folder says of one job: its latest record, slimmed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct JobState {
+    pub job_id: String,
+    pub skill: String,
+    pub input: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<JobError>,
+    /// The run whose record this is.
+    pub run_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+    /// Its outputs, relative to the output folder.
+    pub outputs: Vec<String>,
+    /// How many of its outputs were doubted (docs/outputs.md#doubts).
+    pub doubts: usize,
+}
+
+impl JobState {
+    fn of(r: JobRecord, run_id: &str) -> JobState {
+        JobState {
+            doubts: r.doubts.len(),
+            outputs: r.outputs.into_iter().map(|o| o.path).collect(),
+            job_id: r.job_id,
+            skill: r.skill,
+            input: r.input,
+            status: r.status,
+            error: r.error,
+            run_id: run_id.to_string(),
+            finished_at: r.finished_at,
+        }
+    }
+}
+
+/// What the runs `zhi prune` removed had spent: kept so the folder's cost to date stays true.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Pruned {
+    pub runs: u64,
+    pub records: u64,
+    #[serde(default)]
+    pub tokens: BTreeMap<String, Tokens>,
+    #[serde(default)]
+    pub costs: BTreeMap<String, Cost>,
+}
+
+impl Pruned {
+    /// `.zhi/pruned.json` of an output folder (nothing pruned yet: empty).
+    pub(crate) fn read(out: &Path) -> Pruned {
+        crate::small_file::read_io(&pruned_path(out), 1 << 20)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Adds what a removed record spent.
+    pub(crate) fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
+        self.records += 1;
+        add_spent(&mut self.tokens, &mut self.costs, r, prices);
+    }
+}
+
+/// `<OUT>/.zhi/pruned.json`.
+pub(crate) fn pruned_path(out: &Path) -> std::path::PathBuf {
+    out.join(".zhi").join("pruned.json")
+}
+
+/// Tokens per model, and their cost at `prices`, of one record (cached ones spent nothing).
+fn add_spent(
+    tokens: &mut BTreeMap<String, Tokens>,
+    costs: &mut BTreeMap<String, Cost>,
+    r: &JobRecord,
+    prices: &BTreeMap<String, crate::config::Price>,
+) {
+    if r.status == Status::Cached {
+        return;
+    }
+    for (model, t) in r.tokens_per_model() {
+        if t.total() == 0 {
+            continue;
+        }
+        let sum = tokens.entry(model).or_default();
+        sum.prompt += t.prompt;
+        sum.completion += t.completion;
+    }
+    let mut accounts = Accounts::default();
+    accounts.add(r, prices);
+    for (model, c) in accounts.costs {
+        costs
+            .entry(model)
+            .and_modify(|sum| sum.amount += c.amount)
+            .or_insert(c);
+    }
+}
+
+/// The folder's state.
+#[derive(Debug, Default)]
+pub(crate) struct FolderState {
+    /// Runs read.
+    pub runs: usize,
+    /// Every job's latest record, by input.
+    pub jobs: Vec<JobState>,
+    /// Tokens per model to date (pruned runs included).
+    pub tokens: BTreeMap<String, Tokens>,
+    /// Their cost per model, at the prices in use.
+    pub costs: BTreeMap<String, Cost>,
+    /// Record lines that could not be read (a torn last line of a killed run).
+    pub unreadable: usize,
+    /// What was pruned.
+    pub pruned: Pruned,
+}
+
+/// Whether a record says what became of a job (it ran, or its outputs stand).
+fn settles(s: Status) -> bool {
+    matches!(s, Status::Succeeded | Status::Cached | Status::Failed)
+}
+
+/// Reads every run of `out`, oldest first.
+pub(crate) fn read(out: &Path, prices: &BTreeMap<String, crate::config::Price>) -> FolderState {
+    let mut state = FolderState {
+        pruned: Pruned::read(out),
+        ..FolderState::default()
+    };
+    state.tokens = state.pruned.tokens.clone();
+    state.costs = state.pruned.costs.clone();
+    let mut latest: HashMap<String, JobState> = HashMap::new();
+    for run in super::list_runs(out) {
+        state.runs += 1;
+        let Ok((records, bad)) = super::read_records(&run.path) else {
+            continue;
+        };
+        state.unreadable += bad;
+        for r in records {
+            add_spent(&mut state.tokens, &mut state.costs, &r, prices);
+            let replaces = latest
+                .get(&r.job_id)
+                .is_none_or(|was| settles(r.status) || !settles(was.status));
+            if replaces {
+                latest.insert(r.job_id.clone(), JobState::of(r, &run.run_id));
+            }
+        }
+    }
+    state.jobs = latest.into_values().collect();
+    state
+        .jobs
+        .sort_by(|a, b| (&a.input, &a.skill).cmp(&(&b.input, &b.skill)));
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, status: Status) -> JobRecord {
+        JobRecord::new(id, "summarize", &format!("docs/{id}.txt"), status)
+    }
+
+    #[test]
+    fn a_later_failure_wins_but_a_later_skip_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        for (run, records) in [
+            (
+                "20260101T000000.000Z",
+                vec![rec("a", Status::Succeeded), rec("b", Status::Succeeded)],
+            ),
+            (
+                "20260102T000000.000Z",
+                vec![rec("a", Status::Failed), rec("b", Status::Skipped)],
+            ),
+        ] {
+            let d = out.join(".zhi/runs").join(run);
+            std::fs::create_dir_all(&d).unwrap();
+            let lines: String = records
+                .iter()
+                .map(|r| serde_json::to_string(r).unwrap() + "\n")
+                .collect();
+            std::fs::write(d.join("results.jsonl"), lines).unwrap();
+        }
+        let s = read(out, &BTreeMap::new());
+        assert_eq!(s.runs, 2);
+        let by: BTreeMap<&str, Status> = s
+            .jobs
+            .iter()
+            .map(|j| (j.job_id.as_str(), j.status))
+            .collect();
+        assert_eq!(by["a"], Status::Failed);
+        assert_eq!(by["b"], Status::Succeeded);
+    }
+}

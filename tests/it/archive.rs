@@ -1,0 +1,258 @@
+//! The nightly archive (docs/outputs.md#what-a-rerun-writes, #the-folders-state, #pruning): a
+//! rerun writes only what changed, `zhi status` tells the folder's state, `zhi prune` frees
+//! old runs and loses nothing.
+
+use crate::support::{FakeApi, Reply};
+use crate::testenv::{TestEnv, assert_exit, show, stdout};
+use serde_json::Value;
+use std::path::Path;
+use zhi::exit::Exit;
+
+/// Files changed less than two seconds before they were hashed are hashed again next time.
+fn age_past_racy_margin() {
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+}
+
+fn run(env: &TestEnv, api: &FakeApi, extra: &[&str]) -> std::process::Output {
+    env.zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .args(["--base-url", &api.base_url()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn documents(env: &TestEnv, n: usize) {
+    for i in 0..n {
+        env.write(
+            &format!("docs/d{i:03}.txt"),
+            format!("Report {i}: the board approved the budget after a long debate.\n"),
+        );
+    }
+}
+
+/// Bytes of every file under `dir`.
+fn bytes_under(dir: &Path) -> u64 {
+    crate::testenv::files_under(dir)
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+fn latest_manifest(env: &TestEnv) -> Value {
+    serde_json::from_slice(&std::fs::read(env.path("out/manifest.json")).unwrap()).unwrap()
+}
+
+fn latest_results(env: &TestEnv) -> String {
+    let m = latest_manifest(env);
+    std::fs::read_to_string(m["results"].as_str().unwrap()).unwrap()
+}
+
+/// A first pass, and the rerun that records the outputs' stats once they can be trusted.
+fn summarised_and_settled(env: &TestEnv, n: usize) -> FakeApi {
+    documents(env, n);
+    age_past_racy_margin();
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    assert_exit(&run(env, &api, &[]), Exit::Success);
+    age_past_racy_margin();
+    assert_exit(&run(env, &api, &[]), Exit::Success);
+    assert_eq!(api.chat_requests().len(), n);
+    api
+}
+
+#[test]
+fn a_rerun_over_unchanged_documents_writes_no_record_and_a_changed_one_is_written() {
+    let env = TestEnv::new();
+    let api = summarised_and_settled(&env, 60);
+    let before = bytes_under(&env.path("out/.zhi"));
+    let out = run(&env, &api, &[]);
+    assert_exit(&out, Exit::Success);
+    let written = bytes_under(&env.path("out/.zhi")) - before;
+    // The run's manifest and the header of its CSV: nothing per job.
+    assert!(
+        written < 4096,
+        "a rerun of 60 cached jobs wrote {written} bytes"
+    );
+    let m = latest_manifest(&env);
+    assert_eq!(m["counts"]["cached"], 60, "{m}");
+    assert_eq!(latest_results(&env), "");
+    assert_eq!(api.chat_requests().len(), 60);
+    // One document changes: its record alone is written.
+    env.write(
+        "docs/d007.txt",
+        "Report 7, amended: the budget was cut by half.\n",
+    );
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    let lines: Vec<Value> = latest_results(&env)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["input"], "docs/d007.txt");
+    assert_eq!(lines[0]["status"], "succeeded");
+    assert_eq!(latest_manifest(&env)["counts"]["cached"], 59);
+    // `--records all` keeps every job's record, as before.
+    assert_exit(&run(&env, &api, &["--records", "all"]), Exit::Success);
+    assert_eq!(latest_results(&env).lines().count(), 60);
+}
+
+fn status_json(env: &TestEnv) -> Value {
+    let out = env
+        .zhi()
+        .args(["--json", "status", "out"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", show(&out)))
+}
+
+#[test]
+fn status_tells_the_state_of_a_folder_after_three_runs() {
+    let env = TestEnv::new();
+    documents(&env, 4);
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    // A rerun with one change and one failure (a file zhi cannot read).
+    env.write(
+        "docs/d001.txt",
+        "Report 1, amended: the budget was cut by half.\n",
+    );
+    env.write("docs/scan.bin", [0u8, 159, 146, 150, 1, 2, 3]);
+    assert_exit(&run(&env, &api, &[]), Exit::JobsFailed);
+    assert_exit(&run(&env, &api, &[]), Exit::JobsFailed);
+    std::fs::remove_file(env.path("docs/d003.txt")).unwrap();
+    let s = status_json(&env);
+    assert_eq!(s["runs"], 3, "{s}");
+    assert_eq!(s["jobs"], 5, "{s}");
+    assert_eq!(s["counts"]["failed"], 1, "{s}");
+    assert_eq!(s["failed"][0]["input"], "docs/scan.bin");
+    assert_eq!(s["failed"][0]["error"]["kind"], "unsupported_type");
+    assert_eq!(s["inputs_gone"], serde_json::json!(["docs/d003.txt"]));
+    let human = env.zhi().args(["status", "out"]).output().unwrap();
+    let text = stdout(&human);
+    assert!(text.contains("5 job(s) in 3 run(s)"), "{text}");
+    assert!(
+        text.contains("docs/scan.bin (summarize): unsupported_type"),
+        "{text}"
+    );
+    let csv = env.zhi().args(["status", "out", "--csv"]).output().unwrap();
+    assert_exit(&csv, Exit::Success);
+    let rows: Vec<String> = stdout(&csv).lines().map(str::to_string).collect();
+    assert_eq!(rows.len(), 1 + 5, "{rows:?}");
+    assert!(
+        rows[0].starts_with("job_id,skill,input,status"),
+        "{}",
+        rows[0]
+    );
+}
+
+/// Every output of the folder, with its content.
+fn outputs(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
+    let mut all: Vec<(String, Vec<u8>)> = crate::testenv::files_under(&env.path("out/summarize"))
+        .into_iter()
+        .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
+        .collect();
+    all.sort();
+    all
+}
+
+/// Ten reruns, each changing one document: eleven runs with something in each.
+fn ten_reruns(env: &TestEnv, api: &FakeApi) {
+    for night in 0..10 {
+        env.write(
+            &format!("docs/d{:03}.txt", night % 5),
+            format!("Night {night}: the budget was revised again.\n"),
+        );
+        assert_exit(&run(env, api, &[]), Exit::Success);
+    }
+}
+
+#[test]
+fn prune_keep_last_one_keeps_every_output_and_cache_and_frees_the_rest() {
+    let env = TestEnv::new();
+    let api = summarised_and_settled(&env, 8);
+    ten_reruns(&env, &api);
+    let requests = api.chat_requests().len();
+    let kept = outputs(&env);
+    let before = bytes_under(&env.path("out/.zhi"));
+    let dry = env
+        .zhi()
+        .args(["prune", "out", "--keep-last", "1", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_exit(&dry, Exit::Success);
+    assert!(stdout(&dry).contains("would free"), "{}", show(&dry));
+    assert_eq!(
+        bytes_under(&env.path("out/.zhi")),
+        before,
+        "a dry run removed something"
+    );
+    let out = env
+        .zhi()
+        .args(["prune", "out", "--keep-last", "1"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    assert!(stdout(&out).contains("freed"), "{}", show(&out));
+    let after = bytes_under(&env.path("out/.zhi"));
+    assert!(
+        after < before / 2,
+        "prune freed too little: {before} → {after}"
+    );
+    assert_eq!(outputs(&env), kept);
+    // The next run finds every job cached: no request.
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    assert_eq!(api.chat_requests().len(), requests);
+    assert_eq!(latest_manifest(&env)["counts"]["cached"], 8);
+    let s = status_json(&env);
+    assert_eq!(s["jobs"], 8, "{s}");
+    // What the pruned runs spent is still counted.
+    let spent = s["tokens"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|t| t["prompt"].as_u64().unwrap() + t["completion"].as_u64().unwrap());
+    assert!(spent.sum::<u64>() > 0, "{s}");
+}
+
+#[test]
+fn a_prune_killed_at_any_moment_loses_nothing() {
+    for delay_ms in [0u64, 2, 5, 10, 20, 40] {
+        let env = TestEnv::new();
+        let api = summarised_and_settled(&env, 6);
+        ten_reruns(&env, &api);
+        let requests = api.chat_requests().len();
+        let kept = outputs(&env);
+        let mut child = env
+            .zhi_process()
+            .args(["prune", "out", "--keep-last", "1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        // The lock a killed prune leaves is taken over (its process is gone).
+        assert_eq!(outputs(&env), kept, "killed after {delay_ms} ms");
+        let out = run(&env, &api, &[]);
+        assert_exit(&out, Exit::Success);
+        assert_eq!(
+            api.chat_requests().len(),
+            requests,
+            "killed after {delay_ms} ms, the next run asked again: {}",
+            show(&out)
+        );
+        assert_eq!(latest_manifest(&env)["counts"]["cached"], 6);
+        // And a prune afterwards finishes the work.
+        let out = env
+            .zhi()
+            .args(["prune", "out", "--keep-last", "1"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        assert_exit(&run(&env, &api, &[]), Exit::Success);
+        assert_eq!(api.chat_requests().len(), requests);
+    }
+}
