@@ -7,6 +7,7 @@ mod agent_skills;
 mod batch;
 mod batch_api;
 mod batch_hostile;
+mod bills;
 mod chunking;
 mod config_cli;
 mod console_snapshots;
