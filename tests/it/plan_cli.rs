@@ -1166,6 +1166,9 @@ fn a_folder_that_holds_the_current_folder_never_lays_two_jobs_out_in_one_folder(
     }
 }
 
+/// An environment variable and its value.
+type Var = (&'static str, &'static str);
+
 /// Half a shard specification (issue 36): `ZHI_SHARD_TOTAL` without `JOB_COMPLETION_INDEX`,
 /// `CI_NODE_INDEX` without `CI_NODE_TOTAL`, would have every process run the whole plan. Each is
 /// a usage error naming both variables, before any request; Slurm's impossible count of 0 is
@@ -1178,13 +1181,13 @@ fn half_a_shard_specification_is_a_usage_error_naming_the_variables() {
     touch(&env, "docs/b.txt");
     let api = FakeApi::always(Reply::text("A summary of the document, in a line."));
     let base = api.base_url();
-    let slurm_empty: &[(&str, &str)] = &[
+    let slurm_empty: &[Var] = &[
         ("SLURM_ARRAY_TASK_ID", "1"),
         ("SLURM_ARRAY_TASK_MIN", "1"),
         ("SLURM_ARRAY_TASK_MAX", "1"),
         ("SLURM_ARRAY_TASK_COUNT", "0"),
     ];
-    let cases: [(&[(&str, &str)], &[&str]); 4] = [
+    let cases: [(&[Var], &[&str]); 4] = [
         (
             &[("ZHI_SHARD_TOTAL", "3")],
             &["ZHI_SHARD_TOTAL", "JOB_COMPLETION_INDEX", "--shard M/N"],
