@@ -38,7 +38,9 @@ impl From<RunError> for ExitError {
             | RunError::WriteLock { .. }
             | RunError::LockUnjudgeable { .. }
             | RunError::Planning(_)
-            | RunError::Server(_) => Exit::Usage,
+            | RunError::Server(_)
+            | RunError::CostBudgetUnpriced { .. }
+            | RunError::CostBudgetCurrencies { .. } => Exit::Usage,
         };
         ExitError::from_error(exit, e)
     }

@@ -35,7 +35,7 @@ pub(super) const VERBATIM: &[&str] = &[
     "depth", "plan", "merged", "missing", "records", "sheet", "names", "last", "values", "cost",
     "completion", "retries", "planned", "succeeded", "failed", "skipped", "cancelled", "shard",
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
-    "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high",
+    "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high", "set", "unset",
 ];
 
 /// Names of log fields (`job=…`).
@@ -221,7 +221,11 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("{var}=`{value}` is not a whole number", "{var}=`{value}` 不是整数"),
     ("{src}: shard {index} of {total} is out of range", "{src}：第 {index}/{total} 个分片超出范围"),
     ("JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)", "设置了 JOB_COMPLETION_INDEX，却没有设置 ZHI_SHARD_TOTAL：请把 ZHI_SHARD_TOTAL 设为该 Job 的 `completions` 数（或使用 --shard M/N）"),
+    ("{set} is set but {unset} is not: half a shard specification would run the whole plan; set both, unset {set}, or pass --shard M/N", "设置了 {set}，却没有设置 {unset}：只有一半的分片设置会让每个进程运行整个计划；请两个都设置、取消 {set}，或使用 --shard M/N"),
+    ("SLURM_ARRAY_TASK_COUNT=0: an array of no tasks names no shard; check the variables the task was started with, or pass --shard M/N", "SLURM_ARRAY_TASK_COUNT=0：没有任务的数组不对应任何分片；请检查启动该任务时的环境变量，或使用 --shard M/N"),
     ("SLURM_ARRAY_TASK_ID is set but {var} is not: zhi cannot tell which shard of how many this task is (pass --shard M/N)", "设置了 SLURM_ARRAY_TASK_ID，却没有设置 {var}：zhi 无法判断此任务是共几个分片中的第几个（请使用 --shard M/N）"),
+    ("--budget-cost cannot be kept: no price for {list} (a model this run may ask), so what it spends could not be counted; set a price for each under `prices:` in zhi.yaml, or budget tokens with --budget-tokens", "--budget-cost 无法遵守：{list} 没有价格（本次运行可能调用的模型），其花费无法计入；请在 zhi.yaml 的 `prices:` 下为每个模型设置价格，或改用 --budget-tokens 按令牌设预算"),
+    ("--budget-cost cannot be kept: this run's models are priced in more than one currency ({list}), and one amount cannot add them up; price them in one currency under `prices:` in zhi.yaml, or budget tokens with --budget-tokens", "--budget-cost 无法遵守：本次运行的模型以多种货币定价（{list}），一个金额无法把它们相加；请在 zhi.yaml 的 `prices:` 下以同一种货币定价，或改用 --budget-tokens 按令牌设预算"),
     ("SLURM_ARRAY_TASK_ID: a job array with a step or gaps ({values}) cannot be split into shards: submit a contiguous array such as --array=1-{count}, or pass --shard M/N", "SLURM_ARRAY_TASK_ID：带步长或有间隔的作业数组（{values}）无法拆分为分片：请提交连续的数组，例如 --array=1-{count}，或使用 --shard M/N"),
     // ---- Inputs and plans.
     ("glob `{glob}`: {e}", "通配符 `{glob}`：{e}"),
@@ -810,6 +814,7 @@ pub(super) const SHOWN: &[(&str, &str)] = &[
     ("  routed {skill} to {model}: {list} below {target}", "  {skill} 改由 {model} 回答：{list} 低于 {target}"),
     ("  {n} later job(s) went to {model}{cost}", "  之后 {n} 个任务改由 {model} 回答{cost}"),
     ("  cost {total} ({list})", "  费用 {total}（{list}）"),
+    ("  cost unknown for {list}: no price (set one under `prices:` in zhi.yaml)", "  {list} 的费用未知：没有价格（请在 zhi.yaml 的 `prices:` 下设置）"),
     (", answered as {model}", "，应答的是 {model}"),
     (" (the server runs {model})", "（服务器运行的是 {model}）"),
     ("records", "记录"),

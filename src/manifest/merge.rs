@@ -6,8 +6,8 @@
 //! touches a job's outputs and never rewrites an input run.
 
 use super::{
-    Counts, JobRecord, RunDir, RunManifest, RunStatus, Status, Timestamp, Tokens, read_manifest,
-    read_records,
+    Accounts, Counts, JobRecord, RunDir, RunManifest, RunStatus, Status, Timestamp, Tokens,
+    read_manifest, read_records,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -144,7 +144,8 @@ fn ran(s: Status) -> bool {
 /// finished later, then the later run); planned ids are the union of the runs' plans, and
 /// those without a record that ran are reported missing.
 ///
-/// `tokens` is everything the runs spent, records that lost the dedupe included.
+/// `tokens`, the costs, the escalations and the tokens per model are everything the runs spent,
+/// records that lost the dedupe included: the bill of a sharded run adds up.
 pub(crate) fn merge(
     runs: &[LoadedRun],
     run_id: String,
@@ -159,6 +160,7 @@ pub(crate) fn merge(
     let mut seen_planned: HashSet<String> = HashSet::new();
     let mut best: HashMap<String, JobRecord> = HashMap::new();
     let mut tokens = Tokens::default();
+    let mut accounts = Accounts::default();
     let mut skills: BTreeMap<String, String> = BTreeMap::new();
     let mut started: Option<Timestamp> = None;
     let mut finished: Option<Timestamp> = None;
@@ -180,6 +182,7 @@ pub(crate) fn merge(
         }
         for r in &run.records {
             tokens.add(r.tokens);
+            accounts.add(r);
             if seen_planned.insert(r.job_id.clone()) {
                 planned.push(r.job_id.clone());
             }
@@ -233,8 +236,10 @@ pub(crate) fn merge(
         requests: records.iter().map(|r| u64::from(r.requests)).sum(),
         batches: None,
         tables: Vec::new(),
-        escalations: BTreeMap::new(),
-        costs: BTreeMap::new(),
+        escalations: accounts.escalations,
+        costs: accounts.costs,
+        unpriced: accounts.unpriced.into_iter().collect(),
+        tokens_by_model: accounts.tokens_by_model,
         doubts: BTreeMap::new(),
         audit: None,
     };
@@ -367,6 +372,8 @@ mod tests {
             tables: Vec::new(),
             escalations: BTreeMap::new(),
             costs: BTreeMap::new(),
+            unpriced: Vec::new(),
+            tokens_by_model: BTreeMap::new(),
             doubts: BTreeMap::new(),
             audit: None,
         };

@@ -3,6 +3,7 @@
 //! what really happened, and a reader survives a record torn by a crash.
 
 mod batches;
+mod cost;
 pub(crate) mod extraction;
 pub(crate) mod merge;
 mod read;
@@ -12,6 +13,8 @@ mod timestamp;
 mod write;
 
 pub(crate) use batches::{BatchReport, Submitted, Waiting};
+pub use cost::Cost;
+pub(crate) use cost::{Accounts, Priced};
 pub(crate) use extraction::Extraction;
 pub(crate) use read::read_manifest;
 pub use read::{RunDir, latest_run, list_runs, read_records};
@@ -110,35 +113,6 @@ impl Tokens {
             completion: self.completion.saturating_sub(before.completion),
         }
     }
-}
-
-/// An amount of money, in the currency of the prices it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cost {
-    pub amount: f64,
-    pub currency: String,
-}
-
-impl Cost {
-    /// `¥0.0123`, `$1.50`, `0.20 EUR`.
-    pub fn show(&self) -> String {
-        match self.currency.as_str() {
-            "CNY" => format!("¥{}", short_amount(self.amount)),
-            "USD" => format!("${}", short_amount(self.amount)),
-            other => format!("{} {other}", short_amount(self.amount)),
-        }
-    }
-}
-
-/// Four significant digits at most, never in exponent form.
-fn short_amount(a: f64) -> String {
-    if a == 0.0 {
-        return "0".into();
-    }
-    let digits = (4 - a.abs().log10().ceil() as i32).clamp(2, 8) as usize;
-    let s = format!("{a:.digits$}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
 }
 
 /// Chunk progress of a long document (docs/documents.md#checkpoints).
@@ -273,10 +247,17 @@ pub struct JobRecord {
     /// Tokens per model, when more than one model was asked.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tokens_by_model: BTreeMap<String, Tokens>,
-    /// What the job's tokens cost at the run's prices (docs/escalation.md#cost), when every
-    /// model it asked has a price in one currency.
+    /// What the job's tokens cost at the run's prices (docs/escalation.md#cost): the priced
+    /// models' part, when it is in one currency. Models without a price are in `unpriced`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+    /// Each priced model's cost, when more than one model was asked.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cost_by_model: BTreeMap<String, Cost>,
+    /// The models the job asked that have no price: their part of its cost is unknown, not
+    /// zero.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
     /// An extraction job's validity and where each value is in the document
     /// (docs/extract.md#grounding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -336,6 +317,8 @@ impl JobRecord {
             base_url: None,
             tokens_by_model: BTreeMap::new(),
             cost: None,
+            cost_by_model: BTreeMap::new(),
+            unpriced: Vec::new(),
             extraction: None,
             extra_files: Vec::new(),
             steps: Vec::new(),
@@ -556,6 +539,13 @@ pub(crate) struct RunManifest {
     /// What this run's tokens cost, per model with a price (docs/escalation.md#cost).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub costs: BTreeMap<String, Cost>,
+    /// Models this run asked that have no price: the cost of their tokens is unknown, and
+    /// `costs` does not hold it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
+    /// This run's tokens per model (cached jobs spent none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens_by_model: BTreeMap<String, Tokens>,
     /// This run's jobs whose outputs are doubted, by skill (docs/outputs.md#doubts).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub doubts: BTreeMap<String, DoubtCount>,
@@ -622,55 +612,6 @@ impl JobRecord {
             [(self.model.clone(), self.tokens)].into()
         } else {
             self.tokens_by_model.clone()
-        }
-    }
-}
-
-/// A run's escalations and costs, added up one record at a time (cached records cost nothing
-/// now).
-#[derive(Debug, Default)]
-pub(crate) struct Accounts {
-    /// Jobs escalated, by skill and answering model.
-    pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
-    /// What the run cost, per model.
-    pub costs: BTreeMap<String, Cost>,
-    /// Jobs doubted, by skill.
-    pub doubts: BTreeMap<String, DoubtCount>,
-}
-
-impl Accounts {
-    pub(crate) fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
-        if r.status == Status::Cached {
-            return;
-        }
-        if !r.doubts.is_empty() {
-            let d = self.doubts.entry(r.skill.clone()).or_default();
-            d.jobs += 1;
-            let mut seen = std::collections::BTreeSet::new();
-            for doubt in &r.doubts {
-                let at = doubt.field.clone().unwrap_or_else(|| doubt.check.clone());
-                if seen.insert(at.clone()) {
-                    *d.at.entry(at).or_default() += 1;
-                }
-            }
-        }
-        if r.escalated {
-            *self
-                .escalations
-                .entry(r.skill.clone())
-                .or_default()
-                .entry(r.model.clone())
-                .or_default() += 1;
-        }
-        for (model, tokens) in r.tokens_per_model() {
-            let Some(price) = prices.get(&model) else {
-                continue;
-            };
-            let c = self.costs.entry(model).or_insert_with(|| Cost {
-                amount: 0.0,
-                currency: price.currency.clone(),
-            });
-            c.amount += price.of(tokens.prompt, tokens.completion);
         }
     }
 }

@@ -139,6 +139,19 @@ pub(crate) enum PlanError {
         "JOB_COMPLETION_INDEX is set but ZHI_SHARD_TOTAL is not: set ZHI_SHARD_TOTAL to the Job's completions (or pass --shard M/N)"
     )]
     ShardTotalMissing,
+    /// Half of a pair of shard variables: the run would do the whole plan, in every process.
+    #[error(
+        "{set} is set but {unset} is not: half a shard specification would run the whole plan; set both, unset {set}, or pass --shard M/N"
+    )]
+    ShardHalf {
+        set: &'static str,
+        unset: &'static str,
+    },
+    /// A Slurm array of no tasks (Slurm never sets one).
+    #[error(
+        "SLURM_ARRAY_TASK_COUNT=0: an array of no tasks names no shard; check the variables the task was started with, or pass --shard M/N"
+    )]
+    SlurmArrayEmpty,
     /// A Slurm array task without the variables that say how big the array is.
     #[error(
         "SLURM_ARRAY_TASK_ID is set but {var} is not: zhi cannot tell which shard of how many this task is (pass --shard M/N)"

@@ -98,6 +98,10 @@ pub(super) fn fnv1a64(bytes: &[u8]) -> u64 {
 /// 2. `JOB_COMPLETION_INDEX` (0-based, Kubernetes Indexed Jobs) with `ZHI_SHARD_TOTAL`.
 /// 3. `CI_NODE_INDEX`/`CI_NODE_TOTAL` (1-based, GitLab).
 ///
+/// Half of a pair (`ZHI_SHARD_TOTAL` alone, `CI_NODE_INDEX` without `CI_NODE_TOTAL`) is refused:
+/// every process would run the whole plan. `CI_NODE_TOTAL=1` alone is GitLab's job that is not
+/// parallel, and no shard.
+///
 /// Slurm comes first because a batch job inherits the environment of whoever submitted it
 /// (`sbatch --export=ALL`, the default): a GitLab job or a pod that submits an array passes
 /// its own variables on, and the array, which started this process, is what splits the work.
@@ -132,6 +136,11 @@ pub(crate) fn shard_from_env(
         let max = need("SLURM_ARRAY_TASK_MAX")?;
         let count = need("SLURM_ARRAY_TASK_COUNT")?;
         let step = num("SLURM_ARRAY_TASK_STEP")?;
+        // Slurm never sets a count of 0: such an array names no shard, and `--array=1-0`
+        // would be no advice.
+        if count == 0 {
+            return Err(PlanError::SlurmArrayEmpty);
+        }
         let span = max.checked_sub(min).map(|d| u64::from(d) + 1);
         if step.is_some_and(|s| s != 1) || span != Some(u64::from(count)) {
             let mut values = format!(
@@ -162,12 +171,29 @@ pub(crate) fn shard_from_env(
         }
         // Every pod would run the whole plan: say so instead.
         (Some(_), None) => return Err(PlanError::ShardTotalMissing),
-        _ => {}
+        // Half a shard specification is a mistake, never the whole plan.
+        (None, Some(_)) => {
+            return Err(PlanError::ShardHalf {
+                set: "ZHI_SHARD_TOTAL",
+                unset: "JOB_COMPLETION_INDEX",
+            });
+        }
+        (None, None) => {}
     }
-    if let (Some(i), Some(n)) = (num("CI_NODE_INDEX")?, num("CI_NODE_TOTAL")?) {
-        return make(i, n, "CI_NODE_INDEX/CI_NODE_TOTAL", "CI_NODE_INDEX");
+    match (num("CI_NODE_INDEX")?, num("CI_NODE_TOTAL")?) {
+        (Some(i), Some(n)) => make(i, n, "CI_NODE_INDEX/CI_NODE_TOTAL", "CI_NODE_INDEX"),
+        (Some(_), None) => Err(PlanError::ShardHalf {
+            set: "CI_NODE_INDEX",
+            unset: "CI_NODE_TOTAL",
+        }),
+        // GitLab sets CI_NODE_TOTAL=1 in every job that is not parallel, without an index:
+        // one shard of one is the whole plan. Any other total wants its index.
+        (None, Some(n)) if n != 1 => Err(PlanError::ShardHalf {
+            set: "CI_NODE_TOTAL",
+            unset: "CI_NODE_INDEX",
+        }),
+        (None, _) => Ok(None),
     }
-    Ok(None)
 }
 
 #[cfg(test)]
@@ -225,6 +251,30 @@ mod tests {
         assert_eq!((s.index, s.total), (2, 2));
         assert_eq!(s.source, "CI_NODE_INDEX");
         assert!(shard_from_env(&env(&[])).unwrap().is_none());
+        // GitLab's jobs that are not parallel: CI_NODE_TOTAL=1 and no index, the whole plan.
+        assert!(
+            shard_from_env(&env(&[("CI_NODE_TOTAL", "1")]))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn half_a_shard_specification_is_refused() {
+        for pairs in [
+            &[("ZHI_SHARD_TOTAL", "3")][..],
+            &[("CI_NODE_INDEX", "2")][..],
+            &[("CI_NODE_TOTAL", "3")][..],
+        ] {
+            let e = from(pairs).unwrap_err();
+            assert!(matches!(e, PlanError::ShardHalf { .. }), "{pairs:?}: {e}");
+            let text = e.to_string();
+            assert!(text.contains(pairs[0].0), "{text}");
+        }
+        let v = slurm("1", "1", "1", "0", "1");
+        let e = from(&pairs(&v)).unwrap_err();
+        assert!(matches!(e, PlanError::SlurmArrayEmpty), "{e}");
+        assert!(!e.to_string().contains("--array=1-0"), "{e}");
     }
 
     fn from(pairs: &[(&str, &str)]) -> Result<Option<Shard>, PlanError> {

@@ -486,7 +486,7 @@ mod tests {
             },
         )]
         .into();
-        let r = a.report("big", |t| crate::run::job::cost_of(t, &prices));
+        let r = a.report("big", |t| crate::manifest::Priced::of(t, &prices).total());
         assert_eq!(r.routed["extract"], ["seller"]);
         assert_eq!(r.skills["extract"]["date"].agree, 2);
         assert!((r.cost.unwrap().amount - 0.0011).abs() < 1e-9);

@@ -4,6 +4,7 @@
 //! (3), the rest are usage errors (2) — nothing ran.
 
 use crate::plan::PlanError;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
 
@@ -68,9 +69,34 @@ pub(crate) enum RunError {
     /// prompt and an answer).
     #[error("{0}")]
     Server(String),
+    /// `--budget-cost` with models the run may ask that have no price: what they spend could
+    /// not be counted, so the budget could not be kept (docs/escalation.md#cost).
+    #[error(
+        "--budget-cost cannot be kept: no price for {} (a model this run may ask), so what it spends could not be counted; set a price for each under `prices:` in zhi.yaml, or budget tokens with --budget-tokens",
+        .models.join(", ")
+    )]
+    CostBudgetUnpriced { models: Vec<String> },
+    /// `--budget-cost` over models priced in different currencies: one amount cannot add them.
+    #[error(
+        "--budget-cost cannot be kept: this run's models are priced in more than one currency ({}), and one amount cannot add them up; price them in one currency under `prices:` in zhi.yaml, or budget tokens with --budget-tokens",
+        currencies_list(.currencies)
+    )]
+    CostBudgetCurrencies {
+        /// Each currency and the models priced in it.
+        currencies: BTreeMap<String, Vec<String>>,
+    },
     /// With the server's budgets, the plan does not hold (a token budget no request fits).
     #[error(transparent)]
     Plan(#[from] PlanError),
+}
+
+/// `CNY: glm-4-flash, glm-4-plus; USD: gpt-4o`.
+fn currencies_list(currencies: &BTreeMap<String, Vec<String>>) -> String {
+    currencies
+        .iter()
+        .map(|(c, models)| format!("{c}: {}", models.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// What `InUse` adds when the lock is another machine's.

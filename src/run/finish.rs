@@ -96,6 +96,8 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     manifest.tables = tables;
     manifest.escalations = fold.accounts.escalations;
     manifest.costs = fold.accounts.costs;
+    manifest.unpriced = fold.accounts.unpriced.into_iter().collect();
+    manifest.tokens_by_model = fold.accounts.tokens_by_model;
     manifest.doubts = fold.accounts.doubts;
     manifest.audit = end.ctx.audit.as_ref().map(|a| {
         let top = end
@@ -105,7 +107,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
             .or_else(|| end.ctx.skill_ladders.values().find_map(|l| l.last()));
         let prices = &end.ctx.config.models.prices;
         a.report(top.map_or("", |r| r.model.as_str()), |t| {
-            super::job::cost_of(t, prices)
+            crate::manifest::Priced::of(t, prices).total()
         })
     });
     // Jobs ran: a manifest that cannot be written is a failure to retry later (exit 75),
@@ -212,6 +214,8 @@ fn manifest(
         tables: Vec::new(),
         escalations: BTreeMap::new(),
         costs: BTreeMap::new(),
+        unpriced: Vec::new(),
+        tokens_by_model: BTreeMap::new(),
         doubts: BTreeMap::new(),
         audit: None,
     }

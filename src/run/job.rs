@@ -10,10 +10,9 @@ use crate::agent::runner::{AgentStats, Expected};
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::layout::OutputLayout;
-use crate::manifest::{JobRecord, OutputFile, Status, Timestamp, Tokens};
+use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -337,30 +336,10 @@ fn account(record: &mut JobRecord, stats: &mut AgentStats, run: &RunContext) {
     if by_model.len() > 1 {
         record.tokens_by_model = by_model;
     }
-    record.cost = cost_of(&record.tokens_per_model(), &run.config.models.prices);
-}
-
-/// The cost of tokens per model, when every model has a price, all in one currency.
-pub(crate) fn cost_of(
-    by_model: &BTreeMap<String, Tokens>,
-    prices: &BTreeMap<String, crate::config::Price>,
-) -> Option<crate::manifest::Cost> {
-    let mut total: Option<crate::manifest::Cost> = None;
-    for (model, tokens) in by_model {
-        let price = prices.get(model)?;
-        let amount = price.of(tokens.prompt, tokens.completion);
-        match &mut total {
-            None => {
-                total = Some(crate::manifest::Cost {
-                    amount,
-                    currency: price.currency.clone(),
-                });
-            }
-            Some(t) if t.currency == price.currency => t.amount += amount,
-            Some(_) => return None,
-        }
-    }
-    total
+    // The priced part is counted and the unpriced models named: never a cost of zero for a
+    // model without a price (docs/escalation.md#cost).
+    crate::manifest::Priced::of(&record.tokens_per_model(), &run.config.models.prices)
+        .into_record(record);
 }
 
 /// `--strict`: a job whose outputs are doubted after the ladder fails (docs/outputs.md#doubts).

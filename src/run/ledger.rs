@@ -18,7 +18,7 @@ use crate::layout::OutputLayout;
 use crate::manifest::RecordLine;
 use crate::manifest::summary::SummaryFold;
 use crate::manifest::{Accounts, JobRecord, ManifestWriter, RunManifest, Status};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -81,8 +81,6 @@ pub(super) struct Keep {
     /// Whether the ids of the jobs that ended are kept, to settle the Batch API's collected
     /// batches with.
     pub settled_ids: bool,
-    /// Prices per model, for the costs.
-    pub prices: BTreeMap<String, crate::config::Price>,
 }
 
 /// What the end of the run needs of its records, added up as each is written.
@@ -107,7 +105,7 @@ impl RunFold {
 
     fn add(&mut self, record: JobRecord) {
         self.summary.add(&record);
-        self.accounts.add(&record, &self.keep.prices);
+        self.accounts.add(&record);
         if self.keep.settled_ids
             && matches!(
                 record.status,

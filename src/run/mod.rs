@@ -9,6 +9,7 @@ mod ask;
 pub(crate) mod audit;
 mod chunked;
 pub(crate) mod context;
+mod cost_budget;
 mod error;
 mod eta;
 mod finish;
@@ -83,6 +84,14 @@ pub(crate) fn new_run_id(shard: Option<Shard>) -> String {
 
 /// Run the jobs: set up, schedule, drain, record what never ran, write the manifest.
 pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
+    // A cost budget that could not be kept is refused before the output folder is touched or
+    // anything is sent.
+    cost_budget::check(
+        opts.flags.budget_cost,
+        &opts.config,
+        &opts.plan.outline.samples,
+        &opts.skills,
+    )?;
     let layout = OutputLayout::new(&opts.output_dir);
     let (run_id, _lock) = setup::open_output(&layout, opts.plan.shard)?;
     let started_at = crate::manifest::Timestamp::now();
@@ -124,7 +133,7 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     };
     let slots = Arc::new(Slots::new(initial, auto));
     let progress = Arc::new(Progress::new(opts.plan.len() as u64, opts.flags.progress));
-    let keep = keep(&opts, &book, &config);
+    let keep = keep(&opts, &book);
     let ledger = open_ledger(&layout, &run_id, &opts, keep, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
@@ -219,11 +228,10 @@ fn save_index(ctx: &RunContext, ledger: &Ledger, index: Option<CacheIndex>) {
 }
 
 /// What the end of the run needs of its records beyond their sums.
-fn keep(opts: &RunOptions, book: &crate::batch::Book, config: &Config) -> ledger::Keep {
+fn keep(opts: &RunOptions, book: &crate::batch::Book) -> ledger::Keep {
     ledger::Keep {
         table_skills: tables::table_skills(&opts.plan.outline.samples, &opts.skills),
         settled_ids: book.has_batches(),
-        prices: config.models.prices.clone(),
     }
 }
 

@@ -8,6 +8,7 @@ mod archive;
 mod batch;
 mod batch_api;
 mod batch_hostile;
+mod bills;
 mod chunking;
 mod config_cli;
 mod console_snapshots;

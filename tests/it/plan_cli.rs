@@ -1165,3 +1165,80 @@ fn a_folder_that_holds_the_current_folder_never_lays_two_jobs_out_in_one_folder(
         assert!(!env.path(&format!("{cwd}/zhi-output/summarize")).exists());
     }
 }
+
+/// An environment variable and its value.
+type Var = (&'static str, &'static str);
+
+/// Half a shard specification (issue 36): `ZHI_SHARD_TOTAL` without `JOB_COMPLETION_INDEX`,
+/// `CI_NODE_INDEX` without `CI_NODE_TOTAL`, would have every process run the whole plan. Each is
+/// a usage error naming both variables, before any request; Slurm's impossible count of 0 is
+/// refused without advising `--array=1-0`. GitLab's `CI_NODE_TOTAL=1` alone (a job that is not
+/// parallel) is no shard: the whole plan runs.
+#[test]
+fn half_a_shard_specification_is_a_usage_error_naming_the_variables() {
+    let env = TestEnv::new();
+    touch(&env, "docs/a.txt");
+    touch(&env, "docs/b.txt");
+    let api = FakeApi::always(Reply::text("A summary of the document, in a line."));
+    let base = api.base_url();
+    let slurm_empty: &[Var] = &[
+        ("SLURM_ARRAY_TASK_ID", "1"),
+        ("SLURM_ARRAY_TASK_MIN", "1"),
+        ("SLURM_ARRAY_TASK_MAX", "1"),
+        ("SLURM_ARRAY_TASK_COUNT", "0"),
+    ];
+    let cases: [(&[Var], &[&str]); 4] = [
+        (
+            &[("ZHI_SHARD_TOTAL", "3")],
+            &["ZHI_SHARD_TOTAL", "JOB_COMPLETION_INDEX", "--shard M/N"],
+        ),
+        (
+            &[("CI_NODE_INDEX", "2")],
+            &["CI_NODE_INDEX", "CI_NODE_TOTAL", "--shard M/N"],
+        ),
+        (
+            &[("CI_NODE_TOTAL", "3")],
+            &["CI_NODE_TOTAL", "CI_NODE_INDEX"],
+        ),
+        (slurm_empty, &["SLURM_ARRAY_TASK_COUNT=0", "--shard M/N"]),
+    ];
+    for (vars, want) in cases {
+        for command in ["run", "plan"] {
+            let mut cmd = env.zhi();
+            for (k, v) in vars {
+                cmd.env(k, v);
+            }
+            let o = cmd
+                .args([
+                    command,
+                    "summarize",
+                    "docs",
+                    "-o",
+                    "out",
+                    "--base-url",
+                    &base,
+                ])
+                .output()
+                .unwrap();
+            let case = format!("{command} with {vars:?}");
+            assert_exit_for(&o, Exit::Usage, &case);
+            let err = stderr(&o);
+            for w in want {
+                assert!(err.contains(w), "{case}: {w} in {err}");
+            }
+            assert!(!err.contains("--array=1-0"), "{case}: {err}");
+        }
+    }
+    assert_eq!(api.count(), 0, "nothing was sent");
+    assert!(!env.path("out").exists(), "nothing was written");
+
+    let o = env
+        .zhi()
+        .env("CI_NODE_TOTAL", "1")
+        .args(["run", "summarize", "docs", "-o", "out", "--no-progress"])
+        .args(["--base-url", &base])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(2), "{}", crate::testenv::show(&o));
+    assert_eq!(env.latest_records("out").len(), 2, "the whole plan ran");
+}

@@ -102,7 +102,7 @@ pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang
                         .map(|a| audit_lines(a, lang))
                         .unwrap_or_default(),
                 );
-                out.extend(escalation_and_cost(&s.escalations, &s.costs, lang));
+                out.extend(escalation_and_cost(s, lang));
             }
             Section::Times => w.times(&mut out),
             Section::Counts => {
@@ -239,14 +239,12 @@ pub(crate) fn audit_lines(a: &super::super::AuditReport, lang: Lang) -> Vec<Stri
     out
 }
 
-/// The summary's lines on escalation and cost (the end-of-run summary and `manifest show`
-/// say them alike): `escalated 3 job(s): summarize → glm-4-plus 3` and `cost ¥0.012
-/// (glm-4-flash ¥0, glm-4-plus ¥0.012)`.
-pub(crate) fn escalation_and_cost(
-    escalations: &BTreeMap<String, BTreeMap<String, u64>>,
-    costs: &BTreeMap<String, Cost>,
-    lang: Lang,
-) -> Vec<String> {
+/// The summary's lines on escalation and cost (the end-of-run summary, `manifest show` and the
+/// report say them alike): `escalated 3 job(s): summarize → glm-4-plus 3`, `cost ¥0.012
+/// (glm-4-flash ¥0, glm-4-plus ¥0.012)`, each currency's total apart, and the models whose
+/// cost is unknown (no price) named after it.
+pub(crate) fn escalation_and_cost(s: &RunSummary, lang: Lang) -> Vec<String> {
+    let (escalations, costs) = (&s.escalations, &s.costs);
     let mut out = Vec::new();
     let total: u64 = escalations.values().flat_map(|m| m.values()).sum();
     if total > 0 {
@@ -281,6 +279,15 @@ pub(crate) fn escalation_and_cost(
             .collect();
         let each = each.join(&t!(in lang; ", "));
         out.push(t!(in lang; "  cost {total} ({list})", total = total.join(" + "), list = each));
+        // A partial bill says what it leaves out: unknown is not zero.
+        if !s.unpriced.is_empty() {
+            let list: Vec<String> = s.unpriced.iter().map(|m| one_line(m)).collect();
+            let list = list.join(&t!(in lang; ", "));
+            out.push(t!(in lang;
+                "  cost unknown for {list}: no price (set one under `prices:` in zhi.yaml)",
+                list = list
+            ));
+        }
     }
     out
 }

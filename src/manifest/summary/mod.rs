@@ -79,6 +79,9 @@ pub(crate) struct RunSummary {
     /// The run's cost per model (docs/escalation.md#cost).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub costs: BTreeMap<String, super::Cost>,
+    /// Models that spent tokens and have no price: their cost is unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
     /// Doubted jobs, by skill (docs/outputs.md#doubts).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub doubts: BTreeMap<String, super::DoubtCount>,
@@ -376,6 +379,7 @@ impl SummaryFold {
             torn_lines,
             escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
             costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
+            unpriced: m.map(|m| m.unpriced.clone()).unwrap_or_default(),
             doubts: m.map(|m| m.doubts.clone()).unwrap_or_default(),
             audit: m.and_then(|m| m.audit.clone()),
             retries: self.retries,
