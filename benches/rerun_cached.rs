@@ -3,6 +3,10 @@
 //! `find DOCS -type f -printf '%s %T@\n'` over the same tree (a walk and a stat per file:
 //! what a rerun that trusts the stat cache cannot do with less).
 //!
+//! Each rerun also reports the bytes it wrote under `.zhi/` (the first rerun records the
+//! outputs' stats once they can be trusted; later ones write no record), and the bench ends
+//! with `zhi prune --keep-last 1`: the size of `.zhi/` before and after, and a rerun after it.
+//!
 //! `cargo bench --bench rerun_cached`; `ZHI_BENCH_DOCS=N` for another count,
 //! `ZHI_BENCH_DOC_BYTES=N` for documents of about N bytes (default ~200),
 //! `ZHI_BENCH_RERUNS=N` for another number of timed reruns (default 3). The first pass runs
@@ -129,6 +133,7 @@ fn main() {
     let mut walls = Vec::new();
     let mut peak_kib = 0;
     for i in 1..=reruns {
+        let before = bytes_under(&work.join("out/.zhi"));
         let common::Timed {
             wall,
             maxrss_kib,
@@ -142,10 +147,12 @@ fn main() {
         );
         let cached = cached_count(&work.join("out"));
         assert_eq!(cached, docs, "every job of rerun {i} is cached");
+        let written = bytes_under(&work.join("out/.zhi")).saturating_sub(before);
         println!(
-            "  rerun {i}: {:.3} s wall, {:.1} MiB max RSS ({} earlier runs in the output folder)",
+            "  rerun {i}: {:.3} s wall, {:.1} MiB max RSS, {} written under .zhi/ ({} earlier runs in the output folder)",
             wall.as_secs_f64(),
             maxrss_kib as f64 / 1024.0,
+            human_bytes(written),
             std::fs::read_dir(work.join("out/.zhi/runs")).map_or(0, |d| d.count()) - 1
         );
         walls.push(wall);
@@ -157,6 +164,37 @@ fn main() {
         walls[walls.len() / 2].as_secs_f64(),
         walls[0].as_secs_f64(),
         peak_kib as f64 / 1024.0
+    );
+    // `zhi prune --keep-last 1`: what the archive holds after it, and a rerun still all cached.
+    let before = bytes_under(&work.join("out/.zhi"));
+    let mut prune = Command::new(env!("CARGO_BIN_EXE_zhi"));
+    prune
+        .current_dir(&work)
+        .env_clear()
+        .env("HOME", &home)
+        .args(["prune", "out", "--keep-last", "1"])
+        .stdout(Stdio::null());
+    let pruned = common::timed(prune);
+    assert_eq!(pruned.code, 0, "prune failed");
+    let after = bytes_under(&work.join("out/.zhi"));
+    let rerun = common::timed(zhi(&[]));
+    assert_eq!(rerun.code, 0, "the rerun after prune failed");
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        made,
+        "a rerun after prune made a request"
+    );
+    assert_eq!(
+        cached_count(&work.join("out")),
+        docs,
+        "every job is cached after prune"
+    );
+    println!(
+        "  zhi prune --keep-last 1: {:.2} s; .zhi/ {} → {}; the rerun after it {:.3} s, all cached",
+        pruned.wall.as_secs_f64(),
+        human_bytes(before),
+        human_bytes(after),
+        rerun.wall.as_secs_f64()
     );
     let find = common::best_of(reruns, || {
         let mut c = Command::new("find");
@@ -172,6 +210,27 @@ fn main() {
         find.maxrss_kib as f64 / 1024.0,
         walls[walls.len() / 2].as_secs_f64() / find.wall.as_secs_f64()
     );
+}
+
+/// Bytes of the files under `dir` (what `du -sb` counts, less the folders).
+fn bytes_under(dir: &Path) -> u64 {
+    let mut sum = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => sum += bytes_under(&e.path()),
+            Ok(_) => sum += e.metadata().map_or(0, |m| m.len()),
+            Err(_) => {}
+        }
+    }
+    sum
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
 }
 
 /// `n` documents in folders of 100, like a real archive; of about `bytes` bytes each when

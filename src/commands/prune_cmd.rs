@@ -111,7 +111,7 @@ pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
             if !plan.keep.contains(&i)
                 && let Some(r) = &line.record
             {
-                totals.add(r, &config.models.prices);
+                totals.add(r);
             }
         }
         totals.runs += u64::from(whole);

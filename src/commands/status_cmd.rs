@@ -26,7 +26,7 @@ pub(super) fn run(ctx: &Ctx, out: Option<PathBuf>, csv: bool) -> Result<Exit, Ex
             out.display()
         )));
     }
-    let state = state::read(&out, &config.models.prices);
+    let state = state::read(&out);
     let gone: Vec<&JobState> = state
         .jobs
         .iter()
@@ -136,7 +136,7 @@ fn print_human(state: &FolderState, gone: &[&JobState], out: &Path, cwd: &Path) 
             let cost = state
                 .costs
                 .get(model)
-                .map_or_else(|| msg!("no price"), |c| c.show());
+                .map_or_else(|| msg!("cost unknown: no price"), |c| c.show());
             format!("{} {} tokens ({cost})", one_line(model), t.total())
         })
         .collect();

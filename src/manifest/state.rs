@@ -7,7 +7,7 @@
 //! cancelled, which does not undo what an earlier run did. What `zhi prune` removed is
 //! counted in `.zhi/pruned.json` and added to the totals.
 
-use super::{Accounts, Cost, JobRecord, Status, Timestamp, Tokens};
+use super::{Cost, JobRecord, Status, Timestamp, Tokens};
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -69,9 +69,9 @@ impl Pruned {
     }
 
     /// Adds what a removed record spent.
-    pub(crate) fn add(&mut self, r: &JobRecord, prices: &BTreeMap<String, crate::config::Price>) {
+    pub(crate) fn add(&mut self, r: &JobRecord) {
         self.records += 1;
-        add_spent(&mut self.tokens, &mut self.costs, r, prices);
+        add_spent(&mut self.tokens, &mut self.costs, r);
     }
 }
 
@@ -80,27 +80,22 @@ pub(crate) fn pruned_path(out: &Path) -> std::path::PathBuf {
     out.join(".zhi").join("pruned.json")
 }
 
-/// Tokens per model, and their cost at `prices`, of one record (cached ones spent nothing).
+/// Tokens and cost per model of one record, as its run priced them (cached ones spent
+/// nothing now).
 fn add_spent(
     tokens: &mut BTreeMap<String, Tokens>,
     costs: &mut BTreeMap<String, Cost>,
     r: &JobRecord,
-    prices: &BTreeMap<String, crate::config::Price>,
 ) {
     if r.status == Status::Cached {
         return;
     }
     for (model, t) in r.tokens_per_model() {
-        if t.total() == 0 {
-            continue;
+        if t.total() > 0 {
+            tokens.entry(model).or_default().add(t);
         }
-        let sum = tokens.entry(model).or_default();
-        sum.prompt += t.prompt;
-        sum.completion += t.completion;
     }
-    let mut accounts = Accounts::default();
-    accounts.add(r, prices);
-    for (model, c) in accounts.costs {
+    for (model, c) in r.costs_per_model() {
         costs
             .entry(model)
             .and_modify(|sum| sum.amount += c.amount)
@@ -117,7 +112,7 @@ pub(crate) struct FolderState {
     pub jobs: Vec<JobState>,
     /// Tokens per model to date (pruned runs included).
     pub tokens: BTreeMap<String, Tokens>,
-    /// Their cost per model, at the prices in use.
+    /// Their cost per model, as each run priced them (a model without a price has none).
     pub costs: BTreeMap<String, Cost>,
     /// Record lines that could not be read (a torn last line of a killed run).
     pub unreadable: usize,
@@ -131,7 +126,7 @@ fn settles(s: Status) -> bool {
 }
 
 /// Reads every run of `out`, oldest first.
-pub(crate) fn read(out: &Path, prices: &BTreeMap<String, crate::config::Price>) -> FolderState {
+pub(crate) fn read(out: &Path) -> FolderState {
     let mut state = FolderState {
         pruned: Pruned::read(out),
         ..FolderState::default()
@@ -146,7 +141,7 @@ pub(crate) fn read(out: &Path, prices: &BTreeMap<String, crate::config::Price>) 
         };
         state.unreadable += bad;
         for r in records {
-            add_spent(&mut state.tokens, &mut state.costs, &r, prices);
+            add_spent(&mut state.tokens, &mut state.costs, &r);
             let replaces = latest
                 .get(&r.job_id)
                 .is_none_or(|was| settles(r.status) || !settles(was.status));
@@ -192,7 +187,7 @@ mod tests {
                 .collect();
             std::fs::write(d.join("results.jsonl"), lines).unwrap();
         }
-        let s = read(out, &BTreeMap::new());
+        let s = read(out);
         assert_eq!(s.runs, 2);
         let by: BTreeMap<&str, Status> = s
             .jobs

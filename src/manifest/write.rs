@@ -67,7 +67,15 @@ pub(crate) struct ManifestWriter {
     /// Whether a record that restates the one the cache index points at is written
     /// (`--records all`); by default it is only counted (docs/outputs.md#what-a-rerun-writes).
     every_record: bool,
+    /// Records written whose stats the end of the run may settle, and when the last of them
+    /// was appended.
+    unsettled: u64,
+    last_unsettled: Option<std::time::Instant>,
 }
+
+/// Above this many records to settle, the end of a run waits out the racy margin (at most
+/// 2 s) so that all of them can be; below it, those too fresh are left to the next run.
+const SETTLE_WAIT_FROM: u64 = 100;
 
 /// `results.csv` being written (in a folder held open: see [`ResultsCsv::finish`]).
 struct ResultsCsv {
@@ -104,6 +112,8 @@ impl ManifestWriter {
             held: Vec::new(),
             csv: Some(csv),
             every_record: false,
+            unsettled: 0,
+            last_unsettled: None,
         })
     }
 
@@ -139,6 +149,10 @@ impl ManifestWriter {
             return Err(io::Error::other(e));
         }
         self.held.push(b'\n');
+        if crate::plan::cache::needs_settling(record) {
+            self.unsettled += 1;
+            self.last_unsettled = Some(std::time::Instant::now());
+        }
         if let Some(csv) = &mut self.csv {
             csv.push(record);
         }
@@ -170,6 +184,94 @@ impl ManifestWriter {
         written
     }
 
+    /// The end of the run settles its records' stats (docs/outputs.md#what-a-rerun-writes): the
+    /// outputs just written cannot be trusted by their stat until the racy margin has passed,
+    /// and a rerun would read them and write every record again to say so. Past the margin,
+    /// each is checked as a rerun checks it, and `results.jsonl` is rewritten whole (beside
+    /// itself, then renamed over it) with the stats a rerun trusts. A kill meanwhile leaves
+    /// the file as it was.
+    fn settle(&mut self, output_dir: &Path) -> io::Result<()> {
+        let Some(lines) = self.lines.as_ref() else {
+            return Ok(());
+        };
+        if self.unsettled == 0 || crate::interrupt::interrupted() {
+            return Ok(());
+        }
+        if self.unsettled > SETTLE_WAIT_FROM
+            && let Some(last) = self.last_unsettled
+        {
+            let margin = std::time::Duration::from_nanos(
+                crate::manifest::InputStat::RACY_MARGIN_NS as u64 + 50_000_000,
+            );
+            std::thread::sleep(margin.saturating_sub(last.elapsed()));
+        }
+        let cwd = std::env::current_dir()?;
+        let mut old = io::BufReader::with_capacity(
+            1 << 20,
+            self.folder.top().open_file(OsStr::new("results.jsonl"))?,
+        );
+        let mut new_lines = Vec::with_capacity(lines.len());
+        let mut indexed = lines.iter().peekable();
+        let (mut changed, mut len) = (0u64, 0u64);
+        let path = self.dir.join("results.jsonl");
+        write_atomic_in(&self.folder, &path, |f| {
+            let mut w = io::BufWriter::with_capacity(1 << 20, f);
+            let (mut line, mut offset) = (Vec::new(), 0u64);
+            loop {
+                line.clear();
+                if io::BufRead::read_until(&mut old, b'\n', &mut line)? == 0 {
+                    break;
+                }
+                let settled = serde_json::from_slice::<JobRecord>(&line)
+                    .ok()
+                    .filter(|_| line.ends_with(b"\n"))
+                    .and_then(|mut r| {
+                        crate::plan::cache::settle(output_dir, &cwd, &mut r).then_some(r)
+                    });
+                let body = match settled {
+                    Some(r) => {
+                        changed += 1;
+                        let mut b = serde_json::to_vec(&r).map_err(io::Error::other)?;
+                        b.push(b'\n');
+                        b
+                    }
+                    None => line.clone(),
+                };
+                if let Some(l) = indexed.next_if(|l| l.offset == offset) {
+                    new_lines.push(RecordLine {
+                        offset: len,
+                        len: body.len() as u64,
+                        ..*l
+                    });
+                }
+                w.write_all(&body)?;
+                offset += line.len() as u64;
+                len += body.len() as u64;
+                if changed == 0 && crate::interrupt::interrupted() {
+                    return Err(io::Error::other(msg!("interrupted")));
+                }
+            }
+            if changed == 0 {
+                // Nothing to say: the file stays as it is.
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, "unchanged"));
+            }
+            w.flush()
+        })
+        .or_else(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })?;
+        if changed > 0 {
+            self.lines = Some(new_lines);
+            self.len = len;
+            self.jsonl = self.folder.top().open_append(OsStr::new("results.jsonl"))?;
+        }
+        Ok(())
+    }
+
     /// Where every record line went and the final length of `results.jsonl`, when every
     /// append succeeded: handed over once, at the end of the run.
     pub(crate) fn take_lines(&mut self) -> Option<(Vec<RecordLine>, u64)> {
@@ -181,6 +283,10 @@ impl ManifestWriter {
     pub(crate) fn finish(&mut self, manifest: &RunManifest, output_dir: &Path) -> io::Result<()> {
         self.write_held()?;
         self.jsonl.sync_data()?;
+        if let Err(e) = self.settle(output_dir) {
+            // The records stand as they were: the next run settles them.
+            tracing::warn!("{}", msg!("cannot settle the run's records: {e}"));
+        }
         if let Some(csv) = self.csv.take() {
             csv.finish(&self.folder)?;
         }
