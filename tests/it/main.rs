@@ -16,6 +16,7 @@ mod docs_links;
 mod doubts;
 mod escalation;
 mod extract_docs;
+mod extract_hostile;
 mod extraction;
 mod help;
 mod hostile_provider;
