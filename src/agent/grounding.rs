@@ -670,6 +670,92 @@ mod tests {
         );
     }
 
+    /// The fuzzy match as it was first written: every window of the text, slid one char at
+    /// a time. The indexed one must find the same window.
+    fn fuzzy_by_sliding(norm: &[char], value: &[char]) -> Option<usize> {
+        let len = value.len();
+        if norm.len() < len {
+            return None;
+        }
+        let pairs = |w: &[char]| {
+            let mut m: HashMap<(char, char), i32> = HashMap::new();
+            for p in w.windows(2) {
+                *m.entry((p[0], p[1])).or_default() += 1;
+            }
+            m
+        };
+        let want = pairs(value);
+        let mut best = (-1i32, 0usize);
+        for start in 0..=norm.len() - len {
+            let have = pairs(&norm[start..start + len]);
+            let overlap: i32 = want
+                .iter()
+                .map(|(p, n)| (*n).min(have.get(p).copied().unwrap_or(0)))
+                .sum();
+            if overlap > best.0 {
+                best = (overlap, start);
+            }
+        }
+        (f64::from(best.0) / (len - 1) as f64 >= FUZZY_MIN_SCORE).then_some(best.1)
+    }
+
+    #[test]
+    fn the_indexed_fuzzy_match_finds_the_window_a_full_slide_finds() {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let alphabet: Vec<char> = "abcde fgh".chars().collect();
+        for _ in 0..300 {
+            let text: String = (0..200 + next(200))
+                .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+                .collect();
+            let hay = Haystack::new(&text);
+            let len = 12 + next(20) as usize;
+            // A window of the text with a few chars changed, or chars of no window at all.
+            let mut value: Vec<char> = if next(3) == 0 {
+                (0..len)
+                    .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+                    .collect()
+            } else {
+                let at = next((hay.norm.len() - len) as u64) as usize;
+                hay.norm[at..at + len].to_vec()
+            };
+            for _ in 0..next(3) {
+                let k = next(len as u64) as usize;
+                value[k] = alphabet[next(alphabet.len() as u64) as usize];
+            }
+            let want =
+                fuzzy_by_sliding(&hay.norm, &value).map(|s| (hay.map[s], hay.map[s + len - 1] + 1));
+            assert_eq!(hay.fuzzy(&value), want, "{text:?} {value:?}");
+        }
+    }
+
+    #[test]
+    fn values_past_the_bound_or_after_a_stop_are_unchecked_never_found_nor_ungrounded() {
+        let text = "Acme Ltd sold 3 chairs.";
+        let object = json!({"seller": "Acme Ltd", "qty": 3, "buyer": "Globex", "note": "chairs"});
+        let asked = Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 2
+        };
+        let got = ground_in(&Haystack::new(text), &object, &stop);
+        assert_eq!(got.fields.len(), 2);
+        assert_eq!(got.fields["qty"].how, Match::Exact);
+        assert_eq!(got.unchecked, ["buyer", "note"]);
+        assert!(got.ungrounded.is_empty());
+        let many: Vec<Value> = (0..MAX_VALUES + 3)
+            .map(|i| json!(format!("v{i}")))
+            .collect();
+        let got = ground(text, &json!({ "many": many }));
+        assert_eq!(got.fields.len(), MAX_VALUES);
+        assert_eq!(got.unchecked, ["many[10000]", "many[10001]", "many[10002]"]);
+    }
+
     #[test]
     fn grounding_lists_every_value_found_nowhere_by_path() {
         let text = "Acme Ltd sold 3 chairs for 120.50 in total.";

@@ -510,6 +510,32 @@ fn write(env: &AgentEnv, file: &str, value: &Value) -> Result<(), JobError> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn merged_arrays_keep_each_item_once_whatever_its_keys_order() {
+        let a: Value = serde_json::from_str(
+            r#"{"items": [{"name": "chair", "qty": 2}, {"name": "desk", "qty": 1}], "codes": ["a", "b"]}"#,
+        )
+        .unwrap();
+        let b: Value = serde_json::from_str(
+            r#"{"items": [{"qty": 1, "name": "desk"}, {"name": "lamp", "qty": 1}], "codes": ["b", "c", 1, 1.0]}"#,
+        )
+        .unwrap();
+        let merged = merge(&[(a, "chair desk"), (b, "desk lamp")]);
+        assert_eq!(
+            merged,
+            json!({"items": [{"name": "chair", "qty": 2}, {"name": "desk", "qty": 1}, {"name": "lamp", "qty": 1}],
+                   "codes": ["a", "b", "c", 1, 1.0]})
+        );
+        // Many items, each once, in piece order.
+        let many: Vec<Value> = (0..50_000).map(|i| json!(format!("code-{i}"))).collect();
+        let half: Vec<Value> = many[25_000..].to_vec();
+        let merged = merge(&[
+            (json!({ "codes": many.clone() }), ""),
+            (json!({ "codes": half }), ""),
+        ]);
+        assert_eq!(merged["codes"], Value::Array(many));
+    }
+
     fn schema() -> Schema {
         Schema::new(json!({"type": "object", "properties": {
             "number": {"type": "string"}, "total": {"type": "number"}},

@@ -494,3 +494,50 @@ fn doubted(doubts: &[crate::manifest::Doubt]) -> String {
     }
     parts.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_file_that_cannot_be_rebuilt_is_removed_and_the_others_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.xlsx"), "an earlier run's rows").unwrap();
+        // More columns than a workbook holds: the CSV and JSON Lines are written, the
+        // workbook cannot be.
+        let columns: Vec<String> = (0..16_385).map(|i| format!("c{i}")).collect();
+        let row: Map<String, Value> = columns.iter().map(|c| (c.clone(), json!(1))).collect();
+        let table = Table {
+            columns,
+            rows: vec![row],
+            sheets: Vec::new(),
+            rows_problem: None,
+        };
+        let folder = Root::open(dir.path()).unwrap();
+        let (written, problems) = table.write_all(&folder, &dir.path().join("t"));
+        assert_eq!(written, ["tables/t.csv", "tables/t.jsonl"]);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("cannot write the table tables/t.xlsx: ")
+                && problems[0].ends_with("; the earlier one was removed"),
+            "{problems:?}"
+        );
+        assert!(!dir.path().join("t.xlsx").exists());
+        assert!(dir.path().join("t.csv").exists());
+    }
+
+    #[test]
+    fn a_cell_over_excels_limit_is_cut_with_a_mark() {
+        assert_eq!(fit_cell("short"), "short");
+        let long = "é".repeat(40_000);
+        let cut = fit_cell(&long);
+        assert_eq!(cut.chars().count(), XLSX_CELL_CHARS);
+        assert!(
+            cut.ends_with("… [cut: 40000 characters; the whole text is in the CSV and JSON Lines]")
+        );
+        assert_eq!(
+            fit_cell(&"x".repeat(XLSX_CELL_CHARS)).len(),
+            XLSX_CELL_CHARS
+        );
+    }
+}
