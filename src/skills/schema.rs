@@ -86,7 +86,7 @@ pub(crate) fn check(schema: &Value) -> Result<(), String> {
     if !taken.is_empty() {
         let names = taken.join(", ");
         return Err(msg!(
-            "{names}: a field may not be named as a column the folder's table writes itself (file, status, ungrounded, doubts, error; file in an array's items); rename it"
+            "{names}: a field may not be named as a column the folder's table writes itself (`file`, `status`, `ungrounded`, `doubts`, `error`; `file` in an array's items); rename it"
         ));
     }
     Ok(())
