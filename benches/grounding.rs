@@ -69,7 +69,19 @@ fn main() {
         .expect("spawn zhi");
     let wall = t.elapsed();
     let cpu = children_cpu().saturating_sub(cpu_before);
-    let record = std::fs::read_to_string(work.join("out/results.jsonl")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "zhi failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = work.join("out/.zhi/runs");
+    let run = std::fs::read_dir(&runs)
+        .expect("the run's folder")
+        .flatten()
+        .next()
+        .expect("one run");
+    let record = std::fs::read_to_string(run.path().join("results.jsonl")).unwrap_or_default();
     let r: serde_json::Value = record
         .lines()
         .last()

@@ -306,60 +306,100 @@ impl Haystack {
     /// The window of the text, as long as `value`, holding the largest share of its character
     /// pairs (the first such window), when that share is at least [`FUZZY_MIN_SCORE`].
     ///
-    /// Only the places of the value's own pairs (from the index) count: a window's share
-    /// changes only where one of them enters or leaves it, and the first window of the best
-    /// share ends at one of them. So the windows that end at each such place are counted,
-    /// sliding over those places alone.
+    /// Only the places of the value's own pairs (from the index) are looked at. A window of
+    /// that share misses at most `pairs - needed` of the value's pairs, so it holds a place of
+    /// one of its rarest pairs whose counts add up to more than that: only the stretches of
+    /// text within a window's length of those places are counted. There a window's share
+    /// changes only where one of the value's pairs enters or leaves it, and the first window
+    /// of the best share ends at one of them, so the windows ending at each are counted.
     fn fuzzy(&self, value: &[char]) -> Option<(usize, usize)> {
         let len = value.len();
         if len < 2 || self.norm.len() < len {
             return None;
         }
-        let mut want: HashMap<(char, char), i32> = HashMap::new();
+        let mut want: HashMap<(char, char), usize> = HashMap::new();
         for w in value.windows(2) {
             *want.entry((w[0], w[1])).or_default() += 1;
         }
         let pairs = len - 1;
         let needed = (FUZZY_MIN_SCORE * pairs as f64).ceil() as usize;
         let index = self.index();
-        let mut hits: Vec<(u32, (char, char))> = Vec::new();
-        for p in want.keys() {
-            hits.extend(index.of_pair(p.0, p.1).iter().map(|&k| (k, *p)));
+        let mut rarest: Vec<((char, char), usize, &[u32])> = want
+            .iter()
+            .map(|(p, n)| (*p, *n, index.of_pair(p.0, p.1)))
+            .collect();
+        rarest.sort_by_key(|(p, _, at)| (at.len(), *p));
+        let mut anchors: Vec<u32> = Vec::new();
+        let mut counted = 0;
+        for (_, n, at) in &rarest {
+            if counted > pairs - needed {
+                break;
+            }
+            anchors.extend_from_slice(at);
+            counted += n;
         }
-        self.charge(hits.len());
-        if hits.len() < needed {
-            return None;
+        self.charge(anchors.len());
+        anchors.sort_unstable();
+        let reach = len - 2;
+        let mut stretches: Vec<(usize, usize)> = Vec::new();
+        for a in anchors {
+            let (lo, hi) = ((a as usize).saturating_sub(reach), a as usize + reach);
+            match stretches.last_mut() {
+                Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+                _ => stretches.push((lo, hi)),
+            }
         }
-        hits.sort_unstable_by_key(|h| h.0);
-        let mut have: HashMap<(char, char), i32> = HashMap::new();
-        let mut overlap = 0usize;
-        let (mut lo, mut hi) = (0usize, 0usize);
         let mut best = (0usize, 0usize);
-        for j in 0..hits.len() {
-            // The window of pairs [start, start + len - 2] whose last pair is hit j's.
-            let start = (hits[j].0 as usize).saturating_sub(len - 2);
-            let end = start + len - 2;
-            while hi < hits.len() && hits[hi].0 as usize <= end {
-                let h = have.entry(hits[hi].1).or_default();
-                if *h < want.get(&hits[hi].1).copied().unwrap_or(0) {
-                    overlap += 1;
-                }
-                *h += 1;
-                hi += 1;
+        for (lo, hi) in stretches {
+            let mut hits: Vec<(u32, (char, char))> = Vec::new();
+            for (p, _, at) in &rarest {
+                let from = at.partition_point(|&k| (k as usize) < lo);
+                let to = at.partition_point(|&k| (k as usize) <= hi);
+                hits.extend(at[from..to].iter().map(|&k| (k, *p)));
             }
-            while (hits[lo].0 as usize) < start {
-                let h = have.entry(hits[lo].1).or_default();
-                *h -= 1;
-                if *h < want.get(&hits[lo].1).copied().unwrap_or(0) {
-                    overlap -= 1;
-                }
-                lo += 1;
-            }
-            if overlap > best.0 {
-                best = (overlap, start);
-            }
+            self.charge(hits.len());
+            hits.sort_unstable_by_key(|h| h.0);
+            best_window(&hits, &want, len, &mut best);
         }
         (best.0 >= needed).then(|| (self.map[best.1], self.map[best.1 + len - 1] + 1))
+    }
+}
+
+/// Over `hits` (places of a value's pairs, ascending), the windows of `len` chars that end at
+/// each: the first holding more of the value's pairs (`want`) than `best` becomes `best`
+/// (share, start).
+fn best_window(
+    hits: &[(u32, (char, char))],
+    want: &HashMap<(char, char), usize>,
+    len: usize,
+    best: &mut (usize, usize),
+) {
+    let mut have: HashMap<(char, char), usize> = HashMap::new();
+    let mut overlap = 0usize;
+    let (mut lo, mut hi) = (0usize, 0usize);
+    for hit in hits {
+        // The window of pairs [start, start + len - 2] whose last pair is this hit's.
+        let start = (hit.0 as usize).saturating_sub(len - 2);
+        let end = start + len - 2;
+        while hi < hits.len() && hits[hi].0 as usize <= end {
+            let h = have.entry(hits[hi].1).or_default();
+            if *h < want.get(&hits[hi].1).copied().unwrap_or(0) {
+                overlap += 1;
+            }
+            *h += 1;
+            hi += 1;
+        }
+        while (hits[lo].0 as usize) < start {
+            let h = have.entry(hits[lo].1).or_default();
+            *h -= 1;
+            if *h < want.get(&hits[lo].1).copied().unwrap_or(0) {
+                overlap -= 1;
+            }
+            lo += 1;
+        }
+        if overlap > best.0 {
+            *best = (overlap, start);
+        }
     }
 }
 
@@ -708,8 +748,14 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) % n
         };
-        let alphabet: Vec<char> = "abcde fgh".chars().collect();
-        for _ in 0..300 {
+        for round in 0..600 {
+            // Few letters (every pair common), then many (pairs rare).
+            let letters = if round < 300 {
+                "abcde fgh"
+            } else {
+                "abcdefghijklmnopqrstuvwxyz0123456789 "
+            };
+            let alphabet: Vec<char> = letters.chars().collect();
             let text: String = (0..200 + next(200))
                 .map(|_| alphabet[next(alphabet.len() as u64) as usize])
                 .collect();
