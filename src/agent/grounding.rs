@@ -1,9 +1,16 @@
 //! Grounding an extracted object (docs/extract.md#grounding): every string and number is
 //! looked for in the document's text — exactly, then normalised (Unicode NFKC, case,
 //! whitespace, spaces between Chinese characters, number and date spellings), then, for long
-//! strings, by a linear fuzzy match — and located by character offsets into that text.
+//! strings, by a fuzzy match — and located by character offsets into that text.
+//!
+//! The text is normalised once, and its characters and pairs of characters indexed once, per
+//! document: a value is looked for among the places of its rarest pair, never by a pass over
+//! the whole text, so an answer of many values costs what its values' places cost. The work is
+//! still bounded (values and places visited per document), and a stop asked between values is
+//! heeded: what was not looked for is said, never taken as found.
 
 use serde_json::Value;
+use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
 use unicode_normalization::UnicodeNormalization;
 
@@ -13,22 +20,64 @@ pub use crate::manifest::extraction::{Extraction, Located, Match};
 const FUZZY_MIN_CHARS: usize = 12;
 /// The share of a value's character pairs a window of the text must hold to be its fuzzy match.
 const FUZZY_MIN_SCORE: f64 = 0.8;
+/// Values looked for in one document, at most (docs/extract.md#grounding).
+pub const MAX_VALUES: usize = 10_000;
+/// Places of the text visited for one document, at most: candidate places checked and pairs
+/// counted by the fuzzy match. A value is not begun once this is spent.
+pub const MAX_WORK: u64 = 50_000_000;
 
 /// A document's text, ready to look values up in.
-pub struct Haystack<'a> {
-    text: &'a str,
+pub struct Haystack {
+    /// The text's chars.
+    chars: Vec<char>,
     /// The normalised text, one char per entry.
     norm: Vec<char>,
     /// For each normalised char, the index of the original char it came from.
     map: Vec<usize>,
+    /// Where each char and pair of the normalised text stands; built on the first look-up.
+    index: OnceCell<Index>,
+    /// Places visited so far ([`MAX_WORK`]).
+    work: Cell<u64>,
 }
 
-impl<'a> Haystack<'a> {
-    pub fn new(text: &'a str) -> Self {
-        let mut norm = Vec::with_capacity(text.len());
-        let mut map = Vec::with_capacity(text.len());
-        for (i, c) in text.chars().enumerate() {
-            push_normalized(c, i, &mut norm, &mut map);
+/// The places (normalised char offsets, ascending) of each char and each pair of adjacent
+/// chars of the normalised text.
+#[derive(Default)]
+struct Index {
+    chars: HashMap<char, Vec<u32>>,
+    pairs: HashMap<(char, char), Vec<u32>>,
+}
+
+impl Index {
+    fn of(norm: &[char]) -> Index {
+        let mut index = Index::default();
+        for (k, c) in norm.iter().enumerate() {
+            // A document's text is far below 4 G chars (documents are capped), so `k` fits.
+            let k = k as u32;
+            index.chars.entry(*c).or_default().push(k);
+        }
+        for (k, w) in norm.windows(2).enumerate() {
+            index.pairs.entry((w[0], w[1])).or_default().push(k as u32);
+        }
+        index
+    }
+
+    fn of_char(&self, c: char) -> &[u32] {
+        self.chars.get(&c).map_or(&[], Vec::as_slice)
+    }
+
+    fn of_pair(&self, a: char, b: char) -> &[u32] {
+        self.pairs.get(&(a, b)).map_or(&[], Vec::as_slice)
+    }
+}
+
+impl Haystack {
+    pub fn new(text: &str) -> Self {
+        let chars: Vec<char> = text.chars().collect();
+        let mut norm = Vec::with_capacity(chars.len());
+        let mut map = Vec::with_capacity(chars.len());
+        for (i, c) in chars.iter().enumerate() {
+            push_normalized(*c, i, &mut norm, &mut map);
         }
         // A space between two Chinese or Japanese characters is OCR's or layout's, not the
         // text's: dropped.
@@ -44,7 +93,34 @@ impl<'a> Haystack<'a> {
             .zip(keep)
             .filter_map(|(p, k)| k.then_some(p))
             .unzip();
-        Haystack { text, norm, map }
+        Haystack {
+            chars,
+            norm,
+            map,
+            index: OnceCell::new(),
+            work: Cell::new(0),
+        }
+    }
+
+    /// The text's chars (offsets in records and doubts are into these).
+    pub(crate) fn chars(&self) -> &[char] {
+        &self.chars
+    }
+
+    /// Whether the work allowed for this text ([`MAX_WORK`]) is spent.
+    pub(crate) fn spent(&self) -> bool {
+        self.work.get() >= MAX_WORK
+    }
+
+    fn charge(&self, n: usize) {
+        self.work.set(self.work.get().saturating_add(n as u64));
+    }
+
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| {
+            self.charge(self.norm.len());
+            Index::of(&self.norm)
+        })
     }
 
     /// Where `value` (a string or a number) is in the text, and how it was found.
@@ -74,11 +150,10 @@ impl<'a> Haystack<'a> {
         if !s.chars().any(char::is_alphanumeric) {
             return None;
         }
-        if let Some(byte) = self.text.find(s) {
-            let start = self.text[..byte].chars().count();
+        let value = normalize(s);
+        if let Some(start) = self.find_exact(s, &value) {
             return Some((start, start + s.chars().count(), Match::Exact));
         }
-        let value = normalize(s);
         let mut candidates = vec![value.clone()];
         candidates.extend(date_spellings(s));
         if let Some(n) = number_in(s) {
@@ -104,6 +179,17 @@ impl<'a> Haystack<'a> {
                 .map(|(start, end)| (start, end, Match::Fuzzy));
         }
         None
+    }
+
+    /// The first char offset where `s` stands in the text as it is written. Such a place is
+    /// a place of its normalised form `norm` (normalising is char by char), so only those
+    /// are looked at.
+    fn find_exact(&self, s: &str, norm: &str) -> Option<usize> {
+        let want: Vec<char> = s.chars().collect();
+        let needle: Vec<char> = norm.chars().collect();
+        self.places(&needle)
+            .map(|k| self.map[k])
+            .find(|&o| self.chars[o..].starts_with(&want))
     }
 
     fn locate_number(&self, n: &serde_json::Number) -> Option<(usize, usize, Match)> {
@@ -165,34 +251,43 @@ impl<'a> Haystack<'a> {
         out
     }
 
+    /// Every place (normalised offset, ascending) where `needle` (normalised chars) stands in
+    /// the normalised text: the places of its rarest char or pair, checked one by one.
+    fn places<'s>(&'s self, needle: &'s [char]) -> impl Iterator<Item = usize> + 's {
+        let n = needle.len();
+        let (offset, from): (usize, &[u32]) = if n == 0 || n > self.norm.len() {
+            (0, &[])
+        } else if n == 1 {
+            (0, self.index().of_char(needle[0]))
+        } else {
+            let index = self.index();
+            (0..n - 1)
+                .map(|i| (i, index.of_pair(needle[i], needle[i + 1])))
+                .min_by_key(|(_, p)| p.len())
+                .unwrap_or((0, &[]))
+        };
+        from.iter().filter_map(move |&p| {
+            self.charge(n);
+            let k = (p as usize).checked_sub(offset)?;
+            (k + n <= self.norm.len() && self.norm[k..k + n] == *needle).then_some(k)
+        })
+    }
+
     /// Every place of `needle` (normalised) in the normalised text, at most `max`.
     fn find_norm_all(&self, needle: &str, number: bool, max: usize) -> Vec<(usize, usize)> {
         let needle: Vec<char> = needle.chars().collect();
-        if needle.is_empty() || needle.len() > self.norm.len() {
-            return Vec::new();
-        }
-        let last = self.norm.len() - needle.len();
-        (0..=last)
-            .filter(|&k| self.norm[k] == needle[0] && self.norm[k..k + needle.len()] == needle[..])
-            .filter(|&k| !number || self.stands_alone(k, k + needle.len()))
+        let n = needle.len();
+        self.places(&needle)
+            .filter(|&k| !number || self.stands_alone(k, k + n))
             .take(max)
-            .map(|k| (self.map[k], self.map[k + needle.len() - 1] + 1))
+            .map(|k| (self.map[k], self.map[k + n - 1] + 1))
             .collect()
     }
 
     /// `needle` (normalised) in the normalised text, as original char offsets. A number must
     /// stand alone: no digit (or digit-grouping mark before a digit) on either side.
     fn find_norm(&self, needle: &str, number: bool) -> Option<(usize, usize)> {
-        let needle: Vec<char> = needle.chars().collect();
-        if needle.is_empty() || needle.len() > self.norm.len() {
-            return None;
-        }
-        let first = needle[0];
-        let last = self.norm.len() - needle.len();
-        (0..=last)
-            .filter(|&k| self.norm[k] == first && self.norm[k..k + needle.len()] == needle[..])
-            .find(|&k| !number || self.stands_alone(k, k + needle.len()))
-            .map(|k| (self.map[k], self.map[k + needle.len() - 1] + 1))
+        self.find_norm_all(needle, number, 1).into_iter().next()
     }
 
     fn stands_alone(&self, start: usize, end: usize) -> bool {
@@ -209,71 +304,135 @@ impl<'a> Haystack<'a> {
     }
 
     /// The window of the text, as long as `value`, holding the largest share of its character
-    /// pairs, when that share is at least [`FUZZY_MIN_SCORE`]: one pass, the window's pair
-    /// counts updated as it slides.
+    /// pairs (the first such window), when that share is at least [`FUZZY_MIN_SCORE`].
+    ///
+    /// Only the places of the value's own pairs (from the index) are looked at. A window of
+    /// that share misses at most `pairs - needed` of the value's pairs, so it holds a place of
+    /// one of its rarest pairs whose counts add up to more than that: only the stretches of
+    /// text within a window's length of those places are counted. There a window's share
+    /// changes only where one of the value's pairs enters or leaves it, and the first window
+    /// of the best share ends at one of them, so the windows ending at each are counted.
     fn fuzzy(&self, value: &[char]) -> Option<(usize, usize)> {
         let len = value.len();
         if len < 2 || self.norm.len() < len {
             return None;
         }
-        let mut want: HashMap<(char, char), i32> = HashMap::new();
+        let mut want: HashMap<(char, char), usize> = HashMap::new();
         for w in value.windows(2) {
             *want.entry((w[0], w[1])).or_default() += 1;
         }
-        let pairs = (len - 1) as f64;
-        let mut have: HashMap<(char, char), i32> = HashMap::new();
-        let mut overlap = 0i32;
-        let add = |have: &mut HashMap<(char, char), i32>, p: (char, char), overlap: &mut i32| {
-            let h = have.entry(p).or_default();
-            if *h < want.get(&p).copied().unwrap_or(0) {
-                *overlap += 1;
+        let pairs = len - 1;
+        let needed = (FUZZY_MIN_SCORE * pairs as f64).ceil() as usize;
+        let index = self.index();
+        let mut rarest: Vec<((char, char), usize, &[u32])> = want
+            .iter()
+            .map(|(p, n)| (*p, *n, index.of_pair(p.0, p.1)))
+            .collect();
+        rarest.sort_by_key(|(p, _, at)| (at.len(), *p));
+        let mut anchors: Vec<u32> = Vec::new();
+        let mut counted = 0;
+        for (_, n, at) in &rarest {
+            if counted > pairs - needed {
+                break;
+            }
+            anchors.extend_from_slice(at);
+            counted += n;
+        }
+        self.charge(anchors.len());
+        anchors.sort_unstable();
+        let reach = len - 2;
+        let mut stretches: Vec<(usize, usize)> = Vec::new();
+        for a in anchors {
+            let (lo, hi) = ((a as usize).saturating_sub(reach), a as usize + reach);
+            match stretches.last_mut() {
+                Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+                _ => stretches.push((lo, hi)),
+            }
+        }
+        let mut best = (0usize, 0usize);
+        for (lo, hi) in stretches {
+            let mut hits: Vec<(u32, (char, char))> = Vec::new();
+            for (p, _, at) in &rarest {
+                let from = at.partition_point(|&k| (k as usize) < lo);
+                let to = at.partition_point(|&k| (k as usize) <= hi);
+                hits.extend(at[from..to].iter().map(|&k| (k, *p)));
+            }
+            self.charge(hits.len());
+            hits.sort_unstable_by_key(|h| h.0);
+            best_window(&hits, &want, len, &mut best);
+        }
+        (best.0 >= needed).then(|| (self.map[best.1], self.map[best.1 + len - 1] + 1))
+    }
+}
+
+/// Over `hits` (places of a value's pairs, ascending), the windows of `len` chars that end at
+/// each: the first holding more of the value's pairs (`want`) than `best` becomes `best`
+/// (share, start).
+fn best_window(
+    hits: &[(u32, (char, char))],
+    want: &HashMap<(char, char), usize>,
+    len: usize,
+    best: &mut (usize, usize),
+) {
+    let mut have: HashMap<(char, char), usize> = HashMap::new();
+    let mut overlap = 0usize;
+    let (mut lo, mut hi) = (0usize, 0usize);
+    for hit in hits {
+        // The window of pairs [start, start + len - 2] whose last pair is this hit's.
+        let start = (hit.0 as usize).saturating_sub(len - 2);
+        let end = start + len - 2;
+        while hi < hits.len() && hits[hi].0 as usize <= end {
+            let h = have.entry(hits[hi].1).or_default();
+            if *h < want.get(&hits[hi].1).copied().unwrap_or(0) {
+                overlap += 1;
             }
             *h += 1;
-        };
-        let remove = |have: &mut HashMap<(char, char), i32>, p: (char, char), overlap: &mut i32| {
-            let h = have.entry(p).or_default();
+            hi += 1;
+        }
+        while (hits[lo].0 as usize) < start {
+            let h = have.entry(hits[lo].1).or_default();
             *h -= 1;
-            if *h < want.get(&p).copied().unwrap_or(0) {
-                *overlap -= 1;
+            if *h < want.get(&hits[lo].1).copied().unwrap_or(0) {
+                overlap -= 1;
             }
-        };
-        for k in 0..len - 1 {
-            add(&mut have, (self.norm[k], self.norm[k + 1]), &mut overlap);
+            lo += 1;
         }
-        let mut best = (overlap, 0usize);
-        for start in 1..=self.norm.len() - len {
-            remove(
-                &mut have,
-                (self.norm[start - 1], self.norm[start]),
-                &mut overlap,
-            );
-            let e = start + len - 1;
-            add(&mut have, (self.norm[e - 1], self.norm[e]), &mut overlap);
-            if overlap > best.0 {
-                best = (overlap, start);
-            }
+        if overlap > best.0 {
+            *best = (overlap, start);
         }
-        (f64::from(best.0) / pairs >= FUZZY_MIN_SCORE)
-            .then(|| (self.map[best.1], self.map[best.1 + len - 1] + 1))
     }
 }
 
 /// Every string and number of `object`, with its path, located in `text`.
+#[cfg(test)]
 pub(crate) fn ground(text: &str, object: &Value) -> Extraction {
-    let hay = Haystack::new(text);
+    ground_in(&Haystack::new(text), object, &|| false)
+}
+
+/// Every string and number of `object`, with its path, located in `hay`'s text; `stop` is
+/// asked between values. The values not looked for — past [`MAX_VALUES`], once
+/// [`MAX_WORK`] is spent, or once `stop` says so — are listed in `unchecked`, neither found
+/// nor ungrounded.
+pub(crate) fn ground_in(hay: &Haystack, object: &Value, stop: &dyn Fn() -> bool) -> Extraction {
     let mut out = Extraction {
         valid: true,
         ..Extraction::default()
     };
     let mut leaves = Vec::new();
     collect(object, String::new(), &mut leaves);
-    for (path, value) in leaves {
+    let mut leaves = leaves.into_iter().enumerate();
+    for (i, (path, value)) in leaves.by_ref() {
+        if i >= MAX_VALUES || hay.spent() || stop() {
+            out.unchecked.push(path);
+            break;
+        }
         let found = hay.locate(value);
         if found.how == Match::None {
             out.ungrounded.push(path.clone());
         }
         out.fields.insert(path, found);
     }
+    out.unchecked.extend(leaves.map(|(_, (path, _))| path));
     out
 }
 
@@ -549,6 +708,98 @@ mod tests {
             .how,
             Match::None
         );
+    }
+
+    /// The fuzzy match as it was first written: every window of the text, slid one char at
+    /// a time. The indexed one must find the same window.
+    fn fuzzy_by_sliding(norm: &[char], value: &[char]) -> Option<usize> {
+        let len = value.len();
+        if norm.len() < len {
+            return None;
+        }
+        let pairs = |w: &[char]| {
+            let mut m: HashMap<(char, char), i32> = HashMap::new();
+            for p in w.windows(2) {
+                *m.entry((p[0], p[1])).or_default() += 1;
+            }
+            m
+        };
+        let want = pairs(value);
+        let mut best = (-1i32, 0usize);
+        for start in 0..=norm.len() - len {
+            let have = pairs(&norm[start..start + len]);
+            let overlap: i32 = want
+                .iter()
+                .map(|(p, n)| (*n).min(have.get(p).copied().unwrap_or(0)))
+                .sum();
+            if overlap > best.0 {
+                best = (overlap, start);
+            }
+        }
+        (f64::from(best.0) / (len - 1) as f64 >= FUZZY_MIN_SCORE).then_some(best.1)
+    }
+
+    #[test]
+    fn the_indexed_fuzzy_match_finds_the_window_a_full_slide_finds() {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for round in 0..600 {
+            // Few letters (every pair common), then many (pairs rare).
+            let letters = if round < 300 {
+                "abcde fgh"
+            } else {
+                "abcdefghijklmnopqrstuvwxyz0123456789 "
+            };
+            let alphabet: Vec<char> = letters.chars().collect();
+            let text: String = (0..200 + next(200))
+                .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+                .collect();
+            let hay = Haystack::new(&text);
+            let len = 12 + next(20) as usize;
+            // A window of the text with a few chars changed, or chars of no window at all.
+            let mut value: Vec<char> = if next(3) == 0 {
+                (0..len)
+                    .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+                    .collect()
+            } else {
+                let at = next((hay.norm.len() - len) as u64) as usize;
+                hay.norm[at..at + len].to_vec()
+            };
+            for _ in 0..next(3) {
+                let k = next(len as u64) as usize;
+                value[k] = alphabet[next(alphabet.len() as u64) as usize];
+            }
+            let want =
+                fuzzy_by_sliding(&hay.norm, &value).map(|s| (hay.map[s], hay.map[s + len - 1] + 1));
+            assert_eq!(hay.fuzzy(&value), want, "{text:?} {value:?}");
+        }
+    }
+
+    #[test]
+    fn values_past_the_bound_or_after_a_stop_are_unchecked_never_found_nor_ungrounded() {
+        let text = "Acme Ltd sold 3 chairs.";
+        let object = json!({"seller": "Acme Ltd", "qty": 3, "buyer": "Globex", "note": "chairs"});
+        let asked = Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 2
+        };
+        let got = ground_in(&Haystack::new(text), &object, &stop);
+        assert_eq!(got.fields.len(), 2);
+        assert_eq!(got.fields["qty"].how, Match::Exact);
+        assert_eq!(got.unchecked, ["buyer", "note"]);
+        assert!(got.ungrounded.is_empty());
+        let many: Vec<Value> = (0..MAX_VALUES + 3)
+            .map(|i| json!(format!("v{i}")))
+            .collect();
+        let got = ground(text, &json!({ "many": many }));
+        assert_eq!(got.fields.len(), MAX_VALUES);
+        assert_eq!(got.unchecked, ["many[10000]", "many[10001]", "many[10002]"]);
     }
 
     #[test]

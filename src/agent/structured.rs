@@ -8,6 +8,7 @@ use crate::error::{ErrorKind, JobError};
 use crate::llm::Message;
 use crate::skills::schema::{self, Field};
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// An extraction job's schema, compiled.
 pub(crate) struct Schema {
@@ -392,7 +393,7 @@ pub(crate) async fn run(
 /// without repeats, objects merged field by field, a scalar taken from the first piece whose
 /// text holds it, else from the first piece that gives one.
 pub(crate) fn merge(parts: &[(Value, &str)]) -> Value {
-    let hays: Vec<super::grounding::Haystack<'_>> = parts
+    let hays: Vec<super::grounding::Haystack> = parts
         .iter()
         .map(|(_, text)| super::grounding::Haystack::new(text))
         .collect();
@@ -400,7 +401,7 @@ pub(crate) fn merge(parts: &[(Value, &str)]) -> Value {
     merge_values(&values, &hays)
 }
 
-fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack<'_>]) -> Value {
+fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack]) -> Value {
     let present: Vec<(usize, &Value)> = values
         .iter()
         .enumerate()
@@ -413,9 +414,10 @@ fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack<'_>]) -> V
     match first {
         Value::Object(_) => {
             let mut keys: Vec<&String> = Vec::new();
+            let mut seen: HashSet<&String> = HashSet::new();
             for (_, v) in &present {
                 for k in v.as_object().into_iter().flat_map(|m| m.keys()) {
-                    if !keys.contains(&k) {
+                    if seen.insert(k) {
                         keys.push(k);
                     }
                 }
@@ -431,10 +433,13 @@ fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack<'_>]) -> V
             Value::Object(out)
         }
         Value::Array(_) => {
+            // Repeats are told by each item's canonical text (keys sorted), so the merge
+            // stays linear in the items, however many.
             let mut out: Vec<Value> = Vec::new();
+            let mut seen: HashSet<String> = HashSet::new();
             for (_, v) in &present {
                 for item in v.as_array().into_iter().flatten() {
-                    if !out.contains(item) {
+                    if seen.insert(canonical(item)) {
                         out.push(item.clone());
                     }
                 }
@@ -443,10 +448,49 @@ fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack<'_>]) -> V
         }
         _ => present
             .iter()
-            .find(|(i, v)| hays[*i].locate(v).how != super::grounding::Match::None)
+            .find(|(i, v)| {
+                !hays[*i].spent() && hays[*i].locate(v).how != super::grounding::Match::None
+            })
             .map_or(first, |(_, v)| v)
             .clone(),
     }
+}
+
+/// `v` as JSON text with every object's keys sorted: equal values (`==`, which ignores key
+/// order) have equal texts.
+fn canonical(v: &Value) -> String {
+    fn put(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort_unstable();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    put(&m[k.as_str()], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    put(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    put(v, &mut out);
+    out
 }
 
 fn write(env: &AgentEnv, file: &str, value: &Value) -> Result<(), JobError> {
@@ -465,6 +509,32 @@ fn write(env: &AgentEnv, file: &str, value: &Value) -> Result<(), JobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_arrays_keep_each_item_once_whatever_its_keys_order() {
+        let a: Value = serde_json::from_str(
+            r#"{"items": [{"name": "chair", "qty": 2}, {"name": "desk", "qty": 1}], "codes": ["a", "b"]}"#,
+        )
+        .unwrap();
+        let b: Value = serde_json::from_str(
+            r#"{"items": [{"qty": 1, "name": "desk"}, {"name": "lamp", "qty": 1}], "codes": ["b", "c", 1, 1.0]}"#,
+        )
+        .unwrap();
+        let merged = merge(&[(a, "chair desk"), (b, "desk lamp")]);
+        assert_eq!(
+            merged,
+            json!({"items": [{"name": "chair", "qty": 2}, {"name": "desk", "qty": 1}, {"name": "lamp", "qty": 1}],
+                   "codes": ["a", "b", "c", 1, 1.0]})
+        );
+        // Many items, each once, in piece order.
+        let many: Vec<Value> = (0..50_000).map(|i| json!(format!("code-{i}"))).collect();
+        let half: Vec<Value> = many[25_000..].to_vec();
+        let merged = merge(&[
+            (json!({ "codes": many.clone() }), ""),
+            (json!({ "codes": half }), ""),
+        ]);
+        assert_eq!(merged["codes"], Value::Array(many));
+    }
 
     fn schema() -> Schema {
         Schema::new(json!({"type": "object", "properties": {

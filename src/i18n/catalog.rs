@@ -773,6 +773,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("the schema {path}: {reason}", "`schema` {path}：{reason}"),
     ("a schema must be a JSON object", "`schema` 必须是 JSON 对象"),
     ("the top level must be `type: object` with `properties` (the fields to extract)", "顶层必须是带 `properties`（要抽取的字段）的 `type: object`"),
+    ("{names}: a field may not be named as a column the folder's table writes itself (`file`, `status`, `ungrounded`, `doubts`, `error`; `file` in an array's items); rename it", "{names}：字段不能与文件夹汇总表自己写的列同名（`file`、`status`、`ungrounded`、`doubts`、`error`；数组条目中的 `file`），请改名"),
     ("not a valid JSON Schema: {e}", "不是有效的 `JSON Schema`：{e}"),
     ("cannot write the table tables/{name}: {e}", "无法写入表格 tables/{name}：{e}"),
     ("--rows {field}: table {name} has no array field `{field}`; one row per document", "--rows {field}：表格 {name} 没有数组字段 `{field}`；按每个文档一行"),

@@ -37,6 +37,10 @@ pub struct Extraction {
     /// The paths of values found nowhere in the text, in the object's order.
     #[serde(default)]
     pub ungrounded: Vec<String>,
+    /// The paths of values not looked for, in the object's order: grounding's bound for one
+    /// document was reached, or the run was stopped (docs/extract.md#grounding).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchecked: Vec<String>,
     /// Why the answer was not valid (failed jobs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,

@@ -20,7 +20,7 @@ pub(crate) use read::read_manifest;
 pub use read::{RunDir, latest_run, list_runs, read_records};
 pub use timestamp::Timestamp;
 pub(crate) use write::{
-    ManifestWriter, RecordLine, formula_safe, job_key, write_atomic, write_csv,
+    ManifestWriter, RecordLine, formula_like, formula_safe, job_key, write_atomic, write_csv,
 };
 
 use crate::error::JobError;

@@ -422,11 +422,17 @@ const CSV_HEADERS: &[&str] = &[
     "transcript",
 ];
 
+/// Whether a spreadsheet would take the text `s` for a formula: it begins with `=`, `+`,
+/// `-`, `@`, a tab or a carriage return.
+pub(crate) fn formula_like(s: &str) -> bool {
+    s.starts_with(['=', '+', '-', '@', '\t', '\r'])
+}
+
 /// A text cell that a spreadsheet would take for a formula (`=`, `+`, `-`, `@`, or a tab or
 /// carriage return before one) gets a leading `'`, so a file named `=HYPERLINK(…)` or a
 /// server's message stays text when `results.csv` is opened.
 pub(crate) fn formula_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if formula_like(s) {
         format!("'{s}").into()
     } else {
         s.into()

@@ -268,7 +268,8 @@ fn step_doubts(
         else {
             return Vec::new();
         };
-        return crate::agent::doubts::extraction(source, &object, &schema.fields);
+        let stop = || ctx.run.cancel.is_cancelled();
+        return crate::agent::doubts::extraction(source, &object, &schema.fields, &stop);
     }
     if part.starts_with("reduce") {
         return Vec::new();

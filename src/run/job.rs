@@ -649,11 +649,23 @@ fn ground(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let found = crate::agent::grounding::ground(text, &object);
+    let hay = crate::agent::grounding::Haystack::new(text);
+    let found =
+        crate::agent::grounding::ground_in(&hay, &object, &|| ctx.run.cancel.is_cancelled());
     if !found.ungrounded.is_empty() {
         let list = found.ungrounded.join(", ");
         ctx.transcript
             .note(&format!("values found nowhere in the document: {list}"));
+    }
+    if let Some(first) = found.unchecked.first() {
+        // Told to stop: the job is redone by the next run, never kept half looked at.
+        if ctx.run.cancel.is_cancelled() {
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
+        }
+        ctx.transcript.note(&format!(
+            "{} values from {first} on were not looked for in the document (grounding's bound for one document)",
+            found.unchecked.len()
+        ));
     }
     let Some(schema) = super::ask::job_schema(ctx)? else {
         return Ok(());

@@ -140,20 +140,12 @@ pub(super) fn write(
         records.sort_by(|a, b| a.input.cmp(&b.input));
         let table = Table::build(spec, out, &records, rows);
         let dir = out.join("tables");
-        let base = dir.join(&spec.name);
         // Reached beneath the output folder's handle: a link at `tables` is refused.
-        let result = OutputLayout::new(out)
-            .folder(&dir, true)
-            .and_then(|folder| {
-                table.write_jsonl(&folder, &base.with_extension("jsonl"))?;
-                table.write_csv(&folder, &base.with_extension("csv"))?;
-                table.write_xlsx(&folder, &base.with_extension("xlsx"))
-            });
-        match result {
-            Ok(()) => {
-                for ext in ["csv", "jsonl", "xlsx"] {
-                    written.push(format!("tables/{}.{ext}", spec.name));
-                }
+        match OutputLayout::new(out).folder(&dir, true) {
+            Ok(folder) => {
+                let (ok, failed) = table.write_all(&folder, &dir.join(&spec.name));
+                written.extend(ok);
+                problems.extend(failed);
             }
             Err(e) => problems.push(format!("cannot write the table tables/{}: {e}", spec.name)),
         }
@@ -280,6 +272,41 @@ impl Table {
         }
     }
 
+    /// Each of the table's files, written on its own: the files written (relative to the
+    /// output folder) and what went wrong. A file that cannot be rebuilt is removed, never
+    /// left as an earlier run's rows beside the others' new ones.
+    fn write_all(&self, folder: &Root, base: &Path) -> (Vec<String>, Vec<String>) {
+        let (mut written, mut problems) = (Vec::new(), Vec::new());
+        for ext in ["csv", "jsonl", "xlsx"] {
+            let path = base.with_extension(ext);
+            let result = match ext {
+                "csv" => self.write_csv(folder, &path),
+                "jsonl" => self.write_jsonl(folder, &path),
+                _ => self.write_xlsx(folder, &path),
+            };
+            let shown = format!(
+                "tables/{}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            );
+            let Err(e) = result else {
+                written.push(shown);
+                continue;
+            };
+            let name = path.file_name().unwrap_or_default();
+            let fate = match folder.top().unlink(name) {
+                Ok(()) => "the earlier one was removed".to_string(),
+                Err(r) if r.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(r) => format!("the earlier one could not be removed ({r}); it is stale"),
+            };
+            problems.push(if fate.is_empty() {
+                format!("cannot write the table {shown}: {e}")
+            } else {
+                format!("cannot write the table {shown}: {e}; {fate}")
+            });
+        }
+        (written, problems)
+    }
+
     fn write_jsonl(&self, folder: &Root, path: &Path) -> std::io::Result<()> {
         let mut body = Vec::new();
         for row in &self.rows {
@@ -298,8 +325,14 @@ impl Table {
         let mut body = Vec::new();
         {
             let mut w = csv::Writer::from_writer(&mut body);
-            w.write_record(&self.columns)
-                .map_err(std::io::Error::other)?;
+            // A header is text a spreadsheet reads too: a field named `=HYPERLINK(…)` is
+            // kept from being run, as a cell is.
+            let header: Vec<String> = self
+                .columns
+                .iter()
+                .map(|c| crate::manifest::formula_safe(c).into_owned())
+                .collect();
+            w.write_record(&header).map_err(std::io::Error::other)?;
             for row in &self.rows {
                 let cells: Vec<String> =
                     self.columns.iter().map(|c| csv_cell(row.get(c))).collect();
@@ -316,7 +349,8 @@ impl Table {
                 .iter()
                 .map(|row| Value::Array(columns.iter().map(|c| xlsx_cell(row.get(c))).collect()))
                 .collect();
-            json!({"name": name, "headers": columns, "rows": cells})
+            let headers: Vec<String> = columns.iter().map(|c| fit_cell(c)).collect();
+            json!({"name": name, "headers": headers, "rows": cells})
         };
         let mut sheets = vec![sheet("rows", &self.columns, &self.rows)];
         for (name, cols, rows) in &self.sheets {
@@ -419,24 +453,91 @@ fn csv_cell(v: Option<&Value>) -> String {
     }
 }
 
-/// A workbook cell: numbers stay numbers, arrays and objects as JSON text.
+/// A workbook cell: numbers stay numbers, arrays and objects as JSON text; text over
+/// Excel's limit cut with a mark ([`fit_cell`]).
 fn xlsx_cell(v: Option<&Value>) -> Value {
     match v {
         None | Some(Value::Null) => Value::String(String::new()),
-        Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => v.clone(),
-        Some(other) => Value::String(other.to_string()),
+        Some(Value::String(s)) => Value::String(fit_cell(s)),
+        Some(v @ (Value::Number(_) | Value::Bool(_))) => v.clone(),
+        Some(other) => Value::String(fit_cell(&other.to_string())),
     }
+}
+
+/// The most characters an Excel cell holds.
+const XLSX_CELL_CHARS: usize = 32_767;
+
+/// `s` as a workbook holds it: text over [`XLSX_CELL_CHARS`] is cut, and says so at its end
+/// (`… [cut: 40000 characters; the whole text is in the CSV and JSON Lines]`).
+fn fit_cell(s: &str) -> String {
+    let count = s.chars().count();
+    if count <= XLSX_CELL_CHARS {
+        return s.to_string();
+    }
+    let mark = format!("… [cut: {count} characters; the whole text is in the CSV and JSON Lines]");
+    let keep = XLSX_CELL_CHARS - mark.chars().count();
+    let mut out: String = s.chars().take(keep).collect();
+    out.push_str(&mark);
+    out
 }
 
 /// A row's doubts as one cell: `seller (label), total (label)`.
 fn doubted(doubts: &[crate::manifest::Doubt]) -> String {
     let mut parts: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for d in doubts {
         let at = d.field.as_deref().or(d.file.as_deref()).unwrap_or("");
         let part = format!("{at} ({})", d.check);
-        if !parts.contains(&part) {
+        if seen.insert(part.clone()) {
             parts.push(part);
         }
     }
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_file_that_cannot_be_rebuilt_is_removed_and_the_others_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.xlsx"), "an earlier run's rows").unwrap();
+        // More columns than a workbook holds: the CSV and JSON Lines are written, the
+        // workbook cannot be.
+        let columns: Vec<String> = (0..16_385).map(|i| format!("c{i}")).collect();
+        let row: Map<String, Value> = columns.iter().map(|c| (c.clone(), json!(1))).collect();
+        let table = Table {
+            columns,
+            rows: vec![row],
+            sheets: Vec::new(),
+            rows_problem: None,
+        };
+        let folder = Root::open(dir.path()).unwrap();
+        let (written, problems) = table.write_all(&folder, &dir.path().join("t"));
+        assert_eq!(written, ["tables/t.csv", "tables/t.jsonl"]);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("cannot write the table tables/t.xlsx: ")
+                && problems[0].ends_with("; the earlier one was removed"),
+            "{problems:?}"
+        );
+        assert!(!dir.path().join("t.xlsx").exists());
+        assert!(dir.path().join("t.csv").exists());
+    }
+
+    #[test]
+    fn a_cell_over_excels_limit_is_cut_with_a_mark() {
+        assert_eq!(fit_cell("short"), "short");
+        let long = "é".repeat(40_000);
+        let cut = fit_cell(&long);
+        assert_eq!(cut.chars().count(), XLSX_CELL_CHARS);
+        assert!(
+            cut.ends_with("… [cut: 40000 characters; the whole text is in the CSV and JSON Lines]")
+        );
+        assert_eq!(
+            fit_cell(&"x".repeat(XLSX_CELL_CHARS)).len(),
+            XLSX_CELL_CHARS
+        );
+    }
 }

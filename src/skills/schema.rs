@@ -81,9 +81,35 @@ pub(crate) fn check(schema: &Value) -> Result<(), String> {
             "the top level must be `type: object` with `properties` (the fields to extract)"
         ));
     }
-    jsonschema::validator_for(schema)
-        .map(|_| ())
-        .map_err(|e| format!("not a valid JSON Schema: {e}"))
+    jsonschema::validator_for(schema).map_err(|e| format!("not a valid JSON Schema: {e}"))?;
+    let taken = reserved_fields(&fields(schema));
+    if !taken.is_empty() {
+        let names = taken.join(", ");
+        return Err(msg!(
+            "{names}: a field may not be named as a column the folder's table writes itself (`file`, `status`, `ungrounded`, `doubts`, `error`; `file` in an array's items); rename it"
+        ));
+    }
+    Ok(())
+}
+
+/// The columns the folder's table writes itself (docs/extract.md#the-folders-table): a field
+/// of that name would overwrite what the table says of the document (which file, its
+/// status) with what the model answered.
+pub(crate) const TABLE_COLUMNS: [&str; 5] = ["file", "status", "ungrounded", "doubts", "error"];
+
+/// The fields named as the table's own columns: a top-level one named as any of them, an
+/// array's item named `file` (each item's sheet begins with the document's file).
+fn reserved_fields(fields: &[Field]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in fields {
+        if TABLE_COLUMNS.contains(&f.path.as_str()) {
+            out.push(format!("`{}`", f.path));
+        }
+        for item in f.items.iter().filter(|i| i.path == "file") {
+            out.push(format!("`{}[].{}`", f.path, item.path));
+        }
+    }
+    out
 }
 
 /// One field of a schema, flattened: `invoice.seller.name`, or an array (`items`).
@@ -274,6 +300,13 @@ mod tests {
         assert!(check(&invoice()).is_ok());
         assert!(check(&json!({"type": "string"})).is_err());
         assert!(check(&json!({"type": "object", "properties": {"a": {"type": 5}}})).is_err());
+        // The table's own columns are not fields' names; nested, they are.
+        let taken = json!({"type": "object", "properties": {
+            "status": {"type": "string"}, "seller": {"type": "object", "properties": {"file": {"type": "string"}}},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}}}},
+            "error": {"type": "string"}}});
+        let e = check(&taken).unwrap_err();
+        assert!(e.starts_with("`status`, `items[].file`, `error`: "), "{e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod docs_links;
 mod doubts;
 mod escalation;
 mod extract_docs;
+mod extract_hostile;
 mod extraction;
 mod help;
 mod hostile_provider;

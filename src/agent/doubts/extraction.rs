@@ -20,6 +20,8 @@ const MAX_PLACES: usize = 16;
 /// Values judged for labels, at most (an object of thousands of values is judged on its first
 /// ones; grounding still looks at all of them).
 const MAX_LABELLED: usize = 200;
+/// Values found nowhere given a doubt each, at most; the rest share one.
+const MAX_UNGROUNDED: usize = 100;
 
 /// A label and the fields that list it.
 struct Label {
@@ -31,21 +33,20 @@ struct Label {
     owners: Vec<String>,
 }
 
-/// The doubts of `object`, extracted from `text` under a schema with these `fields`.
-pub(crate) fn extraction(text: &str, object: &Value, fields: &[Field]) -> Vec<Doubt> {
+/// The doubts of `object`, extracted from `text` under a schema with these `fields`; `stop`
+/// is asked between values (a run told to stop gets what was judged so far).
+pub(crate) fn extraction(
+    text: &str,
+    object: &Value,
+    fields: &[Field],
+    stop: &dyn Fn() -> bool,
+) -> Vec<Doubt> {
     let hay = Haystack::new(text);
-    let mut out = Vec::new();
-    let mut leaves = Vec::new();
-    grounding::collect(object, String::new(), &mut leaves);
-    for (path, value) in &leaves {
-        if hay.locate(value).start.is_none() {
-            out.push(doubt(
-                "ungrounded",
-                path,
-                format!("{} is found nowhere in the document", shown(value)),
-            ));
-        }
+    let found = grounding::ground_in(&hay, object, stop);
+    if stop() {
+        return Vec::new();
     }
+    let mut out = ungrounded(object, &found);
     out.extend(same_values(object, fields));
     for field in fields.iter().filter(|f| f.items.is_empty()) {
         if let Some(Value::String(s)) = value_at(object, &field.path)
@@ -63,17 +64,66 @@ pub(crate) fn extraction(text: &str, object: &Value, fields: &[Field]) -> Vec<Do
         return out;
     }
     let norm_text = grounding::normalize(text);
+    let chars = hay.chars();
     for field in fields
         .iter()
         .filter(|f| f.items.is_empty())
         .take(MAX_LABELLED)
     {
+        if hay.spent() || stop() {
+            break;
+        }
         let Some(value) = value_at(object, &field.path) else {
             continue;
         };
-        if let Some(d) = label_doubt(&hay, text, &norm_text, field, value, &labels) {
+        if let Some(d) = label_doubt(&hay, chars, &norm_text, field, value, &labels) {
             out.push(d);
         }
+    }
+    out
+}
+
+/// A value found nowhere, one doubt each (the first [`MAX_UNGROUNDED`], then one for the
+/// rest); values not looked for, one doubt for all: never trusted unseen.
+fn ungrounded(object: &Value, found: &grounding::Extraction) -> Vec<Doubt> {
+    let mut out = Vec::new();
+    let mut leaves = Vec::new();
+    grounding::collect(object, String::new(), &mut leaves);
+    let nowhere: Vec<(String, &Value)> = leaves
+        .into_iter()
+        .filter(|(path, _)| {
+            found
+                .fields
+                .get(path)
+                .is_some_and(|l| l.how == grounding::Match::None)
+        })
+        .collect();
+    for (path, value) in nowhere.iter().take(MAX_UNGROUNDED) {
+        out.push(doubt(
+            "ungrounded",
+            path,
+            format!("{} is found nowhere in the document", shown(value)),
+        ));
+    }
+    if let Some((path, _)) = nowhere.get(MAX_UNGROUNDED) {
+        let more = nowhere.len() - MAX_UNGROUNDED;
+        out.push(doubt(
+            "ungrounded",
+            path,
+            format!("{more} values from {path} on are found nowhere in the document"),
+        ));
+    }
+    if let Some(first) = found.unchecked.first() {
+        out.push(doubt(
+            "unchecked",
+            first,
+            format!(
+                "{} values from {first} on were not looked for in the document: grounding looks for at most {} values a document, and stops once it has visited {} places of its text",
+                found.unchecked.len(),
+                grounding::MAX_VALUES,
+                grounding::MAX_WORK
+            ),
+        ));
     }
     out
 }
@@ -279,8 +329,8 @@ fn bracketed(s: &str) -> Vec<String> {
 /// another field's; or, for a number, when none stands under any label while its own label is
 /// in the document (a total taken from elsewhere than the total's line).
 fn label_doubt(
-    hay: &Haystack<'_>,
-    text: &str,
+    hay: &Haystack,
+    chars: &[char],
     norm_text: &str,
     field: &Field,
     value: &Value,
@@ -294,11 +344,10 @@ fn label_doubt(
     if places.is_empty() {
         return None;
     }
-    let chars: Vec<char> = text.chars().collect();
     let mut other: Option<&Label> = None;
     let mut unlabelled = false;
     for (start, _) in &places {
-        match label_before(&chars, *start, labels) {
+        match label_before(chars, *start, labels) {
             Some(l) if l.owners.contains(&field.path) => return None,
             Some(l) => other = other.or(Some(l)),
             None => unlabelled = true,
@@ -466,14 +515,17 @@ mod tests {
     fn a_right_answer_has_no_doubt() {
         let right = json!({"seller": "杭州云杉办公用品有限公司", "buyer": "上海明远科技有限公司",
             "currency": "CNY", "amount": 1200.0, "total": 1356.0, "items": [{"quantity": 500}]});
-        assert_eq!(checks(&extraction(FAPIAO, &right, &schema())), []);
+        assert_eq!(
+            checks(&extraction(FAPIAO, &right, &schema(), &|| false)),
+            []
+        );
     }
 
     #[test]
     fn swapped_parties_a_pre_tax_total_and_an_invented_currency_are_doubted() {
         let wrong = json!({"seller": "上海明远科技有限公司", "buyer": "上海明远科技有限公司",
             "currency": "USD", "amount": 1200.0, "total": 1200.0});
-        let got = checks(&extraction(FAPIAO, &wrong, &schema()));
+        let got = checks(&extraction(FAPIAO, &wrong, &schema(), &|| false));
         for want in [
             ("currency", "ungrounded"),
             ("buyer", "same_value"),
@@ -487,7 +539,7 @@ mod tests {
         }
         // The quantity given as the total stands under the items' columns.
         let qty = json!({"total": 500});
-        let got = extraction(FAPIAO, &qty, &schema());
+        let got = extraction(FAPIAO, &qty, &schema(), &|| false);
         assert_eq!(checks(&got), [("total".into(), "label".into())]);
     }
 
@@ -500,7 +552,8 @@ mod tests {
             checks(&extraction(
                 text,
                 &json!({"seller": "ACME Tools Ltd.", "buyer": "Northwind Traders", "total": 1440}),
-                &s
+                &s,
+                &|| false
             )),
             []
         );
@@ -508,6 +561,7 @@ mod tests {
             text,
             &json!({"seller": "Northwind Traders", "total": 1200}),
             &s,
+            &|| false,
         ));
         assert_eq!(
             got,
@@ -525,10 +579,11 @@ mod tests {
             text,
             &json!({"buyer": "Billed to: Pied Piper GmbH, Berlin"}),
             &schema(),
+            &|| false,
         );
         assert_eq!(checks(&got), [("buyer".into(), "holds_label".into())]);
         let time = json!({"buyer": "Pied Piper GmbH"});
-        assert_eq!(checks(&extraction(text, &time, &schema())), []);
+        assert_eq!(checks(&extraction(text, &time, &schema(), &|| false)), []);
     }
 
     #[test]

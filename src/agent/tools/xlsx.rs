@@ -92,6 +92,10 @@ fn shape(error: String) -> String {
 }
 
 fn fill(sheet: &mut Worksheet, table: &Table, bold: &Format) -> Result<(), String> {
+    // Text a spreadsheet would take for a formula (`=HYPERLINK(…)`) is a text cell already;
+    // the quote prefix keeps it text when the cell is edited, as a leading `'` does in a CSV.
+    let quoted = Format::new().set_quote_prefix();
+    let bold_quoted = bold.clone().set_quote_prefix();
     let header_rows = usize::from(!table.headers.is_empty());
     if table.rows.len() + header_rows > MAX_ROWS {
         return Err(format!(
@@ -106,14 +110,19 @@ fn fill(sheet: &mut Worksheet, table: &Table, bold: &Format) -> Result<(), Strin
     for (col, header) in table.headers.iter().enumerate() {
         check_len(header)?;
         // Row and column are within Excel's limits, checked above, so the casts are exact.
+        let format = if crate::manifest::formula_like(header) {
+            &bold_quoted
+        } else {
+            bold
+        };
         sheet
-            .write_string_with_format(0, col as ColNum, header.as_str(), bold)
+            .write_string_with_format(0, col as ColNum, header.as_str(), format)
             .map_err(err)?;
     }
     for (r, row) in table.rows.iter().enumerate() {
         let row_num = (r + header_rows) as RowNum;
         for (c, cell) in row.iter().enumerate() {
-            write_cell(sheet, row_num, c as ColNum, cell)?;
+            write_cell(sheet, row_num, c as ColNum, cell, &quoted)?;
         }
     }
     if header_rows == 1 {
@@ -123,7 +132,13 @@ fn fill(sheet: &mut Worksheet, table: &Table, bold: &Format) -> Result<(), Strin
     Ok(())
 }
 
-fn write_cell(sheet: &mut Worksheet, row: RowNum, col: ColNum, cell: &Value) -> Result<(), String> {
+fn write_cell(
+    sheet: &mut Worksheet,
+    row: RowNum,
+    col: ColNum,
+    cell: &Value,
+    quoted: &Format,
+) -> Result<(), String> {
     let err = |e: XlsxError| e.to_string();
     match cell {
         Value::Null => {}
@@ -144,7 +159,13 @@ fn write_cell(sheet: &mut Worksheet, row: RowNum, col: ColNum, cell: &Value) -> 
             }
             None => {
                 check_len(s)?;
-                sheet.write_string(row, col, s.as_str()).map_err(err)?;
+                if crate::manifest::formula_like(s) {
+                    sheet
+                        .write_string_with_format(row, col, s.as_str(), quoted)
+                        .map_err(err)?;
+                } else {
+                    sheet.write_string(row, col, s.as_str()).map_err(err)?;
+                }
             }
         },
         nested => {
