@@ -123,16 +123,22 @@ pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
     if !a.dry_run && trash.is_dir() {
         let _ = layout.remove_tree(&trash);
     }
-    let mib = freed as f64 / (1 << 20) as f64;
+    let size = format!("{:.1} MiB", freed as f64 / (1 << 20) as f64);
     println!(
         "{}",
         if a.dry_run {
             msg!(
-                "would free {mib:.1} MiB: {removed_lines} record(s), {removed_runs} run(s) whole; outputs and what each job's state needs are kept"
+                "would free {}: {} record(s), {} run(s) whole; outputs and what each job's state needs are kept",
+                size,
+                removed_lines,
+                removed_runs
             )
         } else {
             msg!(
-                "freed {mib:.1} MiB: {removed_lines} record(s), {removed_runs} run(s) whole; outputs and what each job's state needs are kept"
+                "freed {}: {} record(s), {} run(s) whole; outputs and what each job's state needs are kept",
+                size,
+                removed_lines,
+                removed_runs
             )
         }
     );
@@ -170,11 +176,6 @@ fn usable(s: Status) -> bool {
     matches!(s, Status::Succeeded | Status::Cached)
 }
 
-/// Whether a record says what became of its job.
-fn settles(s: Status) -> bool {
-    usable(s) || s == Status::Failed
-}
-
 /// Reads every run, finds the lines each job's state needs, and plans the pruned runs.
 fn weigh(runs: &[RunDir], pruned: &HashSet<String>) -> Vec<Plan> {
     // (run, line) of each job's latest record and latest usable one.
@@ -187,7 +188,7 @@ fn weigh(runs: &[RunDir], pruned: &HashSet<String>) -> Vec<Plan> {
             let Some(r) = &line.record else { continue };
             let replaces = latest
                 .get(&r.job_id)
-                .is_none_or(|(_, _, was)| settles(r.status) || !settles(*was));
+                .is_none_or(|(_, _, was)| crate::manifest::state::replaces(*was, r.status));
             if replaces {
                 latest.insert(r.job_id.clone(), (ri, li, r.status));
             }

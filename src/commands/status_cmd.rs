@@ -114,7 +114,7 @@ fn print_human(state: &FolderState, gone: &[&JobState], out: &Path, cwd: &Path) 
             println!(
                 "{}",
                 msg!(
-                    "  … and {} more (zhi status --csv lists every job)",
+                    "  … and {} more (`zhi status --csv` lists every job)",
                     failed.len() - LISTED
                 )
             );

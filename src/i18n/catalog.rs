@@ -64,6 +64,26 @@ pub(super) const FIELDS: &[(&str, &str)] = &[
 
 #[rustfmt::skip]
 pub(super) const ENTRIES: &[(&str, &str)] = &[
+    // ---- zhi status, zhi prune, settling a run's records.
+    ("cannot settle the run's records: {e}", "无法整理本次运行的记录：{e}"),
+    ("interrupted while settling the records", "整理记录时被中断"),
+    ("must be a whole number and a unit: 30d, 12h, 90m or 45s", "必须是整数加单位：30d、12h、90m 或 45s"),
+    ("failed ({n}):", "失败（{n}）："),
+    ("inputs gone ({n}):", "输入已不在（{n}）："),
+    ("{path}: {n} job(s) in {count} run(s): {counts}", "{path}：{n} 个作业，{count} 次运行：{counts}"),
+    ("{n} record line(s) could not be read (a run was killed mid-write)", "{n} 行记录无法读取（某次运行在写入时被终止）"),
+    ("  … and {n} more (`zhi status --csv` lists every job)", "  ……另有 {n} 个（`zhi status --csv` 列出每个作业）"),
+    ("spent to date: {list}", "迄今花费：{list}"),
+    ("  … and {n} more", "  ……另有 {n} 个"),
+    ("pruned: {n} run(s), {count} record(s) (their tokens are counted above)", "已清理：{n} 次运行，{count} 条记录（其令牌数已计入上面）"),
+    ("cost unknown: no price", "费用未知：没有价格"),
+    ("cannot write: {e}", "无法写入：{e}"),
+    ("freed {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "释放了 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都已保留"),
+    ("{path} has no runs to prune (they are kept in .zhi/runs/)", "{path} 没有可清理的运行（运行保存在 .zhi/runs/）"),
+    ("would remove run {run} ({n} record(s))", "将删除运行 {run}（{n} 条记录）"),
+    ("would free {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "将释放 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都会保留"),
+    ("would remove {n} of run {run}'s {count} record(s) and {total} transcript(s)", "将删除 {n} 条记录（运行 {run} 共 {count} 条）和 {total} 份对话记录"),
+    ("cannot prune run {run}: {e}", "无法清理运行 {run}：{e}"),
     // ---- The operating system's texts (`std::io::Error`), inside zhi's messages.
     ("No such file or directory (os error {code})", "没有那个文件或目录（系统错误 {code}）"),
     ("Permission denied (os error {code})", "权限不足（系统错误 {code}）"),

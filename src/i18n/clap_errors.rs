@@ -63,6 +63,7 @@ pub fn clap_message(e: &clap::Error) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join("，"),
         ),
+        Some(ContextValue::String(one)) => Some(format!("'{one}'")),
         _ => None,
     };
     if let Some(values) = quoted(ContextKind::ValidValue) {
@@ -77,8 +78,9 @@ pub fn clap_message(e: &clap::Error) -> Option<String> {
         ContextKind::SuggestedValue,
         ContextKind::SuggestedCommand,
     ] {
-        if let Some(s) = get(kind) {
-            lines.push(format!("  提示：也许想用的是 '{s}'"));
+        // Several suggestions are each quoted, as clap does.
+        if let Some(s) = quoted(kind) {
+            lines.push(format!("  提示：也许想用的是 {s}"));
         }
     }
     if let Some(trailing) = get(ContextKind::TrailingArg) {

@@ -277,6 +277,18 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// Whether the record's stats would make the next run read its files again: an output,
+    /// the job's folder or its input whose stat is missing or was taken too soon after its
+    /// last change to be trusted (docs/outputs.md#the-stat-cache).
+    pub(crate) fn needs_settling(&self) -> bool {
+        let loose = |s: Option<&InputStat>| s.is_none_or(|s| !s.trusted());
+        matches!(self.status, Status::Succeeded | Status::Cached)
+            && !self.output_dir.is_empty()
+            && (self.outputs.iter().any(|o| loose(o.stat.as_ref()))
+                || self.output_dir_stat.is_some_and(|s| !s.trusted())
+                || self.input_stat.is_some_and(|s| !s.trusted()))
+    }
+
     /// A record with nothing recorded yet: no outputs, no tokens, no times, no error.
     pub fn new(job_id: &str, skill: &str, input: &str, status: Status) -> JobRecord {
         JobRecord {

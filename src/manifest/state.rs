@@ -125,6 +125,31 @@ fn settles(s: Status) -> bool {
     matches!(s, Status::Succeeded | Status::Cached | Status::Failed)
 }
 
+/// Whether `later`, a record of a job, takes the place of `was`, its earlier one.
+pub(crate) fn replaces(was: Status, later: Status) -> bool {
+    settles(later) || !settles(was)
+}
+
+/// Every job's latest record, whole, by the rule of [`read`], with `current` (the records of
+/// the run now ending, which it counted without writing them all) read last. What the
+/// extraction tables are built from.
+pub(crate) fn latest_records(out: &Path, current: &[JobRecord]) -> Vec<JobRecord> {
+    let mut latest: HashMap<String, JobRecord> = HashMap::new();
+    let mut put = |r: JobRecord| match latest.get(&r.job_id) {
+        Some(was) if !replaces(was.status, r.status) => {}
+        _ => {
+            latest.insert(r.job_id.clone(), r);
+        }
+    };
+    for run in super::list_runs(out) {
+        if let Ok((records, _)) = super::read_records(&run.path) {
+            records.into_iter().for_each(&mut put);
+        }
+    }
+    current.iter().cloned().for_each(put);
+    latest.into_values().collect()
+}
+
 /// Reads every run of `out`, oldest first.
 pub(crate) fn read(out: &Path) -> FolderState {
     let mut state = FolderState {
@@ -142,10 +167,10 @@ pub(crate) fn read(out: &Path) -> FolderState {
         state.unreadable += bad;
         for r in records {
             add_spent(&mut state.tokens, &mut state.costs, &r);
-            let replaces = latest
+            if latest
                 .get(&r.job_id)
-                .is_none_or(|was| settles(r.status) || !settles(was.status));
-            if replaces {
+                .is_none_or(|was| replaces(was.status, r.status))
+            {
                 latest.insert(r.job_id.clone(), JobState::of(r, &run.run_id));
             }
         }

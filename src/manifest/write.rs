@@ -71,7 +71,12 @@ pub(crate) struct ManifestWriter {
     /// was appended.
     unsettled: u64,
     last_unsettled: Option<std::time::Instant>,
+    /// How the run settles a record (`plan::cache::settle`): whether it changed it.
+    settler: Option<Settler>,
 }
+
+/// Settles one record's stats, given the output folder: whether it changed it.
+pub(crate) type Settler = Box<dyn Fn(&Path, &mut JobRecord) -> bool + Send>;
 
 /// Above this many records to settle, the end of a run waits out the racy margin (at most
 /// 2 s) so that all of them can be; below it, those too fresh are left to the next run.
@@ -114,7 +119,14 @@ impl ManifestWriter {
             every_record: false,
             unsettled: 0,
             last_unsettled: None,
+            settler: None,
         })
+    }
+
+    /// How the end of the run settles its records' stats (none: they stay as written).
+    pub(crate) fn settle_with(mut self, settler: Settler) -> Self {
+        self.settler = Some(settler);
+        self
     }
 
     /// Write the records of cached jobs that restate their earlier record too.
@@ -149,7 +161,7 @@ impl ManifestWriter {
             return Err(io::Error::other(e));
         }
         self.held.push(b'\n');
-        if crate::plan::cache::needs_settling(record) {
+        if record.needs_settling() {
             self.unsettled += 1;
             self.last_unsettled = Some(std::time::Instant::now());
         }
@@ -191,7 +203,7 @@ impl ManifestWriter {
     /// itself, then renamed over it) with the stats a rerun trusts. A kill meanwhile leaves
     /// the file as it was.
     fn settle(&mut self, output_dir: &Path) -> io::Result<()> {
-        let Some(lines) = self.lines.as_ref() else {
+        let (Some(lines), Some(settler)) = (self.lines.as_ref(), self.settler.as_ref()) else {
             return Ok(());
         };
         if self.unsettled == 0 || crate::interrupt::interrupted() {
@@ -205,7 +217,6 @@ impl ManifestWriter {
             );
             std::thread::sleep(margin.saturating_sub(last.elapsed()));
         }
-        let cwd = std::env::current_dir()?;
         let mut old = io::BufReader::with_capacity(
             1 << 20,
             self.folder.top().open_file(OsStr::new("results.jsonl"))?,
@@ -225,9 +236,7 @@ impl ManifestWriter {
                 let settled = serde_json::from_slice::<JobRecord>(&line)
                     .ok()
                     .filter(|_| line.ends_with(b"\n"))
-                    .and_then(|mut r| {
-                        crate::plan::cache::settle(output_dir, &cwd, &mut r).then_some(r)
-                    });
+                    .and_then(|mut r| settler(output_dir, &mut r).then_some(r));
                 let body = match settled {
                     Some(r) => {
                         changed += 1;
@@ -248,7 +257,9 @@ impl ManifestWriter {
                 offset += line.len() as u64;
                 len += body.len() as u64;
                 if changed == 0 && crate::interrupt::interrupted() {
-                    return Err(io::Error::other(msg!("interrupted")));
+                    return Err(io::Error::other(msg!(
+                        "interrupted while settling the records"
+                    )));
                 }
             }
             if changed == 0 {

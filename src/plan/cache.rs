@@ -5,7 +5,7 @@
 //! hashes), the model, the arguments and the content of every input.
 
 pub(crate) use super::index::CacheIndex;
-use crate::manifest::{InputStat, JobRecord, Status};
+use crate::manifest::{InputStat, JobRecord};
 use crate::plan::Job;
 use crate::skills::SkillSet;
 use rayon::prelude::*;
@@ -489,25 +489,13 @@ fn hash_dir(path: &Path, output_dir: &Path) -> (Option<String>, Option<u64>) {
     (Some(hex::encode(h.finalize())), Some(total))
 }
 
-/// Whether a record's stats would make the next run read its files again: an output, the
-/// job's folder or its input whose stat is missing or was taken too soon after its last change
-/// to be trusted (docs/outputs.md#the-stat-cache).
-pub(crate) fn needs_settling(record: &JobRecord) -> bool {
-    let loose = |s: Option<&InputStat>| s.is_none_or(|s| !s.trusted());
-    matches!(record.status, Status::Succeeded | Status::Cached)
-        && !record.output_dir.is_empty()
-        && (record.outputs.iter().any(|o| loose(o.stat.as_ref()))
-            || record.output_dir_stat.is_some_and(|s| !s.trusted())
-            || record.input_stat.is_some_and(|s| !s.trusted()))
-}
-
 /// The end of a run settles what it wrote (docs/outputs.md#what-a-rerun-writes): each output
 /// of `record` (and its folder) checked as a rerun checks it — an output whose stat cannot be
 /// trusted read and hashed again — and its input hashed again when its stat was taken too soon,
 /// the stats recorded when every hash is still the record's. Whether the record changed; a
 /// file that changed meanwhile leaves the record as it was, for the next run to find.
 pub(crate) fn settle(output_dir: &Path, cwd: &Path, record: &mut JobRecord) -> bool {
-    if !needs_settling(record) {
+    if !record.needs_settling() {
         return false;
     }
     let Some(seen) = outputs_check(output_dir, record, false) else {
@@ -531,11 +519,10 @@ pub(crate) fn settle(output_dir: &Path, cwd: &Path, record: &mut JobRecord) -> b
             _ => {}
         }
     }
-    let changed = settled.outputs != record.outputs
-        || settled.output_dir_stat != record.output_dir_stat
-        || settled.input_stat != record.input_stat;
-    if changed {
-        *record = settled;
+    // Only stats the next run will trust are worth the rewrite.
+    if settled.needs_settling() {
+        return false;
     }
-    changed
+    *record = settled;
+    true
 }

@@ -250,7 +250,12 @@ fn open_ledger(
             path: run_dir.to_path_buf(),
             source,
         })?
-        .every_record(opts.flags.every_record);
+        .every_record(opts.flags.every_record)
+        .settle_with(Box::new(
+            |out: &std::path::Path, r: &mut crate::manifest::JobRecord| {
+                std::env::current_dir().is_ok_and(|cwd| crate::plan::cache::settle(out, &cwd, r))
+            },
+        ));
     let rules = StopRules {
         max_failures: opts.flags.max_failures,
         budget_tokens: opts.flags.budget_tokens,

@@ -125,7 +125,8 @@ pub(super) fn write(
     if specs.is_empty() {
         return (Vec::new(), Vec::new());
     }
-    let history = latest_records(out, current);
+    // The folder's state: each job's latest record (docs/outputs.md#the-folders-state).
+    let history = crate::manifest::state::latest_records(out, current);
     let (mut written, mut problems) = (Vec::new(), Vec::new());
     for spec in &specs {
         let mut records: Vec<&JobRecord> = history
@@ -154,29 +155,6 @@ pub(super) fn write(
         }
     }
     (written, problems)
-}
-
-/// The latest record of every job in the output folder: this run's first, then earlier runs',
-/// newest first.
-fn latest_records(out: &Path, current: &[JobRecord]) -> Vec<JobRecord> {
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut all = Vec::new();
-    for r in current {
-        if seen.insert(r.job_id.clone()) {
-            all.push(r.clone());
-        }
-    }
-    for run in crate::manifest::list_runs(out).iter().rev() {
-        let Ok((records, _)) = crate::manifest::read_records(&run.path) else {
-            continue;
-        };
-        for r in records {
-            if seen.insert(r.job_id.clone()) {
-                all.push(r);
-            }
-        }
-    }
-    all
 }
 
 /// A sheet of the workbook for an array of objects: the array's path, its columns, its rows.

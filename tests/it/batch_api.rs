@@ -378,7 +378,11 @@ fn ten_thousand_documents_through_batches() {
     assert_eq!(batch.batches().len(), 3, "no batch submitted twice");
 
     let before = api.count();
-    let out = zhi_run(&env, &api, &["--submit", "batch", "-j", "16"]);
+    let out = zhi_run(
+        &env,
+        &api,
+        &["--submit", "batch", "-j", "16", "--records", "all"],
+    );
     assert_exit(&out, Exit::Success);
     assert_eq!(
         api.count(),
@@ -757,7 +761,8 @@ fn a_kill_during_collection_loses_nothing() {
     assert!(!env.path("out/.zhi/staging").exists());
     assert!(outside_batch_api(&api).is_empty());
     let before = api.count();
-    let out = submit(&env, &api);
+    // Every job's record, cached ones too, to count them.
+    let out = zhi_run(&env, &api, &["--submit", "batch", "--records", "all"]);
     assert_exit(&out, Exit::Success);
     assert_eq!(api.count(), before);
     assert_eq!(count(&latest(&env), Status::Cached), N);

@@ -250,7 +250,7 @@ fn a_rerun_over_more_than_one_chunk_of_jobs_reruns_only_what_changed() {
             format!("Report {i}, revised.\n"),
         );
     }
-    let out = run(&env, &api, &[]);
+    let out = run(&env, &api, &["--records", "all"]);
     assert_eq!(
         api.chat_requests().len(),
         n + 2,
