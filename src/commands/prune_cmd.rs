@@ -67,48 +67,19 @@ pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
     for plan in &plans {
         let gone = plan.lines.len() - plan.keep.len();
         let whole = plan.keep.is_empty();
-        let size = if whole {
-            tree_bytes(&plan.run.path)
-        } else {
-            plan.drop_transcripts
-                .iter()
-                .filter_map(|p| std::fs::metadata(p).ok())
-                .map(|m| m.len())
-                .sum::<u64>()
-                + plan
-                    .lines
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !plan.keep.contains(i))
-                    .map(|(_, l)| l.bytes.len() as u64)
-                    .sum::<u64>()
-        };
         if gone == 0 && plan.drop_transcripts.is_empty() && !whole {
             continue;
         }
-        freed += size;
+        freed += plan.freed();
         removed_lines += gone as u64;
         removed_runs += u64::from(whole);
         if a.dry_run {
-            println!(
-                "{}",
-                if whole {
-                    msg!("would remove run {} ({} record(s))", plan.run.run_id, gone)
-                } else {
-                    msg!(
-                        "would remove {} of run {}'s {} record(s) and {} transcript(s)",
-                        gone,
-                        plan.run.run_id,
-                        plan.lines.len(),
-                        plan.drop_transcripts.len()
-                    )
-                }
-            );
+            println!("{}", plan.would());
             continue;
         }
         // What the removed records spent, counted before they go.
         for (i, line) in plan.lines.iter().enumerate() {
-            if !plan.keep.contains(&i)
+            if plan.keep.binary_search(&i).is_err()
                 && let Some(r) = &line.record
             {
                 totals.add(r);
@@ -169,6 +140,42 @@ fn started(run_id: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%S%.3f")
         .ok()
         .map(|t| t.and_utc())
+}
+
+impl Plan {
+    /// Bytes its pruning frees.
+    fn freed(&self) -> u64 {
+        if self.keep.is_empty() {
+            return tree_bytes(&self.run.path);
+        }
+        let transcripts: u64 = self
+            .drop_transcripts
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        let lines: u64 = (0..self.lines.len())
+            .filter(|i| self.keep.binary_search(i).is_err())
+            .map(|i| self.lines[i].bytes.len() as u64)
+            .sum();
+        transcripts + lines
+    }
+
+    /// What `--dry-run` says of it.
+    fn would(&self) -> String {
+        let gone = self.lines.len() - self.keep.len();
+        if self.keep.is_empty() {
+            msg!("would remove run {} ({} record(s))", self.run.run_id, gone)
+        } else {
+            msg!(
+                "would remove {} of run {}'s {} record(s) and {} transcript(s)",
+                gone,
+                self.run.run_id,
+                self.lines.len(),
+                self.drop_transcripts.len()
+            )
+        }
+    }
 }
 
 /// Whether a record is what a rerun finds its job cached by.
