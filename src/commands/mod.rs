@@ -7,6 +7,7 @@ mod exit_of;
 mod extract_cmd;
 mod help_cmd;
 mod manifest_cmd;
+mod mcp_cmd;
 mod report_cmd;
 mod run_cmd;
 mod skills_cmd;
@@ -76,6 +77,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Manifest(cmd) => manifest_cmd::run(&ctx, cmd),
         Command::Batch(cmd) => batch_cmd::run(&ctx, cmd),
         Command::Report { run, output, out } => report_cmd::run(&ctx, run.as_deref(), output, out),
+        Command::Mcp(a) => mcp_cmd::run(&ctx, a),
         Command::Completions { shell } => help_cmd::completions(shell),
         Command::Man { out } => help_cmd::man(&ctx, out.as_deref()),
     }
