@@ -209,26 +209,26 @@ impl Zhi {
         }
     }
 
-    fn output_dir(&self, given: Option<&str>) -> Result<PathBuf, CallToolResult> {
+    fn output_dir(&self, given: Option<&str>) -> Result<PathBuf, String> {
         let roots = &self.opts.roots;
         match given {
-            Some(g) => roots.resolve(g).map_err(|e| fail(e.to_string())),
+            Some(g) => roots.resolve(g).map_err(|e| e.to_string()),
             None => roots
                 .resolve(&self.opts.default_output.display().to_string())
-                .map_err(|e| fail(e.to_string())),
+                .map_err(|e| e.to_string()),
         }
     }
 
     /// `SKILL INPUT... -o OUT -a K=V ...` for `plan` and `run`, every path held to the roots.
-    fn plan_args(&self, p: &PlanParams) -> Result<(Vec<String>, PathBuf), CallToolResult> {
+    fn plan_args(&self, p: &PlanParams) -> Result<(Vec<String>, PathBuf), String> {
         let roots = &self.opts.roots;
         let out = self.output_dir(p.output.as_deref())?;
         if p.inputs.is_empty() {
-            return Err(fail(msg!("no inputs: give files, folders or globs")));
+            return Err(msg!("no inputs: give files, folders or globs"));
         }
         let mut args = vec![p.skill.clone()];
         for i in &p.inputs {
-            args.push(roots.resolve_input(i).map_err(|e| fail(e.to_string()))?);
+            args.push(roots.resolve_input(i).map_err(|e| e.to_string())?);
         }
         args.push("-o".into());
         args.push(out.display().to_string());
@@ -256,16 +256,16 @@ impl Zhi {
     }
 
     /// `zhi --json plan …`: its jobs, each a JSON object.
-    async fn plan_jobs(&self, args: &[String]) -> Result<Vec<Value>, CallToolResult> {
+    async fn plan_jobs(&self, args: &[String]) -> Result<Vec<Value>, String> {
         let mut full = vec!["plan".to_string()];
         full.extend_from_slice(args);
         let f = self
             .launcher
             .output(&full)
             .await
-            .map_err(|e| fail(msg!("cannot start zhi: {e}")))?;
+            .map_err(|e| msg!("cannot start zhi: {e}"))?;
         if f.code != Some(0) {
-            return Err(fail(child_message(&self.opts.roots, &f)));
+            return Err(child_message(&self.opts.roots, &f));
         }
         Ok(f.stdout
             .lines()
@@ -273,7 +273,7 @@ impl Zhi {
             .collect())
     }
 
-    fn find_run(&self, id: &str) -> Result<Arc<Run>, CallToolResult> {
+    fn find_run(&self, id: &str) -> Result<Arc<Run>, String> {
         let runs = lock(&self.runs);
         runs.get(id)
             .or_else(|| {
@@ -284,7 +284,7 @@ impl Zhi {
                 }
             })
             .cloned()
-            .ok_or_else(|| fail(msg!("no run `{id}` was started by this server")))
+            .ok_or_else(|| msg!("no run `{id}` was started by this server"))
     }
 
     /// A run's status: counts, tokens, failures, and the manifest's end once it has ended.
@@ -395,11 +395,11 @@ impl Zhi {
     async fn plan(&self, Parameters(p): Parameters<PlanParams>) -> CallToolResult {
         let (args, out) = match self.plan_args(&p) {
             Ok(a) => a,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         let jobs = match self.plan_jobs(&args).await {
             Ok(j) => j,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
         let mut tokens = 0;
@@ -449,7 +449,7 @@ impl Zhi {
     ) -> CallToolResult {
         let (plan_args, out) = match self.plan_args(&p.plan) {
             Ok(a) => a,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         if let Some((pid, run)) = runs::lock_holder(&out) {
             return fail(msg!(
@@ -461,7 +461,7 @@ impl Zhi {
         // and its size is the run's progress total.
         let jobs = match self.plan_jobs(&plan_args).await {
             Ok(j) => j,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         let mut args = vec!["run".to_string()];
         args.extend(plan_args);
@@ -500,7 +500,7 @@ impl Zhi {
     ) -> CallToolResult {
         let run = match self.find_run(&p.run_id) {
             Ok(r) => r,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         if p.wait_seconds > 0 {
             self.wait_for(&run, p.wait_seconds, &meta, &peer).await;
@@ -515,7 +515,7 @@ impl Zhi {
     async fn cancel(&self, Parameters(p): Parameters<CancelParams>) -> CallToolResult {
         let run = match self.find_run(&p.run_id) {
             Ok(r) => r,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         run.cancel();
         run.wait(Duration::from_secs(60)).await;
@@ -529,7 +529,7 @@ impl Zhi {
     async fn results(&self, Parameters(p): Parameters<ResultsParams>) -> CallToolResult {
         let out = match self.output_dir(p.output.as_deref()) {
             Ok(o) => o,
-            Err(e) => return e,
+            Err(e) => return fail(e),
         };
         let page = results::Page {
             offset: p.offset,

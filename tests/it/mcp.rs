@@ -195,7 +195,7 @@ fn a_run_is_started_followed_with_progress_and_read() {
     });
     env.write(
         "zhi.yaml",
-        &format!(
+        format!(
             "provider: openai\nbase_url: {}\ngrace_period: 0\nretry: {{max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}}\n",
             api.base_url()
         ),
