@@ -114,9 +114,10 @@ pub(crate) enum Command {
         out: Option<PathBuf>,
     },
 
-    /// Serve zhi to an agent over the Model Context Protocol on stdin and stdout: its skills,
-    /// plans, runs in the background, their status and results
+    /// Serve skills, plans, runs and results to an agent over MCP (Model Context Protocol)
     ///
+    /// An MCP server on stdin and stdout: an agent lists the skills, plans a run, starts it in
+    /// the background, follows its progress and reads its outputs and tables.
     /// Every input and output path the agent names must be inside a root (--root, repeatable;
     /// default the current folder). See docs/mcp.md.
     #[command(after_help = MCP_EXAMPLES)]

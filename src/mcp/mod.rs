@@ -9,6 +9,7 @@
 //! and is capped in size. This module never reads or passes on the API key: a child reads it
 //! from the settings as any run does.
 
+mod resources;
 mod results;
 mod roots;
 mod runs;
@@ -17,9 +18,11 @@ pub(crate) use roots::Roots;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{
-    CallToolResult, Implementation, ProgressNotificationParam, RequestMetaObject,
-    ServerCapabilities, ServerConfig,
+    CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    RequestMetaObject, ServerCapabilities, ServerConfig,
 };
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use runs::{Launcher, Run, StartError};
 use schemars::JsonSchema;
@@ -219,6 +222,19 @@ impl Zhi {
         }
     }
 
+    /// The output folders whose files are resources: the default one and those of this
+    /// server's runs, when they exist.
+    fn output_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.output_dir(None).into_iter().collect();
+        for r in lock(&self.runs).values() {
+            if !dirs.contains(&r.output_dir) {
+                dirs.push(r.output_dir.clone());
+            }
+        }
+        dirs.retain(|d| d.is_dir());
+        dirs
+    }
+
     /// `SKILL INPUT... -o OUT -a K=V ...` for `plan` and `run`, every path held to the roots.
     fn plan_args(&self, p: &PlanParams) -> Result<(Vec<String>, PathBuf), String> {
         let roots = &self.opts.roots;
@@ -338,7 +354,7 @@ impl Zhi {
                 if told != Some(done) || ended {
                     told = Some(done);
                     let mut p = ProgressNotificationParam::new(t.clone(), done as f64)
-                        .with_message(msg!("{done} of {} jobs done", run.planned));
+                        .with_message(msg!("{done} of {planned} jobs done", planned = run.planned));
                     if run.planned > 0 {
                         p = p.with_total(run.planned as f64);
                     }
@@ -558,11 +574,36 @@ impl Zhi {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Zhi {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
             .with_server_info(Implementation::new("zhi", env!("CARGO_PKG_VERSION")))
-            .with_instructions(msg!(
+            .with_instructions(format!(
                 "zhi runs LLM skills over folders of documents, with a cache, a manifest and rate limits. Call `skills` to see what it can do, `plan` to see what a run would cost, `run` to start one (it answers at once with a run id), `status` to follow it, `results` to read its outputs and tables. Paths must be inside: {}",
                 self.opts.roots.names()
             ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, rmcp::ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list(
+            &self.output_dirs(),
+        )))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        resources::read(&self.opts.roots, &request.uri)
+            .map(|c| ReadResourceResult::new(vec![c]).into())
+            .map_err(|e| rmcp::ErrorData::resource_not_found(e.to_string(), None))
     }
 }

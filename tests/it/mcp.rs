@@ -241,10 +241,39 @@ fn a_run_is_started_followed_with_progress_and_read() {
     let (listing, err) = s.call("results", json!({"output": "out"}));
     assert!(!err, "{listing}");
     assert_eq!(listing["jobs_total"], 2, "{listing}");
+    assert_eq!(listing["run_id"], run_id.as_str(), "{listing}");
     let (job, err) = s.call("results", json!({"output": "out", "job": "docs/a.md"}));
     assert!(!err, "{job}");
     let text = job["outputs"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("A summary of"), "{job}");
+
+    // The run's manifest is a resource; a file that is no manifest, report or table is not.
+    let listed = s.request("resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    let manifest = uris
+        .iter()
+        .find(|u| u.ends_with(&format!("{run_id}/manifest.json")))
+        .unwrap_or_else(|| panic!("the manifest among {uris:?}"))
+        .to_string();
+    let read = s.request("resources/read", json!({"uri": manifest}));
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap()["run_id"],
+        run_id.as_str()
+    );
+    let work = env.work.canonicalize().unwrap();
+    for uri in [
+        format!("file://{}/docs/a.md", work.display()),
+        format!("file://{}/.profile", env.home.display()),
+    ] {
+        let refused = s.request("resources/read", json!({"uri": uri}));
+        assert!(refused["error"].is_object(), "{uri}: {refused}");
+    }
 
     // A second run on the same folder while one holds it is refused as the lock refuses it.
     slow.store(true, Ordering::SeqCst);
