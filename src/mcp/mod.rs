@@ -178,8 +178,11 @@ struct ResultsParams {
     limit: Option<u64>,
 }
 
+/// A tool's refusal or failure, in zhi's language (a child's message already is).
 fn fail(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::structured_error(json!({ "error": message.into() }))
+    let message = message.into();
+    let said = crate::i18n::localize(&message);
+    CallToolResult::structured_error(json!({ "error": said }))
 }
 
 /// A child's refusal, as the agent reads it: its `error:` lines, else all it said.
@@ -318,6 +321,9 @@ impl Zhi {
             "failed": rec.failed,
             "failures": rec.failures,
         });
+        if finished.is_none() {
+            v["eta_seconds"] = json!(run.eta_seconds(rec.done));
+        }
         if let Some(f) = finished {
             v["exit_code"] = json!(f.code);
             if let Ok(m) = serde_json::from_str::<Value>(&f.stdout) {

@@ -74,6 +74,8 @@ pub(crate) struct Run {
     /// Jobs its plan had: all, and those that will be sent.
     pub planned: u64,
     pub pid: u32,
+    /// When the child was started.
+    started: std::time::Instant,
     /// Set once the child has ended.
     ended: watch::Receiver<Option<Finished>>,
 }
@@ -90,6 +92,16 @@ impl Run {
         tokio::time::timeout(limit, rx.wait_for(Option::is_some))
             .await
             .is_ok()
+    }
+
+    /// Seconds left at the pace so far, once a job has ended (a rough figure: cached jobs end
+    /// at once, and the slowest documents may come last).
+    pub(crate) fn eta_seconds(&self, done: u64) -> Option<u64> {
+        if done == 0 || done >= self.planned {
+            return None;
+        }
+        let per_job = self.started.elapsed().as_secs_f64() / done as f64;
+        Some((per_job * (self.planned - done) as f64).ceil() as u64)
     }
 
     /// Ask the run to stop as SIGTERM does (docs/exit-codes.md#signals): jobs in flight get the
@@ -174,6 +186,7 @@ pub(crate) async fn start(
     output_dir: &Path,
     planned: u64,
 ) -> Result<Run, StartError> {
+    let started = std::time::Instant::now();
     let mut child = launcher.command(args).spawn().map_err(StartError::Spawn)?;
     let pid = child.id().unwrap_or(0);
     let stdout = child.stdout.take();
@@ -229,6 +242,7 @@ pub(crate) async fn start(
         output_dir: output_dir.to_path_buf(),
         planned,
         pid,
+        started,
         ended: rx,
     })
 }

@@ -109,6 +109,15 @@ async def main(zhi, work, outside):
             assert numbers == ["GX-7", "INV-0042"], numbers
             seen["table"] = numbers
 
+            resources = await session.list_resources()
+            uris = [str(r.uri) for r in resources.resources]
+            manifest = [u for u in uris if u.endswith(run_id + "/manifest.json")]
+            assert manifest, uris
+            read = await session.read_resource(manifest[0])
+            assert json.loads(read.contents[0].text)["run_id"] == run_id, read
+            assert any(u.endswith("tables/extract-invoice.csv") for u in uris), uris
+            seen["resources"] = len(uris)
+
             refused = await session.call_tool(
                 "plan", {"skill": "extract", "inputs": [outside], "args": job["args"]}
             )
