@@ -238,8 +238,9 @@ impl Zhi {
         dirs
     }
 
-    /// `SKILL INPUT... -o OUT -a K=V ...` for `plan` and `run`, every path held to the roots.
-    fn plan_args(&self, p: &PlanParams) -> Result<(Vec<String>, PathBuf), String> {
+    /// `SKILL INPUT... -o OUT -a K=V ...` for `plan` and `run`, every path held to the roots:
+    /// the inputs, the output folder, and the skill's file and folder arguments.
+    async fn plan_args(&self, p: &PlanParams) -> Result<(Vec<String>, PathBuf), String> {
         let roots = &self.opts.roots;
         let out = self.output_dir(p.output.as_deref())?;
         if p.inputs.is_empty() {
@@ -251,11 +252,19 @@ impl Zhi {
         }
         args.push("-o".into());
         args.push(out.display().to_string());
+        let paths = if p.args.is_empty() {
+            Vec::new()
+        } else {
+            self.path_args(&p.skill).await?
+        };
         for (k, v) in &p.args {
-            let v = match v {
+            let mut v = match v {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
+            if paths.contains(k) {
+                v = roots.resolve_template(&v).map_err(|e| e.to_string())?;
+            }
             args.push("-a".into());
             args.push(format!("{k}={v}"));
         }
@@ -272,6 +281,29 @@ impl Zhi {
             args.extend(["--exclude".into(), e.clone()]);
         }
         Ok((args, out))
+    }
+
+    /// The names of a skill's arguments that are paths (`file`, `directory`): an agent's value
+    /// for one is held to the roots like an input.
+    async fn path_args(&self, skill: &str) -> Result<Vec<String>, String> {
+        let args = ["skills".to_string(), "show".into(), skill.to_string()];
+        let f = self
+            .launcher
+            .output(&args)
+            .await
+            .map_err(|e| msg!("cannot start zhi: {e}"))?;
+        if f.code != Some(0) {
+            return Err(child_message(&self.opts.roots, &f));
+        }
+        let v: Value =
+            serde_json::from_str(&f.stdout).map_err(|_| msg!("zhi answered what is not JSON"))?;
+        Ok(v["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| matches!(a["type"].as_str(), Some("file" | "directory" | "dir")))
+            .filter_map(|a| a["name"].as_str().map(str::to_string))
+            .collect())
     }
 
     /// `zhi --json plan …`: its jobs, each a JSON object.
@@ -415,7 +447,7 @@ impl Zhi {
         description = "Plan a run without running it: the jobs a `run` with the same skill, inputs and arguments would do, which are already cached (their outputs kept from an earlier run), which will fail and why, and the estimated input tokens. Sends nothing to a model and writes nothing. Use it before `run` on a large folder."
     )]
     async fn plan(&self, Parameters(p): Parameters<PlanParams>) -> CallToolResult {
-        let (args, out) = match self.plan_args(&p) {
+        let (args, out) = match self.plan_args(&p).await {
             Ok(a) => a,
             Err(e) => return fail(e),
         };
@@ -469,7 +501,7 @@ impl Zhi {
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
     ) -> CallToolResult {
-        let (plan_args, out) = match self.plan_args(&p.plan) {
+        let (plan_args, out) = match self.plan_args(&p.plan).await {
             Ok(a) => a,
             Err(e) => return fail(e),
         };

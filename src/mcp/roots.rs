@@ -112,6 +112,31 @@ impl Roots {
         Ok(format!("{}/{}", base.display(), parts[wild..].join("/")))
     }
 
+    /// A file argument: a path, resolved as [`Roots::resolve`] does, or a template filled per
+    /// input (`{dir}/{stem}.old{ext}`, docs/cli.md#skill-arguments). A template that starts
+    /// with a placeholder lies beside the input, which is inside the roots; one with a literal
+    /// folder first has that folder resolved. Neither may climb with `..`.
+    pub(crate) fn resolve_template(&self, given: &str) -> Result<String, RootError> {
+        let Some(brace) = given.find('{') else {
+            return Ok(self.resolve(given)?.display().to_string());
+        };
+        if given.split('/').any(|p| p == "..") {
+            return Err(RootError::Climbs {
+                path: given.to_string(),
+            });
+        }
+        match given[..brace].rfind('/') {
+            None if given.starts_with('{') => Ok(given.to_string()),
+            // `x{stem}`: a name in the first root.
+            None => Ok(format!("{}/{given}", self.first().display())),
+            Some(0) => Err(self.outside(given)),
+            Some(slash) => {
+                let folder = self.resolve(&given[..slash])?;
+                Ok(format!("{}{}", folder.display(), &given[slash..]))
+            }
+        }
+    }
+
     fn outside(&self, given: &str) -> RootError {
         RootError::Outside {
             path: given.to_string(),
@@ -265,6 +290,29 @@ mod tests {
         assert!(r.resolve_input("docs/*/../../x").is_err());
         assert!(r.resolve_input("/*/passwd").is_err());
         assert!(r.resolve_input("/etc/*").is_err());
+    }
+
+    #[test]
+    fn file_arguments_and_their_templates_are_held_to_the_roots() {
+        let (_dir, r) = roots();
+        assert!(
+            r.resolve_template("docs/a.md")
+                .unwrap()
+                .ends_with("docs/a.md")
+        );
+        assert_eq!(
+            r.resolve_template("{dir}/{stem}.old{ext}").unwrap(),
+            "{dir}/{stem}.old{ext}"
+        );
+        assert!(
+            r.resolve_template("docs/{stem}.md")
+                .unwrap()
+                .ends_with("docs/{stem}.md")
+        );
+        assert!(r.resolve_template("/etc/passwd").is_err());
+        assert!(r.resolve_template("/etc/{name}").is_err());
+        assert!(r.resolve_template("{dir}/../../../etc/passwd").is_err());
+        assert!(r.resolve_template("../x/{name}").is_err());
     }
 
     #[test]

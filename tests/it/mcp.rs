@@ -145,6 +145,10 @@ fn the_tools_are_listed_with_their_schemas_and_paths_outside_the_roots_are_refus
             json!({"skill": "summarize", "inputs": ["docs"], "output": "/tmp"}),
         ),
         ("run", json!({"skill": "summarize", "inputs": ["/etc/*"]})),
+        (
+            "plan",
+            json!({"skill": "extract", "inputs": ["docs"], "args": {"schema": "/etc/passwd"}}),
+        ),
         ("results", json!({"output": "../"})),
     ] {
         let (v, err) = s.call(tool, args.clone());
