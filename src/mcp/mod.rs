@@ -50,7 +50,7 @@ pub(crate) struct Options {
 /// The longest a `status` or `run` call waits for a run to end.
 const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How often a waiting call looks at the run's records.
-const POLL: Duration = Duration::from_millis(250);
+const POLL: Duration = Duration::from_millis(500);
 /// The most jobs a plan lists one by one.
 const MAX_PLAN_JOBS: usize = 50;
 
