@@ -22,6 +22,7 @@ pub(super) fn run(ctx: &Ctx, a: McpArgs) -> Result<Exit, ExitError> {
         config_file: ctx.global.config.as_ref().map(|f| ctx.cwd.join(f)),
         default_output: config.run.output_dir.clone(),
         budget_tokens: config.run.mcp_budget_tokens,
+        prices: config.models.prices.clone(),
     };
     crate::mcp::serve(opts).map_err(|e| ExitError::new(Exit::TempFail, msg!("zhi mcp: {e}")))?;
     Ok(Exit::Success)

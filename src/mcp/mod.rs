@@ -45,6 +45,8 @@ pub(crate) struct Options {
     pub default_output: PathBuf,
     /// The token budget of a run started over MCP that gives none (`mcp_budget_tokens`).
     pub budget_tokens: Option<u64>,
+    /// Prices per million tokens, by model (`prices:` over the defaults), for a plan's cost.
+    pub prices: BTreeMap<String, crate::config::Price>,
 }
 
 /// The longest a `status` or `run` call waits for a run to end.
@@ -286,6 +288,18 @@ impl Zhi {
     /// The names of a skill's arguments that are paths (`file`, `directory`): an agent's value
     /// for one is held to the roots like an input.
     async fn path_args(&self, skill: &str) -> Result<Vec<String>, String> {
+        let v = self.skill_info(skill).await?;
+        Ok(v["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| matches!(a["type"].as_str(), Some("file" | "directory" | "dir")))
+            .filter_map(|a| a["name"].as_str().map(str::to_string))
+            .collect())
+    }
+
+    /// `zhi --json skills show SKILL`.
+    async fn skill_info(&self, skill: &str) -> Result<Value, String> {
         let args = ["skills".to_string(), "show".into(), skill.to_string()];
         let f = self
             .launcher
@@ -295,15 +309,27 @@ impl Zhi {
         if f.code != Some(0) {
             return Err(child_message(&self.opts.roots, &f));
         }
-        let v: Value =
-            serde_json::from_str(&f.stdout).map_err(|_| msg!("zhi answered what is not JSON"))?;
-        Ok(v["args"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|a| matches!(a["type"].as_str(), Some("file" | "directory" | "dir")))
-            .filter_map(|a| a["name"].as_str().map(str::to_string))
-            .collect())
+        serde_json::from_str(&f.stdout).map_err(|_| msg!("zhi answered what is not JSON"))
+    }
+
+    /// What the input tokens to send cost at the model's input price, when it has one: a
+    /// floor, as the skill's prompt and the answers come on top (docs/mcp.md#tools).
+    async fn input_cost(&self, p: &PlanParams, tokens: u64) -> Value {
+        let model = match &p.model {
+            Some(m) => Some(m.clone()),
+            None => self
+                .skill_info(&p.skill)
+                .await
+                .ok()
+                .and_then(|v| v["model"].as_str().map(str::to_string)),
+        };
+        let price = model.as_ref().and_then(|m| self.opts.prices.get(m));
+        match (model, price) {
+            (Some(m), Some(price)) => json!({
+                "model": m, "amount": price.of(tokens, 0), "currency": price.currency,
+            }),
+            _ => Value::Null,
+        }
     }
 
     /// `zhi --json plan …`: its jobs, each a JSON object.
@@ -478,9 +504,11 @@ impl Zhi {
                 })
             })
             .collect();
+        let cost = self.input_cost(&p, pending_tokens).await;
         let mut v = json!({
             "output": self.opts.roots.shown(&out),
             "jobs_total": jobs.len(),
+            "estimated_input_cost": cost,
             "by_status": by_status,
             "estimated_tokens": tokens,
             "estimated_tokens_to_send": pending_tokens,

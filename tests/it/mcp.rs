@@ -171,6 +171,12 @@ fn the_tools_are_listed_with_their_schemas_and_paths_outside_the_roots_are_refus
     let (plan, err) = s.call("plan", json!({"skill": "summarize", "inputs": ["docs"]}));
     assert!(!err, "{plan}");
     assert_eq!(plan["by_status"]["pending"], 1, "{plan}");
+    // glm-4-flash, the default model, is free at the default prices.
+    assert_eq!(
+        plan["estimated_input_cost"],
+        json!({"model": "glm-4-flash", "amount": 0.0, "currency": "CNY"}),
+        "{plan}"
+    );
     let (bad, err) = s.call("plan", json!({"skill": "sumarize", "inputs": ["docs"]}));
     assert!(err, "{bad}");
     assert!(
