@@ -248,12 +248,13 @@ impl Zhi {
         if p.inputs.is_empty() {
             return Err(msg!("no inputs: give files, folders or globs"));
         }
-        let mut args = vec![p.skill.clone()];
+        // Flags bind their values (`--arg=K=V`), and the skill and inputs come after `--`: no
+        // name an agent gives can be read as a flag of the child's (`--config=…`).
+        let mut positionals = vec![p.skill.clone()];
         for i in &p.inputs {
-            args.push(roots.resolve_input(i).map_err(|e| e.to_string())?);
+            positionals.push(roots.resolve_input(i).map_err(|e| e.to_string())?);
         }
-        args.push("-o".into());
-        args.push(out.display().to_string());
+        let mut args = vec![format!("--output={}", out.display())];
         let paths = if p.args.is_empty() {
             Vec::new()
         } else {
@@ -267,21 +268,22 @@ impl Zhi {
             if paths.contains(k) {
                 v = roots.resolve_template(&v).map_err(|e| e.to_string())?;
             }
-            args.push("-a".into());
-            args.push(format!("{k}={v}"));
+            args.push(format!("--arg={k}={v}"));
         }
         if let Some(m) = &p.model {
-            args.extend(["-m".into(), m.clone()]);
+            args.push(format!("--model={m}"));
         }
         if p.force {
             args.push("--force".into());
         }
         if let Some(n) = p.limit {
-            args.extend(["--limit".into(), n.to_string()]);
+            args.push(format!("--limit={n}"));
         }
         for e in &p.exclude {
-            args.extend(["--exclude".into(), e.clone()]);
+            args.push(format!("--exclude={e}"));
         }
+        args.push("--".into());
+        args.extend(positionals);
         Ok((args, out))
     }
 
@@ -300,7 +302,12 @@ impl Zhi {
 
     /// `zhi --json skills show SKILL`.
     async fn skill_info(&self, skill: &str) -> Result<Value, String> {
-        let args = ["skills".to_string(), "show".into(), skill.to_string()];
+        let args = [
+            "skills".into(),
+            "show".into(),
+            "--".into(),
+            skill.to_string(),
+        ];
         let f = self
             .launcher
             .output(&args)
@@ -442,7 +449,7 @@ impl Zhi {
     )]
     async fn skills(&self, Parameters(p): Parameters<SkillsParams>) -> CallToolResult {
         let args: Vec<String> = match &p.name {
-            Some(n) => vec!["skills".into(), "show".into(), n.clone()],
+            Some(n) => vec!["skills".into(), "show".into(), "--".into(), n.clone()],
             None => vec!["skills".into(), "list".into()],
         };
         let f = match self.launcher.output(&args).await {
@@ -545,17 +552,18 @@ impl Zhi {
             Ok(j) => j,
             Err(e) => return fail(e),
         };
+        // The run's own flags first: `plan_args` ends with `--` and the positionals.
         let mut args = vec!["run".to_string()];
-        args.extend(plan_args);
         if let Some(b) = p.budget_tokens.or(self.opts.budget_tokens) {
-            args.extend(["--budget-tokens".into(), b.to_string()]);
+            args.push(format!("--budget-tokens={b}"));
         }
         if let Some(c) = p.budget_cost {
-            args.extend(["--budget-cost".into(), c.to_string()]);
+            args.push(format!("--budget-cost={c}"));
         }
         if let Some(n) = p.max_failures {
-            args.extend(["--max-failures".into(), n.to_string()]);
+            args.push(format!("--max-failures={n}"));
         }
+        args.extend(plan_args);
         let run = match runs::start(&self.launcher, &args, &out, jobs.len() as u64).await {
             Ok(r) => Arc::new(r),
             Err(StartError::Spawn(e)) => return fail(msg!("cannot start zhi: {e}")),

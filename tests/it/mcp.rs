@@ -177,6 +177,16 @@ fn the_tools_are_listed_with_their_schemas_and_paths_outside_the_roots_are_refus
         json!({"model": "glm-4-flash", "amount": 0.0, "currency": "CNY"}),
         "{plan}"
     );
+    // A name is never a flag of the child's.
+    let (flag, err) = s.call(
+        "plan",
+        json!({"skill": "--config=/etc/passwd", "inputs": ["docs"], "model": "--force"}),
+    );
+    assert!(err, "{flag}");
+    assert!(
+        flag["error"].as_str().unwrap().contains("--config"),
+        "{flag}"
+    );
     let (bad, err) = s.call("plan", json!({"skill": "sumarize", "inputs": ["docs"]}));
     assert!(err, "{bad}");
     assert!(
