@@ -132,6 +132,15 @@ pub(crate) enum Command {
     #[command(after_help = PRUNE_EXAMPLES)]
     Prune(PruneArgs),
 
+    /// Serve skills, plans, runs and results to an agent over MCP (Model Context Protocol)
+    ///
+    /// An MCP server on stdin and stdout: an agent lists the skills, plans a run, starts it in
+    /// the background, follows its progress and reads its outputs and tables.
+    /// Every input and output path the agent names must be inside a root (--root, repeatable;
+    /// default the current folder). See docs/mcp.md.
+    #[command(after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
+
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell)
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions {
@@ -184,6 +193,19 @@ const REPORT_EXAMPLES: &str = "Examples:
   xdg-open \"$(zhi report -o out)\"     # write it and open it
   zhi report 20250101T0200 --out run.html
   ZHI_LANGUAGE=zh zhi report zhi-output/.zhi/runs/20250101T020000.000Z";
+
+const MCP_EXAMPLES: &str = "Examples:
+  claude mcp add zhi -- zhi mcp --root ~/invoices
+  zhi mcp --root . --root /data/reports     # two folders the agent may use";
+
+/// Flags of `zhi mcp`.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct McpArgs {
+    /// A folder the agent may name inputs and output folders in, repeatable; relative paths
+    /// the agent gives are taken from the first [default: the current folder]
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+}
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   zhi completions bash > ~/.local/share/bash-completion/completions/zhi

@@ -26,6 +26,7 @@ pub(crate) mod interrupt;
 pub(crate) mod layout;
 pub mod llm;
 pub mod manifest;
+pub(crate) mod mcp;
 pub mod ocr;
 pub(crate) mod plan;
 pub(crate) mod providers;

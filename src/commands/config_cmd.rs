@@ -98,6 +98,11 @@ fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
         row("grace_period", format!("{}s", run.grace_period.as_secs())),
         row("checksum", run.checksum.to_string()),
         row(
+            "mcp_budget_tokens",
+            run.mcp_budget_tokens
+                .map_or_else(|| "none".to_string(), |n| n.to_string()),
+        ),
+        row(
             "temperature",
             models
                 .temperature

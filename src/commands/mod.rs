@@ -8,6 +8,7 @@ mod extract_cmd;
 mod help_cmd;
 mod manifest_cmd;
 mod prune_cmd;
+mod mcp_cmd;
 mod report_cmd;
 mod run_cmd;
 mod skills_cmd;
@@ -80,6 +81,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Report { run, output, out } => report_cmd::run(&ctx, run.as_deref(), output, out),
         Command::Status { out, csv } => status_cmd::run(&ctx, out, csv),
         Command::Prune(a) => prune_cmd::run(&ctx, a),
+        Command::Mcp(a) => mcp_cmd::run(&ctx, a),
         Command::Completions { shell } => help_cmd::completions(shell),
         Command::Man { out } => help_cmd::man(&ctx, out.as_deref()),
     }

@@ -123,6 +123,8 @@ struct SettingsFile {
     #[serde(default, deserialize_with = "present")]
     checksum: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    mcp_budget_tokens: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     batch: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     language: Option<Value>,
@@ -277,6 +279,13 @@ fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     }
     if let Some(c) = l.one("checksum", &f.checksum, setting::boolean)? {
         l.config.run.checksum = c;
+    }
+    if let Some(b) = l.one(
+        "mcp_budget_tokens",
+        &f.mcp_budget_tokens,
+        setting::budget_or_none,
+    )? {
+        l.config.run.mcp_budget_tokens = b;
     }
     let base = l.config.run.batch;
     if let Some(limits) = l.section("batch", &f.batch, |v, w| setting::batch(v, base, w))? {

@@ -140,6 +140,9 @@ impl ApiSettings {
     }
 }
 
+/// The token budget of a run started over MCP when neither the agent nor the settings give one.
+pub(crate) const DEFAULT_MCP_BUDGET_TOKENS: u64 = 1_000_000;
+
 /// Where a run writes and how fast it goes.
 #[derive(Debug, Clone)]
 pub(crate) struct RunSettings {
@@ -159,6 +162,8 @@ pub(crate) struct RunSettings {
     pub batch: BatchLimits,
     /// Read and hash every input, whatever its stat (docs/outputs.md#the-stat-cache).
     pub checksum: bool,
+    /// The token budget of a run an agent starts over MCP without one (docs/mcp.md).
+    pub mcp_budget_tokens: Option<u64>,
 }
 
 impl Default for RunSettings {
@@ -172,6 +177,7 @@ impl Default for RunSettings {
             grace_period: Duration::from_secs(30),
             batch: BatchLimits::default(),
             checksum: false,
+            mcp_budget_tokens: Some(DEFAULT_MCP_BUDGET_TOKENS),
         }
     }
 }

@@ -115,6 +115,20 @@ pub(super) fn timeout(v: &Value) -> Result<Duration, String> {
     }
 }
 
+/// `mcp_budget_tokens`: a whole number of tokens, at least 1, or `none` for no budget.
+pub(super) fn budget_or_none(v: &Value) -> Result<Option<u64>, String> {
+    if v.as_str()
+        .is_some_and(|s| s.trim().eq_ignore_ascii_case("none"))
+    {
+        return Ok(None);
+    }
+    match v.as_u64() {
+        Some(0) => Err(msg!("must be at least 1, or none, found {}", shown(v))),
+        Some(n) => Ok(Some(n)),
+        None => Err(msg!("must be a whole number or none, found {}", shown(v))),
+    }
+}
+
 /// `grace_period`: whole seconds (0 cancels in-flight jobs at once).
 pub(super) fn grace_period(v: &Value) -> Result<Duration, String> {
     v.as_u64()

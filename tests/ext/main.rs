@@ -25,6 +25,7 @@ mod extraction;
 mod full_disk;
 mod ladder;
 mod local_model;
+mod mcp_client;
 mod need;
 #[path = "../it/progress_parse.rs"]
 mod progress_parse;
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         full_disk::tests(),
         ladder::tests(),
         local_model::tests(),
+        mcp_client::tests(),
         skill_folders::tests(),
         slurm::tests(),
         stat_cache::tests(),

@@ -32,6 +32,9 @@ pub enum Need {
     PrivateMount,
     /// A Slurm cluster that answers (`sinfo`) with a node that can run jobs.
     SlurmCluster,
+    /// A python with the Model Context Protocol's Python SDK (`import mcp`), named by
+    /// `ZHI_TEST_MCP_PYTHON`.
+    McpPython,
 }
 
 /// A need this machine does not meet: what it is, why it is missing, and how to meet it.
@@ -150,6 +153,13 @@ fn check(need: Need) -> Option<Missing> {
                   (.ci/run does both)"
                 .into(),
         }),
+        Need::McpPython => mcp_python().err().map(|why| Missing {
+            what: "the MCP Python SDK".into(),
+            why,
+            how: "make a virtual environment with `pip install mcp` and set ZHI_TEST_MCP_PYTHON \
+                  to its python (.ci/run does both)"
+                .into(),
+        }),
         Need::PrivateMount => private_mount().err().map(|why| Missing {
             what: "a private mount namespace".into(),
             why,
@@ -200,6 +210,26 @@ pub fn doc(relative: &str) -> PathBuf {
 
 /// `ZHI_TEST_LLM_URL` is set and a server answers `GET <url>/models` with HTTP 200 (5 s at
 /// most).
+/// `ZHI_TEST_MCP_PYTHON` names a python that can import the `mcp` package.
+fn mcp_python() -> Result<(), String> {
+    let python = match std::env::var("ZHI_TEST_MCP_PYTHON") {
+        Ok(p) if !p.trim().is_empty() => p,
+        _ => return Err("ZHI_TEST_MCP_PYTHON is not set".into()),
+    };
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp.client.stdio"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success());
+    match ok {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!("{python} cannot import mcp")),
+        Err(e) => Err(format!("{python}: {e}")),
+    }
+}
+
 fn local_model() -> Result<(), String> {
     answers("ZHI_TEST_LLM_URL")
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 /// providers' table that both `config` and `llm` read, is one and must stay one.
 const LAYERS: &[&[&str]] = &[
     &["commands"],
+    &["mcp"],
     &["cli"],
     &["run"],
     &["agent"],

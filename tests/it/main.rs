@@ -26,6 +26,7 @@ mod hostile_run;
 mod i18n;
 mod layers;
 mod llm_client;
+mod mcp;
 mod ocr_api;
 mod outputs;
 mod plan_cli;

@@ -1,0 +1,132 @@
+"""Drive `zhi mcp` with the Model Context Protocol's official Python client (the `mcp` package).
+
+Run by tests/ext/mcp_client.rs as: python mcp_client.py ZHI WORK OUTSIDE. ZHI is the binary,
+WORK the folder it may use (its root, holding zhi.yaml, the schema and invoices/), OUTSIDE a
+folder outside the root. Prints one JSON object of what it saw on its last line; an assertion
+that fails ends it with a traceback and a non-zero exit.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def field(obj, name):
+    """A field of the SDK's types by its Python name (SDK 2) or its wire name (SDK 1)."""
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    head, *rest = name.split("_")
+    return getattr(obj, head + "".join(w.title() for w in rest))
+
+
+def structured(result):
+    """A tool result's structured content, or its first text as JSON."""
+    content = field(result, "structured_content")
+    if content is not None:
+        return content
+    return json.loads(result.content[0].text)
+
+
+def is_error(result):
+    return bool(field(result, "is_error"))
+
+
+async def main(zhi, work, outside):
+    env = {k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ}
+    params = StdioServerParameters(
+        command=zhi, args=["mcp", "--root", work], env=env, cwd=work
+    )
+    seen = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert field(init, "server_info").name == "zhi", init
+            seen["protocol"] = field(init, "protocol_version")
+
+            tools = await session.list_tools()
+            names = sorted(t.name for t in tools.tools)
+            assert names == ["cancel", "plan", "results", "run", "skills", "status"], names
+            seen["tools"] = names
+
+            skills = structured(await session.call_tool("skills", {}))
+            assert any(s["name"] == "extract" for s in skills["skills"]), skills
+
+            job = {
+                "skill": "extract",
+                "inputs": ["invoices"],
+                "args": {"schema": "invoice.schema.json"},
+                "output": "out",
+            }
+            plan = await session.call_tool("plan", job)
+            assert not is_error(plan), plan
+            plan = structured(plan)
+            assert plan["by_status"] == {"pending": 2}, plan
+            assert plan["estimated_tokens"] > 0, plan
+            seen["plan"] = plan["by_status"]
+
+            started = await session.call_tool("run", job)
+            assert not is_error(started), started
+            run_id = structured(started)["run_id"]
+
+            progress = []
+
+            async def on_progress(done, total, message):
+                progress.append((done, total, message))
+
+            status = None
+            for _ in range(60):
+                result = await session.call_tool(
+                    "status",
+                    {"run_id": run_id, "wait_seconds": 30},
+                    progress_callback=on_progress,
+                )
+                status = structured(result)
+                if status["done"]:
+                    break
+            assert status["done"] and status["counts"]["succeeded"] == 2, status
+            assert progress and progress[-1][0] == 2 and progress[-1][1] == 2, progress
+            seen["progress"] = progress
+
+            overview = structured(await session.call_tool("results", {"output": "out"}))
+            assert overview["tables"] == ["extract-invoice"], overview
+            table = structured(
+                await session.call_tool(
+                    "results", {"output": "out", "table": "extract-invoice", "limit": 1}
+                )
+            )
+            assert table["rows_total"] == 2 and len(table["rows"]) == 1, table
+            assert table["next_offset"] == 1, table
+            rest = structured(
+                await session.call_tool(
+                    "results", {"output": "out", "table": "extract-invoice", "offset": 1}
+                )
+            )
+            numbers = sorted(r["invoice_number"] for r in table["rows"] + rest["rows"])
+            assert numbers == ["GX-7", "INV-0042"], numbers
+            seen["table"] = numbers
+
+            resources = await session.list_resources()
+            uris = [str(r.uri) for r in resources.resources]
+            manifest = [u for u in uris if u.endswith(run_id + "/manifest.json")]
+            assert manifest, uris
+            read = await session.read_resource(manifest[0])
+            assert json.loads(read.contents[0].text)["run_id"] == run_id, read
+            assert any(u.endswith("tables/extract-invoice.csv") for u in uris), uris
+            seen["resources"] = len(uris)
+
+            refused = await session.call_tool(
+                "plan", {"skill": "extract", "inputs": [outside], "args": job["args"]}
+            )
+            assert is_error(refused), refused
+            message = structured(refused)["error"]
+            assert "outside the folders" in message and work in message, message
+            seen["refused"] = message
+    print(json.dumps(seen))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))

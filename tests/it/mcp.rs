@@ -1,0 +1,318 @@
+//! `zhi mcp` spoken to directly in JSON-RPC over its stdin and stdout (docs/mcp.md), so the
+//! server is tested without any client library: the handshake, the tools and their schemas, a
+//! path outside the roots refused, and a run against the fake API followed to its end and read.
+//! The same with the protocol's own Python client is in tests/ext/mcp_client.rs.
+
+use crate::support::fake_api::{FakeApi, Recorded, Reply};
+use crate::testenv::TestEnv;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+/// A `zhi mcp` child and the lines it writes.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    next_id: u64,
+    /// Notifications seen while waiting for answers.
+    notes: Vec<Value>,
+}
+
+impl Server {
+    fn start(env: &TestEnv, args: &[&str]) -> Server {
+        let mut child = env
+            .zhi_process()
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start zhi mcp");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Server {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+            notes: Vec::new(),
+        };
+        let init = s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "zhi-tests", "version": "0"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "zhi", "{init}");
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no answer to {method}"));
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    /// A tool's answer: its structured content, and whether it is an error.
+    fn call(&mut self, tool: &str, args: Value) -> (Value, bool) {
+        self.call_with(tool, args, json!({}))
+    }
+
+    fn call_with(&mut self, tool: &str, args: Value, meta: Value) -> (Value, bool) {
+        let v = self.request(
+            "tools/call",
+            json!({"name": tool, "arguments": args, "_meta": meta}),
+        );
+        let r = &v["result"];
+        assert!(r.is_object(), "{tool}: {v}");
+        (
+            r["structuredContent"].clone(),
+            r["isError"].as_bool().unwrap_or(false),
+        )
+    }
+
+    /// Close stdin: the server ends, with its runs.
+    fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        for _ in 0..200 {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("zhi mcp did not end when its stdin closed");
+    }
+}
+
+#[test]
+fn the_tools_are_listed_with_their_schemas_and_paths_outside_the_roots_are_refused() {
+    let env = TestEnv::new();
+    env.write("docs/a.md", "A short note.\n");
+    let mut s = Server::start(&env, &[]);
+    let tools = s.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for want in ["skills", "plan", "run", "status", "cancel", "results"] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    for t in tools["result"]["tools"].as_array().unwrap() {
+        assert!(t["description"].as_str().unwrap().len() > 40, "{t}");
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+    }
+
+    let outside = env.home.display().to_string();
+    for (tool, args) in [
+        ("plan", json!({"skill": "summarize", "inputs": [outside]})),
+        ("plan", json!({"skill": "summarize", "inputs": ["../home"]})),
+        (
+            "plan",
+            json!({"skill": "summarize", "inputs": ["docs"], "output": "/tmp"}),
+        ),
+        ("run", json!({"skill": "summarize", "inputs": ["/etc/*"]})),
+        (
+            "plan",
+            json!({"skill": "extract", "inputs": ["docs"], "args": {"schema": "/etc/passwd"}}),
+        ),
+        ("results", json!({"output": "../"})),
+    ] {
+        let (v, err) = s.call(tool, args.clone());
+        assert!(err, "{tool} {args}: {v}");
+        let message = v["error"].as_str().unwrap();
+        assert!(message.contains("outside the folders"), "{message}");
+        let work = env.work.canonicalize().unwrap();
+        assert!(
+            message.contains(&work.display().to_string()),
+            "names the root: {message}"
+        );
+    }
+
+    let (skills, err) = s.call("skills", json!({}));
+    assert!(!err, "{skills}");
+    assert!(skills["skills"].as_array().unwrap().len() > 5, "{skills}");
+    let (one, err) = s.call("skills", json!({"name": "summarize"}));
+    assert!(!err, "{one}");
+    assert_eq!(one["args"][0]["name"], "file");
+    let (plan, err) = s.call("plan", json!({"skill": "summarize", "inputs": ["docs"]}));
+    assert!(!err, "{plan}");
+    assert_eq!(plan["by_status"]["pending"], 1, "{plan}");
+    // glm-4-flash, the default model, is free at the default prices.
+    assert_eq!(
+        plan["estimated_input_cost"],
+        json!({"model": "glm-4-flash", "amount": 0.0, "currency": "CNY"}),
+        "{plan}"
+    );
+    // A name is never a flag of the child's.
+    let (flag, err) = s.call(
+        "plan",
+        json!({"skill": "--config=/etc/passwd", "inputs": ["docs"], "model": "--force"}),
+    );
+    assert!(err, "{flag}");
+    assert!(
+        flag["error"].as_str().unwrap().contains("--config"),
+        "{flag}"
+    );
+    let (bad, err) = s.call("plan", json!({"skill": "sumarize", "inputs": ["docs"]}));
+    assert!(err, "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("summarize"),
+        "{bad}"
+    );
+    assert!(s.close().success());
+}
+
+#[test]
+fn a_run_is_started_followed_with_progress_and_read() {
+    let env = TestEnv::new();
+    // Once `slow` is set, every answer takes half a minute: a run that is still going.
+    let slow = Arc::new(AtomicBool::new(false));
+    let slow_now = Arc::clone(&slow);
+    let api = FakeApi::start(move |r: &Recorded| {
+        let reply = Reply::text(format!(
+            "A summary of {} characters.",
+            r.input_document().len()
+        ));
+        if slow_now.load(Ordering::SeqCst) {
+            Reply::delay(Duration::from_secs(30), reply)
+        } else {
+            reply
+        }
+    });
+    env.write(
+        "zhi.yaml",
+        format!(
+            "provider: openai\nbase_url: {}\ngrace_period: 0\nretry: {{max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}}\n",
+            api.base_url()
+        ),
+    );
+    env.write("docs/a.md", "The first note, about apples.\n");
+    env.write("docs/b.md", "The second note, about pears.\n");
+    let mut s = Server::start(&env, &["--root", "."]);
+    let (started, err) = s.call(
+        "run",
+        json!({"skill": "summarize", "inputs": ["docs"], "output": "out"}),
+    );
+    assert!(!err, "{started}");
+    let run_id = started["run_id"].as_str().unwrap().to_string();
+    assert_eq!(started["planned"], 2);
+    assert_eq!(started["budget_tokens"], 1_000_000, "the default budget");
+
+    let (status, err) = s.call_with(
+        "status",
+        json!({"run_id": run_id, "wait_seconds": 60}),
+        json!({"progressToken": "p1"}),
+    );
+    assert!(!err, "{status}");
+    assert_eq!(status["done"], true, "{status}");
+    assert_eq!(status["counts"]["succeeded"], 2, "{status}");
+    assert_eq!(status["exit_code"], 0, "{status}");
+    let progress: Vec<&Value> = s
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(
+        !progress.is_empty(),
+        "progress notifications: {:?}",
+        s.notes
+    );
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "p1")
+    );
+    assert_eq!(progress.last().unwrap()["params"]["progress"], 2.0);
+
+    let (listing, err) = s.call("results", json!({"output": "out"}));
+    assert!(!err, "{listing}");
+    assert_eq!(listing["jobs_total"], 2, "{listing}");
+    assert_eq!(listing["run_id"], run_id.as_str(), "{listing}");
+    let (job, err) = s.call("results", json!({"output": "out", "job": "docs/a.md"}));
+    assert!(!err, "{job}");
+    let text = job["outputs"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("A summary of"), "{job}");
+
+    // The run's manifest is a resource; a file that is no manifest, report or table is not.
+    let listed = s.request("resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    let manifest = uris
+        .iter()
+        .find(|u| u.ends_with(&format!("{run_id}/manifest.json")))
+        .unwrap_or_else(|| panic!("the manifest among {uris:?}"))
+        .to_string();
+    let read = s.request("resources/read", json!({"uri": manifest}));
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap()["run_id"],
+        run_id.as_str()
+    );
+    let work = env.work.canonicalize().unwrap();
+    for uri in [
+        format!("file://{}/docs/a.md", work.display()),
+        format!("file://{}/.profile", env.home.display()),
+    ] {
+        let refused = s.request("resources/read", json!({"uri": uri}));
+        assert!(refused["error"].is_object(), "{uri}: {refused}");
+    }
+
+    // A second run on the same folder while one holds it is refused as the lock refuses it.
+    slow.store(true, Ordering::SeqCst);
+    let (slow, err) = s.call(
+        "run",
+        json!({"skill": "summarize", "inputs": ["docs"], "output": "out2", "force": true}),
+    );
+    assert!(!err, "{slow}");
+    let (again, err) = s.call(
+        "run",
+        json!({"skill": "summarize", "inputs": ["docs"], "output": "out2", "force": true}),
+    );
+    assert!(err, "{again}");
+    assert!(
+        again["error"].as_str().unwrap().contains("locked"),
+        "{again}"
+    );
+    let (cancelled, err) = s.call("cancel", json!({"run_id": slow["run_id"]}));
+    assert!(!err, "{cancelled}");
+    assert_eq!(cancelled["done"], true, "{cancelled}");
+    assert!(s.close().success());
+}
