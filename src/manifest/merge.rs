@@ -235,6 +235,7 @@ pub(crate) fn merge(
         tables: Vec::new(),
         escalations: BTreeMap::new(),
         costs: BTreeMap::new(),
+        unpriced: Default::default(),
         doubts: BTreeMap::new(),
         audit: None,
     };
@@ -367,6 +368,7 @@ mod tests {
             tables: Vec::new(),
             escalations: BTreeMap::new(),
             costs: BTreeMap::new(),
+            unpriced: Default::default(),
             doubts: BTreeMap::new(),
             audit: None,
         };

@@ -549,6 +549,10 @@ pub(crate) struct RunManifest {
     /// What this run's tokens cost, per model with a price (docs/escalation.md#cost).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub costs: BTreeMap<String, Cost>,
+    /// The models this run's tokens went to that have no price: their cost is unknown, not
+    /// zero (docs/escalation.md#cost).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub unpriced: std::collections::BTreeSet<String>,
     /// This run's jobs whose outputs are doubted, by skill (docs/outputs.md#doubts).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub doubts: BTreeMap<String, DoubtCount>,
@@ -627,6 +631,8 @@ pub(crate) struct Accounts {
     pub escalations: BTreeMap<String, BTreeMap<String, u64>>,
     /// What the run cost, per model.
     pub costs: BTreeMap<String, Cost>,
+    /// Models the run's tokens went to that have no price.
+    pub unpriced: std::collections::BTreeSet<String>,
     /// Jobs doubted, by skill.
     pub doubts: BTreeMap<String, DoubtCount>,
 }
@@ -657,6 +663,9 @@ impl Accounts {
         }
         for (model, tokens) in r.tokens_per_model() {
             let Some(price) = prices.get(&model) else {
+                if tokens.prompt + tokens.completion > 0 {
+                    self.unpriced.insert(model);
+                }
                 continue;
             };
             let c = self.costs.entry(model).or_insert_with(|| Cost {

@@ -190,7 +190,12 @@ impl Page<'_> {
         // Escalations and cost, in the words of the summary and `manifest show`.
         let escalation: Vec<String> = summary::doubts_line(&s.doubts, lang)
             .into_iter()
-            .chain(summary::escalation_and_cost(&s.escalations, &s.costs, lang))
+            .chain(summary::escalation_and_cost(
+                &s.escalations,
+                &s.costs,
+                &s.unpriced,
+                lang,
+            ))
             .collect::<Vec<_>>()
             .iter()
             .map(|l| l.trim().to_string())

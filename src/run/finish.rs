@@ -96,6 +96,7 @@ pub(super) fn conclude(end: Ending<'_>, ledger: &Ledger) -> RunResult {
     manifest.tables = tables;
     manifest.escalations = fold.accounts.escalations;
     manifest.costs = fold.accounts.costs;
+    manifest.unpriced = fold.accounts.unpriced;
     manifest.doubts = fold.accounts.doubts;
     manifest.audit = end.ctx.audit.as_ref().map(|a| {
         let top = end
@@ -207,6 +208,7 @@ fn manifest(
         tables: Vec::new(),
         escalations: BTreeMap::new(),
         costs: BTreeMap::new(),
+        unpriced: Default::default(),
         doubts: BTreeMap::new(),
         audit: None,
     }

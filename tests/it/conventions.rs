@@ -39,8 +39,24 @@ fn the_man_page_is_roff_naming_every_command() {
         );
     }
 
-    let out = env.zhi().args(["man", "--out", "man1"]).output().unwrap();
+    // What cron and CI need: the exit codes (75: try later) and the key's variable; the
+    // examples under their own name.
+    for section in [
+        ".SH \"EXIT STATUS\"",
+        ".SH ENVIRONMENT",
+        "ZHI_API_KEY",
+        "\\fB75\\fR",
+    ] {
+        assert!(page.contains(section), "no {section}");
+    }
+    assert!(!page.contains(".SH EXTRA"), "{page}");
+
+    let out = env.zhi().args(["man", "--dir", "man1"]).output().unwrap();
     assert_exit(&out, Exit::Success);
+    // The earlier spelling still works.
+    let out = env.zhi().args(["man", "--out", "man2"]).output().unwrap();
+    assert_exit(&out, Exit::Success);
+    assert!(env.path("man2/zhi.1").exists());
     for file in [
         "zhi.1",
         "zhi-run.1",
@@ -54,6 +70,10 @@ fn the_man_page_is_roff_naming_every_command() {
     assert!(
         run.contains("\\-\\-base\\-url"),
         "the run page lists its flags"
+    );
+    assert!(
+        run.contains(".SH EXAMPLES") && !run.contains(".SH EXTRA"),
+        "{run}"
     );
 }
 

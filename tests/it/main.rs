@@ -23,6 +23,7 @@ mod hostile_run;
 mod i18n;
 mod layers;
 mod llm_client;
+mod narrow;
 mod ocr_api;
 mod outputs;
 mod plan_cli;
