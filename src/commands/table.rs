@@ -131,8 +131,8 @@ pub(super) fn render_fitted(
 
 /// Column widths: each column's widest cell, then, while the table is wider than `max`, the
 /// widest column that may give way one narrower, down to its floor: a kept column's widest
-/// cell, a wrapped column's longest word, a shortened one's [`MIN_SHORTENED`] (and never
-/// under its header's longest word).
+/// cell, a wrapped column's longest word, a shortened one's [`MIN_SHORTENED`] or, for a path,
+/// its file name after `…/` (and never under its header's longest word).
 fn fit(rows: &[Vec<String>], n: usize, max: usize, fit_of: &dyn Fn(usize) -> Fit) -> Vec<usize> {
     let (mut widths, floor) = natural_and_floor(rows, fit_of);
     let gaps = 2 * n.saturating_sub(1);
@@ -158,6 +158,15 @@ fn natural_and_floor(
     let n = rows[0].len();
     let mut widths = vec![0; n];
     let mut words = vec![0; n];
+    // An elided path keeps its file name whole: `…/name`.
+    let mut names = vec![0; n];
+    for row in rows.iter().skip(1) {
+        for (i, cell) in row.iter().enumerate() {
+            let name = cell.rsplit('/').next().unwrap_or(cell);
+            let shortest = if name.len() < cell.len() { 2 } else { 0 } + display_width(name);
+            names[i] = names[i].max(shortest.min(display_width(cell)));
+        }
+    }
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(display_width(cell));
@@ -172,7 +181,8 @@ fn natural_and_floor(
             let f = match fit_of(i) {
                 Fit::Keep => widths[i],
                 Fit::Wrap | Fit::Optional => words[i].min(widths[i]),
-                Fit::Elide | Fit::Cut => MIN_SHORTENED.min(widths[i]),
+                Fit::Elide => MIN_SHORTENED.min(widths[i]).max(names[i]),
+                Fit::Cut => MIN_SHORTENED.min(widths[i]),
             };
             f.max(header_word(i)).max(1)
         })
@@ -416,9 +426,10 @@ mod fit_tests {
             &fits,
             &rows,
             &[Some("zhi cannot read this type of file".into())],
-            60,
+            74,
         );
-        assert!(out.iter().all(|l| display_width(l) <= 60), "{out:#?}");
+        assert!(out.iter().all(|l| display_width(l) <= 74), "{out:#?}");
+        assert!(out[1].contains("…/initech-0093.txt"), "{out:#?}");
         assert!(out[1].contains("invoice-to-excel") && out[1].contains("initech-0093.txt"));
         assert_eq!(out[2], "  ↳ zhi cannot read this type of file");
     }

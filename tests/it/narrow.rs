@@ -102,11 +102,15 @@ fn plan_at_80_columns() {
     let env = TestEnv::new();
     examples(&env, "invoices");
     examples(&env, "docs");
+    // A file zhi cannot read: `will-fail`, its reason under its row.
+    env.write("examples/docs/blob.bin", [0u8, 1]);
     let out = narrow(&env, "en", PLAN);
+    assert!(out.0.contains("--exclude '*.bin'"), "{}", out.0);
     let mut whole = BTreeSet::new();
+    // A plan of one skill names it once, under the table.
+    assert!(out.1.contains("skill: invoice-to-excel"), "{}", out.1);
     for job in json(&env, PLAN) {
         whole.insert(job["job_id"].as_str().unwrap()[..8].to_string());
-        whole.insert(job["skill"].as_str().unwrap().to_string());
         let input = job["inputs"][0].as_str().unwrap();
         whole.insert(input.rsplit('/').next().unwrap().to_string());
     }
@@ -161,6 +165,9 @@ fn config_show_at_80_columns() {
 fn words_of(v: &serde_json::Value, into: &mut BTreeSet<String>) {
     match v {
         serde_json::Value::String(s) => into.extend(words(s)),
+        serde_json::Value::Bool(b) => {
+            into.insert(b.to_string());
+        }
         serde_json::Value::Array(a) => a.iter().for_each(|v| words_of(v, into)),
         serde_json::Value::Object(o) => {
             // A will-fail job's reason is English in JSON and must be translated on screen.
@@ -175,6 +182,7 @@ fn words_of(v: &serde_json::Value, into: &mut BTreeSet<String>) {
 
 /// English words of three letters or more, outside `code spans` and `--flags`; hex runs (job
 /// ids, cut) are not words.
+/// Identifiers (`unsupported_type`, `ZHI_API_KEY`) and flags are names, not words.
 fn words(text: &str) -> Vec<String> {
     let mut plain = String::new();
     for (i, part) in text.split('`').enumerate() {
@@ -184,8 +192,8 @@ fn words(text: &str) -> Vec<String> {
         }
     }
     plain
-        .split_whitespace()
-        .filter(|w| !w.starts_with("--") && !w.starts_with('-'))
+        .split(|c: char| c.is_whitespace() || !c.is_ascii() || "()[]{}'\",;".contains(c))
+        .filter(|w| !w.starts_with('-') && !w.contains('_'))
         .flat_map(|w| w.split(|c: char| !c.is_ascii_alphabetic()))
         .filter(|w| w.len() >= 3 && !w.chars().all(|c| c.is_ascii_hexdigit()))
         .map(str::to_lowercase)

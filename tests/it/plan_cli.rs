@@ -849,7 +849,7 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
         .map(|j| (j["inputs"][0].as_str().unwrap(), j))
         .collect();
     let kind = |i: &str| by_input[i]["extraction"].as_str().unwrap().to_owned();
-    let tokens = |i: &str| by_input[i]["estimated_tokens"].as_u64().unwrap();
+    let tokens = |i: &str| by_input[i]["document_tokens"].as_u64().unwrap();
     assert_eq!(kind("k/zh.txt"), "text");
     assert_eq!(kind("k/en.txt"), "text");
     assert_eq!(kind("k/p.pdf"), "pdf");
@@ -861,8 +861,13 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
     assert!(tokens("k/p.pdf") > 0);
     assert!(tokens("k/photo.png") > 0);
 
-    // The table has the same columns, and the method is stated.
-    let out = env.zhi().args(["plan", "summarize", "k"]).output().unwrap();
+    // The table has the same columns (the skill, one for all, is named under it), its
+    // figure the whole request's; with -v the method is stated.
+    let out = env
+        .zhi()
+        .args(["-v", "plan", "summarize", "k"])
+        .output()
+        .unwrap();
     assert_exit(&out, Exit::Success);
     let table = stdout(&out);
     let row = |name: &str| -> Vec<String> {
@@ -874,11 +879,24 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
             .map(str::to_owned)
             .collect()
     };
-    assert_eq!(row("k/zh.txt")[3..], ["text", "pending", "300"]);
-    assert_eq!(row("k/en.txt")[3..], ["text", "pending", "225"]);
-    assert_eq!(row("k/p.pdf")[3], "pdf");
-    assert_eq!(row("k/photo.png")[3], "ocr");
-    assert_eq!(row("k/sheet.xlsx")[3], "office");
+    let whole = |i: &str| {
+        by_input[i]["estimated_tokens"]
+            .as_u64()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        row("k/zh.txt")[2..],
+        ["text", "pending", &whole("k/zh.txt")]
+    );
+    assert_eq!(
+        row("k/en.txt")[2..],
+        ["text", "pending", &whole("k/en.txt")]
+    );
+    assert_eq!(row("k/p.pdf")[2], "pdf");
+    assert_eq!(row("k/photo.png")[2], "ocr");
+    assert_eq!(row("k/sheet.xlsx")[2], "office");
+    assert_eq!(row("k/setup.exe")[2..4], ["unsupported", "will-fail"]);
     let err = stderr(&out);
     assert!(
         err.contains("CJK characters 1 token each"),
@@ -911,7 +929,7 @@ fn plan_estimates_a_pdf_from_its_text_layer_not_its_size() {
         .collect();
     let estimate = |i: &str| {
         (
-            by_input[i]["estimated_tokens"].as_u64().unwrap(),
+            by_input[i]["document_tokens"].as_u64().unwrap(),
             by_input[i]["estimated_from"].as_str().unwrap().to_owned(),
         )
     };
