@@ -495,13 +495,22 @@ fn short_ids(jobs: &[Job]) -> usize {
 
 /// The plan as a table, and what it adds up to, for a person.
 fn print_plan(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
+    print_plan_table(jobs, lines);
+    print_plan_notices(ctx, prepared, jobs, lines);
+}
+
+/// The plan's table on stdout, a `will-fail` job's reason under its row; a plan of one skill
+/// names it once, after the table.
+fn print_plan_table(jobs: &[Job], lines: &[PlanLine]) {
     use super::table::Fit;
     let short = short_ids(jobs);
     // A plan of one skill names it once, under the table; a jobs file's, on each row.
     let skills: std::collections::BTreeSet<&str> = jobs.iter().map(|j| &*j.skill).collect();
-    let one_skill = (skills.len() == 1)
-        .then(|| skills.iter().next().copied())
-        .flatten();
+    let one_skill = if skills.len() == 1 {
+        skills.first().copied()
+    } else {
+        None
+    };
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .zip(lines)
@@ -557,6 +566,11 @@ fn print_plan(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) 
     if let Some(skill) = one_skill {
         notice(&msg!("skill: {skill}", skill = one_line(skill)));
     }
+}
+
+/// What the plan adds up to, on stderr: the counts and tokens, the first pass's cost, long
+/// documents, and (with `-v`) how the estimate is made.
+fn print_plan_notices(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
     let count = |s: PlanStatus| lines.iter().filter(|l| l.status == s).count();
     let (cached, failing) = (count(PlanStatus::Cached), count(PlanStatus::WillFail));
     let pending = lines.len() - cached - failing;

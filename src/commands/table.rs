@@ -74,10 +74,7 @@ pub(super) fn render_fitted(
         .collect();
     // Optional columns go, last first, while the others cannot fit even at their narrowest,
     // or leave a cut text fewer than READABLE columns.
-    loop {
-        let Some(drop) = fits.iter().rposition(|f| *f == Fit::Optional) else {
-            break;
-        };
+    while let Some(drop) = fits.iter().rposition(|f| *f == Fit::Optional) {
         let (natural, floor) = natural_and_floor(&rows, &|i| fits[i]);
         let gaps = 2 * fits.len().saturating_sub(1);
         let widths = fit(&rows, fits.len(), max, &|i| fits[i]);
