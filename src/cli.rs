@@ -8,10 +8,11 @@ use std::time::Duration;
 
 /// Run LLM skills over whole folders of documents.
 ///
-/// zhi applies a skill (a YAML-defined agent: a prompt, tools, a turn limit) to every document
-/// under the inputs, one agent run per document, concurrently and rate-limited. Originals are
-/// never modified, every write stays inside the output folder, and every run leaves a manifest
-/// saying what happened to each document.
+/// zhi applies a skill (a YAML file: a prompt, its arguments, the files it must leave) to every
+/// document under the inputs: once per document, as one request, as fixed steps, or as an agent
+/// loop with tools, concurrently and rate-limited. Originals are never modified, every write
+/// stays inside the output folder, and every run leaves a manifest saying what happened to
+/// each document.
 #[derive(Debug, Parser)]
 #[command(name = "zhi", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
@@ -64,7 +65,31 @@ pub(crate) enum Command {
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
 
-    /// Show the jobs a run would do, which are cached, and a token estimate; no API calls
+    /// Check a run before it runs: the jobs it would do, which are cached or will fail and why,
+    /// and the prompt tokens it would send; nothing is sent
+    ///
+    /// Plan refuses (exit 2) what run would refuse before sending anything: an unknown skill
+    /// or argument, a schema that cannot be read, --audit without a ladder, a token limit no
+    /// request fits. It takes run's flags, so the same command line can be given to both; the
+    /// flags that only matter while running (budgets, --strict, --submit, …) are accepted and
+    /// not listed here.
+    #[command(after_help = PLAN_EXAMPLES)]
+    #[command(
+        mut_arg("concurrency", |a| a.hide(true)),
+        mut_arg("rpm", |a| a.hide(true)),
+        mut_arg("timeout", |a| a.hide(true)),
+        mut_arg("max_failures", |a| a.hide(true)),
+        mut_arg("fail_fast", |a| a.hide(true)),
+        mut_arg("budget_tokens", |a| a.hide(true)),
+        mut_arg("budget_cost", |a| a.hide(true)),
+        mut_arg("strict", |a| a.hide(true)),
+        mut_arg("audit_seed", |a| a.hide(true)),
+        mut_arg("target", |a| a.hide(true)),
+        mut_arg("allow_web", |a| a.hide(true)),
+        mut_arg("submit", |a| a.hide(true)),
+        mut_arg("agent_jobs", |a| a.hide(true)),
+        mut_arg("rows", |a| a.hide(true)),
+    )]
     Plan(RunArgs),
 
     /// Print the text the pipeline would give the model for FILE
@@ -151,9 +176,10 @@ pub(crate) enum Command {
 
     /// Print zhi's man page (roff) on stdout, or write one page per command into a folder
     Man {
-        /// Write zhi.1, zhi-run.1, zhi-skills-list.1, … into this folder
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
+        /// Write zhi.1, zhi-run.1, zhi-skills-list.1, … into this folder (`--out` is
+        /// accepted too, as before)
+        #[arg(long, value_name = "DIR", alias = "out")]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -187,6 +213,12 @@ pub(crate) struct PruneArgs {
     #[arg(long)]
     pub dry_run: bool,
 }
+
+const PLAN_EXAMPLES: &str = "Examples:
+  zhi plan summarize reports/                 # what `zhi run summarize reports/` would do
+  zhi plan invoice-to-excel invoices/ --exclude '*.bin'
+  zhi --json plan --jobs jobs.yaml --shard 2/4 # one JSON object per job
+  zhi -v plan summarize docs/                 # and how the token estimate is made";
 
 const REPORT_EXAMPLES: &str = "Examples:
   zhi report                          # the latest run in ./zhi-output
@@ -313,7 +345,7 @@ const RUN_EXAMPLES: &str = "Examples:
 /// Flags of `run` and `plan`.
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct RunArgs {
-    /// The skill to run (see `zhi skills list`); omit with --jobs
+    /// The skill (see `zhi skills list`); omit with --jobs
     #[arg(value_name = "SKILL", required_unless_present = "jobs")]
     pub skill: Option<String>,
 

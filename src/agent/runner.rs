@@ -198,7 +198,7 @@ impl Expected {
 }
 
 /// The system prompt of a skill run as an agent: its own, then how to deliver the files.
-fn agent_system_prompt(skill: &Skill, files: &[String]) -> String {
+pub(crate) fn agent_system_prompt(skill: &Skill, files: &[String]) -> String {
     let mut p = skills::system_prompt(skill);
     if !files.is_empty() {
         let names: Vec<String> = files.iter().map(|f| format!("`{f}`")).collect();

@@ -40,6 +40,8 @@ fn open(ctx: &Ctx, output: Option<PathBuf>, base_url: Option<String>) -> Result<
         base_url,
         ..Overrides::default()
     })?;
+    // `batch status` asks the provider, `batch cancel` tells it: both send the key.
+    ctx.warn_key(&config);
     let out = if config.run.output_dir.is_absolute() {
         config.run.output_dir.clone()
     } else {

@@ -1,9 +1,10 @@
 //! `zhi config show`: the resolved settings and where each came from; the key is redacted.
 
-use super::{Ctx, print_json, print_table};
+use super::{Ctx, print_json};
 use crate::cli::ConfigCommand;
-use crate::config::{Config, Origin, Overrides};
+use crate::config::{Concurrency, Config, Origin, Overrides};
 use crate::exit::{Exit, ExitError};
+use serde_json::{Value, json};
 use std::num::NonZeroU32;
 
 pub(super) fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
@@ -13,103 +14,136 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit, ExitError> {
             let rows = rows(&c);
             if ctx.global.json {
                 let mut obj = serde_json::Map::new();
-                for (k, v, origin) in &rows {
+                for r in &rows {
                     obj.insert(
-                        k.to_string(),
-                        serde_json::json!({"value": v, "origin": origin.to_string()}),
+                        r.name.to_string(),
+                        serde_json::json!({"value": r.typed, "origin": r.origin.to_string()}),
                     );
                 }
                 print_json(&serde_json::Value::Object(obj));
             } else {
                 let rows: Vec<Vec<String>> = rows
                     .into_iter()
-                    .map(|(k, v, o)| {
-                        // The values zhi words itself (`unlimited`, `(each skill's)`);
-                        // the others are names, paths and numbers.
-                        let v = match k {
-                            "api_key" | "model" | "rpm" | "tpm" | "retry" | "temperature" => {
-                                crate::i18n::localize(&v).into_owned()
-                            }
-                            _ => v,
-                        };
-                        vec![k.to_string(), v, origin(&o)]
+                    .map(|r| {
+                        // The values zhi words itself (`unlimited`, `(each skill's)`, `(none)`)
+                        // are said in zhi's language; names, paths and numbers stay.
+                        let shown = crate::i18n::localize(&r.shown).into_owned();
+                        vec![r.name.to_string(), shown, origin(&r.origin)]
                     })
                     .collect();
-                print_table(&[&t!("SETTING"), &t!("VALUE"), &t!("FROM")], &rows);
+                use super::table::Fit;
+                super::print_table_fitted(
+                    &[&t!("SETTING"), &t!("VALUE"), &t!("FROM")],
+                    &[Fit::Keep, Fit::Wrap, Fit::Elide],
+                    &rows,
+                    &[],
+                );
             }
             Ok(Exit::Success)
         }
     }
 }
 
-/// The settings as (name, value, origin) rows, the key redacted.
-fn rows(c: &Config) -> Vec<(&'static str, String, Origin)> {
+/// One setting: its name, its value as a person reads it and as `--json` gives it (numbers as
+/// numbers, seconds as seconds, `null` for no limit or nothing set), and where it came from.
+struct Row {
+    name: &'static str,
+    shown: String,
+    typed: Value,
+    origin: Origin,
+}
+
+/// The settings, the key redacted.
+fn rows(c: &Config) -> Vec<Row> {
     let origin = |k: &str| c.origins.get(k).cloned().unwrap_or(Origin::Default);
-    let row = |k: &'static str, v: String| (k, v, origin(k));
-    let per_minute = |v: Option<NonZeroU32>| v.map_or_else(|| msg!("unlimited"), |n| n.to_string());
+    let row = |name: &'static str, shown: String, typed: Value| Row {
+        name,
+        shown,
+        typed,
+        origin: origin(name),
+    };
+    let text = |name: &'static str, v: String| row(name, v.clone(), Value::String(v));
+    let per_minute = |name: &'static str, v: Option<NonZeroU32>| {
+        row(
+            name,
+            v.map_or_else(|| msg!("unlimited"), |n| n.to_string()),
+            v.map_or(Value::Null, |n| json!(n.get())),
+        )
+    };
+    let secs = |name: &'static str, d: std::time::Duration| {
+        row(name, format!("{}s", d.as_secs()), json!(d.as_secs()))
+    };
     let (api, run, models, ui) = (&c.api, &c.run, &c.models, &c.ui);
+    let escalate: Vec<String> = models
+        .escalate
+        .iter()
+        .map(crate::config::EscalateTo::label)
+        .collect();
+    let retry = &api.retry;
     vec![
-        row("provider", api.provider.as_str().to_string()),
-        row("base_url", crate::secret::url_for_display(&api.base_url)),
-        row(
-            "api_key",
-            match &api.key {
-                Some(_) => "<redacted>".to_string(),
-                None => format!("(not set; export {})", api.key_env),
-            },
-        ),
-        row("api_key_env", api.key_env.clone()),
-        row(
-            "model",
-            models
-                .model_override
-                .clone()
-                .unwrap_or_else(|| msg!("(each skill's)")),
-        ),
-        row("default_model", models.default_model.clone()),
+        text("provider", api.provider.as_str().to_string()),
+        text("base_url", crate::secret::url_for_display(&api.base_url)),
+        match &api.key {
+            Some(_) => text("api_key", "<redacted>".to_string()),
+            None => {
+                let var = &api.key_env;
+                row("api_key", msg!("(not set; export {var})"), Value::Null)
+            }
+        },
+        text("api_key_env", api.key_env.clone()),
+        match &models.model_override {
+            Some(m) => text("model", m.clone()),
+            None => row("model", msg!("(each skill's)"), Value::Null),
+        },
+        text("default_model", models.default_model.clone()),
         row(
             "escalate",
-            if models.escalate.is_empty() {
-                "(none)".to_string()
+            if escalate.is_empty() {
+                msg!("(none)")
             } else {
-                models
-                    .escalate
-                    .iter()
-                    .map(crate::config::EscalateTo::label)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                escalate.join(", ")
+            },
+            json!(escalate),
+        ),
+        text("output_dir", run.output_dir.display().to_string()),
+        row(
+            "concurrency",
+            run.concurrency.to_string(),
+            match run.concurrency {
+                Concurrency::Fixed(n) => json!(n),
+                Concurrency::Auto => json!("auto"),
             },
         ),
-        row("output_dir", run.output_dir.display().to_string()),
-        row("concurrency", run.concurrency.to_string()),
-        row("rpm", per_minute(run.rpm)),
-        row("tpm", per_minute(run.tpm)),
-        row("timeout", format!("{}s", api.timeout.as_secs())),
+        per_minute("rpm", run.rpm),
+        per_minute("tpm", run.tpm),
+        secs("timeout", api.timeout),
         row(
             "retry",
-            format!(
-                "{} attempts, base {}ms, cap {}ms",
-                api.retry.max_attempts,
-                api.retry.base_delay.as_millis(),
-                api.retry.max_delay.as_millis()
+            msg!(
+                "{n} attempts, base {base}ms, cap {max}ms",
+                n = retry.max_attempts,
+                base = retry.base_delay.as_millis(),
+                max = retry.max_delay.as_millis()
             ),
+            json!({
+                "max_attempts": retry.max_attempts,
+                "base_delay_ms": retry.base_delay.as_millis() as u64,
+                "max_delay_ms": retry.max_delay.as_millis() as u64,
+            }),
         ),
-        row("ocr", run.ocr.as_str().to_string()),
-        row("grace_period", format!("{}s", run.grace_period.as_secs())),
-        row("checksum", run.checksum.to_string()),
-        row(
-            "mcp_budget_tokens",
-            run.mcp_budget_tokens
-                .map_or_else(|| "none".to_string(), |n| n.to_string()),
-        ),
-        row(
-            "temperature",
-            models
-                .temperature
-                .map_or_else(|| msg!("(server default)"), |t| t.to_string()),
-        ),
-        row("language", ui.language.as_str().to_string()),
-        row("log_level", ui.log_level.clone()),
+        text("ocr", run.ocr.as_str().to_string()),
+        secs("grace_period", run.grace_period),
+        row("checksum", run.checksum.to_string(), json!(run.checksum)),
+        match models.temperature {
+            Some(t) => row("temperature", t.to_string(), json!(t)),
+            None => row("temperature", msg!("(server default)"), Value::Null),
+        },
+        match run.mcp_budget_tokens {
+            Some(n) => row("mcp_budget_tokens", n.to_string(), json!(n)),
+            None => row("mcp_budget_tokens", "none".to_string(), Value::Null),
+        },
+        text("language", ui.language.as_str().to_string()),
+        text("log_level", ui.log_level.clone()),
     ]
 }
 
@@ -133,9 +167,13 @@ mod tests {
         let env = |k: &str| (k == "ZHI_API_KEY").then(|| "sk-secret".to_string());
         let c = Config::resolve(&Overrides::default(), &env, dir.path()).unwrap();
         let rows = rows(&c);
-        assert!(rows.iter().all(|r| !r.1.contains("sk-secret")));
-        let key = rows.iter().find(|r| r.0 == "api_key").unwrap();
-        assert_eq!(key.1, "<redacted>");
-        assert_eq!(key.2, Origin::Env("ZHI_API_KEY".into()));
+        assert!(rows.iter().all(|r| !r.shown.contains("sk-secret")));
+        assert!(
+            rows.iter()
+                .all(|r| !r.typed.to_string().contains("sk-secret"))
+        );
+        let key = rows.iter().find(|r| r.name == "api_key").unwrap();
+        assert_eq!(key.shown, "<redacted>");
+        assert_eq!(key.origin, Origin::Env("ZHI_API_KEY".into()));
     }
 }

@@ -7,8 +7,8 @@ mod exit_of;
 mod extract_cmd;
 mod help_cmd;
 mod manifest_cmd;
-mod prune_cmd;
 mod mcp_cmd;
+mod prune_cmd;
 mod report_cmd;
 mod run_cmd;
 mod skills_cmd;
@@ -43,6 +43,13 @@ impl Ctx {
             self.warn(w);
         }
         Ok(c)
+    }
+
+    /// The key's warnings (docs/config.md#the-api-key), said by the commands that send it.
+    pub(crate) fn warn_key(&self, c: &Config) {
+        for w in &c.key_warnings {
+            self.warn(w);
+        }
     }
 
     /// Print a warning unless `-q`.
@@ -83,20 +90,31 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
         Command::Prune(a) => prune_cmd::run(&ctx, a),
         Command::Mcp(a) => mcp_cmd::run(&ctx, a),
         Command::Completions { shell } => help_cmd::completions(shell),
-        Command::Man { out } => help_cmd::man(&ctx, out.as_deref()),
+        Command::Man { dir } => help_cmd::man(&ctx, dir.as_deref()),
     }
 }
 
 /// Print rows as aligned columns (by display width: CJK text counts double), fitted to the
-/// terminal (`COLUMNS` first; 100 when stdout is no terminal) by wrapping the widest columns.
+/// terminal (`COLUMNS` first; 100 when stdout is no terminal) by wrapping the widest columns
+/// at words.
 pub(crate) fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    let fits = vec![table::Fit::Wrap; headers.len()];
+    print_table_fitted(headers, &fits, rows, &[]);
+}
+
+/// [`print_table`] with how each column gives way ([`table::Fit`]) and a note under a row.
+pub(crate) fn print_table_fitted(
+    headers: &[&str],
+    fits: &[table::Fit],
+    rows: &[Vec<String>],
+    notes: &[Option<String>],
+) {
     // Cells come from servers and files (batch ids and statuses, skill names): one printable
     // line each.
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| crate::sanitize::one_line(c)).collect())
-        .collect();
-    for line in table::render(headers, &rows, table::width()) {
+    let clean = |c: &String| crate::sanitize::one_line(c);
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(clean).collect()).collect();
+    let notes: Vec<Option<String>> = notes.iter().map(|n| n.as_ref().map(clean)).collect();
+    for line in table::render_fitted(headers, fits, &rows, &notes, table::width()) {
         println!("{line}");
     }
 }

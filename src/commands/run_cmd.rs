@@ -1,6 +1,6 @@
 //! `zhi run` and `zhi plan`: resolve settings, plan, then (for run) execute and report.
 
-use super::{Ctx, print_json, print_table};
+use super::{Ctx, print_json};
 use crate::cli::{AgentJobs, RunArgs, SubmitWhen};
 use crate::config::{Config, Overrides};
 use crate::exit::{Exit, ExitError};
@@ -142,11 +142,29 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     }
 }
 
+/// Everything `run` checks before it sends anything, and `plan` with it, so that a plan
+/// refuses what the run would, with the same exit code (docs/cli.md#zhi-plan): the plan
+/// itself (skills, arguments, inputs, jobs file, shard), the schemas given as arguments, the
+/// escalation ladders and `--audit`'s need of one. No network.
+fn preflight(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
+    let prepared = prepare(ctx, a)?;
+    let samples = &prepared.selection.outline.samples;
+    check_schemas(samples, &prepared.skills)?;
+    crate::run::preflight(
+        &prepared.config,
+        samples,
+        &prepared.skills,
+        a.audit.is_some(),
+        &|k| std::env::var(k).ok(),
+    )?;
+    Ok(prepared)
+}
+
 /// `zhi run`.
 pub(super) fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
-    let prepared = prepare(ctx, &a)?;
+    let prepared = preflight(ctx, &a)?;
     prepared.config.api.require_key()?;
-    check_schemas(&prepared.selection.outline.samples, &prepared.skills)?;
+    ctx.warn_key(&prepared.config);
     if prepared.selection.is_empty() {
         // A shard may own no job of a small plan: that is success, with a manifest saying so.
         ctx.warn(&msg!("this shard has no jobs"));
@@ -275,13 +293,17 @@ fn print_batches(b: &crate::manifest::BatchReport, lang: Lang) {
 
 /// `zhi plan`.
 pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
-    let prepared = prepare(ctx, &a)?;
+    let prepared = preflight(ctx, &a)?;
     let selection = &prepared.selection;
     plan::check_tpm(
         &prepared.config,
         &selection.outline.samples,
         &prepared.skills,
     )?;
+    // A plan sends nothing, so a missing key does not stop it; the run would stop there.
+    if let Err(e) = prepared.config.api.require_key() {
+        ctx.warn(&msg!("`zhi run` would stop here (exit 2): {e}"));
+    }
     // `zhi plan` says something of every job: it holds them.
     let jobs = selection
         .jobs()
@@ -318,15 +340,16 @@ pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
                 "status": line.status,
                 "extraction": line.extraction,
                 "estimated_tokens": line.tokens,
+                "document_tokens": line.document_tokens,
                 "estimated_from": line.from.as_str(),
                 "pieces": line.pieces,
                 "output_dir": job.output_rel.to_string_lossy(),
-                "error": job.problem,
+                "error": line.problem,
             });
             println!("{}", serde_json::to_string(&v).unwrap_or_default());
         }
     } else {
-        print_plan(&prepared, &jobs, &lines);
+        print_plan(ctx, &prepared, &jobs, &lines);
     }
     Ok(Exit::Success)
 }
@@ -334,10 +357,15 @@ pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
 /// What `zhi plan` says of one job.
 struct PlanLine {
     status: PlanStatus,
+    /// Why a `will-fail` job will fail.
+    problem: Option<crate::error::JobError>,
     /// How the document is read (`text`, `pdf`, `ocr`, …).
     extraction: &'static str,
-    /// Estimated input tokens.
+    /// Estimated prompt tokens of the job's requests: the document and what the run sends
+    /// around it (docs/cli.md#zhi-plan).
     tokens: u64,
+    /// Estimated tokens of the document alone.
+    document_tokens: u64,
     /// What the estimate was made from.
     from: super::EstimatedFrom,
     /// How many pieces a long document is split into (docs/documents.md#splitting); 0 = too large
@@ -365,7 +393,8 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
         },
         None => super::estimate(job, &prepared.output_dir),
     };
-    let pieces = prepared.skills.get(&job.skill).map_or(1, |s| {
+    let skill = prepared.skills.get(&job.skill);
+    let pieces = skill.map_or(1, |s| {
         let model = prepared.config.models.model_for(s.model.as_deref());
         let budget = u64::from(crate::chunk::piece_budget(
             prepared.config.request_budget(&model),
@@ -378,17 +407,56 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
             (false, _) => tokens.div_ceil(budget),
         }
     });
+    let mut status = PlanStatus::of(job, cache);
+    let mut problem = job.problem.as_deref().cloned();
+    if extraction == "unsupported" && status != PlanStatus::WillFail {
+        status = PlanStatus::WillFail;
+        problem = Some(crate::error::JobError::new(
+            crate::error::ErrorKind::UnsupportedType,
+            unsupported(job),
+        ));
+    }
     PlanLine {
-        status: PlanStatus::of(job, cache),
+        status,
+        problem,
         extraction,
-        tokens,
+        // A job that will fail sends nothing.
+        tokens: match (status, skill) {
+            (PlanStatus::WillFail, _) => 0,
+            (_, Some(s)) => request_tokens(job, s, tokens, pieces),
+            (_, None) => tokens,
+        },
+        document_tokens: tokens,
         from,
         pieces,
     }
 }
 
+/// The prompt tokens of a job's requests: its document, and what the run sends around it —
+/// the system prompt and the user message's wrapping, an extraction's fields, a direct
+/// request's task line, built as the run builds them — once per piece of a long document, and
+/// for a workflow once per step.
+fn request_tokens(job: &Job, skill: &crate::skills::Skill, document: u64, pieces: u64) -> u64 {
+    let wrapping = crate::llm::text_tokens(&crate::run::first_request_text(job, skill, ""));
+    let steps = skill.steps.len().max(1) as u64;
+    (document + wrapping * pieces.max(1)) * steps
+}
+
+/// Why an unsupported file will fail, and the `--exclude` that leaves it out.
+fn unsupported(job: &Job) -> String {
+    let name = job
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let glob = match job.path.extension() {
+        Some(ext) => format!("*.{}", ext.to_string_lossy()),
+        None => name.unwrap_or_default(),
+    };
+    msg!("zhi cannot read this type of file (unsupported_type); --exclude '{glob}' leaves it out")
+}
+
 /// What sending the pending jobs' text costs on their own models (docs/escalation.md#cost):
-/// `` `glm-4-flash` ¥0, `glm-4-air` ¥0.0012 ``; `None` when no model has a price.
+/// `glm-4-flash ¥0, glm-4-air ¥0.0012`; `None` when no model has a price.
 fn first_pass_cost(prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) -> Option<String> {
     let models = &prepared.config.models;
     let mut tokens: std::collections::BTreeMap<String, u64> = Default::default();
@@ -407,21 +475,53 @@ fn first_pass_cost(prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) -> Opt
                 amount: *n as f64 * price.input / 1e6,
                 currency: price.currency.clone(),
             };
-            Some(format!("`{}` {}", one_line(model), cost.show()))
+            Some(format!("{} {}", one_line(model), cost.show()))
         })
         .collect();
     (!each.is_empty()).then(|| each.join(", "))
 }
 
+/// The shortest prefix of the job ids, 8 characters or more, that tells them apart.
+fn short_ids(jobs: &[Job]) -> usize {
+    let ids: Vec<String> = jobs.iter().map(|j| j.id.to_string()).collect();
+    let longest = ids.iter().map(String::len).max().unwrap_or(0);
+    (8..longest)
+        .find(|n| {
+            let set: std::collections::HashSet<&str> =
+                ids.iter().map(|id| &id[..(*n).min(id.len())]).collect();
+            set.len() == ids.len()
+        })
+        .unwrap_or(longest)
+}
+
 /// The plan as a table, and what it adds up to, for a person.
-fn print_plan(prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
+fn print_plan(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
+    print_plan_table(jobs, lines);
+    print_plan_notices(ctx, prepared, jobs, lines);
+}
+
+/// The plan's table on stdout, a `will-fail` job's reason under its row; a plan of one skill
+/// names it once, after the table.
+fn print_plan_table(jobs: &[Job], lines: &[PlanLine]) {
+    use super::table::Fit;
+    let short = short_ids(jobs);
+    // A plan of one skill names it once, under the table; a jobs file's, on each row.
+    let skills: std::collections::BTreeSet<&str> = jobs.iter().map(|j| &*j.skill).collect();
+    let one_skill = if skills.len() == 1 {
+        skills.first().copied()
+    } else {
+        None
+    };
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .zip(lines)
         .map(|(job, line)| {
-            vec![
-                job.id.to_string(),
-                job.skill.to_string(),
+            let id = job.id.to_string();
+            let mut row = vec![id[..short.min(id.len())].to_string()];
+            if one_skill.is_none() {
+                row.push(job.skill.to_string());
+            }
+            row.extend([
                 one_line(&job.input),
                 line.extraction.to_string(),
                 line.status.to_string(),
@@ -430,63 +530,95 @@ fn print_plan(prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
                     super::EstimatedFrom::Size => format!("~{}", line.tokens),
                     _ => line.tokens.to_string(),
                 },
-            ]
+            ]);
+            row
         })
         .collect();
-    print_table(
-        &[
-            &t!("JOB"),
-            &t!("SKILL"),
-            &t!("INPUT"),
-            &t!("EXTRACT"),
-            &t!("STATUS"),
-            &t!("EST_TOKENS"),
-        ],
-        &rows,
-    );
-    let cached = lines
+    let notes: Vec<Option<String>> = lines
         .iter()
-        .filter(|l| l.status == PlanStatus::Cached)
-        .count();
+        .map(|l| {
+            l.problem
+                .as_ref()
+                .map(|p| crate::i18n::localize(&p.message).into_owned())
+        })
+        .collect();
+    let (job, skill, input, extract, status, tokens) = (
+        t!("JOB"),
+        t!("SKILL"),
+        t!("INPUT"),
+        t!("EXTRACT"),
+        t!("STATUS"),
+        t!("TOKENS"),
+    );
+    let mut headers = vec![job.as_str(), skill.as_str()];
+    let mut fits = vec![Fit::Keep, Fit::Keep];
+    if one_skill.is_some() {
+        headers.pop();
+        fits.pop();
+    }
+    headers.extend([
+        input.as_str(),
+        extract.as_str(),
+        status.as_str(),
+        tokens.as_str(),
+    ]);
+    fits.extend([Fit::Elide, Fit::Keep, Fit::Keep, Fit::Keep]);
+    super::print_table_fitted(&headers, &fits, &rows, &notes);
+    if let Some(skill) = one_skill {
+        notice(&msg!("skill: {skill}", skill = one_line(skill)));
+    }
+}
+
+/// What the plan adds up to, on stderr: the counts and tokens, the first pass's cost, long
+/// documents, and (with `-v`) how the estimate is made.
+fn print_plan_notices(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[PlanLine]) {
+    let count = |s: PlanStatus| lines.iter().filter(|l| l.status == s).count();
+    let (cached, failing) = (count(PlanStatus::Cached), count(PlanStatus::WillFail));
+    let pending = lines.len() - cached - failing;
     let to_send: u64 = lines
         .iter()
         .filter(|l| l.status == PlanStatus::Pending)
         .map(|l| l.tokens)
         .sum();
+    let shard_note = prepared
+        .selection
+        .shard
+        .map(|s| msg!(" (shard {label})", label = s.label()))
+        .unwrap_or_default();
     notice(&msg!(
-        "{} job(s): {} cached, {} to run, about {} input tokens to send{}",
-        lines.len(),
-        cached,
-        lines.len() - cached,
-        to_send,
-        prepared
-            .selection
-            .shard
-            .map(|s| format!(" (shard {})", s.label()))
-            .unwrap_or_default()
+        "{n} job(s): {cached} cached, {pending} to run, {failed} will fail; about {tokens} prompt tokens to send{shard_note}",
+        n = lines.len(),
+        failed = failing,
+        tokens = to_send
     ));
-    if let Some(cost) = first_pass_cost(prepared, jobs, lines) {
+    let quiet = ctx.global.quiet;
+    if let Some(cost) = first_pass_cost(prepared, jobs, lines).filter(|_| !quiet) {
         notice(&msg!(
             "input cost of the first pass at the prices in use (answers and escalated steps not counted): {cost}"
         ));
     }
-    for (job, line) in jobs.iter().zip(lines) {
+    for (job, line) in jobs.iter().zip(lines).filter(|_| !quiet) {
+        let input = one_line(&job.input);
         match line.pieces {
             1 => {}
             0 => notice(&msg!(
-                "{}: too large for one request, and its skill does not split documents (too_large)",
-                one_line(&job.input)
+                "{input}: too large for one request, and its skill does not split documents (too_large)"
             )),
-            n => notice(&msg!(
-                "{}: long document, split into about {n} pieces",
-                one_line(&job.input)
+            pieces => notice(&msg!(
+                "{input}: long document, split into about {pieces} pieces"
             )),
         }
     }
-    notice(&msg!(
-        "token estimate: the text a run sends (a PDF's text layer, an office file's text), CJK characters 1 token each, other text 1 token per 4 characters; a page without text (a scan, an image) {} tokens",
-        super::OCR_PAGE_TOKENS
-    ));
+    // How the figure is made matters only when something is to be sent.
+    if quiet || pending == 0 {
+        return;
+    }
+    if ctx.global.verbose > 0 {
+        notice(&msg!(
+            "token estimate: each request's prompt as the run builds it (system prompt, the message around the document, an extraction's fields) and the text it sends (a PDF's text layer, an office file's text), CJK characters 1 token each, other text 1 token per 4 characters; a page without text (a scan, an image) {n} tokens; the answers are not counted",
+            n = super::OCR_PAGE_TOKENS
+        ));
+    }
     if lines.iter().any(|l| l.from == super::EstimatedFrom::Size) {
         notice(&msg!(
             "~: estimated from the file's size (it could not be read here, or is a folder): a rough figure"
@@ -511,7 +643,11 @@ fn check_schemas(
             continue;
         };
         if seen.insert(path.clone()) {
-            crate::skills::schema::read_schema_file(&path).map_err(ExitError::usage)?;
+            let value = crate::skills::schema::read_schema_file(&path).map_err(ExitError::usage)?;
+            crate::agent::structured::Schema::new(value).map_err(|e| {
+                let path = path.display();
+                ExitError::usage(msg!("the schema {path} cannot be used: {e}"))
+            })?;
         }
     }
     Ok(())

@@ -73,6 +73,15 @@ fn read(path: &Path) -> Result<Option<String>, ConfigError> {
     }
 }
 
+/// The settings a file may hold, for "did you mean" (the fields of [`SettingsFile`]).
+#[rustfmt::skip]
+const SETTINGS: &[&str] = &[
+    "provider", "api_key", "api_key_env", "base_url", "timeout", "retry", "model",
+    "default_model", "temperature", "models", "escalate", "escalate_on", "prices", "output",
+    "output_dir", "concurrency", "rpm", "tpm", "ocr", "grace_period", "checksum", "batch",
+    "language", "log_level",
+];
+
 /// What a settings file may hold. Every field is the value as written (checked later, by its
 /// setting's check); a field left out is `None`, a field written empty (`rpm:`) a null value
 /// that its check refuses.
@@ -217,7 +226,12 @@ pub(super) fn apply(config: &mut Config, path: &Path, text: &str) -> Result<(), 
         })?;
     let mut layer = Layer { path, config };
     for k in file.unknown.keys().filter_map(Value::as_str) {
-        layer.warn(format!("unknown setting `{k}` ignored"));
+        let hint = crate::suggest::did_you_mean(k, SETTINGS.iter().copied());
+        layer.warn(if hint.is_empty() {
+            format!("unknown setting `{k}` ignored")
+        } else {
+            format!("unknown setting `{k}` ignored; {hint}")
+        });
     }
     for _ in odd {
         layer.warn("non-string key ignored".into());
@@ -236,7 +250,7 @@ fn api(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     if let Some(k) = l.one("api_key", &f.api_key, setting::api_key)? {
         l.config.api.key = Some(super::ApiKey::new(k));
         if let Some(w) = readable_by_others(l.path) {
-            l.config.warnings.push(w);
+            l.config.key_warnings.push(w);
         }
     }
     if let Some(e) = l.one("api_key_env", &f.api_key_env, setting::text)? {

@@ -79,8 +79,11 @@ pub(crate) struct Config {
     pub config_dir: Option<PathBuf>,
     /// Where each setting came from, by the setting's name.
     pub origins: BTreeMap<&'static str, Origin>,
-    /// Problems worth a warning (unknown fields, a key file readable by others).
+    /// Problems worth a warning (unknown fields, values clamped).
     pub warnings: Vec<String>,
+    /// Problems of the API key (too short to be one, in a file others can read): said only
+    /// by the commands that send it (`run`, `batch`).
+    pub key_warnings: Vec<String>,
 }
 
 /// How to reach the model server.
@@ -406,6 +409,7 @@ impl Config {
             config_dir,
             origins: BTreeMap::new(),
             warnings: Vec::new(),
+            key_warnings: Vec::new(),
         };
         for (f, text) in &files {
             file::apply(&mut c, f, text)?;
@@ -418,7 +422,7 @@ impl Config {
         if let Some(key) = &c.api.key
             && !crate::secret::is_secret(key.expose())
         {
-            c.warnings
+            c.key_warnings
                 .push(short_key_warning(crate::secret::MIN_SECRET_CHARS));
         }
         Ok(c)

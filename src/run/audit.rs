@@ -69,6 +69,13 @@ struct State {
     routed_tokens: BTreeMap<String, Tokens>,
 }
 
+/// `--audit` without a ladder: nothing to audit against (a usage error).
+pub(crate) fn no_ladder_error() -> super::RunError {
+    super::RunError::Client(msg!(
+        "--audit compares the run's model with the top rung of its ladder: give one with --escalate MODEL[@BASE_URL] (or `escalate:` in zhi.yaml)"
+    ))
+}
+
 impl Audit {
     /// The run's audit, when `--audit` asks one; a run without a ladder has nothing to audit
     /// against (a usage error).
@@ -80,9 +87,7 @@ impl Audit {
             return Ok(None);
         };
         if no_ladder {
-            return Err(super::RunError::Client(msg!(
-                "--audit compares the run's model with the top rung of its ladder: give one with --escalate MODEL[@BASE_URL] (or `escalate:` in zhi.yaml)"
-            )));
+            return Err(no_ladder_error());
         }
         let planned = opts.plan.len() as u64;
         Ok(Some(Audit::new(a.size, a.seed, a.target, planned)))

@@ -99,3 +99,38 @@ pub(super) fn push_args(m: &mut String, job: &Job) {
         }
     }
 }
+
+/// The text of a job's first request as the run builds it — the system prompt, then the user
+/// message around `text` (the task line, an extraction's fields) — for `zhi plan`'s estimate
+/// (docs/cli.md#zhi-plan). Another input file of the job is left out (its text is not read
+/// here), and so are an agent's tool definitions. A workflow's first step is not built: its
+/// skill's prompt and the document stand for it.
+pub(crate) fn first_request_text(job: &Job, skill: &Skill, text: &str) -> String {
+    use crate::agent::structured;
+    if let Some(spec) = skill.schema() {
+        let schema = match spec {
+            crate::skills::SchemaSpec::Inline(v) => Some(v.clone()),
+            crate::skills::SchemaSpec::Arg(name) => job
+                .arg_path(name)
+                .and_then(|p| crate::skills::schema::read_schema_file(&p).ok()),
+        }
+        .and_then(|v| structured::Schema::new(v).ok());
+        let task = schema.map(|s| structured::task(&s)).unwrap_or_default();
+        return format!(
+            "{}\n{}{task}",
+            structured::system_prompt(&skill.system_prompt),
+            extraction_message(&job.input, text)
+        );
+    }
+    if let Some(file) = skill.direct_output(&job.args) {
+        let mut m = document_message(job, text, &[], true);
+        m.push_str(&task_line(job, skill, "the document above"));
+        return format!("{}\n{m}", runner::direct_system_prompt(skill, &file));
+    }
+    let files = skill.declared_files(&job.args);
+    format!(
+        "{}\n{}",
+        runner::agent_system_prompt(skill, &files),
+        document_message(job, text, &[], false)
+    )
+}

@@ -30,6 +30,8 @@ mod workflow;
 
 pub(crate) use crate::flags::BatchOptions;
 pub(crate) use error::RunError;
+pub(crate) use message::first_request_text;
+pub(crate) use setup::preflight;
 
 use crate::config::{Concurrency, Config};
 use crate::exit::Exit;

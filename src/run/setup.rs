@@ -160,24 +160,7 @@ pub(super) async fn escalation_ladder(
 ) -> Result<Vec<super::context::Rung>, RunError> {
     let mut ladder = Vec::new();
     for e in entries.iter().cloned() {
-        // A skill's entry names no key or limits: the settings' entry for the same server
-        // does.
-        let e = match (&e.base_url, &e.api_key_env) {
-            (Some(url), None) => {
-                let same = config
-                    .models
-                    .escalate
-                    .iter()
-                    .find(|c| c.base_url.as_deref() == Some(url.as_str()));
-                crate::config::EscalateTo {
-                    api_key_env: same.and_then(|c| c.api_key_env.clone()),
-                    rpm: e.rpm.or(same.and_then(|c| c.rpm)),
-                    tpm: e.tpm.or(same.and_then(|c| c.tpm)),
-                    ..e
-                }
-            }
-            _ => e,
-        };
+        let e = with_settings(config, e);
         let own = config.api.base_url.trim_end_matches('/');
         let base = e.base_url.clone().unwrap_or_else(|| own.to_string());
         if base.trim_end_matches('/') == own {
@@ -190,21 +173,9 @@ pub(super) async fn escalation_ladder(
             });
             continue;
         }
-        let key = e
-            .api_key_env
-            .as_deref()
-            .and_then(env)
-            .filter(|k| !k.trim().is_empty())
-            .map(crate::config::ApiKey::new);
-        let mut api = config.api.clone();
-        api.base_url = base.clone();
-        api.key = key.clone();
-        if key.is_none() && !api.base_url_is_local() {
-            return Err(RunError::Client(format!(
-                "escalation to {label}: no key for that server; name the variable that holds it with api_key_env in the escalate entry of {model} in zhi.yaml",
-                label = e.label(),
-                model = e.model
-            )));
+        let key = rung_key(&e, env);
+        if let Some(missing) = missing_key(config, &e, env) {
+            return Err(missing);
         }
         // Another server: its own limits (the entry's `rpm`/`tpm`), not the run's.
         let settings = ClientSettings::from(&*config).elsewhere(base.clone(), key, e.rpm, e.tpm);
@@ -233,6 +204,96 @@ pub(super) async fn escalation_ladder(
         });
     }
     Ok(ladder)
+}
+
+/// A skill's entry names no key or limits: the settings' entry for the same server does.
+fn with_settings(config: &Config, e: crate::config::EscalateTo) -> crate::config::EscalateTo {
+    match (&e.base_url, &e.api_key_env) {
+        (Some(url), None) => {
+            let same = config
+                .models
+                .escalate
+                .iter()
+                .find(|c| c.base_url.as_deref() == Some(url.as_str()));
+            crate::config::EscalateTo {
+                api_key_env: same.and_then(|c| c.api_key_env.clone()),
+                rpm: e.rpm.or(same.and_then(|c| c.rpm)),
+                tpm: e.tpm.or(same.and_then(|c| c.tpm)),
+                ..e
+            }
+        }
+        _ => e,
+    }
+}
+
+/// The key of a rung on another server: the variable its entry names, when set.
+fn rung_key(
+    e: &crate::config::EscalateTo,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<crate::config::ApiKey> {
+    e.api_key_env
+        .as_deref()
+        .and_then(env)
+        .filter(|k| !k.trim().is_empty())
+        .map(crate::config::ApiKey::new)
+}
+
+/// A rung on another server that is not local and has no key: the run cannot ask it.
+fn missing_key(
+    config: &Config,
+    e: &crate::config::EscalateTo,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<RunError> {
+    let own = config.api.base_url.trim_end_matches('/');
+    let base = e.base_url.clone().unwrap_or_else(|| own.to_string());
+    if base.trim_end_matches('/') == own || rung_key(e, env).is_some() {
+        return None;
+    }
+    let mut api = config.api.clone();
+    api.base_url = base;
+    (!api.base_url_is_local()).then(|| {
+        RunError::Client(format!(
+            "escalation to {label}: no key for that server; name the variable that holds it with api_key_env in the escalate entry of {model} in zhi.yaml",
+            label = e.label(),
+            model = e.model
+        ))
+    })
+}
+
+/// What a run checks before it sends anything, without the network, so that `zhi plan`
+/// refuses what `zhi run` would (docs/cli.md#zhi-plan): a base URL the client cannot use,
+/// ladders whose entries do not parse or name no key for their server, and `--audit` without
+/// a ladder to audit against.
+pub(crate) fn preflight(
+    config: &Config,
+    jobs: &[Job],
+    skills: &SkillSet,
+    audit: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), RunError> {
+    super::context::client(config).map_err(RunError::Client)?;
+    let mut entries: Vec<crate::config::EscalateTo> = config.models.escalate.clone();
+    let from_flag = matches!(config.origins.get("escalate"), Some(Origin::Flag(_)));
+    let mut seen = BTreeSet::new();
+    for job in jobs.iter().filter(|_| !from_flag) {
+        let Some(skill) = skills.get(&job.skill).filter(|s| !s.escalate.is_empty()) else {
+            continue;
+        };
+        if seen.insert(skill.name.clone()) {
+            for e in &skill.escalate {
+                entries.push(crate::config::EscalateTo::parse(e).map_err(RunError::Client)?);
+            }
+        }
+    }
+    for e in entries.iter().cloned() {
+        if let Some(missing) = missing_key(config, &with_settings(config, e), env) {
+            return Err(missing);
+        }
+    }
+    if audit && entries.is_empty() {
+        return Err(super::audit::no_ladder_error());
+    }
+    Ok(())
 }
 
 /// The settings' escalation ladder, and the ladders of the skills that name their own, each

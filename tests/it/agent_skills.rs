@@ -276,6 +276,22 @@ fn skills_new_writes_an_agent_skill_folder_that_validates() {
         .unwrap();
     assert_exit(&out, Exit::Success);
     assert!(env.path(".zhi/skills/digest-md/SKILL.md").is_file());
+    // What follows the front matter is the system prompt: instructions only, no notes, no
+    // heading; the notes are comments in the front matter, and agree with the defaults.
+    let text = std::fs::read_to_string(env.path(".zhi/skills/digest-md/SKILL.md")).unwrap();
+    let (front, body) = text[3..].split_once("\n---\n").unwrap();
+    assert!(
+        !body.contains("<!--") && !body.contains("# digest-md"),
+        "{body}"
+    );
+    assert!(
+        body.trim_start().starts_with("You process one document"),
+        "{body}"
+    );
+    assert!(
+        front.contains("# max_turns: 15 ") && !front.contains("max_turns: 5"),
+        "{front}"
+    );
     let validate = env.zhi().args(["skills", "validate"]).output().unwrap();
     assert_exit(&validate, Exit::Success);
     let list = env

@@ -34,8 +34,14 @@ fn precedence_env_over_files_over_defaults() {
     let (v, _) = show_json(&env, |c| {
         c.env("ZHI_OUTPUT_DIR", "from-env");
     });
-    assert_eq!(v["timeout"]["value"], "30s");
-    assert_eq!(v["rpm"]["value"], "200");
+    // Typed: numbers as numbers, seconds as seconds, null for no limit.
+    assert_eq!(v["timeout"]["value"], 30);
+    assert_eq!(v["rpm"]["value"], 200);
+    assert_eq!(v["tpm"]["value"], Value::Null);
+    assert_eq!(v["checksum"]["value"], false);
+    assert_eq!(v["grace_period"]["value"], 30);
+    assert_eq!(v["retry"]["value"]["max_attempts"], 5);
+    assert_eq!(v["escalate"]["value"], serde_json::json!([]));
     assert_eq!(
         v["rpm"]["origin"],
         format!("file {}", env.path("zhi.yaml").display())
@@ -70,20 +76,73 @@ fn key_is_never_printed() {
     assert!(!stdout(&out).contains("sk-very-secret-123"));
 }
 
+/// The key's warnings (a file others can read, a key too short to be one) are said by the
+/// commands that send the key, and by no other (docs/config.md#the-api-key).
 #[test]
-fn key_file_readable_by_others_warns() {
+fn key_warnings_only_where_the_key_is_sent() {
     use std::os::unix::fs::PermissionsExt;
     let env = TestEnv::new();
-    let f = env.write("zhi.yaml", "api_key: sk-file-secret\n");
+    let f = env.write("zhi.yaml", "api_key: sk-x\n");
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    env.write("docs/a.txt", "A line.\n");
     let (v, err) = show_json(&env, |_| {});
     assert_eq!(v["api_key"]["value"], "<redacted>");
+    assert!(!err.contains("warning"), "{err}");
+    for args in [
+        &["skills", "list"][..],
+        &["extract", "docs/a.txt"][..],
+        &["plan", "summarize", "docs"][..],
+        &["manifest", "show", "-o", "nowhere"][..],
+    ] {
+        let out = env.zhi().args(args).output().unwrap();
+        let err = stderr(&out);
+        assert!(
+            !err.contains("mode 0644") && !err.contains("shorter than"),
+            "{args:?}: {err}"
+        );
+    }
+    // `run` sends it: both are said.
+    let api = crate::support::FakeApi::always(crate::support::Reply::text(
+        "A summary of the line, in two sentences. It says little more.",
+    ));
+    let out = env
+        .zhi()
+        .args([
+            "run",
+            "summarize",
+            "docs",
+            "-o",
+            "out",
+            "--base-url",
+            &api.base_url(),
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
     assert!(err.contains("holds an API key but has mode 0644"), "{err}");
-    assert!(!err.contains("sk-file-secret"));
+    assert!(err.contains("shorter than"), "{err}");
+    assert!(!err.contains("sk-x"), "{err}");
 
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let (_, err) = show_json(&env, |_| {});
-    assert!(!err.contains("mode"), "{err}");
+    let out = env
+        .zhi()
+        .args(["batch", "status", "-o", "out"])
+        .output()
+        .unwrap();
+    assert!(!stderr(&out).contains("mode"), "{}", stderr(&out));
+}
+
+/// A mistyped setting is answered with the settings close to it.
+#[test]
+fn a_mistyped_setting_gets_a_did_you_mean() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", "concurency: 8\n");
+    let (v, err) = show_json(&env, |_| {});
+    assert!(
+        err.contains("unknown setting `concurency` ignored; did you mean `concurrency`?"),
+        "{err}"
+    );
+    assert_eq!(v["concurrency"]["value"], 4);
 }
 
 #[test]

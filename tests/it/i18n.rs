@@ -44,7 +44,10 @@ fn english_words(text: &str) -> Vec<String> {
     for token in plain.split(|c: char| c.is_whitespace() || !c.is_ascii()) {
         let flag = token.trim_start_matches(['(', '[', '<']).starts_with('-');
         let token = token.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        // A model's name (`glm-4-flash`) is a name, not English.
+        let model = token.contains('-') && token.chars().any(|c| c.is_ascii_digit());
         if flag
+            || model
             || token.contains(['/', '.', '_', '=', ':'])
             || !token.chars().any(|c| c.is_ascii_lowercase())
         {

@@ -27,6 +27,7 @@ mod i18n;
 mod layers;
 mod llm_client;
 mod mcp;
+mod narrow;
 mod ocr_api;
 mod outputs;
 mod plan_cli;

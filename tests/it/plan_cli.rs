@@ -749,11 +749,16 @@ fn usage_errors_exit_2_with_a_clear_message_and_no_request() {
     touch(&env, "docs/a.txt");
     let api = FakeApi::always(Reply::text("should never be asked"));
     let base = api.base_url();
-    let cases: [(&[&str], &str); 5] = [
+    env.write("bad.json", "this is not JSON {");
+    let cases: [(&[&str], &str); 8] = [
         (
             &["summarize", "docs", "-a", "style=short"],
             "has no argument `style`",
         ),
+        // The preflight `run` makes before it sends anything, `plan` makes too.
+        (&["extract", "docs", "-a", "schema=bad.json"], "bad.json"),
+        (&["extract", "docs", "-a", "schema=nope.json"], "nope.json"),
+        (&["summarize", "docs", "--audit", "1"], "--audit compares"),
         (
             &["summarise", "docs"],
             "unknown skill `summarise`; did you mean `summarize`?",
@@ -844,7 +849,7 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
         .map(|j| (j["inputs"][0].as_str().unwrap(), j))
         .collect();
     let kind = |i: &str| by_input[i]["extraction"].as_str().unwrap().to_owned();
-    let tokens = |i: &str| by_input[i]["estimated_tokens"].as_u64().unwrap();
+    let tokens = |i: &str| by_input[i]["document_tokens"].as_u64().unwrap();
     assert_eq!(kind("k/zh.txt"), "text");
     assert_eq!(kind("k/en.txt"), "text");
     assert_eq!(kind("k/p.pdf"), "pdf");
@@ -856,8 +861,13 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
     assert!(tokens("k/p.pdf") > 0);
     assert!(tokens("k/photo.png") > 0);
 
-    // The table has the same columns, and the method is stated.
-    let out = env.zhi().args(["plan", "summarize", "k"]).output().unwrap();
+    // The table has the same columns (the skill, one for all, is named under it), its
+    // figure the whole request's; with -v the method is stated.
+    let out = env
+        .zhi()
+        .args(["-v", "plan", "summarize", "k"])
+        .output()
+        .unwrap();
     assert_exit(&out, Exit::Success);
     let table = stdout(&out);
     let row = |name: &str| -> Vec<String> {
@@ -869,11 +879,24 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
             .map(str::to_owned)
             .collect()
     };
-    assert_eq!(row("k/zh.txt")[3..], ["text", "pending", "300"]);
-    assert_eq!(row("k/en.txt")[3..], ["text", "pending", "225"]);
-    assert_eq!(row("k/p.pdf")[3], "pdf");
-    assert_eq!(row("k/photo.png")[3], "ocr");
-    assert_eq!(row("k/sheet.xlsx")[3], "office");
+    let whole = |i: &str| {
+        by_input[i]["estimated_tokens"]
+            .as_u64()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        row("k/zh.txt")[2..],
+        ["text", "pending", &whole("k/zh.txt")]
+    );
+    assert_eq!(
+        row("k/en.txt")[2..],
+        ["text", "pending", &whole("k/en.txt")]
+    );
+    assert_eq!(row("k/p.pdf")[2], "pdf");
+    assert_eq!(row("k/photo.png")[2], "ocr");
+    assert_eq!(row("k/sheet.xlsx")[2], "office");
+    assert_eq!(row("k/setup.exe")[2..4], ["unsupported", "will-fail"]);
     let err = stderr(&out);
     assert!(
         err.contains("CJK characters 1 token each"),
@@ -906,7 +929,7 @@ fn plan_estimates_a_pdf_from_its_text_layer_not_its_size() {
         .collect();
     let estimate = |i: &str| {
         (
-            by_input[i]["estimated_tokens"].as_u64().unwrap(),
+            by_input[i]["document_tokens"].as_u64().unwrap(),
             by_input[i]["estimated_from"].as_str().unwrap().to_owned(),
         )
     };
@@ -1241,4 +1264,121 @@ fn half_a_shard_specification_is_a_usage_error_naming_the_variables() {
         .unwrap();
     assert_ne!(o.status.code(), Some(2), "{}", crate::testenv::show(&o));
     assert_eq!(env.latest_records("out").len(), 2, "the whole plan ran");
+}
+
+/// A `will-fail` job says why under its row; a file zhi cannot read is one, with the
+/// `--exclude` that leaves it out (docs/cli.md#zhi-plan).
+#[test]
+fn plan_says_why_a_job_will_fail_and_which_exclude_skips_an_unsupported_file() {
+    let env = TestEnv::new();
+    touch(&env, "docs/a.txt");
+    env.write("docs/blob.bin", [0u8, 1, 2, 3]);
+    let out = env
+        .zhi()
+        .env("COLUMNS", "80")
+        .args([
+            "plan",
+            "summarize",
+            "docs",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let table = stdout(&out);
+    let row = table
+        .lines()
+        .position(|l| l.contains("docs/blob.bin"))
+        .unwrap();
+    assert!(
+        table.lines().nth(row).unwrap().contains("will-fail"),
+        "{table}"
+    );
+    let note = table.lines().nth(row + 1).unwrap();
+    assert!(
+        note.contains("unsupported_type") && note.contains("--exclude '*.bin'"),
+        "{table}"
+    );
+    assert!(stderr(&out).contains("1 will fail"), "{}", stderr(&out));
+    let jobs = plan_json(&env, &["summarize", "docs"]);
+    let blob = jobs
+        .iter()
+        .find(|j| j["inputs"][0] == "docs/blob.bin")
+        .unwrap();
+    assert_eq!(blob["status"], "will-fail");
+    assert_eq!(blob["error"]["kind"], "unsupported_type");
+    assert!(
+        blob["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--exclude '*.bin'")
+    );
+    // With the exclude the plan is clean.
+    let jobs = plan_json(&env, &["summarize", "docs", "--exclude", "*.bin"]);
+    assert!(jobs.iter().all(|j| j["status"] == "pending"), "{jobs:?}");
+}
+
+/// The estimate counts the whole prompt: the system prompt, the message around the document,
+/// an extraction's fields; the document's own figure is given beside it.
+#[test]
+fn plan_estimates_the_whole_request_not_only_the_document() {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "word ".repeat(400));
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "invoice_number": {"type": "string", "description": "The invoice number as written"},
+            "total": {"type": "number", "description": "The total to pay, tax included"}
+        },
+        "required": ["invoice_number", "total"]
+    });
+    env.write("s.json", schema.to_string());
+    for args in [
+        &["summarize", "docs"][..],
+        &["extract", "docs", "-a", "schema=s.json"][..],
+    ] {
+        let job = &plan_json(&env, args)[0];
+        let (all, doc) = (
+            job["estimated_tokens"].as_u64().unwrap(),
+            job["document_tokens"].as_u64().unwrap(),
+        );
+        assert_eq!(doc, 500, "{args:?}: {job}");
+        // A system prompt and a task line are tens of tokens at least.
+        assert!(all > doc + 50, "{args:?}: {job}");
+    }
+    let summarize = plan_json(&env, &["summarize", "docs"])[0]["estimated_tokens"].clone();
+    let extract =
+        plan_json(&env, &["extract", "docs", "-a", "schema=s.json"])[0]["estimated_tokens"].clone();
+    assert_ne!(summarize, extract, "the schema's fields count");
+}
+
+/// How the estimate is made is said with `-v` only, never under `-q`; a missing key is a
+/// warning (the run would stop there), not an error: a plan sends nothing.
+#[test]
+fn plan_explains_its_estimate_only_when_asked_and_notes_a_missing_key() {
+    let env = TestEnv::new();
+    touch(&env, "docs/a.txt");
+    let explained = |extra: &[&str]| {
+        let out = env
+            .zhi()
+            .args(extra)
+            .args(["plan", "summarize", "docs"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        stderr(&out)
+    };
+    let plain = explained(&[]);
+    assert!(!plain.contains("token estimate:"), "{plain}");
+    assert!(
+        plain.contains("`zhi run` would stop here (exit 2)"),
+        "{plain}"
+    );
+    assert!(explained(&["-v"]).contains("token estimate:"));
+    let quiet = explained(&["-q"]);
+    assert!(
+        !quiet.contains("token estimate:") && !quiet.contains("would stop"),
+        "{quiet}"
+    );
 }

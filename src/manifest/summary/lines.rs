@@ -372,6 +372,16 @@ impl Writer<'_> {
         if let Some(dir) = &s.output_dir {
             places.push((t!(in lang; "outputs:"), format!("{}/", self.shown(dir))));
         }
+        if let Some(dir) = &s.output_dir {
+            // One line a table: its workbook, the other formats beside it.
+            for t in s.tables.iter().filter(|t| t.ends_with(".xlsx")) {
+                let also = t!(in lang; "(also .csv, .jsonl)");
+                places.push((
+                    t!(in lang; "table:"),
+                    format!("{} {also}", self.shown(&dir.join(t))),
+                ));
+            }
+        }
         places.push((t!(in lang; "records:"), self.shown(&s.results())));
         if s.complete {
             let manifest = Path::new(&s.path).join("manifest.json");
@@ -440,6 +450,36 @@ impl Writer<'_> {
         if failed.len() > NAMED {
             out.push(self.more(failed.len() - NAMED));
         }
+        let unsupported = self.unsupported_globs();
+        if !unsupported.is_empty() {
+            let flags: Vec<String> = unsupported
+                .iter()
+                .map(|g| format!("--exclude '{}'", one_line(g)))
+                .collect();
+            out.push(t!(in lang;
+                "  files zhi cannot read (unsupported_type) are left out with {flags}",
+                flags = flags.join(" ")
+            ));
+        }
+    }
+
+    /// The globs that would leave out the run's `unsupported_type` failures: `*.ext`, or the
+    /// file's name when it has no extension.
+    fn unsupported_globs(&self) -> std::collections::BTreeSet<String> {
+        self.s
+            .failures
+            .iter()
+            .filter(|f| f.error_kind.as_deref() == Some("unsupported_type"))
+            .map(|f| {
+                let p = Path::new(&f.input);
+                match p.extension() {
+                    Some(ext) => format!("*.{}", ext.to_string_lossy()),
+                    None => p
+                        .file_name()
+                        .map_or_else(|| f.input.clone(), |n| n.to_string_lossy().into_owned()),
+                }
+            })
+            .collect()
     }
 
     fn refused(&self, out: &mut Vec<String>) {
@@ -538,6 +578,58 @@ mod tests {
             ));
         }
         rs
+    }
+
+    /// The tables written, the models without a price, who answered, and the `--exclude` for
+    /// files zhi cannot read.
+    #[test]
+    fn the_end_of_a_run_names_tables_unpriced_models_answerers_and_excludes() {
+        let mut m = manifest(1);
+        m.tables = ["csv", "jsonl", "xlsx"]
+            .map(|e| format!("tables/extract-invoice.{e}"))
+            .to_vec();
+        m.costs.insert(
+            "glm-4-flash".into(),
+            Cost {
+                amount: 0.0,
+                currency: "CNY".into(),
+            },
+        );
+        m.unpriced.push("big".into());
+        let mut rs: Vec<JobRecord> = (0..7)
+            .map(|i| {
+                let mut r = JobRecord::new(
+                    &format!("ok{i}"),
+                    "s",
+                    &format!("d/{i}.txt"),
+                    Status::Succeeded,
+                );
+                r.model = "glm-4-flash".into();
+                r.served_model = Some(if i < 2 { "big" } else { "glm-4-flash" }.into());
+                r
+            })
+            .collect();
+        let mut bin = JobRecord::new("b", "s", "d/blob.bin", Status::Failed);
+        bin.error = Some(crate::error::JobError::new(
+            crate::error::ErrorKind::UnsupportedType,
+            "unsupported file type",
+        ));
+        rs.push(bin);
+        let text = end_of_run(&m, &rs, Path::new("/w"), Lang::En).join("\n");
+        assert!(
+            text.contains("  table:     out/tables/extract-invoice.xlsx (also .csv, .jsonl)"),
+            "{text}"
+        );
+        assert!(text.contains("  cost ¥0 (glm-4-flash ¥0)"), "{text}");
+        assert!(
+            text.contains("  cost unknown for big: no price (set one under `prices:` in zhi.yaml)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  model: glm-4-flash, answered by big (2), glm-4-flash (5)"),
+            "{text}"
+        );
+        assert!(text.contains("--exclude '*.bin'"), "{text}");
     }
 
     #[test]

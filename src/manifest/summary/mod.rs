@@ -82,6 +82,9 @@ pub(crate) struct RunSummary {
     /// Models that spent tokens and have no price: their cost is unknown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unpriced: Vec<String>,
+    /// The folder's tables the run wrote, relative to the output folder.
+    #[serde(skip)]
+    pub tables: Vec<String>,
     /// Doubted jobs, by skill (docs/outputs.md#doubts).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub doubts: BTreeMap<String, super::DoubtCount>,
@@ -113,6 +116,9 @@ pub(crate) struct ModelSeen {
     /// What the server says it runs under that name (docs/model-api.md#knowing-the-server).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs: Option<String>,
+    /// How many jobs each model the server named answered (for people; not in `--json`).
+    #[serde(skip)]
+    pub answered: BTreeMap<String, u64>,
 }
 
 impl ModelSeen {
@@ -131,18 +137,31 @@ impl ModelSeen {
             asked,
             served,
             runs,
+            answered: fold.served.clone(),
         })
     }
 
     /// Whether the server said more than the name zhi asked for.
     pub(crate) fn says_more(&self) -> bool {
-        self.runs.is_some() || self.served.as_ref().is_some_and(|s| *s != self.asked)
+        self.runs.is_some()
+            || self.answered.len() > 1
+            || self.served.as_ref().is_some_and(|s| *s != self.asked)
     }
 
-    /// `glm-4-flash, answered as glm-4-flash-250414 (the server runs qwen2.5.gguf)`.
+    /// `glm-4-flash, answered as glm-4-flash-250414 (the server runs qwen2.5.gguf)`; when
+    /// several models answered, each with its jobs: `glm-4-flash, answered by glm-4-flash (5),
+    /// big (2)`.
     pub(crate) fn describe(&self, lang: Lang) -> String {
         let mut out = one_line(&self.asked);
-        if let Some(served) = self.served.as_ref().filter(|s| **s != self.asked) {
+        if self.answered.len() > 1 {
+            let each: Vec<String> = self
+                .answered
+                .iter()
+                .map(|(m, n)| format!("{} ({n})", one_line(m)))
+                .collect();
+            let list = each.join(&t!(in lang; ", "));
+            out += &t!(in lang; ", answered by {list}", list = list);
+        } else if let Some(served) = self.served.as_ref().filter(|s| **s != self.asked) {
             out += &t!(in lang; ", answered as {model}", model = one_line(served));
         }
         if let Some(runs) = &self.runs {
@@ -380,6 +399,7 @@ impl SummaryFold {
             escalations: m.map(|m| m.escalations.clone()).unwrap_or_default(),
             costs: m.map(|m| m.costs.clone()).unwrap_or_default(),
             unpriced: m.map(|m| m.unpriced.clone()).unwrap_or_default(),
+            tables: m.map(|m| m.tables.clone()).unwrap_or_default(),
             doubts: m.map(|m| m.doubts.clone()).unwrap_or_default(),
             audit: m.and_then(|m| m.audit.clone()),
             retries: self.retries,
