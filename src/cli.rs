@@ -89,6 +89,7 @@ pub(crate) enum Command {
         mut_arg("submit", |a| a.hide(true)),
         mut_arg("agent_jobs", |a| a.hide(true)),
         mut_arg("rows", |a| a.hide(true)),
+        mut_arg("records", |a| a.hide(true)),
     )]
     Plan(RunArgs),
 

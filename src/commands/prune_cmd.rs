@@ -17,22 +17,36 @@ use crate::layout::OutputLayout;
 use crate::manifest::state::{Pruned, pruned_path};
 use crate::manifest::{JobRecord, RunDir, Status};
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Write};
 use std::path::Path;
 
-/// One record line of a run, as prune weighs it.
-struct Line {
-    bytes: Vec<u8>,
-    record: Option<JobRecord>,
+/// What a run's records are weighed by, read without the rest.
+#[derive(serde::Deserialize)]
+struct Slim {
+    job_id: String,
+    status: Status,
+    #[serde(default)]
+    transcript: Option<String>,
 }
 
-/// What prune does to one run.
-struct Plan {
-    run: RunDir,
-    /// The lines kept (all of them, for a run kept whole).
-    keep: Vec<usize>,
-    lines: Vec<Line>,
-    /// Transcript files of this run that no kept record names.
-    drop_transcripts: Vec<std::path::PathBuf>,
+/// A record line's place: (run, line), both counted from 0.
+type Place = (u32, u32);
+
+/// What each job's state needs: the places of its latest record and its latest usable one,
+/// and the transcripts those name.
+#[derive(Default)]
+struct Needed {
+    places: HashSet<Place>,
+    per_run: HashMap<u32, u64>,
+    transcripts: HashSet<String>,
+}
+
+/// What prune did, or would do.
+#[derive(Default)]
+struct Tally {
+    freed: u64,
+    lines: u64,
+    runs: u64,
 }
 
 pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
@@ -56,60 +70,50 @@ pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
     };
     let runs = crate::manifest::list_runs(&out);
     let pruned_runs = candidates(&runs, a.keep_last, a.older_than);
-    let plans = weigh(&runs, &pruned_runs);
-    let mut freed = 0u64;
-    let (mut removed_runs, mut removed_lines) = (0u64, 0u64);
+    let needed = weigh(&runs);
     let mut totals = Pruned::read(&out);
     if !a.dry_run {
         // Offsets are about to change: the index goes first, and the next run rebuilds it.
         let _ = layout.remove_file(&layout.cache_index());
     }
-    for plan in &plans {
-        let gone = plan.lines.len() - plan.keep.len();
-        let whole = plan.keep.is_empty();
-        if gone == 0 && plan.drop_transcripts.is_empty() && !whole {
+    let mut tally = Tally::default();
+    for (ri, run) in runs.iter().enumerate() {
+        if !pruned_runs.contains(&run.run_id) {
             continue;
         }
-        freed += plan.freed();
-        removed_lines += gone as u64;
-        removed_runs += u64::from(whole);
-        if a.dry_run {
-            println!("{}", plan.would());
-            continue;
-        }
-        // What the removed records spent, counted before they go.
-        for (i, line) in plan.lines.iter().enumerate() {
-            if plan.keep.binary_search(&i).is_err()
-                && let Some(r) = &line.record
-            {
-                totals.add(r);
-            }
-        }
-        totals.runs += u64::from(whole);
-        apply(&layout, &out, plan, &totals)
-            .map_err(|e| ExitError::usage(msg!("cannot prune run {}: {e}", plan.run.run_id)))?;
+        prune_run(
+            &layout,
+            &out,
+            ri as u32,
+            run,
+            &needed,
+            &mut totals,
+            &mut tally,
+            a.dry_run,
+        )
+        .map_err(|e| ExitError::usage(msg!("cannot prune run {}: {e}", run.run_id)))?;
     }
     // Left by a kill during an earlier prune, or emptied now.
     let trash = layout.zhi_dir().join("pruning");
     if !a.dry_run && trash.is_dir() {
         let _ = layout.remove_tree(&trash);
     }
-    let size = format!("{:.1} MiB", freed as f64 / (1 << 20) as f64);
+    let size = format!("{:.1} MiB", tally.freed as f64 / (1 << 20) as f64);
     println!(
         "{}",
         if a.dry_run {
             msg!(
                 "would free {}: {} record(s), {} run(s) whole; outputs and what each job's state needs are kept",
                 size,
-                removed_lines,
-                removed_runs
+                tally.lines,
+                tally.runs
             )
         } else {
             msg!(
                 "freed {}: {} record(s), {} run(s) whole; outputs and what each job's state needs are kept",
                 size,
-                removed_lines,
-                removed_runs
+                tally.lines,
+                tally.runs
             )
         }
     );
@@ -142,121 +146,73 @@ fn started(run_id: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|t| t.and_utc())
 }
 
-impl Plan {
-    /// Bytes its pruning frees.
-    fn freed(&self) -> u64 {
-        if self.keep.is_empty() {
-            return tree_bytes(&self.run.path);
+/// Calls `each` with every whole line of a run's `results.jsonl` (a torn last line is no
+/// record), read a line at a time.
+fn each_line(
+    run: &Path,
+    mut each: impl FnMut(u32, &[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let file = match crate::small_file::open_regular(&run.join("results.jsonl")) {
+        Ok(f) => f,
+        Err(crate::small_file::ReadError::NotFound) => return Ok(()),
+        Err(e) => return Err(std::io::Error::other(e.to_string())),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let (mut line, mut li) = (Vec::new(), 0u32);
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
+            return Ok(());
         }
-        let transcripts: u64 = self
-            .drop_transcripts
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum();
-        let lines: u64 = (0..self.lines.len())
-            .filter(|i| self.keep.binary_search(i).is_err())
-            .map(|i| self.lines[i].bytes.len() as u64)
-            .sum();
-        transcripts + lines
-    }
-
-    /// What `--dry-run` says of it.
-    fn would(&self) -> String {
-        let gone = self.lines.len() - self.keep.len();
-        if self.keep.is_empty() {
-            msg!("would remove run {} ({} record(s))", self.run.run_id, gone)
-        } else {
-            msg!(
-                "would remove {} of run {}'s {} record(s) and {} transcript(s)",
-                gone,
-                self.run.run_id,
-                self.lines.len(),
-                self.drop_transcripts.len()
-            )
-        }
+        each(li, &line)?;
+        li += 1;
     }
 }
 
-/// Whether a record is what a rerun finds its job cached by.
-fn usable(s: Status) -> bool {
-    matches!(s, Status::Succeeded | Status::Cached)
-}
-
-/// Reads every run, finds the lines each job's state needs, and plans the pruned runs.
-fn weigh(runs: &[RunDir], pruned: &HashSet<String>) -> Vec<Plan> {
-    // (run, line) of each job's latest record and latest usable one.
-    let mut latest: HashMap<String, (usize, usize, Status)> = HashMap::new();
-    let mut usable_at: HashMap<String, (usize, usize)> = HashMap::new();
-    let mut all: Vec<Vec<Line>> = Vec::with_capacity(runs.len());
+/// Reads every run once, a line at a time, for what each job's state needs.
+fn weigh(runs: &[RunDir]) -> Needed {
+    struct At {
+        place: Place,
+        status: Status,
+        transcript: Option<String>,
+    }
+    let mut latest: HashMap<String, At> = HashMap::new();
+    let mut usable: HashMap<String, (Place, Option<String>)> = HashMap::new();
     for (ri, run) in runs.iter().enumerate() {
-        let lines = read_lines(&run.path);
-        for (li, line) in lines.iter().enumerate() {
-            let Some(r) = &line.record else { continue };
+        let _ = each_line(&run.path, |li, bytes| {
+            let Ok(r) = serde_json::from_slice::<Slim>(bytes) else {
+                return Ok(());
+            };
+            let place = (ri as u32, li);
+            if matches!(r.status, Status::Succeeded | Status::Cached) {
+                usable.insert(r.job_id.clone(), (place, r.transcript.clone()));
+            }
             let replaces = latest
                 .get(&r.job_id)
-                .is_none_or(|(_, _, was)| crate::manifest::state::replaces(*was, r.status));
+                .is_none_or(|was| crate::manifest::state::replaces(was.status, r.status));
             if replaces {
-                latest.insert(r.job_id.clone(), (ri, li, r.status));
+                let at = At {
+                    place,
+                    status: r.status,
+                    transcript: r.transcript,
+                };
+                latest.insert(r.job_id, at);
             }
-            if usable(r.status) {
-                usable_at.insert(r.job_id.clone(), (ri, li));
-            }
-        }
-        all.push(lines);
+            Ok(())
+        });
     }
-    let needed: HashSet<(usize, usize)> = latest
-        .values()
-        .map(|(r, l, _)| (*r, *l))
-        .chain(usable_at.values().copied())
-        .collect();
-    // Transcripts a needed record names, wherever they are.
-    let transcripts: HashSet<String> = needed
-        .iter()
-        .filter_map(|(r, l)| all[*r][*l].record.as_ref()?.transcript.clone())
-        .collect();
-    runs.iter()
-        .zip(all)
-        .enumerate()
-        .filter(|(_, (run, _))| pruned.contains(&run.run_id))
-        .map(|(ri, (run, lines))| {
-            let keep: Vec<usize> = (0..lines.len())
-                .filter(|li| needed.contains(&(ri, *li)))
-                .collect();
-            let rel = format!(".zhi/runs/{}/transcripts", run.run_id);
-            let drop_transcripts = std::fs::read_dir(run.path.join("transcripts"))
-                .into_iter()
-                .flatten()
-                .filter_map(Result::ok)
-                .filter(|e| {
-                    let name = format!("{rel}/{}", e.file_name().to_string_lossy());
-                    !transcripts.contains(&name)
-                })
-                .map(|e| e.path())
-                .collect();
-            Plan {
-                run: run.clone(),
-                keep,
-                lines,
-                drop_transcripts,
-            }
-        })
-        .collect()
-}
-
-/// A run's `results.jsonl`, line by line (a torn last line is no record, and goes).
-fn read_lines(run: &Path) -> Vec<Line> {
-    let Ok(bytes) = crate::small_file::read_io(&run.join("results.jsonl"), 1 << 34) else {
-        return Vec::new();
-    };
-    bytes
-        .split_inclusive(|b| *b == b'\n')
-        .filter(|l| l.last() == Some(&b'\n'))
-        .map(|l| Line {
-            record: serde_json::from_slice(l).ok(),
-            bytes: l.to_vec(),
-        })
-        .collect()
+    let mut needed = Needed::default();
+    let all = latest
+        .into_values()
+        .map(|a| (a.place, a.transcript))
+        .chain(usable.into_values());
+    for (place, transcript) in all {
+        if needed.places.insert(place) {
+            *needed.per_run.entry(place.0).or_default() += 1;
+        }
+        needed.transcripts.extend(transcript);
+    }
+    needed
 }
 
 /// Bytes of the files under `dir`.
@@ -272,42 +228,119 @@ fn tree_bytes(dir: &Path) -> u64 {
     sum
 }
 
-/// Prunes one run: the totals first, then the run (moved out of `.zhi/runs/` and deleted when
-/// nothing of it is needed; else its records rewritten, its unneeded transcripts removed).
-fn apply(layout: &OutputLayout, out: &Path, plan: &Plan, totals: &Pruned) -> std::io::Result<()> {
-    let body = serde_json::to_vec_pretty(totals).map_err(std::io::Error::other)?;
-    layout.write_atomic(&pruned_path(out), &body)?;
-    let run = &plan.run;
-    if plan.keep.is_empty() {
-        let trash = layout.zhi_dir().join("pruning");
-        layout.create_dir(&trash)?;
-        let moved = trash.join(&run.run_id);
-        layout.rename(&run.path, &moved)?;
-        layout.remove_tree(&moved)?;
-        // A failed job's staging of that run goes with it.
-        let failed = layout.zhi_dir().join("failed").join(&run.run_id);
-        if failed.is_dir() {
-            layout.remove_tree(&failed)?;
+/// Prunes one run (or says what it would do): what its removed records spent is added to the
+/// totals, written first; then the run is moved out of `.zhi/runs/` and deleted when nothing
+/// of it is needed, else its `results.jsonl` is rewritten with the needed lines (beside itself,
+/// then renamed over it), its unneeded transcripts and its `results.csv` removed.
+#[allow(clippy::too_many_arguments)]
+fn prune_run(
+    layout: &OutputLayout,
+    out: &Path,
+    ri: u32,
+    run: &RunDir,
+    needed: &Needed,
+    totals: &mut Pruned,
+    tally: &mut Tally,
+    dry_run: bool,
+) -> std::io::Result<()> {
+    let kept = needed.per_run.get(&ri).copied().unwrap_or(0);
+    let (mut lines, mut gone_bytes) = (0u64, 0u64);
+    let mut spent = Pruned::default();
+    each_line(&run.path, |li, bytes| {
+        lines += 1;
+        if !needed.places.contains(&(ri, li)) {
+            gone_bytes += bytes.len() as u64;
+            if let Ok(r) = serde_json::from_slice::<JobRecord>(bytes) {
+                spent.add(&r);
+            }
         }
+        Ok(())
+    })?;
+    let rel = format!(".zhi/runs/{}/transcripts", run.run_id);
+    let drop_transcripts: Vec<std::path::PathBuf> = std::fs::read_dir(run.path.join("transcripts"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            !needed
+                .transcripts
+                .contains(&format!("{rel}/{}", e.file_name().to_string_lossy()))
+        })
+        .map(|e| e.path())
+        .collect();
+    let whole = kept == 0;
+    let gone = lines - kept;
+    if !whole && gone == 0 && drop_transcripts.is_empty() {
         return Ok(());
     }
-    let kept: Vec<u8> = plan
-        .keep
-        .iter()
-        .flat_map(|i| plan.lines[*i].bytes.iter().copied())
-        .collect();
-    layout.write_atomic(&run.path.join("results.jsonl"), &kept)?;
-    let records: Vec<JobRecord> = plan
-        .keep
-        .iter()
-        .filter_map(|i| plan.lines[*i].record.clone())
-        .collect();
+    tally.lines += gone;
+    tally.runs += u64::from(whole);
+    tally.freed += if whole {
+        tree_bytes(&run.path)
+    } else {
+        gone_bytes
+            + drop_transcripts
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum::<u64>()
+    };
+    if dry_run {
+        println!(
+            "{}",
+            if whole {
+                msg!("would remove run {} ({} record(s))", run.run_id, gone)
+            } else {
+                msg!(
+                    "would remove {} of run {}'s {} record(s) and {} transcript(s)",
+                    gone,
+                    run.run_id,
+                    lines,
+                    drop_transcripts.len()
+                )
+            }
+        );
+        return Ok(());
+    }
+    totals.runs += u64::from(whole);
+    totals.absorb(spent);
+    let body = serde_json::to_vec_pretty(totals).map_err(std::io::Error::other)?;
+    layout.write_atomic(&pruned_path(out), &body)?;
+    if whole {
+        return remove_run(layout, run);
+    }
+    layout.write_atomic_with(&run.path.join("results.jsonl"), |f| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        each_line(&run.path, |li, bytes| {
+            if needed.places.contains(&(ri, li)) {
+                w.write_all(bytes)?;
+            }
+            Ok(())
+        })?;
+        w.flush()
+    })?;
+    // The run's CSV would still hold the removed rows: `zhi status --csv` is the folder's table.
     let csv = run.path.join("results.csv");
     if csv.is_file() {
-        crate::manifest::write_csv(&csv, &records)?;
+        layout.remove_file(&csv)?;
     }
-    for t in &plan.drop_transcripts {
+    for t in &drop_transcripts {
         layout.remove_file(t)?;
+    }
+    Ok(())
+}
+
+/// A run of which nothing is needed: moved out of `.zhi/runs/`, then deleted, with its failed
+/// jobs' staging.
+fn remove_run(layout: &OutputLayout, run: &RunDir) -> std::io::Result<()> {
+    let trash = layout.zhi_dir().join("pruning");
+    layout.create_dir(&trash)?;
+    let moved = trash.join(&run.run_id);
+    layout.rename(&run.path, &moved)?;
+    layout.remove_tree(&moved)?;
+    let failed = layout.zhi_dir().join("failed").join(&run.run_id);
+    if failed.is_dir() {
+        layout.remove_tree(&failed)?;
     }
     Ok(())
 }

@@ -68,6 +68,20 @@ impl Pruned {
             .unwrap_or_default()
     }
 
+    /// Adds what other removed records spent (their runs are counted apart).
+    pub(crate) fn absorb(&mut self, other: Pruned) {
+        self.records += other.records;
+        for (model, t) in other.tokens {
+            self.tokens.entry(model).or_default().add(t);
+        }
+        for (model, c) in other.costs {
+            self.costs
+                .entry(model)
+                .and_modify(|sum| sum.amount += c.amount)
+                .or_insert(c);
+        }
+    }
+
     /// Adds what a removed record spent.
     pub(crate) fn add(&mut self, r: &JobRecord) {
         self.records += 1;
