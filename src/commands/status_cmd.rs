@@ -42,12 +42,9 @@ pub(super) fn run(ctx: &Ctx, out: Option<PathBuf>, csv: bool) -> Result<Exit, Ex
     Ok(Exit::Success)
 }
 
-/// Whether a job's input is still where its run named it (from the current folder).
+/// Whether a job's input is still where its run named it, looked for from the current folder.
 fn input_exists(cwd: &Path, input: &str) -> bool {
-    // A folder job or a pair of inputs is named `a + b`: each must be there.
-    input
-        .split(" + ")
-        .all(|p| std::fs::symlink_metadata(cwd.join(p)).is_ok())
+    std::fs::symlink_metadata(cwd.join(input)).is_ok()
 }
 
 /// Jobs by status.
