@@ -94,20 +94,15 @@ pub fn a_rerun_over_2000_unchanged_documents_opens_none_of_them() {
     assert_exit(&first, Exit::Success);
     assert_eq!(api.chat_requests().len(), DOCS, "{}", show(&first));
 
-    // The outputs too are let age past the racy margin: the first rerun checks them by
-    // content and records their stats, the next trusts those.
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    // The first pass waited out the racy margin and settled its records' stats
+    // (docs/outputs.md#what-a-rerun-writes): even the first rerun opens no output.
     let opened = traced_run(&env, &api, "rerun.trace");
     assert!(
-        opened.docs.is_empty(),
-        "a rerun over unchanged documents opened {} of them: {:?}",
+        opened.docs.is_empty() && opened.outputs.is_empty(),
+        "the first rerun opened {} documents and {} outputs: {:?}",
         opened.docs.len(),
-        opened.docs.iter().take(5).collect::<Vec<_>>()
-    );
-    assert_eq!(
         opened.outputs.len(),
-        DOCS,
-        "the first rerun checks every output once"
+        opened.outputs.iter().take(5).collect::<Vec<_>>()
     );
     assert_eq!(api.chat_requests().len(), DOCS, "the rerun sent a request");
     assert_eq!(counts(&env)["cached"], DOCS as u64);
