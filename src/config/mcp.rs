@@ -38,7 +38,7 @@ struct ServerFields {
 }
 
 /// Whether `name` may name a server: letters, digits, `_` and `-`, at most 64 characters.
-pub(crate) fn is_server_name(name: &str) -> bool {
+fn is_server_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name

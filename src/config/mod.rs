@@ -24,7 +24,7 @@ mod setting;
 mod value;
 
 pub(crate) use error::ConfigError;
-pub(crate) use mcp::{McpServer, is_server_name};
+pub(crate) use mcp::McpServer;
 pub use ocr_choice::OcrChoice;
 pub use value::{ApiKey, ModelBudget, RetryPolicy};
 pub(crate) use value::{
