@@ -153,7 +153,11 @@ fn check_mcp_servers(
                 "skill `{skill}` uses the MCP server `{server}`, but no settings file defines one under `mcp:`"
             )
         } else {
-            let list = defined.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+            let list = defined
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
             msg!(
                 "skill `{skill}` uses the MCP server `{server}`, which no settings file defines under `mcp:` (defined: {list})"
             )

@@ -79,18 +79,23 @@ fn server(name: &str, v: &Value, warn: &mut dyn FnMut(String)) -> Result<McpServ
     let Value::Mapping(m) = v else {
         return Err(Problem::new(
             &setting,
-            msg!("must be a mapping with `command`, found {found}", found = shown(v)),
+            msg!(
+                "must be a mapping with `command`, found {found}",
+                found = shown(v)
+            ),
         ));
     };
-    let (f, odd): (ServerFields, _) = crate::small_file::fields(m.clone())
-        .map_err(|e| Problem::new(&setting, e.to_string()))?;
+    let (f, odd): (ServerFields, _) =
+        crate::small_file::fields(m.clone()).map_err(|e| Problem::new(&setting, e.to_string()))?;
     for k in f.unknown.keys().chain(&odd) {
         warn(format!("unknown field `{setting}.{}` ignored", key_text(k)));
     }
     if f.url.is_some() {
         return Err(Problem::new(
             format!("{setting}.url"),
-            msg!("servers over HTTP are not supported yet: give the `command` that starts the server on stdio"),
+            msg!(
+                "servers over HTTP are not supported yet: give the `command` that starts the server on stdio"
+            ),
         ));
     }
     let command = match &f.command {
@@ -98,7 +103,10 @@ fn server(name: &str, v: &Value, warn: &mut dyn FnMut(String)) -> Result<McpServ
             .ok()
             .filter(|c| !c.trim().is_empty())
             .ok_or_else(|| {
-                Problem::new(format!("{setting}.command"), msg!("must be a non-empty text"))
+                Problem::new(
+                    format!("{setting}.command"),
+                    msg!("must be a non-empty text"),
+                )
             })?,
         None => {
             return Err(Problem::new(
@@ -159,8 +167,8 @@ mod tests {
 
     #[test]
     fn servers_are_commands_with_args_and_env() {
-        let s = parse("files: {command: npx, args: [-y, server, 3], env: {TOKEN: abc, N: 2}}")
-            .unwrap();
+        let s =
+            parse("files: {command: npx, args: [-y, server, 3], env: {TOKEN: abc, N: 2}}").unwrap();
         let f = &s["files"];
         assert_eq!(f.command, "npx");
         assert_eq!(f.args, ["-y", "server", "3"]);

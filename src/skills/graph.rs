@@ -24,7 +24,9 @@ pub(crate) enum GraphError {
     TooDeep { chain: Vec<String> },
     #[error("skill `{skill}`: {reason}")]
     Workflow { skill: String, reason: String },
-    #[error("skill `{skill}` lists the MCP tool `{tool}`, but only agent skills call MCP tools; it is {mode} (one request without tools)")]
+    #[error(
+        "skill `{skill}` lists the MCP tool `{tool}`, but only agent skills call MCP tools; it is {mode} (one request without tools)"
+    )]
     McpNotAgent {
         skill: String,
         tool: String,

@@ -51,7 +51,8 @@ fn an_agent_skill_calls_a_tool_of_an_mcp_server_and_the_server_goes_at_the_end()
     let api = FakeApi::start(|req: &Recorded| match req.tool_results().first() {
         None => {
             assert!(
-                req.tools_offered().contains(&"mcp__self__skills".to_string()),
+                req.tools_offered()
+                    .contains(&"mcp__self__skills".to_string()),
                 "{:?}",
                 req.tools_offered()
             );
@@ -91,7 +92,12 @@ fn an_agent_skill_calls_a_tool_of_an_mcp_server_and_the_server_goes_at_the_end()
     assert!(transcript.contains("summarize"), "{transcript}");
 
     #[cfg(target_os = "linux")]
-    assert_eq!(servers_in(&env.work), Vec::<String>::new(), "{}", show(&out));
+    assert_eq!(
+        servers_in(&env.work),
+        Vec::<String>::new(),
+        "{}",
+        show(&out)
+    );
 }
 
 #[test]
