@@ -137,7 +137,6 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let progress = Arc::new(Progress::new(opts.plan.len() as u64, opts.flags.progress));
     let keep = keep(&opts, &book);
     let ledger = open_ledger(&layout, &run_id, &opts, keep, &progress, &slots)?;
-    let toolbox = crate::agent::tools::Toolbox::with_mcp(config.run.mcp_servers.clone());
     let ctx = Arc::new(RunContext {
         // The OCR engines take a clone of the run's client: one rate budget for every request.
         reader: Arc::new(reader::PipelineReader::new(
@@ -146,13 +145,13 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
             initial,
             Some(opts.cancel.clone()),
         )),
+        toolbox: crate::agent::tools::Toolbox::with_mcp(config.run.mcp_servers.clone()),
         client,
         skills: opts.skills.clone(),
         config,
         layout,
         run_id,
         flags: opts.flags.clone(),
-        toolbox,
         cancel: opts.cancel.clone(),
         slots: slots.clone(),
         progress: progress.counters.clone(),
@@ -169,8 +168,6 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     let mut statuses = Statuses::start(&ctx, &opts, &ledger)?;
     let stopped_at =
         schedule::run_jobs(&ctx, &ledger, &mut statuses, opts.flags.submit_batch).await;
-    // Every job has ended: the MCP servers they shared go (docs/mcp.md#skills-that-call-mcp-tools).
-    ctx.toolbox.mcp.shutdown().await;
     // The jobs never started, read from the plan one by one as they are recorded, while
     // signals are still watched.
     schedule::record_not_run(&ctx, &ledger, stopped_at.into_iter().chain(&mut statuses));
