@@ -560,6 +560,8 @@ pub(crate) fn run_skill<'a>(
     Box::pin(async move {
         let mut chain = chain;
         chain.push(skill.name.clone());
+        // Its MCP servers are started (once per run) before the model is offered their tools.
+        env.toolbox.mcp.prepare(skill).await;
         let tools = tool_defs(env, skill);
         let mut messages = vec![
             Message::system(agent_system_prompt(skill, &expected.files())),
@@ -788,7 +790,7 @@ async fn run_calls(
 }
 
 /// The tools offered to the model: the skill's builtin tools (web_fetch only with
-/// `--allow-web`) and one `skill_<name>` per nested skill.
+/// `--allow-web`), one `skill_<name>` per nested skill and one `mcp__SERVER__TOOL` per MCP tool.
 pub(crate) fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
     let mut defs = Vec::new();
     for name in skill.builtin_tools() {
@@ -810,6 +812,7 @@ pub(crate) fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
         };
         defs.push(nested_def(nested));
     }
+    defs.extend(env.toolbox.mcp.defs(skill));
     defs
 }
 
@@ -873,6 +876,9 @@ async fn call_tool(
     }
     if let Some(nested_name) = name.strip_prefix(SKILL_TOOL_PREFIX) {
         return call_nested(env, nested_name, arguments, chain, stats).await;
+    }
+    if let Some(outcome) = env.toolbox.mcp.call(skill, name, arguments).await {
+        return Ok(outcome);
     }
     let Some(kind) = ToolKind::from_name(name) else {
         return Ok(ToolOutcome::refused(format!("unknown tool `{name}`")));

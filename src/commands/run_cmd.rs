@@ -111,6 +111,7 @@ pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
                 r.skill
             )));
         }
+        check_mcp_servers(&set, &r.skill, &config)?;
     }
     // Unknown fields and clamped values warn (docs/skills.md#validation), never fail: the
     // warnings of the skills this run uses, nested ones included, each once.
@@ -132,6 +133,37 @@ pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
         selection,
         output_dir,
     })
+}
+
+/// Every MCP server the skill and its nested skills name (`mcp:SERVER/TOOL`) must be one the
+/// settings define: a skill cannot add a server (docs/mcp.md#skills-that-call-mcp-tools).
+fn check_mcp_servers(
+    set: &skills::SkillSet,
+    skill: &str,
+    config: &crate::config::Config,
+) -> Result<(), ExitError> {
+    let defined = &config.run.mcp_servers;
+    for s in set.closure(skill) {
+        let Some(t) = s.mcp_tools().find(|t| !defined.contains_key(t.server)) else {
+            continue;
+        };
+        let (skill, server) = (&s.name, t.server);
+        return Err(ExitError::usage(if defined.is_empty() {
+            msg!(
+                "skill `{skill}` uses the MCP server `{server}`, but no settings file defines one under `mcp:`"
+            )
+        } else {
+            let list = defined
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
+            msg!(
+                "skill `{skill}` uses the MCP server `{server}`, which no settings file defines under `mcp:` (defined: {list})"
+            )
+        }));
+    }
+    Ok(())
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

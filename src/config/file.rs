@@ -79,7 +79,7 @@ const SETTINGS: &[&str] = &[
     "provider", "api_key", "api_key_env", "base_url", "timeout", "retry", "model",
     "default_model", "temperature", "models", "escalate", "escalate_on", "prices", "output",
     "output_dir", "concurrency", "rpm", "tpm", "ocr", "grace_period", "checksum", "batch",
-    "language", "log_level",
+    "language", "log_level", "mcp_budget_tokens", "mcp",
 ];
 
 /// What a settings file may hold. Every field is the value as written (checked later, by its
@@ -135,6 +135,8 @@ struct SettingsFile {
     mcp_budget_tokens: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     batch: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    mcp: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     language: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -304,6 +306,10 @@ fn run(l: &mut Layer, f: &SettingsFile) -> Result<(), ConfigError> {
     let base = l.config.run.batch;
     if let Some(limits) = l.section("batch", &f.batch, |v, w| setting::batch(v, base, w))? {
         l.config.run.batch = limits;
+    }
+    // A project's server replaces the user's of the same name; the others stay.
+    if let Some(servers) = l.section("mcp", &f.mcp, super::mcp::servers)? {
+        l.config.run.mcp_servers.extend(servers);
     }
     Ok(())
 }

@@ -18,11 +18,13 @@
 mod error;
 mod file;
 pub(crate) mod flag;
+mod mcp;
 mod ocr_choice;
 mod setting;
 mod value;
 
 pub(crate) use error::ConfigError;
+pub(crate) use mcp::McpServer;
 pub use ocr_choice::OcrChoice;
 pub use value::{ApiKey, ModelBudget, RetryPolicy};
 pub(crate) use value::{
@@ -167,6 +169,9 @@ pub(crate) struct RunSettings {
     pub checksum: bool,
     /// The token budget of a run an agent starts over MCP without one (docs/mcp.md).
     pub mcp_budget_tokens: Option<u64>,
+    /// `mcp:`: the MCP servers agent skills may call tools of, by name
+    /// (docs/mcp.md#skills-that-call-mcp-tools).
+    pub mcp_servers: BTreeMap<String, McpServer>,
 }
 
 impl Default for RunSettings {
@@ -181,6 +186,7 @@ impl Default for RunSettings {
             batch: BatchLimits::default(),
             checksum: false,
             mcp_budget_tokens: Some(DEFAULT_MCP_BUDGET_TOKENS),
+            mcp_servers: BTreeMap::new(),
         }
     }
 }

@@ -28,7 +28,7 @@ pub(super) struct Problem {
 }
 
 impl Problem {
-    fn new(setting: impl Into<String>, problem: impl Into<String>) -> Self {
+    pub(super) fn new(setting: impl Into<String>, problem: impl Into<String>) -> Self {
         Problem {
             setting: setting.into(),
             problem: problem.into(),

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::task::JoinSet;
 
-/// Runs the jobs until the run stops; returns the job it stopped at, never started (the jobs
-/// after it are left in `jobs`).
+/// Runs the jobs until the run stops, then stops the MCP servers they used; returns the job
+/// it stopped at, never started (the jobs after it are left in `jobs`).
 pub(super) async fn run_jobs(
     ctx: &Arc<RunContext>,
     ledger: &Arc<Ledger>,
@@ -86,6 +86,9 @@ pub(super) async fn run_jobs(
     while let Some(joined) = tasks.join_next().await {
         task_ended(joined);
     }
+    // Every job has ended: the MCP servers they shared go
+    // (docs/mcp.md#skills-that-call-mcp-tools).
+    ctx.toolbox.mcp.shutdown().await;
     stopped_at
 }
 

@@ -24,6 +24,15 @@ pub(crate) enum GraphError {
     TooDeep { chain: Vec<String> },
     #[error("skill `{skill}`: {reason}")]
     Workflow { skill: String, reason: String },
+    #[error(
+        "skill `{skill}` lists the MCP tool `{tool}`, but only agent skills call MCP tools; it is {mode} (one request without tools)"
+    )]
+    McpNotAgent {
+        skill: String,
+        tool: String,
+        /// `extract` or `workflow`.
+        mode: &'static str,
+    },
 }
 
 pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) -> Vec<GraphError> {
@@ -32,9 +41,28 @@ pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) ->
         Some(r) => r.to_vec(),
         None => skills.keys().map(String::as_str).collect(),
     };
-    for root in roots {
+    for root in &roots {
         let mut chain = vec![root.to_string()];
         walk(skills, &mut chain, &mut errors);
+    }
+    for skill in reachable(skills, &roots) {
+        let mode = if skill.is_workflow() {
+            "workflow"
+        } else if skill.schema().is_some() {
+            "extract"
+        } else {
+            continue;
+        };
+        if let Some(t) = skill.mcp_tools().next() {
+            push_once(
+                &mut errors,
+                GraphError::McpNotAgent {
+                    skill: skill.name.clone(),
+                    tool: format!("{}{}/{}", super::MCP_TOOL_PREFIX, t.server, t.tool),
+                    mode,
+                },
+            );
+        }
     }
     for skill in skills.values().filter(|s| s.is_workflow()) {
         for reason in workflow_problems(skills, skill) {
@@ -48,6 +76,25 @@ pub(super) fn check(skills: &BTreeMap<String, Skill>, roots: Option<&[&str]>) ->
         }
     }
     errors
+}
+
+/// The skills `roots` use, themselves included, each once.
+fn reachable<'a>(skills: &'a BTreeMap<String, Skill>, roots: &[&str]) -> Vec<&'a Skill> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut todo: Vec<&str> = roots.to_vec();
+    let mut out = Vec::new();
+    while let Some(name) = todo.pop() {
+        let Some((key, skill)) = skills.get_key_value(name) else {
+            continue;
+        };
+        if seen.contains(&key.as_str()) {
+            continue;
+        }
+        seen.push(key);
+        out.push(skill);
+        todo.extend(skill.children());
+    }
+    out
 }
 
 /// What is wrong with a workflow's steps given the skills they run: each declared file must

@@ -441,6 +441,11 @@ fn parse_tools(v: &Option<Value>, warnings: &mut Vec<String>) -> Result<Vec<Stri
     for item in items {
         match item.as_str() {
             Some(t) if !t.trim().is_empty() => {
+                if t.starts_with(super::MCP_TOOL_PREFIX) && super::McpTool::parse(t).is_none() {
+                    return Err(msg!(
+                        "`{t}` is not an MCP tool: write `mcp:SERVER/TOOL`, with the server's name from the settings' `mcp:`"
+                    ));
+                }
                 if tools.iter().any(|x| x == t) {
                     warnings.push(msg!("tool `{t}` listed twice"));
                 } else {

@@ -26,6 +26,35 @@ use sha2::{Digest, Sha256};
 pub(crate) const BUILTIN_TOOLS: &[&str] =
     &["file_read", "file_write", "file_list", "ocr", "web_fetch"];
 
+/// How a skill names a tool of an MCP server in `tools`: `mcp:SERVER/TOOL`
+/// (docs/mcp.md#skills-that-call-mcp-tools).
+pub(crate) const MCP_TOOL_PREFIX: &str = "mcp:";
+
+/// A tool of an MCP server that a skill lists: the server's name in the settings' `mcp:` and
+/// the tool's name on that server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct McpTool<'a> {
+    pub server: &'a str,
+    pub tool: &'a str,
+}
+
+impl<'a> McpTool<'a> {
+    /// `mcp:SERVER/TOOL`: a server's name (letters, digits, `_`, `-`) and a tool's name (no
+    /// blanks or control characters, at most 128 characters).
+    pub(crate) fn parse(entry: &'a str) -> Option<McpTool<'a>> {
+        let (server, tool) = entry.strip_prefix(MCP_TOOL_PREFIX)?.split_once('/')?;
+        let server_ok = !server.is_empty()
+            && server.len() <= 64
+            && server
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let tool_ok = !tool.is_empty()
+            && tool.len() <= 128
+            && !tool.chars().any(|c| c.is_control() || c.is_whitespace());
+        (server_ok && tool_ok).then_some(McpTool { server, tool })
+    }
+}
+
 /// Default turn limit when a skill sets none.
 pub(crate) const DEFAULT_MAX_TURNS: u32 = 15;
 /// Allowed turn limits.
@@ -234,12 +263,17 @@ impl Skill {
             .is_some_and(|a| a.kind == ArgType::Directory)
     }
 
-    /// Names in `tools` that are other skills rather than builtin tools.
+    /// Names in `tools` that are other skills rather than builtin or MCP tools.
     pub(crate) fn nested_skill_names(&self) -> impl Iterator<Item = &str> {
         self.tools
             .iter()
             .map(String::as_str)
-            .filter(|t| !BUILTIN_TOOLS.contains(t))
+            .filter(|t| !BUILTIN_TOOLS.contains(t) && !t.starts_with(MCP_TOOL_PREFIX))
+    }
+
+    /// The MCP servers' tools in `tools` (`mcp:SERVER/TOOL`), in order.
+    pub(crate) fn mcp_tools(&self) -> impl Iterator<Item = McpTool<'_>> {
+        self.tools.iter().filter_map(|t| McpTool::parse(t))
     }
 
     /// The skills this one uses: those in `tools` (nested skills the model may call) and those

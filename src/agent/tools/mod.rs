@@ -10,6 +10,7 @@
 
 mod docx;
 mod list;
+pub(crate) mod mcp;
 mod read;
 mod reader;
 mod table;
@@ -267,15 +268,29 @@ impl ToolOutcome {
     }
 }
 
-/// Runs tool calls. One per run is enough; it holds no per-job state.
+/// Runs tool calls. One per run is enough; it holds no per-job state, only the run's MCP
+/// servers, which its jobs share.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Toolbox {
     web: web::WebFetcher,
+    /// The MCP servers the settings name, started when a job first needs one.
+    pub mcp: Arc<mcp::McpServers>,
 }
 
 impl Toolbox {
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         Toolbox::default()
+    }
+
+    /// The tools of a run whose skills may call tools of `servers` (`mcp:` in the settings).
+    pub(crate) fn with_mcp(
+        servers: std::collections::BTreeMap<String, crate::config::McpServer>,
+    ) -> Self {
+        Toolbox {
+            web: web::WebFetcher::default(),
+            mcp: Arc::new(mcp::McpServers::new(servers)),
+        }
     }
 
     /// Run one tool call. `arguments` is the raw JSON string the model sent.
