@@ -105,6 +105,25 @@ fn rows(c: &Config) -> Vec<Row> {
             },
             json!(escalate),
         ),
+        // The servers skills may call (docs/mcp.md): names and commands; an `env` may hold a
+        // server's own credentials, so only its variables' names are shown.
+        row(
+            "mcp",
+            if c.run.mcp_servers.is_empty() {
+                msg!("(none)")
+            } else {
+                c.run.mcp_servers.keys().cloned().collect::<Vec<_>>().join(", ")
+            },
+            c.run
+                .mcp_servers
+                .iter()
+                .map(|(name, s)| {
+                    let env: Vec<&String> = s.env.keys().collect();
+                    (name.clone(), json!({"command": s.command, "args": s.args, "env": env}))
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        ),
         text("output_dir", run.output_dir.display().to_string()),
         row(
             "concurrency",
