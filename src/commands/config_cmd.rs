@@ -54,6 +54,28 @@ struct Row {
 }
 
 /// The settings, the key redacted.
+/// The MCP servers skills may call (docs/mcp.md): their names, and as JSON their commands; an
+/// `env` may hold a server's own credentials, so only its variables' names are shown.
+fn mcp_servers(c: &Config) -> (String, Value) {
+    let servers = &c.run.mcp_servers;
+    let shown = if servers.is_empty() {
+        msg!("(none)")
+    } else {
+        servers.keys().cloned().collect::<Vec<_>>().join(", ")
+    };
+    let typed = servers
+        .iter()
+        .map(|(name, s)| {
+            let env: Vec<&String> = s.env.keys().collect();
+            (
+                name.clone(),
+                json!({"command": s.command, "args": s.args, "env": env}),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>();
+    (shown, typed.into())
+}
+
 fn rows(c: &Config) -> Vec<Row> {
     let origin = |k: &str| c.origins.get(k).cloned().unwrap_or(Origin::Default);
     let row = |name: &'static str, shown: String, typed: Value| Row {
@@ -105,25 +127,10 @@ fn rows(c: &Config) -> Vec<Row> {
             },
             json!(escalate),
         ),
-        // The servers skills may call (docs/mcp.md): names and commands; an `env` may hold a
-        // server's own credentials, so only its variables' names are shown.
-        row(
-            "mcp",
-            if c.run.mcp_servers.is_empty() {
-                msg!("(none)")
-            } else {
-                c.run.mcp_servers.keys().cloned().collect::<Vec<_>>().join(", ")
-            },
-            c.run
-                .mcp_servers
-                .iter()
-                .map(|(name, s)| {
-                    let env: Vec<&String> = s.env.keys().collect();
-                    (name.clone(), json!({"command": s.command, "args": s.args, "env": env}))
-                })
-                .collect::<serde_json::Map<_, _>>()
-                .into(),
-        ),
+        {
+            let (shown, typed) = mcp_servers(c);
+            row("mcp", shown, typed)
+        },
         text("output_dir", run.output_dir.display().to_string()),
         row(
             "concurrency",
