@@ -11,10 +11,12 @@
 //! The responder is a few lines of HTTP/1.1 on std threads, in this file because a bench
 //! cannot use the test suite's modules.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn main() {
     let values: usize = std::env::var("ZHI_BENCH_VALUES")
@@ -46,7 +48,7 @@ fn main() {
         doc.len() / 1000,
         answer.len() / 1000
     );
-    let cpu_before = children_cpu();
+    let cpu_before = common::children_cpu();
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_zhi"))
         .current_dir(work)
@@ -68,7 +70,7 @@ fn main() {
         .output()
         .expect("spawn zhi");
     let wall = t.elapsed();
-    let cpu = children_cpu().saturating_sub(cpu_before);
+    let cpu = common::children_cpu().saturating_sub(cpu_before);
     assert!(
         out.status.success(),
         "zhi failed ({}):\n{}",
@@ -174,33 +176,8 @@ fn serve(answer: String) -> String {
 
 fn reply(stream: TcpStream, answer: &str) {
     let mut reader = BufReader::new(stream);
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let chat = request_line.contains("/chat/completions");
-        let sent = if chat {
+    while let Some(request_line) = common::read_request(&mut reader) {
+        let sent = if request_line.contains("/chat/completions") {
             reader.get_mut().write_all(answer.as_bytes())
         } else {
             reader
@@ -211,12 +188,4 @@ fn reply(stream: TcpStream, answer: &str) {
             return;
         }
     }
-}
-
-fn children_cpu() -> Duration {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    assert_eq!(r, 0, "getrusage: {}", std::io::Error::last_os_error());
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

@@ -20,7 +20,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -297,33 +297,12 @@ fn fake_api() -> (String, Arc<AtomicUsize>) {
 
 fn answer(stream: std::net::TcpStream, counter: &AtomicUsize) {
     let mut reader = BufReader::new(stream);
-    let mut length = 0usize;
-    let mut line = String::new();
+    let Some(request_line) = common::read_request(&mut reader) else {
+        return;
+    };
     // Only chat requests count: zhi first asks a server it does not know what it is
     // (`/props`, `/v1/models`, `/api/show`), and this one answers those like any other.
-    let mut chat = false;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let l = line.trim_end();
-        if l.starts_with("POST ") && l.contains("/chat/completions") {
-            chat = true;
-        }
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+    let chat = request_line.starts_with("POST ") && request_line.contains("/chat/completions");
     if chat {
         counter.fetch_add(1, Ordering::SeqCst);
     }

@@ -15,6 +15,8 @@
 //! The responder is a few lines of HTTP/1.1 on std threads (one thread per connection,
 //! keep-alive honoured), in this file because a bench cannot use the test suite's modules.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -128,7 +130,7 @@ fn run_zhi(
     extra: &[&str],
 ) -> (Duration, Duration) {
     let jobs = jobs.to_string();
-    let cpu_before = children_cpu();
+    let cpu_before = common::children_cpu();
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_zhi"))
         .current_dir(work)
@@ -150,18 +152,7 @@ fn run_zhi(
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    (wall, children_cpu().saturating_sub(cpu_before))
-}
-
-/// User + system time of every child process reaped so far.
-fn children_cpu() -> Duration {
-    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_CHILDREN with a valid pointer to a rusage we own.
-    let r = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    assert_eq!(r, 0, "getrusage: {}", std::io::Error::last_os_error());
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    (wall, common::children_cpu().saturating_sub(cpu_before))
 }
 
 /// `n` small text documents of about 200 bytes each.
