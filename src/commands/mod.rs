@@ -60,6 +60,26 @@ impl Ctx {
     }
 }
 
+/// The output folder a command about its runs means (`OUT`, else the settings'), which must
+/// hold runs: `zhi status` and `zhi prune`.
+pub(super) fn output_folder_with_runs(
+    ctx: &Ctx,
+    out: Option<PathBuf>,
+) -> Result<PathBuf, ExitError> {
+    let config = ctx.config(Overrides {
+        output_dir: out,
+        ..Overrides::default()
+    })?;
+    let out = ctx.cwd.join(&config.run.output_dir);
+    if !out.join(".zhi").join("runs").is_dir() {
+        return Err(ExitError::usage(msg!(
+            "{} has no runs yet (they are kept in .zhi/runs/)",
+            out.display()
+        )));
+    }
+    Ok(out)
+}
+
 type LogLevelHook = Box<dyn Fn(&str) + Send + Sync>;
 static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
 

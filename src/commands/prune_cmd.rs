@@ -11,7 +11,6 @@
 
 use super::Ctx;
 use crate::cli::PruneArgs;
-use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
 use crate::layout::OutputLayout;
 use crate::manifest::state::{Pruned, pruned_path};
@@ -50,17 +49,7 @@ struct Tally {
 }
 
 pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
-    let config = ctx.config(Overrides {
-        output_dir: a.out.clone(),
-        ..Overrides::default()
-    })?;
-    let out = ctx.cwd.join(&config.run.output_dir);
-    if !out.join(".zhi").join("runs").is_dir() {
-        return Err(ExitError::usage(msg!(
-            "{} has no runs to prune (they are kept in .zhi/runs/)",
-            out.display()
-        )));
-    }
+    let out = super::output_folder_with_runs(ctx, a.out.clone())?;
     let layout = OutputLayout::new(&out);
     // A run writing its records now would race the rewrite: prune takes the run's lock.
     let _lock = if a.dry_run {

@@ -3,7 +3,6 @@
 //! the inputs that are gone, and the cost to date — or, with `--json`/`--csv`, exported.
 
 use super::{Ctx, print_json};
-use crate::config::Overrides;
 use crate::exit::{Exit, ExitError};
 use crate::manifest::Status;
 use crate::manifest::state::{self, FolderState, JobState};
@@ -15,17 +14,7 @@ use std::path::{Path, PathBuf};
 const LISTED: usize = 20;
 
 pub(super) fn run(ctx: &Ctx, out: Option<PathBuf>, csv: bool) -> Result<Exit, ExitError> {
-    let config = ctx.config(Overrides {
-        output_dir: out,
-        ..Overrides::default()
-    })?;
-    let out = ctx.cwd.join(&config.run.output_dir);
-    if !out.join(".zhi").join("runs").is_dir() {
-        return Err(ExitError::usage(msg!(
-            "{} has no runs yet (they are kept in .zhi/runs/)",
-            out.display()
-        )));
-    }
+    let out = super::output_folder_with_runs(ctx, out)?;
     let state = state::read(&out);
     let gone: Vec<&JobState> = state
         .jobs

@@ -81,7 +81,6 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("cost unknown: no price", "费用未知：没有价格"),
     ("cannot write: {e}", "无法写入：{e}"),
     ("freed {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "释放了 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都已保留"),
-    ("{path} has no runs to prune (they are kept in .zhi/runs/)", "{path} 没有可清理的运行（运行保存在 .zhi/runs/）"),
     ("would remove run {run} ({n} record(s))", "将删除运行 {run}（{n} 条记录）"),
     ("would free {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "将释放 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都会保留"),
     ("would remove {n} of run {run}'s {count} record(s) and {total} transcript(s)", "将删除 {n} 条记录（运行 {run} 共 {count} 条）和 {total} 份对话记录"),

@@ -153,6 +153,15 @@ fn status_tells_the_state_of_a_folder_after_three_runs() {
     );
 }
 
+/// `zhi prune out --keep-last 1`, and `extra`.
+fn prune(env: &TestEnv, extra: &[&str]) -> std::process::Output {
+    env.zhi()
+        .args(["prune", "out", "--keep-last", "1"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// Every output of the folder, with its content.
 fn outputs(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
     let mut all: Vec<(String, Vec<u8>)> = crate::testenv::files_under(&env.path("out/summarize"))
@@ -182,11 +191,7 @@ fn prune_keep_last_one_keeps_every_output_and_cache_and_frees_the_rest() {
     let requests = api.chat_requests().len();
     let kept = outputs(&env);
     let before = bytes_under(&env.path("out/.zhi"));
-    let dry = env
-        .zhi()
-        .args(["prune", "out", "--keep-last", "1", "--dry-run"])
-        .output()
-        .unwrap();
+    let dry = prune(&env, &["--dry-run"]);
     assert_exit(&dry, Exit::Success);
     assert!(stdout(&dry).contains("would free"), "{}", show(&dry));
     assert_eq!(
@@ -194,11 +199,7 @@ fn prune_keep_last_one_keeps_every_output_and_cache_and_frees_the_rest() {
         before,
         "a dry run removed something"
     );
-    let out = env
-        .zhi()
-        .args(["prune", "out", "--keep-last", "1"])
-        .output()
-        .unwrap();
+    let out = prune(&env, &[]);
     assert_exit(&out, Exit::Success);
     assert!(stdout(&out).contains("freed"), "{}", show(&out));
     let after = bytes_under(&env.path("out/.zhi"));
@@ -252,11 +253,7 @@ fn a_prune_killed_at_any_moment_loses_nothing() {
         );
         assert_eq!(latest_manifest(&env)["counts"]["cached"], 6);
         // And a prune afterwards finishes the work.
-        let out = env
-            .zhi()
-            .args(["prune", "out", "--keep-last", "1"])
-            .output()
-            .unwrap();
+        let out = prune(&env, &[]);
         assert_exit(&out, Exit::Success);
         assert_exit(&run(&env, &api, &[]), Exit::Success);
         assert_eq!(api.chat_requests().len(), requests);
