@@ -2,7 +2,10 @@
 """Score an extraction run's invoices against their truth, cell by cell, and say which wrong
 cells zhi doubted.
 
-    scripts/score-invoices.py OUT TRUTH.jsonl [--json]
+    scripts/score-invoices.py OUT TRUTH.jsonl [--as TRUTH_FIELD=FIELD ...]
+
+`--as date=issue_date` scores the truth's `date` against the answer's `issue_date` (the builtin
+`invoice-to-excel` names its fields apart from examples/invoice.schema.json).
 
 OUT is a zhi output folder (its latest record per document is read from .zhi/runs/*/results.jsonl);
 TRUTH holds one JSON object per line: `file` (the document's name) and the fields' true values.
@@ -14,6 +17,8 @@ import glob, json, os, re, sys, unicodedata
 def norm(v):
     if v is None:
         return ""
+    if v in ("¥", "￥", "元", "人民币"):
+        return "cny"
     if isinstance(v, (int, float)):
         return f"{float(v):.2f}"
     s = unicodedata.normalize("NFKC", str(v)).lower()
@@ -33,6 +38,15 @@ def norm(v):
 
 def main():
     out, truth_path = sys.argv[1], sys.argv[2]
+    alias = {}
+    args = sys.argv[3:]
+    while args:
+        if args[0] == "--as" and len(args) > 1 and "=" in args[1]:
+            a, b = args[1].split("=", 1)
+            alias[a] = b
+            args = args[2:]
+        else:
+            sys.exit(f"score-invoices: unknown argument {args[0]!r}")
     truth = [json.loads(l) for l in open(truth_path, encoding="utf-8") if l.strip()]
     latest = {}
     for path in sorted(glob.glob(os.path.join(out, ".zhi/runs/*/results.jsonl"))):
@@ -60,16 +74,17 @@ def main():
             if k == "file":
                 continue
             cells += 1
-            ok = norm(obj.get(k)) == norm(v)
+            field = alias.get(k, k)
+            ok = norm(obj.get(field)) == norm(v)
             right += ok
-            flag = k in doubted
+            flag = field in doubted
             if not ok and flag:
                 flagged_wrong += 1
             elif not ok:
                 unflagged_wrong += 1
             elif flag:
                 flagged_right += 1
-            rows.append((t["file"], k, ok, flag, obj.get(k), v))
+            rows.append((t["file"], field, ok, flag, obj.get(field), v))
     for f, k, ok, flag, got, want in rows:
         if not ok or flag:
             mark = ("right" if ok else "WRONG") + (" doubted" if flag else "")

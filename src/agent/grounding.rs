@@ -146,11 +146,14 @@ impl Haystack {
 
     fn locate_str(&self, s: &str) -> Option<(usize, usize, Match)> {
         // Punctuation alone (`,`, `".`: a grammar's leftovers) is found anywhere and says
-        // nothing: never grounded.
-        if !s.chars().any(char::is_alphanumeric) {
-            return None;
-        }
+        // nothing: never grounded. A currency's sign (`¥`, `€`) is a value.
         let value = normalize(s);
+        if !s.chars().any(char::is_alphanumeric) {
+            return (!value.is_empty() && value.chars().all(is_currency_sign))
+                .then(|| self.find_norm(&value, false))
+                .flatten()
+                .map(|(start, end)| (start, end, Match::Exact));
+        }
         if let Some(start) = self.find_exact(s, &value) {
             return Some((start, start + s.chars().count(), Match::Exact));
         }
@@ -496,6 +499,11 @@ fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xf900..=0xfaff | 0x3000..=0x303f | 0xff00..=0xffef)
 }
 
+/// Whether `c` is a currency sign (`$`, `¥`, `€`, the Unicode block of currency symbols).
+fn is_currency_sign(c: char) -> bool {
+    matches!(c, '$' | '\u{a2}'..='\u{a5}' | '\u{20a0}'..='\u{20cf}')
+}
+
 /// The signs and names that stand for a currency's ISO code in a text (normalised: lower
 /// case, NFKC, so `￥` is `¥`).
 fn currency_signs(code: &str) -> Option<&'static [&'static str]> {
@@ -687,6 +695,14 @@ mod tests {
             "punctuation alone"
         );
         assert_eq!(hay.locate(&json!("\".")).how, Match::None);
+    }
+
+    #[test]
+    fn a_currency_sign_is_grounded_where_the_text_has_it() {
+        let hay = Haystack::new("合计 ￥1200.00\nTotal: $5");
+        assert_eq!(hay.locate(&json!("¥")).how, Match::Exact);
+        assert_eq!(hay.locate(&json!("$")).how, Match::Exact);
+        assert_eq!(hay.locate(&json!("€")).how, Match::None);
     }
 
     #[test]

@@ -325,12 +325,43 @@ pub(crate) fn system_prompt(skill_prompt: &str) -> String {
 }
 
 /// The end of an extraction request, after the document: the task, then the fields (a small
-/// model does what the message ends with).
-pub(crate) fn task(schema: &Schema) -> String {
+/// model does what the message ends with). `format` is the request's `response_format`: where
+/// it asks numbers as text, so does the task.
+pub(crate) fn task(schema: &Schema, format: &Value) -> String {
     format!(
         "\nNow answer with one JSON object of these fields for the document above, and nothing else:\n{}\n",
-        schema::describe(&schema.fields)
+        schema::describe(&schema.fields, asks_numbers_as_text(format))
     )
+}
+
+/// Whether a `response_format` lets a number come as text: any but a JSON schema that keeps
+/// numbers as numbers (OpenAI's). zhi reads a figure in quotes as its number either way.
+fn asks_numbers_as_text(format: &Value) -> bool {
+    let Some(schema) = format.pointer("/json_schema/schema") else {
+        return true;
+    };
+    let mut numbers = false;
+    walk_types(schema, &mut |t| numbers |= t == "number" || t == "integer");
+    !numbers
+}
+
+fn walk_types(schema: &Value, seen: &mut dyn FnMut(&str)) {
+    match schema {
+        Value::Object(m) => {
+            match m.get("type") {
+                Some(Value::String(t)) => seen(t),
+                Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).for_each(&mut *seen),
+                _ => {}
+            }
+            for (k, v) in m {
+                if k != "type" {
+                    walk_types(v, seen);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| walk_types(v, seen)),
+        _ => {}
+    }
 }
 
 /// Run the extraction request; the validated object is written as `file` (pretty-printed).
@@ -637,5 +668,12 @@ mod tests {
         let f = s.response_format(None, "https://api.openai.com/v1");
         assert_eq!(f["type"], "json_schema");
         assert!(f["json_schema"].get("strict").is_none(), "not strict-ready");
+        // The task asks numbers in quotes wherever the format lets them be text.
+        let quoted = "total (number, in quotes";
+        assert!(!task(&s, &f).contains(quoted), "OpenAI's grammar keeps numbers");
+        for kind in [Some("llama.cpp"), None] {
+            let f = s.response_format(kind, "http://127.0.0.1:8080/v1");
+            assert!(task(&s, &f).contains(quoted), "{kind:?}");
+        }
     }
 }

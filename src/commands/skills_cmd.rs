@@ -317,7 +317,7 @@ fn print_outputs(s: &Skill) {
         Some(crate::skills::SchemaSpec::Inline(schema)) => {
             println!("{}", t!("fields:"));
             let fields = crate::skills::schema::fields(schema);
-            for l in crate::skills::schema::describe(&fields).lines() {
+            for l in crate::skills::schema::describe(&fields, false).lines() {
                 println!("  {}", crate::sanitize::for_terminal(l));
             }
         }

@@ -325,13 +325,13 @@ async fn ask_on(
             .direct_output(&job.args)
             .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
         let system = structured::system_prompt(&skill.system_prompt);
-        let message = format!("{message}{}", structured::task(&schema));
         let server = rung.map_or(ctx.run.server.as_ref(), |r| r.server.as_ref());
         let kind = server.and_then(|s| s.kind.as_deref());
         let base = rung.map_or(ctx.run.config.api.base_url.as_str(), |r| {
             r.client.base_url()
         });
         let format = schema.response_format(kind, base);
+        let message = format!("{message}{}", structured::task(&schema, &format));
         let ask = DirectAsk {
             name: skill.name.clone(),
             system,

@@ -115,7 +115,10 @@ pub(crate) fn first_request_text(job: &Job, skill: &Skill, text: &str) -> String
                 .and_then(|p| crate::skills::schema::read_schema_file(&p).ok()),
         }
         .and_then(|v| structured::Schema::new(v).ok());
-        let task = schema.map(|s| structured::task(&s)).unwrap_or_default();
+        // The estimate asks numbers in quotes, as every server but OpenAI's is asked.
+        let task = schema
+            .map(|s| structured::task(&s, &serde_json::Value::Null))
+            .unwrap_or_default();
         return format!(
             "{}\n{}{task}",
             structured::system_prompt(&skill.system_prompt),

@@ -207,19 +207,25 @@ fn kinds(prop: &Value) -> Vec<String> {
 }
 
 /// The fields as the model is told them: one line each, `- path (type, required): what it is`.
-pub(crate) fn describe(fields: &[Field]) -> String {
+/// With `quoted_numbers`, a number is asked for in quotes, as the document writes it: what a
+/// server's grammar that takes numbers as text allows (a model told "number" and held to a
+/// string by the grammar takes the `null` it is also allowed).
+pub(crate) fn describe(fields: &[Field], quoted_numbers: bool) -> String {
     let mut lines = Vec::new();
     for f in fields {
-        lines.push(line(f, ""));
+        lines.push(line(f, "", quoted_numbers));
         for item in &f.items {
-            lines.push(line(item, &format!("{}[].", f.path)));
+            lines.push(line(item, &format!("{}[].", f.path), quoted_numbers));
         }
     }
     lines.join("\n")
 }
 
-fn line(f: &Field, prefix: &str) -> String {
+fn line(f: &Field, prefix: &str, quoted_numbers: bool) -> String {
     let mut s = format!("- {prefix}{} ({}", f.path, f.kind);
+    if quoted_numbers && matches!(f.kind.as_str(), "number" | "integer") {
+        s.push_str(", in quotes: its figure as the document writes it");
+    }
     if f.required {
         s.push_str(", required");
     }
@@ -290,9 +296,16 @@ mod tests {
         assert_eq!(f[1].kind, "number");
         assert!(f[1].required && !f[2].required);
         assert_eq!(f[3].items.len(), 2);
-        let text = describe(&f);
+        let text = describe(&f, false);
         assert!(text.contains("- invoice_number (string, required): The invoice's number"));
         assert!(text.contains("- items[].amount (number)"));
+        // Where the grammar takes numbers as text, the model is told to quote them.
+        let quoted = describe(&f, true);
+        assert!(
+            quoted.contains("- total (number, in quotes: its figure as the document writes it, required)"),
+            "{quoted}"
+        );
+        assert!(quoted.contains("- invoice_number (string, required)"));
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub(crate) fn extraction(
     if labels.is_empty() {
         return out;
     }
+    out.extend(missing(object, fields, text, &labels));
     let norm_text = grounding::normalize(text);
     let chars = hay.chars();
     for field in fields
@@ -186,6 +187,86 @@ fn same_values(object: &Value, fields: &[Field]) -> Vec<Doubt> {
         }
     }
     out
+}
+
+/// A leaf field left empty (null, absent or blank) while one of its own labels stands in the
+/// document with a value after it: a number for a number field, letters or digits for text.
+/// A model that gives up on a field it was shown is not to be trusted with it.
+fn missing(object: &Value, fields: &[Field], text: &str, labels: &[Label]) -> Vec<Doubt> {
+    let empty: Vec<&Field> = fields
+        .iter()
+        .filter(|f| f.items.is_empty() && is_empty_at(object, &f.path))
+        .filter(|f| f.kind.split('|').any(|k| matches!(k, "string" | "number" | "integer")))
+        .collect();
+    if empty.is_empty() {
+        return Vec::new();
+    }
+    let lines: Vec<String> = text
+        .lines()
+        .map(grounding::normalize)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for field in empty {
+        let numeric = field
+            .kind
+            .split('|')
+            .any(|k| k == "number" || k == "integer");
+        let shown_label = labels
+            .iter()
+            .filter(|l| l.owners.contains(&field.path))
+            .find(|l| {
+                lines.iter().enumerate().any(|(i, line)| {
+                    places_of(line, l).into_iter().any(|end| {
+                        value_follows(&line[end..], lines.get(i + 1).map(String::as_str), numeric)
+                    })
+                })
+            });
+        if let Some(l) = shown_label {
+            out.push(doubt(
+                "missing",
+                &field.path,
+                format!(
+                    "is empty, but its label “{}” stands in the document with a value after it",
+                    l.text
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Whether the field at a dotted path is absent, null or a blank string.
+fn is_empty_at(object: &Value, path: &str) -> bool {
+    let mut v = object;
+    for part in path.split('.') {
+        match v.get(part) {
+            Some(next) => v = next,
+            None => return true,
+        }
+    }
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.trim().is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a value follows a label: on the rest of its line, or on the next line when the rest
+/// is only punctuation (a label above its value).
+fn value_follows(rest: &str, next: Option<&str>, numeric: bool) -> bool {
+    let has = |s: &str| {
+        if numeric {
+            s.chars().any(|c| c.is_ascii_digit())
+        } else {
+            s.chars().any(char::is_alphanumeric)
+        }
+    };
+    if rest.chars().any(char::is_alphanumeric) {
+        has(rest)
+    } else {
+        next.is_some_and(has)
+    }
 }
 
 /// The label a text value begins with (`Billed to: Pied Piper GmbH` → `Billed to`): one to
@@ -505,8 +586,10 @@ mod tests {
         项目名称 数量 单价 金额 税率 税额\n*办公用品*打印纸 500 2.40 1200.00 13% 156.00\n\
         合计 ¥1200.00 ¥156.00\n价税合计（大写）壹仟叁佰伍拾陆圆整 （小写）¥1356.00\n";
 
+    /// The doubts other than `missing` (the tests that judge a partial answer).
     fn checks(d: &[Doubt]) -> Vec<(String, String)> {
         d.iter()
+            .filter(|d| d.check != "missing")
             .map(|d| (d.field.clone().unwrap_or_default(), d.check.clone()))
             .collect()
     }
@@ -540,7 +623,10 @@ mod tests {
         // The quantity given as the total stands under the items' columns.
         let qty = json!({"total": 500});
         let got = extraction(FAPIAO, &qty, &schema(), &|| false);
-        assert_eq!(checks(&got), [("total".into(), "label".into())]);
+        assert!(
+            checks(&got).contains(&("total".into(), "label".into())),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -584,6 +670,31 @@ mod tests {
         assert_eq!(checks(&got), [("buyer".into(), "holds_label".into())]);
         let time = json!({"buyer": "Pied Piper GmbH"});
         assert_eq!(checks(&extraction(text, &time, &schema(), &|| false)), []);
+    }
+
+    #[test]
+    fn an_empty_field_whose_label_has_a_value_is_missing() {
+        let text = "ACME Tools Ltd.\nBill to: Northwind Traders\nSubtotal: 1,200.00\nVAT 20%: 240.00\n\
+                    Total due:\n1,440.00\n";
+        let answer = json!({"seller": "ACME Tools Ltd.", "buyer": null, "amount": null,
+            "total": null, "currency": null});
+        let mut got: Vec<String> = extraction(text, &answer, &schema(), &|| false)
+            .into_iter()
+            .filter(|d| d.check == "missing")
+            .map(|d| d.field.unwrap_or_default())
+            .collect();
+        got.sort();
+        // The total's value is on the line under its label; the currency has no label.
+        assert_eq!(got, ["amount", "buyer", "total"]);
+        // A label with no value after it (a table's header) is no sign of a value.
+        let header = "Seller: ACME\nQty Unit price Subtotal\n";
+        let got = extraction(header, &json!({"seller": "ACME"}), &schema(), &|| false);
+        assert!(got.iter().all(|d| d.check != "missing"), "{got:?}");
+        // A right answer to the 发票 leaves nothing missing.
+        let right = json!({"seller": "杭州云杉办公用品有限公司", "buyer": "上海明远科技有限公司",
+            "currency": "CNY", "amount": 1200.0, "total": 1356.0, "items": []});
+        let got = extraction(FAPIAO, &right, &schema(), &|| false);
+        assert!(got.is_empty(), "{got:?}");
     }
 
     #[test]
