@@ -229,7 +229,8 @@ const REPORT_EXAMPLES: &str = "Examples:
 
 const MCP_EXAMPLES: &str = "Examples:
   claude mcp add zhi -- zhi mcp --root ~/invoices
-  zhi mcp --root . --root /data/reports     # two folders the agent may use";
+  zhi mcp --root . --root /data/reports     # two folders the agent may use
+  ZHI_MCP_TOKEN=$(openssl rand -hex 32) zhi mcp --listen 127.0.0.1:8808 --root .";
 
 /// Flags of `zhi mcp`.
 #[derive(Debug, Args, Clone, Default)]
@@ -238,6 +239,11 @@ pub(crate) struct McpArgs {
     /// the agent gives are taken from the first [default: the current folder]
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
+    /// Serve over HTTP (MCP's streamable HTTP transport) at ADDR, a loopback address and port
+    /// (`127.0.0.1:8808`; port 0 takes a free one), instead of stdin and stdout. Every request
+    /// must carry `Authorization: Bearer TOKEN`, TOKEN taken from ZHI_MCP_TOKEN
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:

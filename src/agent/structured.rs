@@ -670,7 +670,10 @@ mod tests {
         assert!(f["json_schema"].get("strict").is_none(), "not strict-ready");
         // The task asks numbers in quotes wherever the format lets them be text.
         let quoted = "total (number, in quotes";
-        assert!(!task(&s, &f).contains(quoted), "OpenAI's grammar keeps numbers");
+        assert!(
+            !task(&s, &f).contains(quoted),
+            "OpenAI's grammar keeps numbers"
+        );
         for kind in [Some("llama.cpp"), None] {
             let f = s.response_format(kind, "http://127.0.0.1:8080/v1");
             assert!(task(&s, &f).contains(quoted), "{kind:?}");

@@ -37,7 +37,7 @@ pub(super) const VERBATIM: &[&str] = &[
     "completion", "retries", "planned", "succeeded", "failed", "skipped", "cancelled", "shard",
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
     "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high", "set", "unset",
-    "roots", "job", "uri", "tool", "t",
+    "roots", "job", "uri", "tool", "t", "addr",
 ];
 
 /// Names of log fields (`job=…`).
@@ -275,6 +275,23 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("not a file in the output folder", "不是输出文件夹中的文件"),
     ("cannot find zhi's own binary: {e}", "找不到 zhi 自身的可执行文件：{e}"),
     ("zhi mcp: {e}", "`zhi mcp`：{e}"),
+    (
+        "--listen {addr}: zhi mcp serves plain HTTP, so only a loopback address is allowed (127.0.0.1 or ::1); for other machines, put a TLS proxy in front of it",
+        "--listen {addr}：zhi mcp 提供的是明文 HTTP，只允许回环地址（127.0.0.1 或 ::1）；要供其他机器使用，请在前面加一个 TLS 代理",
+    ),
+    (
+        "ZHI_MCP_TOKEN holds {n} characters: a bearer token needs at least 16 (`openssl rand -hex 32` makes one)",
+        "ZHI_MCP_TOKEN 只有 {n} 个字符：持有者令牌至少需要 16 个（可用 `openssl rand -hex 32` 生成）",
+    ),
+    ("zhi mcp: listening on {url}", "zhi mcp：正在监听 {url}"),
+    (
+        "zhi mcp: no ZHI_MCP_TOKEN set; this server's token is {t}",
+        "zhi mcp：未设置 ZHI_MCP_TOKEN；本服务器的令牌是 {t}",
+    ),
+    (
+        "--listen needs a bearer token in ZHI_MCP_TOKEN (`openssl rand -hex 32` makes one); a token made up here would have to be printed where logs keep it",
+        "--listen 需要在 ZHI_MCP_TOKEN 中提供持有者令牌（可用 `openssl rand -hex 32` 生成）；在这里生成的令牌只能打印到会被日志保存的地方",
+    ),
     ("no inputs: give files, folders or globs", "没有输入：请给出文件、文件夹或通配符"),
     ("cannot start zhi: {e}", "无法启动 zhi：{e}"),
     ("no run `{id}` was started by this server", "此服务器没有启动过运行 `{id}`"),

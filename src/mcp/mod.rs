@@ -9,11 +9,13 @@
 //! and is capped in size. This module never reads or passes on the API key: a child reads it
 //! from the settings as any run does.
 
+mod http;
 mod resources;
 mod results;
 mod roots;
 mod runs;
 
+pub(crate) use http::{Listen, new_token};
 pub(crate) use roots::Roots;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
@@ -56,22 +58,29 @@ const POLL: Duration = Duration::from_millis(500);
 /// The most jobs a plan lists one by one.
 const MAX_PLAN_JOBS: usize = 50;
 
-/// Serve on stdin and stdout until the client closes them; runs still going are then stopped
-/// as SIGTERM stops a run, and waited for.
-pub(crate) fn serve(opts: Options) -> Result<(), std::io::Error> {
+/// Serve on stdin and stdout until the client closes them, or with `listen` over HTTP until
+/// SIGINT or SIGTERM; runs still going are then stopped as SIGTERM stops a run, and waited for.
+pub(crate) fn serve(opts: Options, listen: Option<Listen>) -> Result<(), std::io::Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let server = Zhi::new(opts);
         let runs = Arc::clone(&server.runs);
-        let served = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(std::io::Error::other);
-        if let Ok(service) = served {
-            let _ = service.waiting().await;
-        }
+        let served = match listen {
+            Some(listen) => {
+                let stop = tokio_util::sync::CancellationToken::new();
+                tokio::spawn(stop_on_signal(stop.clone()));
+                http::serve(server, &listen, stop).await
+            }
+            None => match server.serve(rmcp::transport::stdio()).await {
+                Ok(service) => {
+                    let _ = service.waiting().await;
+                    Ok(())
+                }
+                Err(e) => Err(std::io::Error::other(e)),
+            },
+        };
         let live: Vec<Arc<Run>> = lock(&runs).values().cloned().collect();
         for r in &live {
             r.cancel();
@@ -79,8 +88,29 @@ pub(crate) fn serve(opts: Options) -> Result<(), std::io::Error> {
         for r in &live {
             r.wait(Duration::from_secs(60)).await;
         }
-        Ok(())
+        served
     })
+}
+
+/// Cancel `stop` on the first SIGINT or SIGTERM.
+async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    stop.cancel();
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -42,7 +42,9 @@ impl Launcher {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            // The HTTP transport's token is the server's own: a run has no use for it.
+            .env_remove("ZHI_MCP_TOKEN");
         if let Some(f) = &self.config_file {
             c.arg("--config").arg(f);
         }

@@ -302,7 +302,9 @@ mod tests {
         // Where the grammar takes numbers as text, the model is told to quote them.
         let quoted = describe(&f, true);
         assert!(
-            quoted.contains("- total (number, in quotes: its figure as the document writes it, required)"),
+            quoted.contains(
+                "- total (number, in quotes: its figure as the document writes it, required)"
+            ),
             "{quoted}"
         );
         assert!(quoted.contains("- invoice_number (string, required)"));

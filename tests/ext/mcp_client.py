@@ -1,15 +1,20 @@
 """Drive `zhi mcp` with the Model Context Protocol's official Python client (the `mcp` package).
 
-Run by tests/ext/mcp_client.rs as: python mcp_client.py ZHI WORK OUTSIDE. ZHI is the binary,
-WORK the folder it may use (its root, holding zhi.yaml, the schema and invoices/), OUTSIDE a
-folder outside the root. Prints one JSON object of what it saw on its last line; an assertion
-that fails ends it with a traceback and a non-zero exit.
+Run by tests/ext/mcp_client.rs as: python mcp_client.py ZHI WORK OUTSIDE [stdio|http]. ZHI is
+the binary, WORK the folder it may use (its root, holding zhi.yaml, the schema and invoices/),
+OUTSIDE a folder outside the root. With `stdio` (the default) the client starts `zhi mcp`
+itself; with `http` it starts `zhi mcp --listen 127.0.0.1:0` with a token in ZHI_MCP_TOKEN and
+connects over the streamable HTTP transport, after checking that a request without the token
+is refused. Prints one JSON object of what it saw on its last line; an assertion that fails
+ends it with a traceback and a non-zero exit.
 """
 
 import asyncio
 import json
 import os
+import secrets
 import sys
+from contextlib import asynccontextmanager
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -35,13 +40,57 @@ def is_error(result):
     return bool(field(result, "is_error"))
 
 
-async def main(zhi, work, outside):
-    env = {k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ}
+@asynccontextmanager
+async def over_stdio(zhi, work, env, seen):
     params = StdioServerParameters(
         command=zhi, args=["mcp", "--root", work], env=env, cwd=work
     )
-    seen = {}
     async with stdio_client(params) as (read, write):
+        yield read, write
+
+
+@asynccontextmanager
+async def over_http(zhi, work, env, seen):
+    """`zhi mcp --listen` on a free port, and the SDK's streamable HTTP client with the token."""
+    from mcp.client import streamable_http
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    token = secrets.token_hex(32)
+    proc = await asyncio.create_subprocess_exec(
+        zhi, "mcp", "--listen", "127.0.0.1:0", "--root", work,
+        env={**env, "ZHI_MCP_TOKEN": token}, cwd=work,
+        stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+        assert "listening on http://" in line, line
+        url = line.split("listening on ", 1)[1].strip()
+        async with create_mcp_http_client() as bare:
+            hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            refused = await bare.post(url, json=hello)
+            assert refused.status_code == 401, refused
+            wrong = await bare.post(url, json=hello, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401, wrong
+        seen["unauthorized"] = refused.status_code
+        headers = {"Authorization": f"Bearer {token}"}
+        if hasattr(streamable_http, "streamable_http_client"):  # SDK 2
+            async with create_mcp_http_client(headers=headers) as client:
+                async with streamable_http.streamable_http_client(url, http_client=client) as s:
+                    yield s[0], s[1]
+        else:  # SDK 1
+            async with streamable_http.streamablehttp_client(url, headers=headers) as s:
+                yield s[0], s[1]
+    finally:
+        proc.terminate()
+        code = await asyncio.wait_for(proc.wait(), 30)
+        seen["server_exit"] = code
+
+
+async def main(zhi, work, outside, transport="stdio"):
+    env = {k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ}
+    seen = {"transport": transport}
+    connect = over_http if transport == "http" else over_stdio
+    async with connect(zhi, work, env, seen) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             assert field(init, "server_info").name == "zhi", init
@@ -129,4 +178,4 @@ async def main(zhi, work, outside):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))

@@ -27,6 +27,7 @@ mod i18n;
 mod layers;
 mod llm_client;
 mod mcp;
+mod mcp_http;
 mod mcp_tools;
 mod narrow;
 mod ocr_api;

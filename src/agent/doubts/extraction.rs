@@ -196,7 +196,11 @@ fn missing(object: &Value, fields: &[Field], text: &str, labels: &[Label]) -> Ve
     let empty: Vec<&Field> = fields
         .iter()
         .filter(|f| f.items.is_empty() && is_empty_at(object, &f.path))
-        .filter(|f| f.kind.split('|').any(|k| matches!(k, "string" | "number" | "integer")))
+        .filter(|f| {
+            f.kind
+                .split('|')
+                .any(|k| matches!(k, "string" | "number" | "integer"))
+        })
         .collect();
     if empty.is_empty() {
         return Vec::new();

@@ -1,0 +1,153 @@
+//! `zhi mcp --listen` (docs/mcp.md#over-http): a loopback address only, a token of some length
+//! or none made up where a log would keep it; every request without the token answered 401
+//! before the protocol sees it, with it the protocol's own answer; SIGTERM ends it cleanly.
+//! The same with the protocol's Python client is in tests/ext/mcp_client.rs.
+
+use crate::testenv::{TestEnv, assert_exit, show, stderr};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::Duration;
+use zhi::exit::Exit;
+
+const TOKEN: &str = "5f1d6c1e0b7a4c2d9e8f7a6b5c4d3e2f";
+
+#[test]
+fn only_a_loopback_address_and_a_real_token_are_taken() {
+    let env = TestEnv::new();
+    let out = env
+        .zhi()
+        .args(["mcp", "--listen", "0.0.0.0:0"])
+        .env("ZHI_MCP_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        stderr(&out).contains("only a loopback address"),
+        "{}",
+        show(&out)
+    );
+
+    let out = env
+        .zhi()
+        .args(["mcp", "--listen", "127.0.0.1:0"])
+        .env("ZHI_MCP_TOKEN", "secret")
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        stderr(&out).contains("holds 6 characters"),
+        "{}",
+        show(&out)
+    );
+    assert!(!stderr(&out).contains("secret"), "the token is never shown");
+
+    // No token, and stderr is no terminal: a made-up token would end in a log.
+    let out = env
+        .zhi()
+        .args(["mcp", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(stderr(&out).contains("ZHI_MCP_TOKEN"), "{}", show(&out));
+}
+
+/// One HTTP/1.1 request; the status code and the body as far as it came within a moment.
+fn post(addr: &str, path: &str, auth: Option<&str>, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // An event stream may stay open: read until the answer is in or the socket is quiet.
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        if String::from_utf8_lossy(&got).contains("\"result\"") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, text)
+}
+
+#[test]
+fn every_request_needs_the_token_and_sigterm_ends_the_server() {
+    let env = TestEnv::new();
+    let mut child = env
+        .zhi_process()
+        .args(["mcp", "--listen", "127.0.0.1:0"])
+        .env("ZHI_MCP_TOKEN", TOKEN)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let url = line
+        .split("listening on ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim()
+        .to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+
+    let (code, text) = post(&addr, "/mcp", None, init);
+    assert_eq!(code, 401, "{text}");
+    assert!(
+        text.to_lowercase().contains("www-authenticate: bearer"),
+        "{text}"
+    );
+    let (code, _) = post(&addr, "/mcp", Some("Bearer wrong"), init);
+    assert_eq!(code, 401);
+    let (code, _) = post(&addr, "/mcp", Some(TOKEN), init);
+    assert_eq!(code, 401, "the scheme is part of it");
+    let bearer = format!("Bearer {TOKEN}");
+    let (code, _) = post(&addr, "/other", Some(&bearer), init);
+    assert_eq!(code, 404);
+    let (code, text) = post(&addr, "/mcp", Some(&bearer), init);
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains(r#""serverInfo":{"name":"zhi""#), "{text}");
+
+    // SAFETY: kill(2) on the child's pid, which is ours until it is waited for.
+    let r = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(r, 0);
+    let mut status = None;
+    for _ in 0..100 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = status.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("zhi mcp --listen did not end on SIGTERM")
+    });
+    assert!(status.success(), "{status}");
+    let mut rest = String::new();
+    let _ = err.read_to_string(&mut rest);
+    assert!(
+        !rest.contains(TOKEN) && !line.contains(TOKEN),
+        "{line}{rest}"
+    );
+}
