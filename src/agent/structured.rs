@@ -334,11 +334,12 @@ pub(crate) fn task(schema: &Schema, format: &Value) -> String {
     )
 }
 
-/// Whether a `response_format` lets a number come as text: any but a JSON schema that keeps
-/// numbers as numbers (OpenAI's). zhi reads a figure in quotes as its number either way.
+/// Whether a `response_format` holds numbers to text: a JSON schema (a server's grammar) with
+/// no number left in it. Without a grammar the model writes numbers as it likes, and zhi reads
+/// a figure in quotes as its number either way.
 fn asks_numbers_as_text(format: &Value) -> bool {
     let Some(schema) = format.pointer("/json_schema/schema") else {
-        return true;
+        return false;
     };
     let mut numbers = false;
     walk_types(schema, &mut |t| numbers |= t == "number" || t == "integer");
@@ -668,15 +669,12 @@ mod tests {
         let f = s.response_format(None, "https://api.openai.com/v1");
         assert_eq!(f["type"], "json_schema");
         assert!(f["json_schema"].get("strict").is_none(), "not strict-ready");
-        // The task asks numbers in quotes wherever the format lets them be text.
+        // The task asks numbers in quotes where the grammar holds them to text.
         let quoted = "total (number, in quotes";
-        assert!(
-            !task(&s, &f).contains(quoted),
-            "OpenAI's grammar keeps numbers"
-        );
-        for kind in [Some("llama.cpp"), None] {
-            let f = s.response_format(kind, "http://127.0.0.1:8080/v1");
-            assert!(task(&s, &f).contains(quoted), "{kind:?}");
-        }
+        assert!(!task(&s, &f).contains(quoted), "OpenAI's keeps numbers");
+        let f = s.response_format(Some("llama.cpp"), "http://127.0.0.1:8080/v1");
+        assert!(task(&s, &f).contains(quoted));
+        let f = s.response_format(None, "http://127.0.0.1:8080/v1");
+        assert!(!task(&s, &f).contains(quoted), "no grammar: json_object");
     }
 }

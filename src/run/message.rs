@@ -115,7 +115,7 @@ pub(crate) fn first_request_text(job: &Job, skill: &Skill, text: &str) -> String
                 .and_then(|p| crate::skills::schema::read_schema_file(&p).ok()),
         }
         .and_then(|v| structured::Schema::new(v).ok());
-        // The estimate asks numbers in quotes, as every server but OpenAI's is asked.
+        // The estimate's task is the one a server without a grammar is sent.
         let task = schema
             .map(|s| structured::task(&s, &serde_json::Value::Null))
             .unwrap_or_default();

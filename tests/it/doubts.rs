@@ -177,6 +177,55 @@ fn a_doubted_step_goes_up_the_ladder_and_the_strong_answer_is_kept_clean() {
     assert!(strong.chat_requests().is_empty(), "{}", show(&out));
 }
 
+/// The cheap model gives up on the total: `null`, though the document states it.
+fn gives_up(r: &Recorded) -> Reply {
+    let (seller, buyer, _) = invoice(r);
+    Reply::text(json!({"seller": seller, "buyer": buyer, "total": null}).to_string())
+        .with_usage(100, 10)
+}
+
+#[test]
+fn an_empty_field_the_document_states_is_missing_and_goes_up_the_ladder() {
+    let env = env();
+    env.write(
+        "invoice.schema.json",
+        SCHEMA.replace(
+            r#""total": {"type": "number""#,
+            r#""total": {"type": ["number", "null"]"#,
+        ),
+    );
+    let cheap = server(gives_up);
+    let out = run(&env, &cheap, &[]);
+    assert_exit(&out, Exit::Success);
+    let r = &records_by_input(&env.path("out"))["invoices/inv1.txt"];
+    let doubts = r["doubts"].as_array().unwrap();
+    assert_eq!(doubts.len(), 1, "{r}");
+    assert_eq!(
+        (&doubts[0]["field"], &doubts[0]["check"]),
+        (&json!("total"), &json!("missing"))
+    );
+    assert!(
+        doubts[0]["detail"].as_str().unwrap().contains("价税合计"),
+        "{r}"
+    );
+    // With a ladder, the strong model's answer replaces it.
+    let env = env_with("");
+    env.write(
+        "invoice.schema.json",
+        SCHEMA.replace(
+            r#""total": {"type": "number""#,
+            r#""total": {"type": ["number", "null"]"#,
+        ),
+    );
+    let strong = server(right);
+    let to = format!("strong-model@{}", strong.base_url());
+    let out = run(&env, &cheap, &["--escalate", &to]);
+    assert_exit(&out, Exit::Success);
+    assert_eq!(strong.chat_requests().len(), 8, "{}", show(&out));
+    let r = &records_by_input(&env.path("out"))["invoices/inv1.txt"];
+    assert!(r.get("doubts").is_none(), "{r}");
+}
+
 fn env_with(extra: &str) -> TestEnv {
     let env = env();
     let settings = std::fs::read_to_string(env.path("zhi.yaml")).unwrap();

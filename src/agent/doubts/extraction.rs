@@ -63,6 +63,7 @@ pub(crate) fn extraction(
     if labels.is_empty() {
         return out;
     }
+    let mut swapped: Vec<(&str, &Value, &Label)> = Vec::new();
     out.extend(missing(object, fields, text, &labels));
     let norm_text = grounding::normalize(text);
     let chars = hay.chars();
@@ -77,9 +78,52 @@ pub(crate) fn extraction(
         let Some(value) = value_at(object, &field.path) else {
             continue;
         };
-        if let Some(d) = label_doubt(&hay, chars, &norm_text, field, value, &labels) {
+        if let Some((d, under)) = label_doubt(&hay, chars, &norm_text, field, value, &labels) {
             out.push(d);
+            if let Some(l) = under {
+                swapped.push((field.path.as_str(), value, l));
+            }
         }
+    }
+    out.extend(partners(object, fields, &swapped, &out));
+    out
+}
+
+/// The fields whose label a doubted value stands under: a value under `Bill to` given as the
+/// seller belongs to the buyer, so the buyer's other value is doubted too (a swap doubts both
+/// sides). Only a label of one field, a text field holding another value, not yet doubted.
+fn partners(
+    object: &Value,
+    fields: &[Field],
+    swapped: &[(&str, &Value, &Label)],
+    doubted: &[Doubt],
+) -> Vec<Doubt> {
+    let mut out: Vec<Doubt> = Vec::new();
+    for (from, value, label) in swapped {
+        let [owner] = label.owners.as_slice() else {
+            continue;
+        };
+        let Some(field) = fields.iter().find(|f| &f.path == owner) else {
+            continue;
+        };
+        let Some(held @ Value::String(_)) = value_at(object, &field.path) else {
+            continue;
+        };
+        let seen = |d: &Doubt| d.field.as_deref() == Some(owner.as_str());
+        if !value.is_string() || held == *value || doubted.iter().any(seen) || out.iter().any(seen)
+        {
+            continue;
+        }
+        out.push(doubt(
+            "label",
+            owner,
+            format!(
+                "{} stands under its label “{}” and was given as {from}; {} was given here",
+                shown(value),
+                label.text,
+                shown(held)
+            ),
+        ));
     }
     out
 }
@@ -413,14 +457,14 @@ fn bracketed(s: &str) -> Vec<String> {
 /// A doubt when no place of `value` stands under its own field's label and one stands under
 /// another field's; or, for a number, when none stands under any label while its own label is
 /// in the document (a total taken from elsewhere than the total's line).
-fn label_doubt(
+fn label_doubt<'l>(
     hay: &Haystack,
     chars: &[char],
     norm_text: &str,
     field: &Field,
     value: &Value,
-    labels: &[Label],
-) -> Option<Doubt> {
+    labels: &'l [Label],
+) -> Option<(Doubt, Option<&'l Label>)> {
     // A field with no label of its own cannot be told from the others by its place.
     if !labels.iter().any(|l| l.owners.contains(&field.path)) {
         return None;
@@ -441,7 +485,7 @@ fn label_doubt(
     // A value that also stands where no label is (a seller's name atop the page) is not
     // judged by its other places.
     if let Some(l) = other.filter(|_| !unlabelled) {
-        return Some(doubt(
+        let d = doubt(
             "label",
             &field.path,
             format!(
@@ -450,14 +494,15 @@ fn label_doubt(
                 l.text,
                 l.owners.join(", ")
             ),
-        ));
+        );
+        return Some((d, Some(l)));
     }
     let own = labels
         .iter()
         .filter(|l| l.owners.contains(&field.path))
         .find(|l| find_label(norm_text, l).is_some())?;
     value.is_number().then(|| {
-        doubt(
+        let d = doubt(
             "label",
             &field.path,
             format!(
@@ -465,7 +510,8 @@ fn label_doubt(
                 shown(value),
                 own.text
             ),
-        )
+        );
+        (d, None)
     })
 }
 
@@ -660,6 +706,28 @@ mod tests {
                 ("total".into(), "label".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_swap_doubts_both_sides_even_where_one_stands_unlabelled() {
+        // The seller's name atop the page has no label: given as the buyer, only the swap
+        // tells it is wrong.
+        let text = "ACME Tools Ltd.\n1 Mill Road, Leeds\n\nBill to:\nNorthwind Traders\nTotal due: 1,440.00\n";
+        let swapped =
+            json!({"seller": "Northwind Traders", "buyer": "ACME Tools Ltd.", "total": 1440});
+        let got = extraction(text, &swapped, &schema(), &|| false);
+        assert_eq!(
+            checks(&got),
+            [
+                ("seller".into(), "label".into()),
+                ("buyer".into(), "label".into())
+            ],
+            "{got:?}"
+        );
+        assert!(got[1].detail.contains("was given as seller"), "{got:?}");
+        let right =
+            json!({"seller": "ACME Tools Ltd.", "buyer": "Northwind Traders", "total": 1440});
+        assert_eq!(checks(&extraction(text, &right, &schema(), &|| false)), []);
     }
 
     #[test]
