@@ -142,28 +142,39 @@ fn check_mcp_servers(
     skill: &str,
     config: &crate::config::Config,
 ) -> Result<(), ExitError> {
-    let defined = &config.run.mcp_servers;
-    for s in set.closure(skill) {
-        let Some(t) = s.mcp_tools().find(|t| !defined.contains_key(t.server)) else {
-            continue;
-        };
-        let (skill, server) = (&s.name, t.server);
-        return Err(ExitError::usage(if defined.is_empty() {
-            msg!(
-                "skill `{skill}` uses the MCP server `{server}`, but no settings file defines one under `mcp:`"
-            )
-        } else {
-            let list = defined
-                .keys()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join(", ");
-            msg!(
-                "skill `{skill}` uses the MCP server `{server}`, which no settings file defines under `mcp:` (defined: {list})"
-            )
-        }));
+    match set
+        .closure(skill)
+        .into_iter()
+        .find_map(|s| unknown_mcp_server(s, config))
+    {
+        Some(m) => Err(ExitError::usage(m)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Why skill `s` cannot run with these settings: an MCP server it names that they do not
+/// define (`zhi run` and `zhi skills validate` say the same).
+pub(super) fn unknown_mcp_server(
+    s: &skills::Skill,
+    config: &crate::config::Config,
+) -> Option<String> {
+    let defined = &config.run.mcp_servers;
+    let t = s.mcp_tools().find(|t| !defined.contains_key(t.server))?;
+    let (skill, server) = (&s.name, t.server);
+    Some(if defined.is_empty() {
+        msg!(
+            "skill `{skill}` uses the MCP server `{server}`, but no settings file defines one under `mcp:`"
+        )
+    } else {
+        let list = defined
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
+        msg!(
+            "skill `{skill}` uses the MCP server `{server}`, which no settings file defines under `mcp:` (defined: {list})"
+        )
+    })
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

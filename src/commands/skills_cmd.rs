@@ -383,6 +383,16 @@ fn validate(ctx: &Ctx, mut set: SkillSet, files: &[PathBuf]) -> Result<Exit, Exi
     } else {
         checked = check_files(&mut set, files, &mut errors, &mut warnings);
     }
+    // The MCP servers the skills name must be the settings' (when the settings load: their
+    // own mistakes are `zhi config show`'s to report).
+    if let Ok(config) = ctx.config(crate::config::Overrides::default()) {
+        errors.extend(
+            checked
+                .iter()
+                .filter_map(|name| set.get(name))
+                .filter_map(|s| super::run_cmd::unknown_mcp_server(s, &config)),
+        );
+    }
     if ctx.global.json {
         print_json(&json!({
             "valid": errors.is_empty(),

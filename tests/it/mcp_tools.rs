@@ -137,6 +137,10 @@ fn an_unknown_server_is_a_usage_error_naming_it() {
     assert!(stderr(&out).contains("`elsewhere`"), "{}", show(&out));
     assert!(stderr(&out).contains("(defined: self)"), "{}", show(&out));
     assert_eq!(api.chat_requests().len(), 0);
+    // `skills validate` says the same before any run.
+    let out = env.zhi().args(["skills", "validate"]).output().unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(stderr(&out).contains("`elsewhere`"), "{}", show(&out));
 }
 
 #[test]
