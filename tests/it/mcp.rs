@@ -316,3 +316,86 @@ fn a_run_is_started_followed_with_progress_and_read() {
     assert_eq!(cancelled["done"], true, "{cancelled}");
     assert!(s.close().success());
 }
+
+/// The configuration snippets of docs/mcp.md, tried: each way it starts `zhi mcp` (a
+/// `… -- zhi mcp ARGS` command line, a JSON `command` and `args`) starts a server that answers
+/// the handshake and lists its tools, with its `--root` pointed at a folder of the test; each
+/// HTTP entry names the path `zhi mcp --listen` serves and a bearer token.
+#[test]
+fn the_docs_snippets_start_a_server_that_answers() {
+    let doc = include_str!("../../docs/mcp.md");
+    let mut launches: Vec<Vec<String>> = Vec::new();
+    let mut http = 0;
+    for line in doc.lines() {
+        if let Some((_, rest)) = line.split_once(" -- zhi mcp") {
+            launches.push(shlex::split(rest).unwrap());
+        }
+        if line.contains("mcp add --transport http") {
+            let words = shlex::split(line).unwrap();
+            assert!(
+                words
+                    .iter()
+                    .any(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/mcp")),
+                "{line}"
+            );
+            assert!(line.contains("--header \"Authorization: Bearer "), "{line}");
+            http += 1;
+        }
+    }
+    for block in doc.split("```json\n").skip(1) {
+        let json_text = block.split("```").next().unwrap();
+        let Ok(v) = serde_json::from_str::<Value>(json_text) else {
+            continue;
+        };
+        for server in v["mcpServers"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            if let Some(url) = server["url"].as_str() {
+                assert!(
+                    url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+                    "{url}"
+                );
+                let auth = server["headers"]["Authorization"].as_str().unwrap_or("");
+                assert!(auth.starts_with("Bearer "), "{server}");
+                http += 1;
+                continue;
+            }
+            assert_eq!(server["command"], "zhi", "{server}");
+            let args: Vec<String> = server["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(args[0], "mcp", "{server}");
+            launches.push(args[1..].to_vec());
+        }
+    }
+    assert!(launches.len() >= 4, "{launches:?}");
+    assert!(http >= 3, "the HTTP snippets: {http}");
+    let env = TestEnv::new();
+    let root = env.work.display().to_string();
+    for args in launches {
+        // The snippets' folders are the reader's: the test's own stands for each.
+        let mut given: Vec<String> = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            given.push(a.clone());
+            if a == "--root" {
+                it.next();
+                given.push(root.clone());
+            }
+        }
+        let given: Vec<&str> = given.iter().map(String::as_str).collect();
+        let mut s = Server::start(&env, &given);
+        let tools = s.request("tools/list", json!({}));
+        assert_eq!(
+            tools["result"]["tools"].as_array().map(Vec::len),
+            Some(6),
+            "{given:?}: {tools}"
+        );
+        assert!(s.close().success(), "{given:?}");
+    }
+}
