@@ -57,6 +57,7 @@ struct Row {
 /// The MCP servers skills may call (docs/mcp.md): their names, and as JSON their commands; an
 /// `env` may hold a server's own credentials, so only its variables' names are shown.
 fn mcp_servers(c: &Config) -> (String, Value) {
+    use crate::config::McpServer;
     let servers = &c.run.mcp_servers;
     let shown = if servers.is_empty() {
         msg!("(none)")
@@ -66,11 +67,17 @@ fn mcp_servers(c: &Config) -> (String, Value) {
     let typed = servers
         .iter()
         .map(|(name, s)| {
-            let env: Vec<&String> = s.env.keys().collect();
-            (
-                name.clone(),
-                json!({"command": s.command, "args": s.args, "env": env}),
-            )
+            let v = match s {
+                McpServer::Command { command, args, env } => {
+                    let env: Vec<&String> = env.keys().collect();
+                    json!({"command": command, "args": args, "env": env})
+                }
+                McpServer::Url {
+                    url,
+                    bearer_token_env,
+                } => json!({"url": url, "bearer_token_env": bearer_token_env}),
+            };
+            (name.clone(), v)
         })
         .collect::<serde_json::Map<_, _>>();
     (shown, typed.into())

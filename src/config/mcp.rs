@@ -3,8 +3,8 @@
 //!
 //! Only a settings file names a server: a skill names a tool of one (`mcp:SERVER/TOOL`), and
 //! a document can name nothing. So the command a run may start is always one the person wrote
-//! here. Each server is a stdio command; `url` (streamable HTTP) is refused with a message
-//! that says so, rather than ignored.
+//! here. A server is a stdio command zhi starts, or a URL it connects to (streamable HTTP),
+//! with a bearer token read from a variable the settings name (never the token itself).
 
 use super::setting::{Problem, key_text, shown, text};
 use crate::small_file::present;
@@ -12,15 +12,24 @@ use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use std::collections::BTreeMap;
 
-/// One MCP server a run may start: a command that speaks the protocol on its stdin and stdout.
+/// One MCP server a run may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct McpServer {
-    /// The program (found on `PATH` when it has no `/`).
-    pub command: String,
-    pub args: Vec<String>,
-    /// The server's environment besides `PATH` and `HOME`: nothing else of zhi's is passed
-    /// (never the API key).
-    pub env: BTreeMap<String, String>,
+pub(crate) enum McpServer {
+    /// A command that speaks the protocol on its stdin and stdout.
+    Command {
+        /// The program (found on `PATH` when it has no `/`).
+        command: String,
+        args: Vec<String>,
+        /// The server's environment besides `PATH` and `HOME`: nothing else of zhi's is
+        /// passed (never the API key).
+        env: BTreeMap<String, String>,
+    },
+    /// A server reached over the streamable HTTP transport.
+    Url {
+        url: String,
+        /// The variable that holds the bearer token sent with each request, if any.
+        bearer_token_env: Option<String>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -33,6 +42,8 @@ struct ServerFields {
     env: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     url: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    bearer_token_env: Option<Value>,
     #[serde(flatten)]
     unknown: Mapping,
 }
@@ -90,12 +101,19 @@ fn server(name: &str, v: &Value, warn: &mut dyn FnMut(String)) -> Result<McpServ
     for k in f.unknown.keys().chain(&odd) {
         warn(format!("unknown field `{setting}.{}` ignored", key_text(k)));
     }
-    if f.url.is_some() {
+    if let Some(url) = &f.url {
+        if f.command.is_some() || f.args.is_some() || f.env.is_some() {
+            return Err(Problem::new(
+                &setting,
+                msg!("gives both a `url` and a `command`: a server is one or the other"),
+            ));
+        }
+        return url_server(&setting, url, f.bearer_token_env.as_ref());
+    }
+    if f.bearer_token_env.is_some() {
         return Err(Problem::new(
-            format!("{setting}.url"),
-            msg!(
-                "servers over HTTP are not supported yet: give the `command` that starts the server on stdio"
-            ),
+            format!("{setting}.bearer_token_env"),
+            msg!("is for a server reached by its `url`"),
         ));
     }
     let command = match &f.command {
@@ -153,7 +171,59 @@ fn server(name: &str, v: &Value, warn: &mut dyn FnMut(String)) -> Result<McpServ
             ));
         }
     };
-    Ok(McpServer { command, args, env })
+    Ok(McpServer::Command { command, args, env })
+}
+
+/// Whether `name` can name an environment variable: letters, digits and `_`, not a digit first.
+fn is_env_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| !c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `{url, bearer_token_env}`: an `http` or `https` URL; a token only over `https` or to this
+/// machine, for plain HTTP would carry it in the clear.
+fn url_server(setting: &str, url: &Value, token_env: Option<&Value>) -> Result<McpServer, Problem> {
+    let at = format!("{setting}.url");
+    let url = text(url)
+        .map_err(|_| Problem::new(&at, msg!("must be a text")))?
+        .trim()
+        .to_string();
+    let parsed = reqwest::Url::parse(&url).ok().filter(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    });
+    let Some(parsed) = parsed else {
+        return Err(Problem::new(
+            &at,
+            msg!("must be an http or https URL, such as http://127.0.0.1:8808/mcp"),
+        ));
+    };
+    let bearer_token_env = match token_env {
+        None => None,
+        Some(v) => Some(text(v).ok().filter(|n| is_env_name(n)).ok_or_else(|| {
+            Problem::new(
+                format!("{setting}.bearer_token_env"),
+                msg!("must name an environment variable (letters, digits and `_`)"),
+            )
+        })?),
+    };
+    let host = parsed.host_str().unwrap_or("");
+    let local = host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if bearer_token_env.is_some() && parsed.scheme() == "http" && !local {
+        return Err(Problem::new(
+            &at,
+            msg!(
+                "plain http to another machine would carry the bearer token in the clear: use https"
+            ),
+        ));
+    }
+    Ok(McpServer::Url {
+        url,
+        bearer_token_env,
+    })
 }
 
 #[cfg(test)]
@@ -169,10 +239,22 @@ mod tests {
     fn servers_are_commands_with_args_and_env() {
         let s =
             parse("files: {command: npx, args: [-y, server, 3], env: {TOKEN: abc, N: 2}}").unwrap();
-        let f = &s["files"];
-        assert_eq!(f.command, "npx");
-        assert_eq!(f.args, ["-y", "server", "3"]);
-        assert_eq!(f.env["N"], "2");
+        let McpServer::Command { command, args, env } = &s["files"] else {
+            panic!("{s:?}");
+        };
+        assert_eq!(command, "npx");
+        assert_eq!(args, &["-y", "server", "3"]);
+        assert_eq!(env["N"], "2");
+        let s = parse("web: {url: 'https://tools.example.com/mcp', bearer_token_env: TOOLS_TOKEN}")
+            .unwrap();
+        assert_eq!(
+            s["web"],
+            McpServer::Url {
+                url: "https://tools.example.com/mcp".into(),
+                bearer_token_env: Some("TOOLS_TOKEN".into())
+            }
+        );
+        assert!(parse("l: {url: 'http://127.0.0.1:8808/mcp', bearer_token_env: T}").is_ok());
     }
 
     #[test]
@@ -183,7 +265,20 @@ mod tests {
             ("{a: {command: ''}}", "mcp.a.command"),
             ("{a: {command: x, args: x}}", "mcp.a.args"),
             ("{a: {command: x, env: [x]}}", "mcp.a.env"),
-            ("{a: {url: 'http://h/mcp'}}", "mcp.a.url"),
+            ("{a: {url: 'ftp://h/mcp'}}", "mcp.a.url"),
+            (
+                "{a: {url: 'http://h/mcp', bearer_token_env: T}}",
+                "mcp.a.url",
+            ),
+            (
+                "{a: {url: 'https://h/mcp', bearer_token_env: 'no way'}}",
+                "mcp.a.bearer_token_env",
+            ),
+            ("{a: {url: 'https://h/mcp', command: x}}", "mcp.a"),
+            (
+                "{a: {command: x, bearer_token_env: T}}",
+                "mcp.a.bearer_token_env",
+            ),
             ("{'a/b': {command: x}}", "mcp.a/b"),
         ] {
             assert_eq!(parse(yaml).unwrap_err().setting, setting, "{yaml}");

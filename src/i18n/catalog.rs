@@ -277,16 +277,16 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("zhi mcp: {e}", "`zhi mcp`：{e}"),
     (
         "--listen {addr}: zhi mcp serves plain HTTP, so only a loopback address is allowed (127.0.0.1 or ::1); for other machines, put a TLS proxy in front of it",
-        "--listen {addr}：zhi mcp 提供的是明文 HTTP，只允许回环地址（127.0.0.1 或 ::1）；要供其他机器使用，请在前面加一个 TLS 代理",
+        "--listen {addr}：`zhi mcp` 提供的是明文 HTTP，只允许回环地址（127.0.0.1 或 ::1）；要供其他机器使用，请在前面加一个 TLS 代理",
     ),
     (
         "ZHI_MCP_TOKEN holds {n} characters: a bearer token needs at least 16 (`openssl rand -hex 32` makes one)",
         "ZHI_MCP_TOKEN 只有 {n} 个字符：持有者令牌至少需要 16 个（可用 `openssl rand -hex 32` 生成）",
     ),
-    ("zhi mcp: listening on {url}", "zhi mcp：正在监听 {url}"),
+    ("zhi mcp: listening on {url}", "`zhi mcp`：正在监听 {url}"),
     (
         "zhi mcp: no ZHI_MCP_TOKEN set; this server's token is {t}",
-        "zhi mcp：未设置 ZHI_MCP_TOKEN；本服务器的令牌是 {t}",
+        "`zhi mcp`：未设置 ZHI_MCP_TOKEN；本服务器的令牌是 {t}",
     ),
     (
         "--listen needs a bearer token in ZHI_MCP_TOKEN (`openssl rand -hex 32` makes one); a token made up here would have to be printed where logs keep it",
@@ -353,7 +353,11 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("must be a mapping of server names to a `command` with `args` and `env`, found {found}", "必须是从服务器名到 `command`（及 `args`、`env`）的映射，实际为 {found}"),
     ("a server's name is letters, digits, `_` and `-`, at most 64 characters", "服务器名只能由字母、数字、`_` 和 `-` 组成，最多 64 个字符"),
     ("must be a mapping with `command`, found {found}", "必须是含 `command` 的映射，实际为 {found}"),
-    ("servers over HTTP are not supported yet: give the `command` that starts the server on stdio", "尚不支持通过 HTTP 连接的服务器：请给出以标准输入输出启动服务器的 `command`"),
+    ("gives both a `url` and a `command`: a server is one or the other", "同时给出了 `url` 和 `command`：一个服务器只能是其中之一"),
+    ("is for a server reached by its `url`", "仅用于通过 `url` 连接的服务器"),
+    ("must be an http or https URL, such as http://127.0.0.1:8808/mcp", "必须是 http 或 https 网址，例如 http://127.0.0.1:8808/mcp"),
+    ("must name an environment variable (letters, digits and `_`)", "必须是环境变量名（字母、数字和 `_`）"),
+    ("plain http to another machine would carry the bearer token in the clear: use https", "通过明文 http 连接其他机器会以明文传送持有者令牌：请使用 https"),
     ("must be a non-empty text", "必须是非空文本"),
     ("names no `command` to start the server", "没有给出启动服务器的 `command`"),
     ("must be a list of texts", "必须是文本列表"),

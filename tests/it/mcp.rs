@@ -327,7 +327,8 @@ fn the_docs_snippets_start_a_server_that_answers() {
     let mut launches: Vec<Vec<String>> = Vec::new();
     let mut http = 0;
     for line in doc.lines() {
-        if let Some((_, rest)) = line.split_once(" -- zhi mcp") {
+        let command = line.starts_with("claude ") || line.starts_with("kimi ");
+        if let Some((_, rest)) = line.split_once(" -- zhi mcp").filter(|_| command) {
             launches.push(shlex::split(rest).unwrap());
         }
         if line.contains("mcp add --transport http") {

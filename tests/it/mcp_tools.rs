@@ -170,3 +170,110 @@ fn only_agent_skills_may_name_mcp_tools() {
     assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("mcp:SERVER/TOOL"), "{}", show(&out));
 }
+
+/// A child killed when dropped, whatever the test did.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `zhi mcp --listen` on a free port with `token`: the child and its URL.
+fn listening(env: &TestEnv, token: &str) -> (Killed, String) {
+    use std::io::BufRead;
+    let mut child = env
+        .zhi_process()
+        .args(["mcp", "--listen", "127.0.0.1:0"])
+        .env("ZHI_MCP_TOKEN", token)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split("listening on ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .trim()
+        .to_string();
+    (Killed(child), url)
+}
+
+#[test]
+fn an_agent_skill_calls_a_tool_of_a_server_at_a_url_with_its_token() {
+    const TOKEN: &str = "0d9f8e7c6b5a49382716a5b4c3d2e1f0";
+    let env = TestEnv::new();
+    let (_server, url) = listening(&env, TOKEN);
+    env.write(
+        "zhi.yaml",
+        format!("{FAST}mcp:\n  remote:\n    url: {url}\n    bearer_token_env: REMOTE_TOKEN\n"),
+    );
+    env.write("docs/a.txt", "A note about skills.\n");
+    env.project_skill(
+        "lookup.yaml",
+        &LOOKUP.replace("mcp:self/skills", "mcp:remote/skills"),
+    );
+    let api = FakeApi::start(|req: &Recorded| match req.tool_results().first() {
+        None => Reply::tool_calls(vec![("mcp__remote__skills", json!({}))]),
+        Some(result) if result.content.starts_with("error:") => Reply::tool_calls(vec![(
+            "file_write",
+            json!({"path": "skills.json", "content": {"failed": result.content}}),
+        )]),
+        Some(result) => Reply::tool_calls(vec![(
+            "file_write",
+            json!({"path": "skills.json", "content": result.content}),
+        )]),
+    });
+    let run = |token: &str| {
+        let base = api.base_url();
+        env.zhi()
+            .args(["--no-progress", "run", "lookup", "docs/a.txt", "-o", "out"])
+            .args(["--base-url", &base, "--force"])
+            .env("REMOTE_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let out = run(TOKEN);
+    assert_exit(&out, Exit::Success);
+    let r = record(&env, "docs/a.txt");
+    assert_eq!(r["status"], "succeeded", "{r}");
+    let dir = env.path("out").join(r["output_dir"].as_str().unwrap());
+    let written = std::fs::read_to_string(dir.join("skills.json")).unwrap();
+    assert!(written.contains("summarize"), "{written}");
+    let transcript =
+        std::fs::read_to_string(env.path("out").join(r["transcript"].as_str().unwrap())).unwrap();
+    assert!(transcript.contains("mcp__remote__skills"), "{transcript}");
+
+    // A wrong token: the call is an error text for the model, and the job goes on.
+    let out = run("not-the-token-at-all-0000000000");
+    assert_exit(&out, Exit::Success);
+    let r = record(&env, "docs/a.txt");
+    let dir = env.path("out").join(r["output_dir"].as_str().unwrap());
+    let written = std::fs::read_to_string(dir.join("skills.json")).unwrap();
+    assert!(written.contains("\"failed\""), "{written}");
+    assert!(!written.contains("summarize"), "{written}");
+    // The token is in no file the runs wrote.
+    for f in crate::testenv::files_under(&env.path("out")) {
+        let bytes = std::fs::read(&f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(TOKEN), "{}", f.display());
+    }
+}
+
+#[test]
+fn a_url_server_is_held_to_http_and_its_token_to_https_or_this_machine() {
+    let env = TestEnv::new();
+    env.write(
+        "zhi.yaml",
+        "mcp:\n  far:\n    url: http://tools.example.com/mcp\n    bearer_token_env: T\n",
+    );
+    let out = env.zhi().args(["config", "show"]).output().unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(stderr(&out).contains("mcp.far.url"), "{}", show(&out));
+    assert!(stderr(&out).contains("use https"), "{}", show(&out));
+}

@@ -1,9 +1,11 @@
 //! Tools of MCP servers, called by agent skills (docs/mcp.md#skills-that-call-mcp-tools).
 //!
-//! A server is one the settings name (`mcp:`), started as a child process the first time a job
-//! of the run needs it, shared by every job, and stopped when the run ends ([`McpServers::
-//! shutdown`]; the child is also killed if the handle is dropped). Its environment is only
-//! `PATH`, `HOME` and what the settings give: never zhi's API key. A call is held to
+//! A server is one the settings name (`mcp:`), started as a child process (or, for a `url`,
+//! connected to over streamable HTTP) the first time a job of the run needs it, shared by every
+//! job, and stopped (its session closed) when the run ends ([`McpServers::shutdown`]; the child
+//! is also killed if the handle is dropped). A child's environment is only `PATH`, `HOME` and
+//! what the settings give: never zhi's API key; a URL gets the bearer token its settings name
+//! the variable of, and nothing else. A call is held to
 //! [`MCP_CALL_TIMEOUT`] and its answer to [`READ_CAP_BYTES`]; whatever goes wrong (the server
 //! does not start, dies, errs, times out) comes back to the model as an error text, never as
 //! a failed job.
@@ -14,7 +16,8 @@ use crate::llm::ToolDef;
 use crate::skills::{McpTool, Skill};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents, Tool};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -220,23 +223,53 @@ impl McpServers {
     }
 }
 
-/// Start `spec`'s command with only `PATH`, `HOME` and its own variables, in its own process
-/// group (a Ctrl-C at the terminal is zhi's to handle), and list its tools.
+/// Start or reach the server `spec` names, and list its tools.
 async fn start(spec: &McpServer) -> Started {
-    let mut cmd = tokio::process::Command::new(&spec.command);
-    cmd.args(&spec.args).env_clear().kill_on_drop(true);
-    for var in ["PATH", "HOME"] {
-        if let Some(v) = std::env::var_os(var) {
-            cmd.env(var, v);
+    match spec {
+        McpServer::Command { command, args, env } => {
+            // Only `PATH`, `HOME` and its own variables, in its own process group (a Ctrl-C at
+            // the terminal is zhi's to handle).
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).env_clear().kill_on_drop(true);
+            for var in ["PATH", "HOME"] {
+                if let Some(v) = std::env::var_os(var) {
+                    cmd.env(var, v);
+                }
+            }
+            cmd.envs(env);
+            #[cfg(unix)]
+            cmd.process_group(0);
+            let (transport, _) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+            connect_over(transport).await
+        }
+        McpServer::Url {
+            url,
+            bearer_token_env,
+        } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(var) = bearer_token_env {
+                let token = std::env::var(var)
+                    .ok()
+                    .filter(|t| !t.trim().is_empty())
+                    .ok_or_else(|| format!("the variable {var} that holds its token is not set"))?;
+                config = config.auth_header(token.trim().to_string());
+            }
+            // That client's TLS takes the process's provider: ring's, as the API client uses.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            connect_over(StreamableHttpClientTransport::from_config(config)).await
         }
     }
-    cmd.envs(&spec.env);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run `{}`: {e}", spec.command))?;
+}
+
+/// The protocol's handshake over `transport`, and the server's tools.
+async fn connect_over<T, E, A>(transport: T) -> Started
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let ready = async {
         let service = ().serve(transport).await.map_err(|e| e.to_string())?;
         let tools = service
