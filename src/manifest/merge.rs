@@ -211,6 +211,12 @@ pub(crate) fn merge(
         counts.add(r.status);
     }
     let (status, reason) = merged_status(missing.len(), &counts);
+    // The jobs doubted are those whose kept record is: a doubt of a record that lost the
+    // dedupe (a retry in another shard) is not the merged run's.
+    let mut kept = Accounts::default();
+    for r in &records {
+        kept.add(r);
+    }
     let now = Timestamp::now();
     let manifest = RunManifest {
         run_id,
@@ -240,7 +246,7 @@ pub(crate) fn merge(
         costs: accounts.costs,
         unpriced: accounts.unpriced.into_iter().collect(),
         tokens_by_model: accounts.tokens_by_model,
-        doubts: BTreeMap::new(),
+        doubts: kept.doubts,
         audit: None,
     };
     Merged {
@@ -447,6 +453,35 @@ mod tests {
             "every record's tokens were spent"
         );
         assert_eq!(m.manifest.status, RunStatus::CompletedWithFailures);
+    }
+
+    #[test]
+    fn the_doubts_are_those_of_the_kept_records() {
+        let t1 = "2024-01-01T00:00:01.000Z";
+        let t2 = "2024-01-01T00:00:02.000Z";
+        let doubted = |id: &str, at: &str, field: &str| JobRecord {
+            doubts: vec![crate::manifest::Doubt {
+                check: "label".into(),
+                field: Some(field.into()),
+                file: None,
+                detail: String::new(),
+            }],
+            ..record(id, Status::Succeeded, at)
+        };
+        // Job a doubted in the first shard, done again cleanly in the second; b doubted once.
+        let first = run("r1", &["a", "b"], vec![doubted("a", t1, "seller")]);
+        let second = run(
+            "r2",
+            &["a", "b"],
+            vec![
+                record("a", Status::Succeeded, t2),
+                doubted("b", t2, "total"),
+            ],
+        );
+        let m = merge(&[first, second], "m".into(), "zhi".into(), Path::new("out"));
+        let d = &m.manifest.doubts["s"];
+        assert_eq!(d.jobs, 1);
+        assert_eq!(d.at.keys().collect::<Vec<_>>(), ["total"]);
     }
 
     #[test]
