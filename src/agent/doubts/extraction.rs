@@ -245,6 +245,9 @@ fn missing(object: &Value, fields: &[Field], text: &str, labels: &[Label]) -> Ve
                 .split('|')
                 .any(|k| matches!(k, "string" | "number" | "integer"))
         })
+        // Only fields with a label of their own can be judged; as many as `label` judges.
+        .filter(|f| labels.iter().any(|l| l.owners.contains(&f.path)))
+        .take(MAX_LABELLED)
         .collect();
     if empty.is_empty() {
         return Vec::new();
