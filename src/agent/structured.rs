@@ -282,7 +282,9 @@ fn number_from_text(s: &str) -> Option<f64> {
         Some(i) => {
             let tail = &t[i + 1..];
             let marks = t.matches([',', '.']).count();
-            let decimal = tail.len() <= 2 || (marks == 1 && tail.len() != 3);
+            // A lone mark after a leading 0 (`0.125`) groups nothing: it is the decimal mark.
+            let leading_zero = marks == 1 && t[..i].chars().all(|c| c == '0') && i > 0;
+            let decimal = tail.len() <= 2 || (marks == 1 && tail.len() != 3) || leading_zero;
             let (int, frac) = if decimal {
                 (&t[..i], tail)
             } else {
@@ -643,6 +645,9 @@ mod tests {
             ("12.5", 12.5),
             ("-3", -3.0),
             ("2938元", 2938.0),
+            ("0.125", 0.125),
+            ("0,125", 0.125),
+            ("1.125", 1125.0),
         ] {
             assert_eq!(number_from_text(text), Some(n), "{text}");
         }

@@ -44,7 +44,12 @@ fn listen_on(addr: std::net::SocketAddr) -> Result<crate::mcp::Listen, ExitError
             "--listen {addr}: zhi mcp serves plain HTTP, so only a loopback address is allowed (127.0.0.1 or ::1); for other machines, put a TLS proxy in front of it"
         )));
     }
-    let token = match std::env::var("ZHI_MCP_TOKEN") {
+    // An empty variable counts as not set, as every variable of zhi's does.
+    let token = match std::env::var("ZHI_MCP_TOKEN").map(|t| t.trim().to_string()) {
+        Ok(t) if t.is_empty() => Err(std::env::VarError::NotPresent),
+        other => other,
+    };
+    let token = match token {
         Ok(t) if t.trim().chars().count() >= MIN_TOKEN_CHARS => t.trim().to_string(),
         Ok(t) => {
             let n = t.trim().chars().count();

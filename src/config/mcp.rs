@@ -174,6 +174,16 @@ fn server(name: &str, v: &Value, warn: &mut dyn FnMut(String)) -> Result<McpServ
     Ok(McpServer::Command { command, args, env })
 }
 
+/// Whether a URL's host is this machine: `localhost` or a loopback address.
+pub(crate) fn on_this_machine(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or("");
+    host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Whether `name` can name an environment variable: letters, digits and `_`, not a digit first.
 fn is_env_name(name: &str) -> bool {
     name.chars().next().is_some_and(|c| !c.is_ascii_digit())
@@ -197,6 +207,12 @@ fn url_server(setting: &str, url: &Value, token_env: Option<&Value>) -> Result<M
             msg!("must be an http or https URL, such as http://127.0.0.1:8808/mcp"),
         ));
     };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(Problem::new(
+            &at,
+            msg!("holds a user name or password: give the token by `bearer_token_env` instead"),
+        ));
+    }
     let bearer_token_env = match token_env {
         None => None,
         Some(v) => Some(text(v).ok().filter(|n| is_env_name(n)).ok_or_else(|| {
@@ -206,12 +222,7 @@ fn url_server(setting: &str, url: &Value, token_env: Option<&Value>) -> Result<M
             )
         })?),
     };
-    let host = parsed.host_str().unwrap_or("");
-    let local = host == "localhost"
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let local = on_this_machine(&parsed);
     if bearer_token_env.is_some() && parsed.scheme() == "http" && !local {
         return Err(Problem::new(
             &at,
@@ -266,6 +277,7 @@ mod tests {
             ("{a: {command: x, args: x}}", "mcp.a.args"),
             ("{a: {command: x, env: [x]}}", "mcp.a.env"),
             ("{a: {url: 'ftp://h/mcp'}}", "mcp.a.url"),
+            ("{a: {url: 'https://me:secret@h/mcp'}}", "mcp.a.url"),
             (
                 "{a: {url: 'http://h/mcp', bearer_token_env: T}}",
                 "mcp.a.url",

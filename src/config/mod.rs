@@ -24,7 +24,7 @@ mod setting;
 mod value;
 
 pub(crate) use error::ConfigError;
-pub(crate) use mcp::McpServer;
+pub(crate) use mcp::{McpServer, on_this_machine};
 pub use ocr_choice::OcrChoice;
 pub use value::{ApiKey, ModelBudget, RetryPolicy};
 pub(crate) use value::{

@@ -356,6 +356,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("gives both a `url` and a `command`: a server is one or the other", "同时给出了 `url` 和 `command`：一个服务器只能是其中之一"),
     ("is for a server reached by its `url`", "仅用于通过 `url` 连接的服务器"),
     ("must be an http or https URL, such as http://127.0.0.1:8808/mcp", "必须是 http 或 https 网址，例如 http://127.0.0.1:8808/mcp"),
+    ("holds a user name or password: give the token by `bearer_token_env` instead", "含有用户名或密码：请改用 `bearer_token_env` 给出令牌"),
     ("must name an environment variable (letters, digits and `_`)", "必须是环境变量名（字母、数字和 `_`）"),
     ("plain http to another machine would carry the bearer token in the clear: use https", "通过明文 http 连接其他机器会以明文传送持有者令牌：请使用 https"),
     ("must be a non-empty text", "必须是非空文本"),

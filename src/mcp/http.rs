@@ -66,7 +66,7 @@ pub(super) async fn serve(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let expected: Arc<[u8]> = format!("Bearer {}", listen.token).into_bytes().into();
+    let expected: Arc<[u8]> = listen.token.clone().into_bytes().into();
     loop {
         let stream = tokio::select! {
             () = stop.cancelled() => return Ok(()),
@@ -120,7 +120,12 @@ fn refusal(req: &Request<Incoming>, expected: &[u8]) -> Option<Response<Body>> {
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes())
         .unwrap_or_default();
-    if same(given, expected) {
+    // `Bearer TOKEN`, the scheme in any case (RFC 7235).
+    let token = given
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
+        .map(|_| &given[7..]);
+    if token.is_some_and(|t| same(t, expected)) {
         return None;
     }
     let mut r = plain(

@@ -126,6 +126,9 @@ fn every_request_needs_the_token_and_sigterm_ends_the_server() {
     assert_eq!(code, 404);
     let (code, text) = post(&addr, "/mcp", Some(&bearer), init);
     assert_eq!(code, 200, "{text}");
+    let lower = format!("bearer {TOKEN}");
+    let (code, text) = post(&addr, "/mcp", Some(&lower), init);
+    assert_eq!(code, 200, "the scheme in any case: {text}");
     assert!(text.contains(r#""serverInfo":{"name":"zhi""#), "{text}");
 
     // SAFETY: kill(2) on the child's pid, which is ours until it is waited for.

@@ -64,7 +64,7 @@ pub(crate) fn extraction(
         return out;
     }
     let mut swapped: Vec<(&str, &Value, &Label)> = Vec::new();
-    out.extend(missing(object, fields, text, &labels));
+    out.extend(missing(object, fields, text, &labels, stop));
     let norm_text = grounding::normalize(text);
     let chars = hay.chars();
     for field in fields
@@ -234,10 +234,23 @@ fn same_values(object: &Value, fields: &[Field]) -> Vec<Doubt> {
 }
 
 /// A leaf field left empty (null, absent or blank) while one of its own labels stands in the
-/// document with a value after it: a number for a number field, letters or digits for text.
-/// A model that gives up on a field it was shown is not to be trusted with it.
-fn missing(object: &Value, fields: &[Field], text: &str, labels: &[Label]) -> Vec<Doubt> {
-    let empty: Vec<&Field> = fields
+/// document with a value after it ([`value_after`]). Only a label of that field alone counts
+/// (`纳税人识别号` names both parties' tax IDs). A model that gives up on a field it was shown
+/// is not to be trusted with it.
+fn missing(
+    object: &Value,
+    fields: &[Field],
+    text: &str,
+    labels: &[Label],
+    stop: &dyn Fn() -> bool,
+) -> Vec<Doubt> {
+    let own = |f: &Field| -> Vec<&Label> {
+        labels
+            .iter()
+            .filter(|l| l.owners.len() == 1 && l.owners[0] == f.path)
+            .collect()
+    };
+    let empty: Vec<(&Field, Vec<&Label>)> = fields
         .iter()
         .filter(|f| f.items.is_empty() && is_empty_at(object, &f.path))
         .filter(|f| {
@@ -245,34 +258,41 @@ fn missing(object: &Value, fields: &[Field], text: &str, labels: &[Label]) -> Ve
                 .split('|')
                 .any(|k| matches!(k, "string" | "number" | "integer"))
         })
-        // Only fields with a label of their own can be judged; as many as `label` judges.
-        .filter(|f| labels.iter().any(|l| l.owners.contains(&f.path)))
+        .map(|f| (f, own(f)))
+        .filter(|(_, own)| !own.is_empty())
         .take(MAX_LABELLED)
         .collect();
     if empty.is_empty() {
         return Vec::new();
     }
-    let lines: Vec<String> = text
-        .lines()
-        .map(grounding::normalize)
-        .filter(|l| !l.is_empty())
-        .collect();
+    let lines: Vec<String> = text.lines().map(grounding::normalize).collect();
     let mut out = Vec::new();
-    for field in empty {
+    for (field, own) in empty {
+        if stop() {
+            break;
+        }
         let numeric = field
             .kind
             .split('|')
             .any(|k| k == "number" || k == "integer");
-        let shown_label = labels
-            .iter()
-            .filter(|l| l.owners.contains(&field.path))
-            .find(|l| {
-                lines.iter().enumerate().any(|(i, line)| {
-                    places_of(line, l).into_iter().any(|end| {
-                        value_follows(&line[end..], lines.get(i + 1).map(String::as_str), numeric)
-                    })
+        let shown_label = own.into_iter().find(|l| {
+            lines.iter().enumerate().any(|(i, line)| {
+                places_of(line, l).into_iter().any(|end| {
+                    let next = lines.get(i + 1).map(String::as_str);
+                    value_after(
+                        &line[end..],
+                        next,
+                        numeric,
+                        || {
+                            labels
+                                .iter()
+                                .any(|o| o.text != l.text && !places_of(line, o).is_empty())
+                        },
+                        |s| labels.iter().any(|o| !places_of(s, o).is_empty()),
+                    )
                 })
-            });
+            })
+        });
         if let Some(l) = shown_label {
             out.push(doubt(
                 "missing",
@@ -287,37 +307,87 @@ fn missing(object: &Value, fields: &[Field], text: &str, labels: &[Label]) -> Ve
     out
 }
 
-/// Whether the field at a dotted path is absent, null or a blank string.
+/// Whether the field at a dotted path is absent, null or a blank string (a key that holds a
+/// dot itself is looked up whole first).
 fn is_empty_at(object: &Value, path: &str) -> bool {
-    let mut v = object;
-    for part in path.split('.') {
-        match v.get(part) {
-            Some(next) => v = next,
-            None => return true,
+    let found = object.get(path).or_else(|| {
+        let mut v = object;
+        for part in path.split('.') {
+            v = v.get(part)?;
         }
-    }
-    match v {
-        Value::Null => true,
-        Value::String(s) => s.trim().is_empty(),
-        _ => false,
+        Some(v)
+    });
+    match found {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.trim().is_empty(),
+        Some(_) => false,
     }
 }
 
-/// Whether a value follows a label: on the rest of its line, or on the next line when the rest
-/// is only punctuation (a label above its value).
-fn value_follows(rest: &str, next: Option<&str>, numeric: bool) -> bool {
-    let has = |s: &str| {
-        if numeric {
-            s.chars().any(|c| c.is_ascii_digit())
-        } else {
-            s.chars().any(char::is_alphanumeric)
-        }
-    };
-    if rest.chars().any(char::is_alphanumeric) {
-        has(rest)
-    } else {
-        next.is_some_and(has)
+/// Whether a value stands after a label, `rest` being the rest of the label's line:
+/// - on that line, after a colon, spaces or a parenthesis (`Total due (GBP)  666.00`): for a
+///   number, a figure (a sign, a currency sign or code may come first; `VAT No: GB…` and
+///   `Tax ID: 123` are no tax); for text, after a colon;
+/// - or, when nothing but separators follows the label, on the very next line (a blank line
+///   ends the block), unless the label's line holds another label (a table's header) or the
+///   next line begins with a label.
+fn value_after(
+    rest: &str,
+    next: Option<&str>,
+    numeric: bool,
+    line_has_other_label: impl Fn() -> bool,
+    has_label: impl Fn(&str) -> bool,
+) -> bool {
+    if rest.starts_with(|c: char| c.is_alphanumeric()) {
+        return false; // the label is part of a longer word
     }
+    let after = skip_separators(rest);
+    if after.is_empty() {
+        let Some(next) = next.map(str::trim).filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        if line_has_other_label() || has_label(next) {
+            return false;
+        }
+        return if numeric {
+            starts_with_figure(next)
+        } else {
+            next.starts_with(char::is_alphanumeric)
+        };
+    }
+    if numeric {
+        starts_with_figure(after)
+    } else {
+        let colon = rest.trim_start().starts_with([':', '：']);
+        colon && after.starts_with(char::is_alphanumeric)
+    }
+}
+
+/// `s` without its leading spaces, colons, dashes, `#`, and one parenthesised group.
+fn skip_separators(s: &str) -> &str {
+    let seps: &[char] = &[' ', ':', '：', '-', '–', '#', '\t'];
+    let mut t = s.trim_start_matches(seps);
+    if let Some(inner) = t.strip_prefix(['(', '（']) {
+        if let Some(close) = inner.find([')', '）']) {
+            t = inner[close..].trim_start_matches([')', '）']);
+        }
+        t = t.trim_start_matches(seps);
+    }
+    t
+}
+
+/// Whether `s` begins with a figure: a digit, after an optional sign, currency sign or
+/// three-letter currency code.
+fn starts_with_figure(s: &str) -> bool {
+    let mut t = s.trim_start_matches(['+', '-', '¥', '$', '€', '£', ' ']);
+    let code = t.len() > 4
+        && t.is_char_boundary(3)
+        && t[..3].chars().all(|c| c.is_ascii_alphabetic())
+        && t[3..].starts_with(' ');
+    if code {
+        t = t[3..].trim_start();
+    }
+    t.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The label a text value begins with (`Billed to: Pied Piper GmbH` → `Billed to`): one to
@@ -765,6 +835,24 @@ mod tests {
         let header = "Seller: ACME\nQty Unit price Subtotal\n";
         let got = extraction(header, &json!({"seller": "ACME"}), &schema(), &|| false);
         assert!(got.iter().all(|d| d.check != "missing"), "{got:?}");
+        // Nor a label inside another term, a header over an item row, a label above a blank
+        // line or above another label.
+        for (text, want) in [
+            ("ACME\nVAT No: GB 123 4567 89\nNet amount ID: 77\n", vec![]),
+            ("Qty Subtotal\n4 555.00\n", vec![]),
+            ("ACME\nBill to:\n\nInvoice No: 123\n", vec![]),
+            ("ACME\nBill to:\nSubtotal: 5\n", vec!["amount"]),
+        ] {
+            let got = extraction(text, &json!({"seller": "ACME"}), &schema(), &|| false);
+            let missing: Vec<&str> = got
+                .iter()
+                .filter(|d| d.check == "missing")
+                .filter_map(|d| d.field.as_deref())
+                .collect();
+            assert_eq!(missing, want, "{text}");
+        }
+        // A key with a dot in it is looked up whole.
+        assert!(!is_empty_at(&json!({"Invoice No.": "7"}), "Invoice No."));
         // A right answer to the 发票 leaves nothing missing.
         let right = json!({"seller": "杭州云杉办公用品有限公司", "buyer": "上海明远科技有限公司",
             "currency": "CNY", "amount": 1200.0, "total": 1356.0, "items": []});

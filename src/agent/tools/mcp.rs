@@ -259,9 +259,25 @@ async fn start(spec: &McpServer) -> Started {
             }
             // That client's TLS takes the process's provider: ring's, as the API client uses.
             let _ = rustls::crypto::ring::default_provider().install_default();
-            connect_over(StreamableHttpClientTransport::from_config(config)).await
+            let client =
+                mcp_http_client(url).map_err(|e| format!("cannot make its client: {e}"))?;
+            connect_over(StreamableHttpClientTransport::with_client(client, config)).await
         }
     }
+}
+
+/// The HTTP client of a server at `url`: no idle pool (as rmcp's own), redirects not followed
+/// (a redirect would carry the token elsewhere), and no proxy for a server on this machine,
+/// whose plain-HTTP token must not pass through one.
+fn mcp_http_client(url: &str) -> Result<reqwest_mcp::Client, reqwest_mcp::Error> {
+    let local = reqwest::Url::parse(url).is_ok_and(|u| crate::config::on_this_machine(&u));
+    let mut b = reqwest_mcp::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest_mcp::redirect::Policy::none());
+    if local {
+        b = b.no_proxy();
+    }
+    b.build()
 }
 
 /// The protocol's handshake over `transport`, and the server's tools.
