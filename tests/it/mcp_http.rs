@@ -12,15 +12,20 @@ use zhi::exit::Exit;
 
 const TOKEN: &str = "5f1d6c1e0b7a4c2d9e8f7a6b5c4d3e2f";
 
+/// `zhi mcp --listen ADDR` with `token` in ZHI_MCP_TOKEN (none when `None`), to its end.
+fn listen(env: &TestEnv, addr: &str, token: Option<&str>) -> std::process::Output {
+    let mut c = env.zhi();
+    c.args(["mcp", "--listen", addr]);
+    if let Some(t) = token {
+        c.env("ZHI_MCP_TOKEN", t);
+    }
+    c.output().unwrap()
+}
+
 #[test]
 fn only_a_loopback_address_and_a_real_token_are_taken() {
     let env = TestEnv::new();
-    let out = env
-        .zhi()
-        .args(["mcp", "--listen", "0.0.0.0:0"])
-        .env("ZHI_MCP_TOKEN", TOKEN)
-        .output()
-        .unwrap();
+    let out = listen(&env, "0.0.0.0:0", Some(TOKEN));
     assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("only a loopback address"),
@@ -28,12 +33,7 @@ fn only_a_loopback_address_and_a_real_token_are_taken() {
         show(&out)
     );
 
-    let out = env
-        .zhi()
-        .args(["mcp", "--listen", "127.0.0.1:0"])
-        .env("ZHI_MCP_TOKEN", "secret")
-        .output()
-        .unwrap();
+    let out = listen(&env, "127.0.0.1:0", Some("secret"));
     assert_exit(&out, Exit::Usage);
     assert!(
         stderr(&out).contains("holds 6 characters"),
@@ -43,11 +43,7 @@ fn only_a_loopback_address_and_a_real_token_are_taken() {
     assert!(!stderr(&out).contains("secret"), "the token is never shown");
 
     // No token, and stderr is no terminal: a made-up token would end in a log.
-    let out = env
-        .zhi()
-        .args(["mcp", "--listen", "127.0.0.1:0"])
-        .output()
-        .unwrap();
+    let out = listen(&env, "127.0.0.1:0", None);
     assert_exit(&out, Exit::Usage);
     assert!(stderr(&out).contains("ZHI_MCP_TOKEN"), "{}", show(&out));
 }
