@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use zhi::agent::grounding::{Haystack, Match};
+use zhi::judge::grounding::{Haystack, Match};
 
 /// What the schema says of each field, in the order of [`FIELDS`].
 const DESCRIPTIONS: [&str; 3] = [

@@ -23,6 +23,7 @@ pub mod exit;
 pub mod extract;
 pub mod flags;
 pub(crate) mod interrupt;
+pub mod judge;
 pub(crate) mod layout;
 pub mod llm;
 pub mod manifest;

@@ -5,12 +5,13 @@
 //! job's sandbox inside the tools. A nested skill is a tool that runs this same loop with its
 //! own skill, in the same sandbox, guarded against cycles and depth at run time.
 
-use super::accept::Acceptance;
 use super::chat::{BoxFuture, Chat};
-use super::outputs::{self, Problem, Retry};
 use super::tools::{ToolEnv, ToolKind, ToolOutcome, Toolbox};
 use super::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
+use crate::judge::accept::Acceptance;
+use crate::judge::declared::Expected;
+use crate::judge::junk::{self, Problem, Retry};
 use crate::llm::{ChatRequest, Message, ToolDef};
 use crate::manifest::Tokens;
 use crate::sanitize::one_line;
@@ -71,7 +72,7 @@ impl AgentEnv {
 }
 
 /// The accounting of a job, summed over every request, nested skills included.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct AgentStats {
     pub turns: u32,
     pub attempts: u32,
@@ -89,17 +90,13 @@ pub(crate) struct AgentStats {
     pub input_warnings: Vec<String>,
     /// Figures the job's answers state that their sources do not hold.
     pub ungrounded_figures: Vec<String>,
-    /// What zhi doubts in the answers that became the job's outputs.
-    pub doubts: Vec<crate::manifest::Doubt>,
     /// Tokens spent per model (docs/escalation.md).
     pub by_model: std::collections::BTreeMap<String, Tokens>,
-    /// Steps asked again of a stronger model: (from, to), in order.
-    pub escalations: Vec<(String, String)>,
-    /// The model (and its server) whose answer became the last step's output, when it was
-    /// not the job's own.
-    pub answered_by: Option<(String, String)>,
     /// The job's document's text in tokens, once read (for its record).
     pub input_tokens: Option<u64>,
+    /// What the judge and the ladder decided of the job's steps (never touched by the
+    /// conversation itself).
+    pub decided: crate::judge::Decided,
 }
 
 impl AgentStats {
@@ -125,18 +122,10 @@ impl AgentStats {
         if s.served_model.is_some() {
             self.served_model.clone_from(&s.served_model);
         }
-        for d in &s.doubts {
-            if !self.doubts.contains(d) {
-                self.doubts.push(d.clone());
-            }
-        }
         for (model, tokens) in &s.by_model {
             self.by_model.entry(model.clone()).or_default().add(*tokens);
         }
-        self.escalations.extend(s.escalations.iter().cloned());
-        if s.answered_by.is_some() {
-            self.answered_by.clone_from(&s.answered_by);
-        }
+        self.decided.add(&s.decided);
     }
 
     fn count_reply(&mut self, reply: &crate::llm::ChatReply) {
@@ -157,43 +146,6 @@ impl AgentStats {
         self.attempts += e.attempts.max(1);
         self.requests += e.attempts;
         self.max_attempts = self.max_attempts.max(e.attempts);
-    }
-}
-
-/// What a run of a skill must leave: one [`Acceptance`] per declared file.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Expected {
-    pub declared: Vec<Acceptance>,
-}
-
-impl Expected {
-    /// The checks for every file `skill` declares with these arguments, given `source`.
-    pub(crate) fn of(
-        skill: &Skill,
-        args: &std::collections::BTreeMap<String, String>,
-        source: Option<Arc<str>>,
-    ) -> Expected {
-        Expected {
-            declared: skill
-                .declared_files(args)
-                .iter()
-                .map(|f| Acceptance::new(skill, args, f, source.clone()))
-                .collect(),
-        }
-    }
-
-    /// The declared file names.
-    pub(crate) fn files(&self) -> Vec<String> {
-        self.declared.iter().map(|a| a.file.clone()).collect()
-    }
-
-    /// The declared files not (properly) written among `written`, with why.
-    pub(crate) fn problems(
-        &self,
-        env: &AgentEnv,
-        written: &[std::path::PathBuf],
-    ) -> Vec<(String, Problem)> {
-        outputs::check_declared(env.tools.sandbox.output_dir(), &self.declared, written)
     }
 }
 
@@ -318,7 +270,7 @@ pub(crate) async fn run_direct(
         let reply = request(env, &ask.name, round, &req, stats).await?;
         let answer = direct_answer(&reply.message);
         let truncated = reply.finish_reason.as_deref() == Some("length");
-        let content = outputs::strip_fence(&answer);
+        let content = junk::strip_fence(&answer);
         let problem = if truncated {
             None
         } else {
@@ -577,7 +529,10 @@ pub(crate) fn run_skill<'a>(
         let before = env.tools.sandbox.written().len();
         let problems = |env: &AgentEnv| {
             let written = env.tools.sandbox.written();
-            expected.problems(env, &written[before.min(written.len())..])
+            expected.problems(
+                env.tools.sandbox.output_dir(),
+                &written[before.min(written.len())..],
+            )
         };
         let mut correcting = false;
         let mut turn = 0;
@@ -725,7 +680,7 @@ fn answer_as_file(
         && !cut
         && skills::DIRECT_EXTS.contains(&skills::extension(file).as_str())
     {
-        let content = outputs::strip_fence(answer);
+        let content = junk::strip_fence(answer);
         let accept = expected
             .declared
             .iter()
@@ -929,7 +884,7 @@ async fn call_nested(
         Ok(answer) => {
             let written = env.tools.sandbox.written();
             let new_files = &written[before.min(written.len())..];
-            let missing = expected.problems(env, new_files);
+            let missing = expected.problems(env.tools.sandbox.output_dir(), new_files);
             // The caller may have asked for another name ("write summary-q3.md"): any file
             // the nested skill wrote is its result then.
             if !missing.is_empty() && new_files.is_empty() {

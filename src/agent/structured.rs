@@ -230,7 +230,7 @@ fn coerce_numbers(schema: &Value, value: &mut Value) {
         }
         Value::String(s) => {
             if let Some(integer) = wants_number(schema)
-                && let Some(n) = number_from_text(s)
+                && let Some(n) = crate::judge::numbers::number(s)
             {
                 let n = if integer && n.fract() == 0.0 {
                     Some(Value::from(n as i64))
@@ -248,65 +248,10 @@ fn coerce_numbers(schema: &Value, value: &mut Value) {
     }
 }
 
-/// A number written as a person writes it: currency signs and codes, thousands separators
-/// (`,`, `.`, a space or `'`), a decimal point or comma. `None` for anything else.
-fn number_from_text(s: &str) -> Option<f64> {
-    let code = |w: &str| w.len() == 3 && w.chars().all(|c| c.is_ascii_uppercase());
-    let mut t = s.trim();
-    if let Some((head, rest)) = t.split_once(' ')
-        && code(head)
-    {
-        t = rest.trim();
-    }
-    if let Some((rest, tail)) = t.rsplit_once(' ')
-        && code(tail)
-    {
-        t = rest.trim();
-    }
-    let t = t
-        .trim_start_matches(['¥', '￥', '$', '€', '£'])
-        .trim_end_matches('元')
-        .trim();
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t),
-    };
-    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || ",. '".contains(c)) {
-        return None;
-    }
-    let t: String = t.chars().filter(|c| *c != ' ' && *c != '\'').collect();
-    // The last `,` or `.` is the decimal mark when one or two digits follow it, or when it is
-    // the only mark and not followed by exactly three digits.
-    let last = t.rfind([',', '.']);
-    let plain = match last {
-        Some(i) => {
-            let tail = &t[i + 1..];
-            let marks = t.matches([',', '.']).count();
-            // A lone mark after a leading 0 (`0.125`) groups nothing: it is the decimal mark.
-            let leading_zero = marks == 1 && t[..i].chars().all(|c| c == '0') && i > 0;
-            let decimal = tail.len() <= 2 || (marks == 1 && tail.len() != 3) || leading_zero;
-            let (int, frac) = if decimal {
-                (&t[..i], tail)
-            } else {
-                (t.as_str(), "")
-            };
-            let int: String = int.chars().filter(char::is_ascii_digit).collect();
-            if frac.is_empty() {
-                int
-            } else {
-                format!("{int}.{frac}")
-            }
-        }
-        None => t,
-    };
-    let n: f64 = plain.parse().ok()?;
-    Some(if neg { -n } else { n })
-}
-
 /// The first JSON object in an answer: the whole answer, inside a code fence, or between its
 /// first `{` and last `}`.
 fn json_object(answer: &str) -> Option<Value> {
-    let t = super::outputs::strip_fence(answer);
+    let t = crate::judge::junk::strip_fence(answer);
     let t = t.trim();
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(t) {
         return Some(v);
@@ -427,15 +372,15 @@ pub(crate) async fn run(
 /// without repeats, objects merged field by field, a scalar taken from the first piece whose
 /// text holds it, else from the first piece that gives one.
 pub(crate) fn merge(parts: &[(Value, &str)]) -> Value {
-    let hays: Vec<super::grounding::Haystack> = parts
+    let hays: Vec<crate::judge::grounding::Haystack> = parts
         .iter()
-        .map(|(_, text)| super::grounding::Haystack::new(text))
+        .map(|(_, text)| crate::judge::grounding::Haystack::new(text))
         .collect();
     let values: Vec<&Value> = parts.iter().map(|(v, _)| v).collect();
     merge_values(&values, &hays)
 }
 
-fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack]) -> Value {
+fn merge_values(values: &[&Value], hays: &[crate::judge::grounding::Haystack]) -> Value {
     let present: Vec<(usize, &Value)> = values
         .iter()
         .enumerate()
@@ -483,7 +428,7 @@ fn merge_values(values: &[&Value], hays: &[super::grounding::Haystack]) -> Value
         _ => present
             .iter()
             .find(|(i, v)| {
-                !hays[*i].spent() && hays[*i].locate(v).how != super::grounding::Match::None
+                !hays[*i].spent() && hays[*i].locate(v).how != crate::judge::grounding::Match::None
             })
             .map_or(first, |(_, v)| v)
             .clone(),
@@ -649,10 +594,10 @@ mod tests {
             ("0,125", 0.125),
             ("1.125", 1125.0),
         ] {
-            assert_eq!(number_from_text(text), Some(n), "{text}");
+            assert_eq!(crate::judge::numbers::number(text), Some(n), "{text}");
         }
         for text in ["about 1000", "13%", "", "1-2"] {
-            assert_eq!(number_from_text(text), None, "{text}");
+            assert_eq!(crate::judge::numbers::number(text), None, "{text}");
         }
         let s = schema();
         let v = s.parse(r#"{"number": "A1", "total": "1,130.00"}"#).unwrap();

@@ -7,7 +7,8 @@
 //! Checkpoints go when the job's result is committed. Pieces run concurrently in the run's free
 //! document slots (the job's own slot always makes progress, so pieces cannot starve).
 
-use super::ask::{JobCtx, ask};
+use super::ask::JobCtx;
+use super::ladder::ask;
 use super::message::{language_line, push_args, task_line};
 use crate::agent::runner::AgentStats;
 use crate::chunk::{self, Piece};
@@ -33,8 +34,6 @@ pub(super) struct ChunkState {
     pub checkpoint: Option<PathBuf>,
     /// A workflow's steps, as they ended.
     pub steps: Vec<crate::manifest::StepRecord>,
-    /// An extraction job's validity and grounding.
-    pub extraction: Option<crate::agent::grounding::Extraction>,
 }
 
 /// A finished piece, as checkpointed in `done.json`.

@@ -1,14 +1,15 @@
 //! One job, start to end: read the document, stage, run the agent, commit or keep the staging
 //! for inspection, and say so in one record.
 
-use super::ask::{JobCtx, Rungs, ask};
+use super::ask::{JobCtx, Rungs};
 use super::audit::Role;
 use super::context::RunContext;
+use super::ladder::ask;
 use super::message::{document_message, extraction_message, folder_message, task_line};
-use crate::agent::outputs;
-use crate::agent::runner::{AgentStats, Expected};
+use crate::agent::runner::AgentStats;
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
+use crate::judge::declared::{self, Expected};
 use crate::layout::OutputLayout;
 use crate::manifest::{JobRecord, OutputFile, Status, Timestamp};
 use crate::plan::Job;
@@ -227,7 +228,7 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     {
         audit.routed_spent(&stats.by_model);
     }
-    what_the_work_made(&mut record, &mut chunks, &result);
+    what_the_work_made(&mut record, &mut chunks, &mut stats, &result);
     take_stats(&mut record, &mut stats, job);
     account(&mut record, &mut stats, run);
     let result = match result {
@@ -301,15 +302,16 @@ fn open_transcript(run: &RunContext, job: &Job) -> Arc<Transcript> {
 fn what_the_work_made(
     record: &mut JobRecord,
     chunks: &mut super::chunked::ChunkState,
+    stats: &mut AgentStats,
     result: &Result<(), JobError>,
 ) {
     record.chunks = chunks.counts;
-    record.extraction = chunks.extraction.take();
+    record.extraction = stats.decided.extraction.take();
     if let Err(e) = result
         && e.kind == ErrorKind::InvalidOutput
         && record.extraction.is_none()
     {
-        record.extraction = Some(crate::agent::grounding::Extraction {
+        record.extraction = Some(crate::judge::grounding::Extraction {
             valid: false,
             errors: vec![e.message.clone()],
             ..Default::default()
@@ -322,8 +324,8 @@ fn what_the_work_made(
 /// output, whether (and from which model) the job was escalated, tokens per model when more
 /// than one was asked, and the cost at the run's prices.
 fn account(record: &mut JobRecord, stats: &mut AgentStats, run: &RunContext) {
-    if let Some((model, base)) = stats.answered_by.clone() {
-        if let Some((from, _)) = stats.escalations.first().cloned() {
+    if let Some((model, base)) = stats.decided.answered_by.clone() {
+        if let Some((from, _)) = stats.decided.escalations.first().cloned() {
             record.escalated = true;
             record.escalated_from = Some(from);
         }
@@ -344,10 +346,10 @@ fn account(record: &mut JobRecord, stats: &mut AgentStats, run: &RunContext) {
 
 /// `--strict`: a job whose outputs are doubted after the ladder fails (docs/outputs.md#doubts).
 fn strict(run: &RunContext, stats: &AgentStats) -> Result<(), JobError> {
-    if !run.flags.strict || stats.doubts.is_empty() {
+    if !run.flags.strict || stats.decided.doubts.is_empty() {
         return Ok(());
     }
-    let list = crate::agent::doubts::one_line(&stats.doubts);
+    let list = crate::judge::doubts::one_line(&stats.decided.doubts);
     Err(JobError::new(
         ErrorKind::Doubtful,
         msg!("the output is doubted (--strict): {list}"),
@@ -366,9 +368,9 @@ fn take_stats(record: &mut JobRecord, stats: &mut AgentStats, job: &Job) {
     record.input_tokens = stats.input_tokens;
     record.warnings = std::mem::take(&mut stats.input_warnings);
     record.ungrounded_figures = std::mem::take(&mut stats.ungrounded_figures);
-    record.doubts = std::mem::take(&mut stats.doubts);
+    record.doubts = std::mem::take(&mut stats.decided.doubts);
     if !record.doubts.is_empty() {
-        let list = crate::agent::doubts::one_line(&record.doubts);
+        let list = crate::judge::doubts::one_line(&record.doubts);
         tracing::info!(job = %crate::sanitize::one_line(&job.input), "{}", msg!("doubted: {list}"));
     }
     if !record.ungrounded_figures.is_empty() {
@@ -400,7 +402,7 @@ struct Work<'a> {
 /// strong one fails.
 async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(), JobError> {
     let cheap = run_in_staging(run, job, w, Rungs::Own).await;
-    let cheap_doubts = std::mem::take(&mut w.stats.doubts);
+    let cheap_decided = std::mem::take(&mut w.stats.decided);
     let cheap_chunks = std::mem::take(w.chunks);
     let aside = w.staging.with_extension("cheap");
     let _ = run.layout.remove_tree(&aside);
@@ -445,8 +447,7 @@ async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(
             msg!("cannot write {}: {e}", w.staging.display()),
         )
     })?;
-    w.stats.doubts = cheap_doubts;
-    w.stats.answered_by = None;
+    w.stats.decided = cheap_decided;
     *w.chunks = cheap_chunks;
     cheap
 }
@@ -473,15 +474,18 @@ fn agreement(
         };
         let strong = object(strong).unwrap_or_default();
         let cheap = cheap.and_then(object);
-        return super::audit::compare_objects(cheap.as_ref(), &strong, &schema.fields);
+        return crate::judge::agreement::compare_objects(cheap.as_ref(), &strong, &schema.fields);
     }
     skill
         .declared_files(&job.args)
         .into_iter()
-        .filter(|f| crate::agent::accept::FileKind::of(f) != crate::agent::accept::FileKind::Binary)
+        .filter(|f| crate::judge::accept::FileKind::of(f) != crate::judge::accept::FileKind::Binary)
         .map(|f| {
             let agrees = match (cheap.and_then(|d| read(d, &f)), read(strong, &f)) {
-                (Some(a), Some(b)) => super::audit::chrf(&a, &b) >= super::audit::PROSE_AGREE_CHRF,
+                (Some(a), Some(b)) => {
+                    crate::judge::agreement::chrf(&a, &b)
+                        >= crate::judge::agreement::PROSE_AGREE_CHRF
+                }
                 _ => false,
             };
             (f, agrees)
@@ -540,12 +544,13 @@ async fn run_in_staging(
             &mut chunks.steps,
         )
         .await?;
-        return verify(&ctx, staging, source.as_ref());
+        return composed(&ctx, staging, source.as_ref());
     }
     if job.is_dir {
         let message = folder_message(job, run.layout.output_dir());
         ask(&ctx, staging, "", message, None, true, stats).await?;
-        return verify(&ctx, staging, None);
+        drop_empty_files(run, staging);
+        return Ok(());
     }
     let text = document_text(run, job, cache, stats).await?;
     run_text(&ctx, cache, &text, staging, stats, chunks).await
@@ -588,11 +593,16 @@ pub(super) async fn run_text(
             ));
         }
         split(ctx, cache, text, budget, staging, stats, chunks).await?;
-        verify(ctx, staging, Some(&source))?;
-        return ground(ctx, text, staging, chunks);
+        composed(ctx, staging, Some(&source))?;
+        return ground(ctx, text, staging, stats);
     }
     let message = first_message(run, job, skill, text, direct).await;
     match ask(ctx, staging, "", message, Some(source.clone()), true, stats).await {
+        // Judged on each rung as it answered: what is kept is the job's result.
+        Ok(_) => {
+            drop_empty_files(run, staging);
+            return Ok(());
+        }
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
         Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
@@ -602,12 +612,10 @@ pub(super) async fn run_text(
             let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
             split(ctx, cache, text, smaller, staging, stats, chunks).await?;
         }
-        other => {
-            other?;
-        }
+        Err(e) => return Err(e),
     }
-    verify(ctx, staging, Some(&source))?;
-    ground(ctx, text, staging, chunks)
+    composed(ctx, staging, Some(&source))?;
+    ground(ctx, text, staging, stats)
 }
 
 /// The first message of a job whose document fits one request: the document (and its other
@@ -630,14 +638,15 @@ async fn first_message(
     m
 }
 
-/// An extraction job's object, looked for value by value in the document's text
-/// (docs/extract.md#grounding); with `grounding: required`, a required field found nowhere
-/// fails the job.
+/// A long document's extraction, its pieces' objects merged into one, looked for value by
+/// value in the whole text (docs/extract.md#grounding); with `grounding: required`, a
+/// required field found nowhere fails the job. (A document that fits one request is grounded
+/// by the judge on each rung instead.)
 fn ground(
     ctx: &JobCtx<'_>,
     text: &str,
     staging: &Path,
-    chunks: &mut super::chunked::ChunkState,
+    stats: &mut AgentStats,
 ) -> Result<(), JobError> {
     let Some(output) = ctx.skill.output.as_ref().filter(|o| o.schema.is_some()) else {
         return Ok(());
@@ -649,9 +658,9 @@ fn ground(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let hay = crate::agent::grounding::Haystack::new(text);
+    let hay = crate::judge::grounding::Haystack::new(text);
     let found =
-        crate::agent::grounding::ground_in(&hay, &object, &|| ctx.run.cancel.is_cancelled());
+        crate::judge::grounding::ground_in(&hay, &object, &|| ctx.run.cancel.is_cancelled());
     if !found.ungrounded.is_empty() {
         let list = found.ungrounded.join(", ");
         ctx.transcript
@@ -670,24 +679,9 @@ fn ground(
     let Some(schema) = super::ask::job_schema(ctx)? else {
         return Ok(());
     };
-    let required: Vec<&str> = schema
-        .fields
-        .iter()
-        .filter(|f| f.required)
-        .map(|f| f.path.as_str())
-        .collect();
-    let missing: Vec<String> = found
-        .ungrounded
-        .iter()
-        .filter(|p| {
-            required
-                .iter()
-                .any(|r| p.as_str() == *r || p.starts_with(&format!("{r}[")))
-        })
-        .cloned()
-        .collect();
+    let missing = crate::judge::grounding::required_ungrounded(&found, &schema.fields);
     let fail = output.grounding == crate::skills::GroundingRule::Required && !missing.is_empty();
-    chunks.extraction = Some(found);
+    stats.decided.extraction = Some(found);
     if fail {
         let (input, list) = (&ctx.job.input, missing.join(", "));
         return Err(JobError::new(
@@ -825,28 +819,31 @@ fn extra_files(
             let name = rel.to_string_lossy().into_owned();
             let ours = declared
                 .iter()
-                .any(|d| outputs::find_written(d, &[rel.to_path_buf()]).is_some())
+                .any(|d| declared::find_written(d, &[rel.to_path_buf()]).is_some())
                 || steps.iter().any(|s| s.outputs.contains(&name));
             (!ours).then_some(name)
         })
         .collect()
 }
 
-/// The job's declared outputs, checked once more in the folder that will be committed. Files
-/// of nothing are removed first: they are never a result.
-fn verify(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result<(), JobError> {
+/// Files of nothing in the folder that will be committed are removed: they are never a
+/// result.
+fn drop_empty_files(run: &RunContext, staging: &Path) {
     for rel in cache::files_under(staging).unwrap_or_default() {
         let path = staging.join(&rel);
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-            let _ = ctx.run.layout.remove_file(&path);
+            let _ = run.layout.remove_file(&path);
         }
     }
+}
+
+/// A result composed of several steps (a long document's pieces and reduce, a workflow's
+/// steps): its declared outputs judged once more in the folder that will be committed.
+fn composed(ctx: &JobCtx<'_>, staging: &Path, source: Option<&Arc<str>>) -> Result<(), JobError> {
+    drop_empty_files(ctx.run, staging);
     let expected = Expected::of(ctx.skill, &ctx.job.args, source.cloned());
-    if expected.declared.is_empty() {
-        return Ok(());
-    }
     let written = cache::files_under(staging).unwrap_or_default();
-    let problems = outputs::check_declared(staging, &expected.declared, &written);
+    let problems = expected.problems(staging, &written);
     if problems.is_empty() {
         return Ok(());
     }

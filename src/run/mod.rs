@@ -14,6 +14,7 @@ mod error;
 mod eta;
 mod finish;
 mod job;
+mod ladder;
 mod ledger;
 pub(crate) mod lock;
 mod message;

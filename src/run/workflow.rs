@@ -9,13 +9,14 @@
 //! job's staging (`.steps/<id>`), so two steps never see each other's files; its declared
 //! output is then moved to the name the workflow gives it.
 
-use super::ask::{JobCtx, ask};
+use super::ask::JobCtx;
 use super::chunked::ChunkState;
 use super::job::run_text;
+use super::ladder::ask;
 use super::message::{language_line, push_args, task_line};
-use crate::agent::outputs;
 use crate::agent::runner::{AgentStats, document_block};
 use crate::error::{ErrorKind, JobError};
+use crate::judge::declared;
 use crate::layout::OutputLayout;
 use crate::manifest::StepRecord;
 use crate::plan::cache::JobCache;
@@ -544,7 +545,7 @@ fn place(
     let mut outputs = Vec::new();
     let mut text = String::new();
     for (i, name) in declared.iter().enumerate() {
-        let Some(found) = outputs::find_written(name, written) else {
+        let Some(found) = declared::find_written(name, written) else {
             continue;
         };
         let target = match (output, i) {
@@ -661,7 +662,7 @@ async fn for_each(
         match run_child(ctx, cache, &dir, &each, child, input, stats).await {
             Ok(written) => {
                 for name in declared {
-                    let Some(found) = outputs::find_written(&name, &written) else {
+                    let Some(found) = declared::find_written(&name, &written) else {
                         continue;
                     };
                     let to = format!("{}/{}/{name}", step.id, rel.to_string_lossy());

@@ -133,7 +133,7 @@ fn summarize_three_documents_on_a_real_model() {
         let text = std::fs::read_to_string(outdir.join(path)).unwrap();
         let source = std::fs::read_to_string(env.path(r["input"].as_str().unwrap())).unwrap();
         assert!(
-            !zhi::agent::outputs::copies_most(&text, &source),
+            !zhi::judge::junk::copies_most(&text, &source),
             "a summary, not the document"
         );
         // The Chinese minutes get a Chinese summary.
@@ -223,7 +223,7 @@ fn translate_a_multi_piece_document_on_a_real_model() {
     let translation =
         std::fs::read_to_string(outdir.join("translate/guide.md/translation.md")).unwrap();
     assert!(
-        zhi::agent::outputs::cjk_share(&translation) >= 0.3,
+        zhi::judge::junk::cjk_share(&translation) >= 0.3,
         "a translation into Chinese: {translation}"
     );
 }

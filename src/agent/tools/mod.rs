@@ -212,7 +212,7 @@ pub(crate) struct ToolEnv {
     pub flags: Arc<crate::flags::RunFlags>,
     /// The job's declared files and their checks: a `file_write` of one is judged before it
     /// is saved (docs/skills.md#declared-outputs).
-    pub declared: Arc<Vec<crate::agent::accept::Acceptance>>,
+    pub declared: Arc<Vec<crate::judge::accept::Acceptance>>,
 }
 
 #[cfg(test)]

@@ -104,7 +104,7 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
     // it instead of the job failing at the end.
     if let Value::String(text) = &content
         && let Some(accept) = env.declared.iter().find(|a| {
-            super::super::outputs::find_written(&a.file, &[target.rel_path().to_path_buf()])
+            crate::judge::declared::find_written(&a.file, &[target.rel_path().to_path_buf()])
                 .is_some()
         })
         && let Some(problem) = accept.answer(text)

@@ -5,6 +5,7 @@
 //! normalised, and a date is its parts (`2026年10月12日`, `2026-10-12` and `12 Oct 2026` all give
 //! 2026, 10 or Oct, 12), so a figure is grounded when each of its numbers occurs in the source.
 
+use super::numbers::Decimal;
 use std::collections::HashSet;
 use unicode_normalization::UnicodeNormalization;
 
@@ -22,12 +23,12 @@ struct Figure {
 fn times(number: &str, scale: f64) -> Option<String> {
     let n: f64 = number.parse().ok()?;
     let v = n * scale;
-    (v.is_finite() && v < 1e18).then(|| value(&format!("{v:.6}")))
+    (v.is_finite() && v < 1e18).then(|| value(&format!("{v:.6}"), Decimal::Either))
 }
 
 /// The numbers of `text` (`1,200.50` → `1200.5`, `０７` → `7`), and the month numbers its month
 /// names stand for.
-fn numbers(text: &str) -> Vec<Figure> {
+fn numbers(text: &str, decimal: Decimal) -> Vec<Figure> {
     let norm: String = text.nfkc().collect();
     let chars: Vec<char> = norm.chars().collect();
     let mut out = Vec::new();
@@ -74,7 +75,7 @@ fn numbers(text: &str) -> Vec<Figure> {
             (_, "billion" | "bn") => Some(1e9),
             _ => None,
         };
-        let v = value(&written);
+        let v = value(&written, decimal);
         out.push(Figure {
             scaled: scale.and_then(|sc| times(&v, sc)),
             value: v,
@@ -90,16 +91,10 @@ fn numbers(text: &str) -> Vec<Figure> {
 /// "12 Oct 2026" holds the month 10: month names as numbers, so a date written either way is
 /// the same date.
 fn month_numbers(text: &str) -> Vec<Figure> {
-    const MONTHS: [&str; 12] = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    let lower = text.to_lowercase();
-    lower
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .filter(|w| w.len() >= 3)
-        .filter_map(|w| MONTHS.iter().position(|m| w.starts_with(m)))
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .filter_map(super::numbers::month)
         .map(|m| Figure {
-            value: (m + 1).to_string(),
+            value: m.to_string(),
             scaled: None,
             shown: String::new(),
             marked: false,
@@ -107,39 +102,11 @@ fn month_numbers(text: &str) -> Vec<Figure> {
         .collect()
 }
 
-/// A number's value as text: thousands separators dropped, a decimal comma read as a point,
-/// leading zeros and trailing fractional zeros removed.
-fn value(written: &str) -> String {
-    let commas = written.matches(',').count();
-    let points = written.matches('.').count();
-    let mut s: String = if points == 0 && commas == 1 {
-        // `3,5` is a decimal comma; `1,200` a thousands separator.
-        let (_, after) = written.split_once(',').unwrap_or(("", ""));
-        if after.len() == 3 {
-            written.replace(',', "")
-        } else {
-            written.replace(',', ".")
-        }
-    } else if points > 1 && commas <= 1 {
-        // 1.200.000,50
-        written.replace('.', "").replace(',', ".")
-    } else {
-        written.replace(',', "")
-    };
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
-        }
-        if s.ends_with('.') {
-            s.pop();
-        }
-    }
-    let trimmed = s.trim_start_matches('0');
-    if trimmed.is_empty() || trimmed.starts_with('.') {
-        format!("0{trimmed}")
-    } else {
-        trimmed.to_string()
-    }
+/// A number's value as text, read as every part of zhi reads numbers ([`super::numbers`]):
+/// `1,200.50` is `1200.5`, `3,5` is `3.5`; what reads as no one number stays as written.
+fn value(written: &str, decimal: Decimal) -> String {
+    super::numbers::number_as(written, decimal)
+        .map_or_else(|| written.to_string(), |n| format!("{n}"))
 }
 
 /// The figures of `answer` whose numbers occur nowhere in `source` (as they were written in
@@ -147,19 +114,24 @@ fn value(written: &str) -> String {
 /// list's "1." or "three points" is no figure to check); so are numbers in `also` (the
 /// instructions and arguments the answer was given).
 pub(crate) fn ungrounded(answer: &str, source: &str, also: &str) -> Vec<String> {
+    // The source says which mark its decimals take; its figures and the answer's are read so.
+    let decimal = Decimal::of_text(source);
     // A figure tied to a letter ("Q3", "v2") is grounded only as written: Q3 is no month 3.
     let written: String = format!("{source}\n{also}")
         .nfkc()
         .collect::<String>()
         .to_lowercase();
-    let known: HashSet<String> = numbers(source)
+    let known: HashSet<String> = numbers(source, decimal)
         .into_iter()
-        .chain(numbers(also))
+        .chain(numbers(also, decimal))
         .flat_map(|f| [Some(f.value), f.scaled])
         .flatten()
         .collect();
     let mut out: Vec<String> = Vec::new();
-    for f in numbers(answer).into_iter().filter(|f| !f.shown.is_empty()) {
+    for f in numbers(answer, decimal)
+        .into_iter()
+        .filter(|f| !f.shown.is_empty())
+    {
         if f.value.len() == 1 && !f.marked {
             continue;
         }
@@ -210,10 +182,10 @@ mod tests {
 
     #[test]
     fn separators_and_decimal_commas() {
-        assert_eq!(value("1,200"), "1200");
-        assert_eq!(value("3,5"), "3.5");
-        assert_eq!(value("1.200.000,50"), "1200000.5");
-        assert_eq!(value("007"), "7");
-        assert_eq!(value("0.50"), "0.5");
+        assert_eq!(value("1,200", Decimal::Either), "1200");
+        assert_eq!(value("3,5", Decimal::Either), "3.5");
+        assert_eq!(value("1.200.000,50", Decimal::Either), "1200000.5");
+        assert_eq!(value("007", Decimal::Either), "7");
+        assert_eq!(value("0.50", Decimal::Either), "0.5");
     }
 }

@@ -1,11 +1,9 @@
-//! Declared outputs decide success (docs/skills.md#declared-outputs): a job is done only when each
-//! file its skill declares exists, is not empty and, for text, is not the input handed back.
+//! Junk (docs/skills.md#declared-outputs): what makes a declared file no result at all — empty,
+//! the input handed back, a claim, a loop, an echo of the prompt, the wrong language, parts left
+//! out. Each test here is one text heuristic; [`super::accept`] orders them per file.
 //!
 //! Small models claim work they did not do ("I wrote summary.md: …") and copy their input;
 //! these checks are what keeps such a run from being recorded as a success.
-
-use super::accept::Acceptance;
-use std::path::{Path, PathBuf};
 
 /// Why a declared file does not count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,48 +108,6 @@ impl Problem {
             ),
         }
     }
-}
-
-/// The file name of a declared output, or zhi's renamed variant of it (`name-2.ext`), among
-/// the files written: the latest one wins.
-pub(crate) fn find_written<'a>(declared: &str, written: &'a [PathBuf]) -> Option<&'a PathBuf> {
-    written.iter().rev().find(|w| {
-        let w = w.to_string_lossy();
-        w == declared || is_numbered_variant(&w, declared)
-    })
-}
-
-fn is_numbered_variant(candidate: &str, declared: &str) -> bool {
-    let (stem, ext) = match declared.rsplit_once('.') {
-        Some((s, e)) if !s.is_empty() && !s.ends_with('/') => (s, Some(e)),
-        _ => (declared, None),
-    };
-    let rest = match ext {
-        Some(e) => candidate.strip_suffix(e).and_then(|c| c.strip_suffix('.')),
-        None => Some(candidate),
-    };
-    rest.and_then(|r| r.strip_prefix(stem))
-        .and_then(|r| r.strip_prefix('-'))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The declared files (one [`Acceptance`] each) that are not (properly) among `written`
-/// (paths relative to `root`), each with why.
-pub(crate) fn check_declared(
-    root: &Path,
-    declared: &[Acceptance],
-    written: &[PathBuf],
-) -> Vec<(String, Problem)> {
-    declared
-        .iter()
-        .filter_map(|a| {
-            let problem = match find_written(&a.file, written) {
-                None => Some(Problem::Missing),
-                Some(rel) => a.file(&root.join(rel)),
-            };
-            problem.map(|p| (a.file.clone(), p))
-        })
-        .collect()
 }
 
 /// The span (in characters, white space ignored) an answer must share with its instructions,
@@ -620,15 +576,6 @@ mod tests {
         assert_eq!(strip_fence("plain"), "plain\n");
         let two = "```\na\n```\ntext\n```\nb\n```";
         assert_eq!(strip_fence(two), format!("{two}\n"));
-    }
-
-    #[test]
-    fn renamed_variants_count_as_the_declared_file() {
-        let written = vec![PathBuf::from("notes.md"), PathBuf::from("summary-2.md")];
-        assert_eq!(find_written("summary.md", &written), Some(&written[1]));
-        assert_eq!(find_written("notes.md", &written), Some(&written[0]));
-        assert_eq!(find_written("summary-x.md", &written), None);
-        assert_eq!(find_written("analysis.md", &written), None);
     }
 
     #[test]

@@ -168,7 +168,7 @@ impl Haystack {
             }
         }
         // A currency's code stands for its signs and names (`CNY` where the text has `¥`).
-        if let Some(signs) = currency_signs(&value) {
+        if let Some(signs) = super::numbers::currency_signs(&value) {
             for sign in signs {
                 if let Some(found) = self.find_norm(sign, false) {
                     return Some((found.0, found.1, Match::Normalized));
@@ -439,6 +439,29 @@ pub(crate) fn ground_in(hay: &Haystack, object: &Value, stop: &dyn Fn() -> bool)
     out
 }
 
+/// The values of required fields (or their items) found nowhere: what `grounding: required`
+/// fails an answer for.
+pub(crate) fn required_ungrounded(
+    found: &Extraction,
+    fields: &[crate::skills::schema::Field],
+) -> Vec<String> {
+    let required: Vec<&str> = fields
+        .iter()
+        .filter(|f| f.required)
+        .map(|f| f.path.as_str())
+        .collect();
+    found
+        .ungrounded
+        .iter()
+        .filter(|p| {
+            required.iter().any(|r| {
+                p.as_str() == *r || p.strip_prefix(r).is_some_and(|rest| rest.starts_with('['))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 /// The strings (not empty) and numbers of `v` with their paths (`a.b`, `items[0].c`).
 pub(crate) fn collect<'v>(v: &'v Value, path: String, out: &mut Vec<(String, &'v Value)>) {
     match v {
@@ -504,37 +527,14 @@ fn is_currency_sign(c: char) -> bool {
     matches!(c, '$' | '\u{a2}'..='\u{a5}' | '\u{20a0}'..='\u{20cf}')
 }
 
-/// The signs and names that stand for a currency's ISO code in a text (normalised: lower
-/// case, NFKC, so `￥` is `¥`).
-fn currency_signs(code: &str) -> Option<&'static [&'static str]> {
-    Some(match code {
-        "cny" | "rmb" => &["¥", "元", "圆", "人民币", "rmb", "cny"],
-        "usd" => &["$", "美元", "usd"],
-        "eur" => &["€", "欧元", "eur"],
-        "gbp" => &["£", "英镑", "gbp"],
-        "jpy" => &["¥", "円", "日元", "jpy"],
-        "hkd" => &["hk$", "港元", "港币", "hkd"],
-        _ => return None,
-    })
-}
-
 fn starts_with_digit(s: &str) -> bool {
     s.chars().next().is_some_and(|c| c.is_ascii_digit())
 }
 
-/// A string that is a plain number (`1,130.00`, `¥1130`, `1130.5`): its value.
+/// A string that is a plain number (`1,130.00`, `¥1130`, `1130.5`): its value, read as
+/// every part of zhi reads numbers ([`super::numbers`]).
 fn number_in(s: &str) -> Option<f64> {
-    let t: String = s
-        .trim()
-        .trim_start_matches(['¥', '￥', '$', '€', '£'])
-        .chars()
-        .filter(|c| *c != ',' && *c != ' ')
-        .collect();
-    (!t.is_empty()
-        && t.chars()
-            .all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
-    .then(|| t.parse().ok())
-    .flatten()
+    super::numbers::number(s)
 }
 
 /// The ways a document may write the number `v`: plain, with two decimals, with thousands
@@ -596,21 +596,6 @@ fn grouped(n: u64, sep: &str) -> String {
     out
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// The ways a document may write the date `YYYY-MM-DD` (normalised: lower case).
 fn date_spellings(s: &str) -> Vec<String> {
     let parts: Vec<&str> = s.split('-').collect();
@@ -623,7 +608,7 @@ fn date_spellings(s: &str) -> Vec<String> {
     if !(1000..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return Vec::new();
     }
-    let month = MONTHS[m as usize - 1];
+    let month = super::numbers::MONTHS[m as usize - 1];
     let mon = &month[..3];
     let mut out = vec![
         format!("{y}年{m}月{d}日"),

@@ -7,7 +7,7 @@
 //! Figures are judged apart ([`Acceptance::ungrounded`]): a figure the source does not hold
 //! earns one fresh try, then is kept and reported, never silently trusted.
 
-use super::outputs::{self, Problem};
+use super::junk::{self, Problem};
 use crate::skills::{self, Chunking, Skill};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -97,7 +97,7 @@ impl Acceptance {
         // A translation into another script shares no long passage with its source.
         let translates = language.as_deref().is_some_and(|target| {
             let from = source.as_deref().and_then(skills::language_of);
-            from.and_then(outputs::script_of) != outputs::script_of(target)
+            from.and_then(junk::script_of) != junk::script_of(target)
         });
         Acceptance::build(
             file,
@@ -216,7 +216,7 @@ impl Acceptance {
                 if self
                     .parts
                     .iter()
-                    .any(|p| outputs::is_copy(text, p) || outputs::copies_most(text, p)) =>
+                    .any(|p| junk::is_copy(text, p) || junk::copies_most(text, p)) =>
             {
                 Some(Problem::Copy)
             }
@@ -265,7 +265,7 @@ impl Acceptance {
         if self.kind != FileKind::Prose {
             return Vec::new();
         }
-        let text = outputs::strip_fence(text);
+        let text = junk::strip_fence(text);
         match &self.language {
             Some(lang) => super::doubts::of_rendering(&self.file, source, &text, lang),
             None if self.condenses => super::doubts::of_condensing(&self.file, source, &text),
@@ -290,26 +290,27 @@ struct Shape {
 fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
     let hit = match check {
         Check::Empty => text.trim().is_empty(),
-        Check::Claim => outputs::looks_like_claim(text),
-        Check::NotProse => outputs::looks_like_tool_call(text) || is_json_text(text),
+        Check::Claim => junk::looks_like_claim(text),
+        Check::NotProse => junk::looks_like_tool_call(text) || is_json_text(text),
         Check::Json => {
             return serde_json::from_str::<serde_json::Value>(text)
                 .err()
                 .map(|e| Problem::Invalid(format!("not JSON ({e})")));
         }
-        Check::Copy { most } => source
-            .is_some_and(|s| outputs::is_copy(text, s) || (*most && outputs::copies_most(text, s))),
-        Check::Loop => outputs::is_loop(text, source),
-        Check::Echo(instructions) => outputs::is_echo(text, instructions, source),
+        Check::Copy { most } => {
+            source.is_some_and(|s| junk::is_copy(text, s) || (*most && junk::copies_most(text, s)))
+        }
+        Check::Loop => junk::is_loop(text, source),
+        Check::Echo(instructions) => junk::is_echo(text, instructions, source),
         // Judged on what was translated: what the answer keeps verbatim from its source
         // (paths, commands, names) and a fence around it are in no language.
         Check::Language(lang) => match source {
             Some(s) => {
-                outputs::is_wrong_language(&super::doubts::prose::translated_part(s, text), lang)
+                junk::is_wrong_language(&super::doubts::prose::translated_part(s, text), lang)
             }
-            None => outputs::is_wrong_language(text, lang),
+            None => junk::is_wrong_language(text, lang),
         },
-        Check::Incomplete => source.is_some_and(|s| outputs::is_incomplete(text, "a.md", s)),
+        Check::Incomplete => source.is_some_and(|s| junk::is_incomplete(text, "a.md", s)),
         Check::Stub => is_stub(text, source.map_or(0, words)),
     };
     hit.then(|| match check {
@@ -329,7 +330,7 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
 /// A JSON object or array (or a cut one) where prose was asked: `{"name": "end"}`, a tool call
 /// spelled out, `[{"clause": …}]`.
 fn is_json_text(text: &str) -> bool {
-    let t = outputs::strip_fence(text);
+    let t = junk::strip_fence(text);
     let t = t.trim();
     let opens = t.starts_with("{\"") || t.starts_with("[{") || t.starts_with("{ \"");
     opens

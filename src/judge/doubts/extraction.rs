@@ -7,7 +7,7 @@
 //! each value. Labels come from the schema: a field's `x-labels`, else the terms its
 //! description names in parentheses or quotes (`The total (价税合计, "Total due")`).
 
-use crate::agent::grounding::{self, Haystack};
+use crate::judge::grounding::{self, Haystack};
 use crate::manifest::Doubt;
 use crate::skills::schema::Field;
 use serde_json::Value;
@@ -33,20 +33,21 @@ struct Label {
     owners: Vec<String>,
 }
 
-/// The doubts of `object`, extracted from `text` under a schema with these `fields`; `stop`
-/// is asked between values (a run told to stop gets what was judged so far).
+/// The doubts of `object`, extracted from the text of `hay` under a schema with these
+/// `fields`, given where grounding `found` its values; `stop` is asked between values (a run
+/// told to stop gets what was judged so far).
 pub(crate) fn extraction(
     text: &str,
+    hay: &Haystack,
+    found: &grounding::Extraction,
     object: &Value,
     fields: &[Field],
     stop: &dyn Fn() -> bool,
 ) -> Vec<Doubt> {
-    let hay = Haystack::new(text);
-    let found = grounding::ground_in(&hay, object, stop);
     if stop() {
         return Vec::new();
     }
-    let mut out = ungrounded(object, &found);
+    let mut out = ungrounded(object, found);
     out.extend(same_values(object, fields));
     for field in fields.iter().filter(|f| f.items.is_empty()) {
         if let Some(Value::String(s)) = value_at(object, &field.path)
@@ -78,7 +79,7 @@ pub(crate) fn extraction(
         let Some(value) = value_at(object, &field.path) else {
             continue;
         };
-        if let Some((d, under)) = label_doubt(&hay, chars, &norm_text, field, value, &labels) {
+        if let Some((d, under)) = label_doubt(hay, chars, &norm_text, field, value, &labels) {
             out.push(d);
             if let Some(l) = under {
                 swapped.push((field.path.as_str(), value, l));
@@ -687,6 +688,18 @@ fn words_of(text: &str) -> Vec<(&str, bool, usize)> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Grounding, then the doubts drawn from it, as the judge runs them.
+    fn extraction(
+        text: &str,
+        object: &Value,
+        fields: &[Field],
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<Doubt> {
+        let hay = Haystack::new(text);
+        let found = grounding::ground_in(&hay, object, stop);
+        super::extraction(text, &hay, &found, object, fields, stop)
+    }
 
     fn schema() -> Vec<Field> {
         crate::skills::schema::fields(&json!({

@@ -581,8 +581,6 @@ pub(super) fn cn_figure(chars: &[char], start: usize, out: &mut Vec<Figure>) -> 
 /// Month names and numbers spelled out, which only ground: an answer may write 3月 as "March"
 /// and 二十四 as "two dozen", but English number words are too loose to report.
 pub(super) fn word_figure(chars: &[char], start: usize, out: &mut Vec<Figure>) -> usize {
-    const MONTHS: &str = "January February March April May June July August September October \
-        November December";
     const SMALL: &str = "zero one two three four five six seven eight nine ten eleven twelve \
         thirteen fourteen fifteen sixteen seventeen eighteen nineteen";
     const TENS: &str = "twenty thirty forty fifty sixty seventy eighty ninety";
@@ -597,11 +595,15 @@ pub(super) fn word_figure(chars: &[char], start: usize, out: &mut Vec<Figure>) -
     };
     let word = word_at(start);
     let mut end = start + word.len();
-    let month = MONTHS.split_whitespace().position(|m| {
-        word == m || (word.len() == 3 && m.starts_with(&word)) || word == "Sept" && m == "September"
+    // A month is a capitalised name, whole or cut to three letters (`Sept` too): `may` and
+    // `march` in a sentence are words.
+    let capital = word.starts_with(|c: char| c.is_ascii_uppercase());
+    let month = crate::judge::numbers::month(&word).filter(|m| {
+        let name = crate::judge::numbers::MONTHS[*m as usize - 1];
+        capital && (word.len() == 3 || word.len() == name.len() || word == "Sept")
     });
     if let Some(m) = month {
-        out.push(grounding(&word, vec![format!("n:{}", m + 1)]));
+        out.push(grounding(&word, vec![format!("n:{m}")]));
         return end;
     }
     let lower = word.to_ascii_lowercase();
