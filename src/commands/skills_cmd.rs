@@ -561,7 +561,7 @@ Answer with the result in Markdown: a title line, then what the reader needs.
 "#;
 
 fn new(ctx: &Ctx, name: &str, skill_md: bool) -> Result<Exit, ExitError> {
-    crate::skills::load::check_name(name)
+    crate::skills::name::check_name(name)
         .map_err(|r| ExitError::usage(msg!("invalid skill name `{}`: {r}", one_line(name))))?;
     let mut dir = ctx.cwd.join(".zhi").join("skills");
     if skill_md {

@@ -100,17 +100,7 @@ pub(super) async fn ask(
         match decide(ctx, verdict, model, &mut next) {
             Next::Keep(judged) => {
                 let done = done.expect("a kept verdict judged an answer");
-                let done = reply_as_file(ctx, &sandbox, done)?;
-                // A job whose any step was escalated names the stronger model (its tokens
-                // per model say the rest).
-                if answered_by.is_some() {
-                    stats.decided.answered_by = answered_by;
-                }
-                stats.decided.doubts.extend(judged.doubts);
-                if judged.extraction.is_some() {
-                    stats.decided.extraction = judged.extraction;
-                }
-                return Ok(done);
+                return keep(ctx, &sandbox, done, judged, answered_by, stats);
             }
             Next::ClimbDoubted(judged, to) => {
                 let done = done.expect("a doubted verdict judged an answer");
@@ -145,25 +135,64 @@ pub(super) async fn ask(
                 rung = Some(to);
             }
             Next::Fail(e, extraction) => {
-                let Some(kept) = doubted else {
-                    if extraction.is_some() {
-                        stats.decided.extraction = extraction;
-                    }
-                    return Err(e);
-                };
-                // The failed attempt's files make way for the doubted answer's.
-                for f in sandbox.written() {
-                    let _ = ctx.run.layout.remove_file(&dir.join(&f));
-                }
-                ctx.transcript.note(&format!(
-                    "{model} failed ({kind}: {message}); the doubted answer before it is kept",
-                    kind = e.kind,
-                    message = crate::sanitize::fit(&e.message, 200),
-                ));
-                return kept.restore(ctx, dir, stats);
+                return fail(ctx, dir, &sandbox, model, e, extraction, doubted, stats);
             }
         }
     }
+}
+
+/// The step's answer kept: a reply written as its file, its doubts and grounding into the
+/// job's decisions.
+fn keep(
+    ctx: &JobCtx<'_>,
+    sandbox: &crate::agent::sandbox::Sandbox,
+    done: Done,
+    judged: Judged,
+    answered_by: Option<(String, String)>,
+    stats: &mut AgentStats,
+) -> Result<Done, JobError> {
+    let done = reply_as_file(ctx, sandbox, done)?;
+    // A job whose any step was escalated names the stronger model (its tokens per model say
+    // the rest).
+    if answered_by.is_some() {
+        stats.decided.answered_by = answered_by;
+    }
+    stats.decided.doubts.extend(judged.doubts);
+    if judged.extraction.is_some() {
+        stats.decided.extraction = judged.extraction;
+    }
+    Ok(done)
+}
+
+/// The step failed on the last rung that may mend it: the doubted answer before it is kept if
+/// there is one, else the step fails.
+#[allow(clippy::too_many_arguments)]
+fn fail(
+    ctx: &JobCtx<'_>,
+    dir: &Path,
+    sandbox: &crate::agent::sandbox::Sandbox,
+    model: &str,
+    e: JobError,
+    extraction: Option<crate::judge::grounding::Extraction>,
+    doubted: Option<Doubted>,
+    stats: &mut AgentStats,
+) -> Result<Done, JobError> {
+    let Some(kept) = doubted else {
+        if extraction.is_some() {
+            stats.decided.extraction = extraction;
+        }
+        return Err(e);
+    };
+    // The failed attempt's files make way for the doubted answer's.
+    for f in sandbox.written() {
+        let _ = ctx.run.layout.remove_file(&dir.join(&f));
+    }
+    ctx.transcript.note(&format!(
+        "{model} failed ({kind}: {message}); the doubted answer before it is kept",
+        kind = e.kind,
+        message = crate::sanitize::fit(&e.message, 200),
+    ));
+    kept.restore(ctx, dir, stats)
 }
 
 /// The ladder's one reading of a verdict: keep, climb, or fail.

@@ -26,6 +26,7 @@ pub(crate) mod slots;
 mod statuses;
 mod stop;
 mod tables;
+mod text;
 mod watch;
 mod workflow;
 

@@ -11,9 +11,9 @@
 
 use super::ask::JobCtx;
 use super::chunked::ChunkState;
-use super::job::run_text;
 use super::ladder::ask;
 use super::message::{language_line, push_args, task_line};
+use super::text::run_text;
 use crate::agent::runner::{AgentStats, document_block};
 use crate::error::{ErrorKind, JobError};
 use crate::judge::declared;

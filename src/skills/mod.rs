@@ -7,6 +7,7 @@
 mod discover;
 mod graph;
 pub(crate) mod load;
+pub(crate) mod name;
 mod preamble;
 pub(crate) mod schema;
 pub(crate) mod steps;

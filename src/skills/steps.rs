@@ -212,7 +212,7 @@ fn parse_step(i: usize, m: &Mapping, warnings: &mut Vec<String>) -> Result<Step,
         .ok()
         .flatten()
         .ok_or_else(|| format!("steps[{i}] has no `id`"))?;
-    super::load::check_name(&id)
+    super::name::check_name(&id)
         .map_err(|reason| format!("steps[{i}]: invalid id `{id}`: {reason}"))?;
     for k in m.keys() {
         match k.as_str() {

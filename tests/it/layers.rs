@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["run"],
     &["agent"],
+    &["judge"],
     &["plan", "extract", "report", "batch"],
     &["manifest", "chunk", "ocr"],
     &["llm"],
@@ -138,4 +139,149 @@ fn no_module_imports_upwards_and_no_import_circle() {
             );
         }
     }
+}
+
+/// A file's module path: `src/run/job.rs` → `run::job`, `src/judge/mod.rs` → `judge`.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|l| l == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file a module path names, or the longest prefix of it that is a file's module.
+fn file_of(src: &Path, path: &[String]) -> Option<Vec<String>> {
+    (1..=path.len()).rev().find_map(|n| {
+        let p = path[..n].join("/");
+        (src.join(format!("{p}.rs")).is_file() || src.join(&p).join("mod.rs").is_file())
+            .then(|| path[..n].to_vec())
+    })
+}
+
+/// The module paths a line of `module`'s code names: `crate::a::b`, `super::c` (resolved
+/// against `module`), and the items of `super::{d::X, e}`.
+fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let chain = |mut rest: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let id = ident(rest);
+            if id.is_empty() {
+                return out;
+            }
+            rest = &rest[id.len()..];
+            out.push(id);
+            match rest.strip_prefix("::") {
+                Some(r) => rest = r,
+                None => return out,
+            }
+        }
+    };
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        if i > 0 && code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        out.push(chain(&code[i + 7..]));
+    }
+    let mut i = 0;
+    while let Some(k) = code[i..].find("super::") {
+        let start = i + k;
+        if start > 0 && code[..start].ends_with("::") {
+            i = start + 7;
+            continue;
+        }
+        let mut rest = &code[start..];
+        let mut ups = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = r;
+        }
+        // `module` is already the folder for a `mod.rs`: each `super` drops one name.
+        let base = &module[..module.len().saturating_sub(ups)];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = group.split('}').next().unwrap_or("");
+            for item in group.split(',') {
+                let mut p = base.to_vec();
+                p.extend(chain(item.trim()));
+                out.push(p);
+            }
+        } else {
+            let mut p = base.to_vec();
+            p.extend(chain(rest));
+            out.push(p);
+        }
+        i = start + 7;
+    }
+    out
+}
+
+/// No two files of `src/` import each other, nor does any longer circle of files run through
+/// their `crate::` and `super::` paths (docs/pipeline.md: the judge, the ladder and the job each
+/// have one side).
+#[test]
+fn no_two_files_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut edges: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(&src).unwrap().to_path_buf();
+            let module = module_of(&rel);
+            if module.is_empty() || module == ["main"] || module == ["lib"] {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("#[cfg(test)]") {
+                    break;
+                }
+                let code = line.split("//").next().unwrap_or("");
+                for named in named_paths(code, &module) {
+                    let Some(to) = file_of(&src, &named) else {
+                        continue;
+                    };
+                    // A file naming its own folder's `mod.rs` (or an ancestor's) reaches what
+                    // that module re-exports: not an import of a sibling.
+                    if to == module || module.starts_with(&to) {
+                        continue;
+                    }
+                    edges
+                        .entry((module.join("::"), to.join("::")))
+                        .or_insert_with(|| format!("src/{}:{}", rel.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        edges.len() > 100,
+        "the sources were not read: {}",
+        edges.len()
+    );
+    let both: Vec<String> = edges
+        .iter()
+        .filter(|((a, b), _)| a < b && edges.contains_key(&(b.clone(), a.clone())))
+        .map(|((a, b), at)| format!("{a} ↔ {b} ({at}, {})", edges[&(b.clone(), a.clone())]))
+        .collect();
+    assert!(
+        both.is_empty(),
+        "files importing each other:\n{}",
+        both.join("\n")
+    );
 }
