@@ -158,4 +158,36 @@ mod tests {
         assert!(chrf(a, b) > 50.0, "{}", chrf(a, b));
         assert!(chrf("completely different", "数据库磁盘满了") < 5.0);
     }
+
+    /// The schema's coercion and the audit read a number one way: a cheap answer's quoted
+    /// figure agrees with the number the schema makes of it, and with nothing else.
+    #[test]
+    fn the_audit_and_the_schema_read_every_spelling_of_a_number_alike() {
+        let schema = crate::agent::structured::Schema::new(serde_json::json!({
+            "type": "object", "properties": {"total": {"type": "number"}}
+        }))
+        .unwrap();
+        for (written, value) in [
+            ("1,50", 1.5),
+            ("1.500,00", 1500.0),
+            ("1,500.00", 1500.0),
+            ("¥1,130.00", 1130.0),
+        ] {
+            let quoted = serde_json::json!({ "total": written });
+            let coerced = schema.parse(&quoted.to_string()).unwrap();
+            assert_eq!(coerced["total"], serde_json::json!(value), "{written}");
+            assert_eq!(
+                compare_objects(Some(&quoted), &coerced, &schema.fields),
+                [("total".to_string(), true)],
+                "{written}"
+            );
+            let other = serde_json::json!({ "total": value * 100.0 });
+            assert_eq!(
+                compare_objects(Some(&quoted), &other, &schema.fields),
+                [("total".to_string(), false)],
+                "{written} is not {}",
+                value * 100.0
+            );
+        }
+    }
 }

@@ -339,6 +339,61 @@ fn grounding_required_fails_a_job_whose_required_value_is_found_nowhere() {
     assert_eq!(csv_rows(&env, "invoice-strict").len(), 3);
 }
 
+/// `grounding: required` is a verdict the ladder reads on each rung, as it reads a schema's
+/// `invalid_output`: with `escalate_on: []` (no doubt climbs), the cheap model's made-up
+/// required total is asked of the strong model, whose grounded answer is kept.
+#[test]
+fn a_required_value_found_nowhere_is_asked_of_the_strong_model_with_escalate_on_empty() {
+    let env = env();
+    env.write("zhi.yaml", &format!("{FAST}escalate_on: []\n"));
+    env.write(
+        ".zhi/skills/invoice-strict.yaml",
+        "name: invoice-strict\ndescription: Invoice fields, every required one found in the invoice\nsystem_prompt: Take the fields of one invoice.\noutput:\n  schema: invoice.schema.json\n  grounding: required\n",
+    );
+    env.write(".zhi/skills/invoice.schema.json", SCHEMA);
+    let cheap = FakeApi::start(answers);
+    let strong = FakeApi::start(|_: &Recorded| {
+        Reply::text(
+            json!({"invoice_number": "GX-7", "seller": "Globex Corporation", "total": 2000.5,
+                   "items": [{"name": "Consulting", "amount": 2000.5}]})
+            .to_string(),
+        )
+    });
+    let to = format!("strong-model@{}", strong.base_url());
+    let out = run(
+        &env,
+        &cheap,
+        "invoice-strict",
+        &["invoices", "--escalate", &to],
+    );
+    assert_exit(&out, Exit::Success);
+    let asked: Vec<String> = strong
+        .chat_requests()
+        .iter()
+        .map(|r| r.input_document())
+        .collect();
+    assert_eq!(asked.len(), 1, "only Globex goes up: {}", show(&out));
+    assert!(asked[0].contains("globex"), "{asked:?}");
+    let r = record(&env, "invoices/globex.txt");
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert_eq!(r["model"], "strong-model", "{r}");
+    assert_eq!(r["escalated_from"], "glm-4-flash", "{r}");
+    assert_eq!(
+        r["extraction"]["ungrounded"],
+        json!([]),
+        "the kept answer's grounding is recorded: {r}"
+    );
+    assert!(r["extraction"]["fields"]["total"].is_object(), "{r}");
+    let kept = saved(
+        &env,
+        "out/invoice-strict/invoices/globex.txt/extracted.json",
+    );
+    assert_eq!(kept["total"], json!(2000.5));
+    assert_eq!(kept["seller"], "Globex Corporation");
+    let acme = record(&env, "invoices/acme.txt");
+    assert_eq!(acme["escalated"], Value::Null, "{acme}");
+}
+
 #[test]
 fn a_schema_that_is_not_json_stops_the_run_before_anything_is_asked_naming_its_file() {
     let env = env();
