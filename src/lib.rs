@@ -1,8 +1,9 @@
 //! zhi: run LLM skills over whole folders of documents.
 //!
 //! The pipeline, one room each: `plan` (inputs → jobs) → `extract` (document → text) →
-//! `agent` (the skill's loop on the model, confined tools) → `run` (the executor: pool,
-//! staging, commit) → `manifest` (one record per job).
+//! `agent` (the skill's conversation with the model, confined tools) → `judge` (the verdict on
+//! each answer: kept, doubted, failed) → `run` (the executor: the ladder, pool, staging,
+//! commit) → `manifest` (one record per job).
 
 #![warn(unreachable_pub)]
 #![warn(clippy::too_many_lines)]

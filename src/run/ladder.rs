@@ -158,6 +158,13 @@ fn keep(
         stats.decided.answered_by = answered_by;
     }
     stats.decided.doubts.extend(judged.doubts);
+    if let Some(found) = &judged.extraction
+        && !found.ungrounded.is_empty()
+    {
+        let list = found.ungrounded.join(", ");
+        ctx.transcript
+            .note(&format!("values found nowhere in the document: {list}"));
+    }
     if judged.extraction.is_some() {
         stats.decided.extraction = judged.extraction;
     }

@@ -1,7 +1,7 @@
 //! `zhi report` in a real browser: headless Chromium renders the report of a run with failures
 //! (the failures visible, the sorting script run, the page in Chinese under `ZHI_LANGUAGE=zh`).
 
-use crate::report_fixture::{read, report, run_with_failures, section};
+use crate::support::report_fixture::{read, report, run_with_failures, section};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 
 use crate::need::Need;
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, latest_records, show};
+use crate::support::testenv::{TestEnv, latest_records, show};
 use std::path::Path;
 
 pub fn tests() -> Vec<crate::Test> {
@@ -122,6 +122,6 @@ pub fn steps_the_small_model_gets_wrong_succeed_on_the_strong_one() {
     }
     eprintln!(
         "escalation on the local model: {escalated} of 3 jobs escalated, {strong_requests} strong request(s); tokens (prompt, completion) by model: {by_model:?}\n{}",
-        crate::testenv::stderr(&out)
+        crate::support::testenv::stderr(&out)
     );
 }

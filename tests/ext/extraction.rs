@@ -2,9 +2,11 @@
 //! `scripts/fetch-pdf-corpus.sh`) and with the programs zhi uses when they are installed
 //! (pdftotext, pdftoppm, pdfimages, tesseract, and pango-view to render a page).
 
-use crate::corpus::{HELLO, mostly_unreadable_page, three_pages_with_a_loop_in_the_middle};
 use crate::need::{Need, doc};
-use crate::reading::{
+use crate::support::corpus::{
+    HELLO, mostly_unreadable_page, three_pages_with_a_loop_in_the_middle,
+};
+use crate::support::reading::{
     assert_failed, assert_far_more_drawn_than_found, char_recall, options, recall, worker_only,
     write,
 };
@@ -337,7 +339,7 @@ fn chinese_english_paragraphs() -> String {
 
 fn pdftotext_leads_and_the_worker_checks_its_pages() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
+    let path = write(dir.path(), "ok.pdf", &crate::support::corpus::hello_pdf());
     let got = extract::extract(&path, &options(OcrChoice::Off)).unwrap();
     assert_eq!(got.text, HELLO);
     assert_eq!(got.pages[0].method, Method::Pdftotext);
@@ -350,7 +352,7 @@ fn pdftotext_leads_and_the_worker_checks_its_pages() {
 
 fn without_a_working_worker_pdftotext_still_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
+    let path = write(dir.path(), "ok.pdf", &crate::support::corpus::hello_pdf());
     let opts = ExtractOptions {
         worker_exe: PathBuf::from("/nonexistent/zhi"),
         ..options(OcrChoice::Off)
@@ -510,11 +512,11 @@ fn encrypted_pdfs_read_with_an_empty_password_and_fail_with_a_real_one() {
 /// `zhi run` over real PDFs beside a made one: the real one (pypdf's crazyones.pdf) is
 /// summarised, the encrypted one fails with a reason, and the model never sees it.
 fn a_run_over_real_pdfs_reads_one_and_fails_the_encrypted_one() {
+    use crate::support::testenv::{TestEnv, assert_exit, record, run_skill, show};
     use crate::support::{FakeApi, Recorded, Reply};
-    use crate::testenv::{TestEnv, assert_exit, record, run_skill, show};
     use zhi::exit::Exit;
     let env = TestEnv::new();
-    env.write("docs/control.pdf", crate::corpus::hello_pdf());
+    env.write("docs/control.pdf", crate::support::corpus::hello_pdf());
     std::fs::copy(doc(CRAZYONES_PDF), env.path("docs/crazyones.pdf")).unwrap();
     std::fs::copy(doc(ENCRYPTED_LOCKED[0]), env.path("docs/encrypted.pdf")).unwrap();
     let api = FakeApi::start(|_: &Recorded| Reply::text(crate::support::FILLER));
@@ -558,7 +560,7 @@ fn a_pdf_of_more_than_100_pages_is_refused_for_glm_ocr_before_upload() {
         objects.extend(
             (0..pages).map(|_| b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>".to_vec()),
         );
-        crate::corpus::pdf(&objects)
+        crate::support::corpus::pdf(&objects)
     };
     let api = FakeApi::always(Reply::status(
         200,

@@ -2,7 +2,7 @@
 //! stops with exit 75 and leaves no temporary file behind.
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, files_under, show, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, files_under, show, stderr};
 use serde_json::Value;
 use zhi::exit::Exit;
 

@@ -4,7 +4,7 @@
 //! calls executed, outputs written, manifest true — never the wording of a 0.5B model.
 
 use crate::need::{Need, doc};
-use crate::testenv::{TestEnv, assert_exit, latest_records, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, latest_records, stderr};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::Path;

@@ -18,8 +18,6 @@ macro_rules! note {
 }
 
 mod browser;
-#[path = "../it/corpus.rs"]
-mod corpus;
 mod escalation_local;
 mod extraction;
 mod full_disk;
@@ -27,20 +25,12 @@ mod ladder;
 mod local_model;
 mod mcp_client;
 mod need;
-#[path = "../it/progress_parse.rs"]
-mod progress_parse;
-#[path = "../it/reading.rs"]
-mod reading;
-#[path = "../it/report_fixture.rs"]
-mod report_fixture;
 mod skill_folders;
 mod slurm;
 mod stat_cache;
 #[path = "../it/support/mod.rs"]
 mod support;
 mod terminal;
-#[path = "../it/testenv.rs"]
-mod testenv;
 
 use libtest_mimic::{Arguments, Completion, Trial};
 use need::{Checker, Need};

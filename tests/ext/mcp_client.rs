@@ -8,7 +8,7 @@
 //! same SDK (tests/ext/mcp_server.py), named in the settings, on the fake API.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, record, run_skill, show};
+use crate::support::testenv::{TestEnv, assert_exit, record, run_skill, show};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 

@@ -80,14 +80,14 @@ impl Checker {
 
 fn check(need: Need) -> Option<Missing> {
     match need {
-        Need::Program(program) => (!crate::reading::on_path(program)).then(|| Missing {
+        Need::Program(program) => (!crate::support::reading::on_path(program)).then(|| Missing {
             what: program.to_string(),
             why: "not on PATH".into(),
             how: format!("install {}", package_of(program)),
         }),
         Need::TesseractLanguage(lang) => {
             let package = format!("tesseract-ocr-{}", lang.replace('_', "-"));
-            if !crate::reading::on_path("tesseract") {
+            if !crate::support::reading::on_path("tesseract") {
                 // The same as a missing program: the test names it once.
                 return check(Need::Program("tesseract"));
             }
@@ -274,7 +274,7 @@ fn answers(var: &str) -> Result<(), String> {
 /// allocated): a cluster whose controller is down, or whose only node is down or drained, is
 /// no cluster to submit to.
 fn slurm_cluster() -> Result<(), String> {
-    if !crate::reading::on_path("sinfo") {
+    if !crate::support::reading::on_path("sinfo") {
         return Err("sinfo is not on PATH".into());
     }
     let mut child = Command::new("sinfo")
@@ -325,7 +325,7 @@ fn slurm_cluster() -> Result<(), String> {
 
 /// `unshare -rm` can mount a small tmpfs (what the full-disk test does).
 fn private_mount() -> Result<(), String> {
-    if !crate::reading::on_path("unshare") {
+    if !crate::support::reading::on_path("unshare") {
         return Err("unshare is not on PATH".into());
     }
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;

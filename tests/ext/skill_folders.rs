@@ -1,7 +1,7 @@
 //! An Agent Skill folder holding large files: commands that do not need the folder's hash
 //! never read them (counted with strace: no `open` of the large files at all).
 
-use crate::testenv::{TestEnv, assert_exit};
+use crate::support::testenv::{TestEnv, assert_exit};
 use zhi::exit::Exit;
 
 pub fn tests() -> Vec<crate::Test> {

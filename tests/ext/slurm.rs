@@ -10,8 +10,8 @@
 //! leaves no job behind: the jobs end, and a test that fails cancels them.
 
 use crate::need::Need;
+use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

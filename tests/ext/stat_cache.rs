@@ -3,7 +3,7 @@
 //! (`strace -f -e trace=open,openat,…`).
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, show};
+use crate::support::testenv::{TestEnv, assert_exit, show};
 use std::collections::BTreeSet;
 use zhi::exit::Exit;
 

@@ -1,8 +1,8 @@
 //! The progress bar on a real terminal: a run in a tmux pane, read back while it goes.
 
-use crate::progress_parse::{Seen, parse};
+use crate::support::progress_parse::{Seen, parse};
+use crate::support::testenv::TestEnv;
 use crate::support::{FakeApi, Reply};
-use crate::testenv::TestEnv;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

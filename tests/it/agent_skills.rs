@@ -3,8 +3,8 @@
 //! like a YAML skill.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, records_by_input, stderr, stdout};
-use crate::testenv::{assert_exit, show};
+use crate::support::testenv::{TestEnv, records_by_input, stderr, stdout};
+use crate::support::testenv::{assert_exit, show};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 

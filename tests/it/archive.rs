@@ -2,8 +2,8 @@
 //! rerun writes only what changed, `zhi status` tells the folder's state, `zhi prune` frees
 //! old runs and loses nothing.
 
+use crate::support::testenv::{TestEnv, assert_exit, show, stdout};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, show, stdout};
 use serde_json::Value;
 use std::path::Path;
 use zhi::exit::Exit;
@@ -33,7 +33,7 @@ fn documents(env: &TestEnv, n: usize) {
 
 /// Bytes of every file under `dir`.
 fn bytes_under(dir: &Path) -> u64 {
-    crate::testenv::files_under(dir)
+    crate::support::testenv::files_under(dir)
         .iter()
         .filter_map(|f| std::fs::metadata(f).ok())
         .map(|m| m.len())
@@ -164,10 +164,11 @@ fn prune(env: &TestEnv, extra: &[&str]) -> std::process::Output {
 
 /// Every output of the folder, with its content.
 fn outputs(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
-    let mut all: Vec<(String, Vec<u8>)> = crate::testenv::files_under(&env.path("out/summarize"))
-        .into_iter()
-        .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
-        .collect();
+    let mut all: Vec<(String, Vec<u8>)> =
+        crate::support::testenv::files_under(&env.path("out/summarize"))
+            .into_iter()
+            .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
+            .collect();
     all.sort();
     all
 }

@@ -3,8 +3,8 @@
 //! a long document's reduce step in a follow-up batch; kills while submitting and collecting;
 //! two overlapping cron runs; `zhi batch status|cancel`. Every test drives the real binary.
 
+use crate::support::testenv::{TestEnv, assert_exit, show, stderr};
 use crate::support::{FakeApi, FakeBatch, Pace, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, show, stderr};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -917,7 +917,7 @@ fn batch_status_and_cancel() {
     assert_exit(&out, Exit::Success);
     let out = zhi_batch(&env, &api, &["status"]);
     assert_exit(&out, Exit::Success);
-    let table = crate::testenv::stdout(&out);
+    let table = crate::support::testenv::stdout(&out);
     assert!(table.starts_with("BATCH"), "{table}");
     let row = table.lines().nth(1).unwrap().to_string();
     let cells: Vec<&str> = row.split_whitespace().collect();

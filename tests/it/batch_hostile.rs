@@ -5,8 +5,8 @@
 //! its exit code.
 
 use crate::batch_api::{count, latest, submit, summary, write_docs, zhi_run};
+use crate::support::testenv::{TestEnv, assert_exit, show};
 use crate::support::{FakeApi, FakeBatch, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, show};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -219,7 +219,7 @@ fn a_result_file_over_the_cap_is_given_up_not_downloaded_every_run() {
     let _ = submit(&env, &api);
     assert_eq!(downloads(), 1, "never downloaded again");
     // Nothing half-written is left beside the batch records.
-    let leftovers: Vec<_> = crate::testenv::files_under(&env.path("out/.zhi/batches"))
+    let leftovers: Vec<_> = crate::support::testenv::files_under(&env.path("out/.zhi/batches"))
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(".tmp-"))
         .collect();

@@ -6,7 +6,7 @@
 //! so every job is escalated and pays the strong model's price.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, records_by_input, show, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, records_by_input, show, stderr, stdout};
 use serde_json::Value;
 use zhi::exit::Exit;
 

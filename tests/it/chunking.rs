@@ -3,7 +3,7 @@
 
 use crate::support::FILLER;
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit};
+use crate::support::testenv::{TestEnv, assert_exit};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,6 @@
 //! `zhi config show`: layering and the key that is never printed.
 
-use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
 
 use serde_json::Value;
 use zhi::exit::Exit;

@@ -6,7 +6,7 @@
 //! port, zhi's version) is replaced by a placeholder.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
 use std::process::Output;
 use std::time::Duration;
 use zhi::exit::Exit;

@@ -1,7 +1,7 @@
 //! What a command-line tool is expected to have: shell completions, a man page, a suggestion
 //! for a mistyped subcommand or skill, and tables that fit the terminal.
 
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
 
 use zhi::exit::Exit;
 

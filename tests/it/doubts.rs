@@ -5,7 +5,7 @@
 //! swaps seller and buyer, and a strong one that reads invoices right.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, records_by_input, show, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, records_by_input, show, stderr};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 
@@ -50,13 +50,14 @@ fn env() -> TestEnv {
     env
 }
 
-/// The invoice a request is about.
+/// The invoice a request is about; a request about none of them is a broken test, said at
+/// once rather than answered with an empty invoice.
 fn invoice(r: &Recorded) -> (String, String, f64) {
     let doc = r.input_document();
     let (_, seller, buyer, total) = invoices()
         .into_iter()
         .find(|(p, ..)| doc.ends_with(p.trim_start_matches("invoices/")))
-        .unwrap_or_default();
+        .unwrap_or_else(|| panic!("a request about no known invoice: {doc:?}"));
     (seller, buyer, total)
 }
 

@@ -3,7 +3,7 @@
 //! summary. Two fake servers: a cheap one and a strong one.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, records_by_input, show, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, records_by_input, show, stderr};
 use serde_json::Value;
 use zhi::exit::Exit;
 

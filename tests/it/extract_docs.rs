@@ -4,11 +4,11 @@
 //! (pdftotext, tesseract, fetched documents) are in `tests/ext`, where a missing one is
 //! reported as ignored.
 
-use crate::corpus::{
+use crate::support::corpus::{
     BOX, HELLO, W, mostly_unreadable_page, one_page_pdf, pdf, stream, text_content,
     three_pages_with_a_loop_in_the_middle, zeros_zlib, zip_file,
 };
-use crate::reading::{
+use crate::support::reading::{
     assert_failed, assert_far_more_drawn_than_found, options, recall, worker_only, write,
 };
 use std::process::Command;
@@ -207,7 +207,7 @@ fn corrupt_office_files_fail_with_a_reason() {
 #[test]
 fn a_generated_pdf_reads_through_the_worker() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
+    let path = write(dir.path(), "ok.pdf", &crate::support::corpus::hello_pdf());
     let got = extract::extract(&path, &worker_only(OcrChoice::Off)).unwrap();
     assert_eq!(got.text, HELLO);
     assert_eq!(got.pages[0].method, Method::PdfExtract);
@@ -284,7 +284,7 @@ fn a_page_that_kills_the_worker_costs_that_page_only() {
 #[test]
 fn a_worker_past_its_time_limit_is_killed_and_named() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
+    let path = write(dir.path(), "ok.pdf", &crate::support::corpus::hello_pdf());
     // A stand-in worker that never answers.
     let hanging = write(dir.path(), "hanging-worker", b"#!/bin/sh\nexec sleep 60\n");
     std::fs::set_permissions(
@@ -323,7 +323,7 @@ fn hostile_pdfs_fail_as_jobs_not_as_the_process() {
         pdf_timeout: Duration::from_secs(60),
         ..options(OcrChoice::Off)
     };
-    let good = crate::corpus::hello_pdf();
+    let good = crate::support::corpus::hello_pdf();
 
     // Cut before the page's content: nothing can be salvaged.
     let truncated = write(dir.path(), "truncated.pdf", &good[..good.len() * 2 / 5]);
@@ -504,7 +504,7 @@ fn hostile_files_of_any_kind_fail_with_kind_and_reason() {
 #[test]
 fn workers_run_side_by_side_and_stop_when_cancelled() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "ok.pdf", &crate::corpus::hello_pdf());
+    let path = write(dir.path(), "ok.pdf", &crate::support::corpus::hello_pdf());
     let opts = options(OcrChoice::Off);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
@@ -532,12 +532,12 @@ fn workers_run_side_by_side_and_stop_when_cancelled() {
 /// its record says so.
 #[test]
 fn text_lost_in_extraction_is_a_warning_in_the_jobs_record() {
+    use crate::support::testenv::{TestEnv, assert_exit, record, run_skill};
     use crate::support::{FakeApi, Recorded, Reply};
-    use crate::testenv::{TestEnv, assert_exit, record, run_skill};
     use zhi::exit::Exit;
     let env = TestEnv::new();
     env.write("docs/lost.pdf", mostly_unreadable_page());
-    env.write("docs/fine.pdf", crate::corpus::hello_pdf());
+    env.write("docs/fine.pdf", crate::support::corpus::hello_pdf());
     let api = FakeApi::start(|_: &Recorded| {
         Reply::text("A summary of the control page and its ordinary text, in a few words.")
     });
@@ -557,7 +557,7 @@ fn text_lost_in_extraction_is_a_warning_in_the_jobs_record() {
     let fine = record(&env, "docs/fine.pdf");
     assert!(fine.get("warnings").is_none(), "{fine}");
     // And the person watching the run is told.
-    let err = crate::testenv::stderr(&out);
+    let err = crate::support::testenv::stderr(&out);
     assert!(
         err.contains("docs/lost.pdf") && err.contains("every extractor found less than half"),
         "{err}"

@@ -3,7 +3,7 @@
 //! table's own columns or as formulas, and a value too long for a workbook's cell.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
+use crate::support::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 

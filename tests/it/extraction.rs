@@ -2,7 +2,7 @@
 //! against the schema, every value looked for in the document, and one table for the folder.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
+use crate::support::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 
@@ -345,7 +345,7 @@ fn grounding_required_fails_a_job_whose_required_value_is_found_nowhere() {
 #[test]
 fn a_required_value_found_nowhere_is_asked_of_the_strong_model_with_escalate_on_empty() {
     let env = env();
-    env.write("zhi.yaml", &format!("{FAST}escalate_on: []\n"));
+    env.write("zhi.yaml", format!("{FAST}escalate_on: []\n"));
     env.write(
         ".zhi/skills/invoice-strict.yaml",
         "name: invoice-strict\ndescription: Invoice fields, every required one found in the invoice\nsystem_prompt: Take the fields of one invoice.\noutput:\n  schema: invoice.schema.json\n  grounding: required\n",

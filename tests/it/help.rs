@@ -1,6 +1,6 @@
 //! `--help` is documentation: its text is snapshotted so a change to it is a reviewed change.
 
-use crate::testenv::{TestEnv, assert_exit_for, stdout};
+use crate::support::testenv::{TestEnv, assert_exit_for, stdout};
 
 use zhi::exit::Exit;
 

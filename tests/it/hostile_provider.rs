@@ -3,7 +3,7 @@
 //! through.
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, files_under, record, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, files_under, record, stderr, stdout};
 use serde_json::json;
 use zhi::exit::Exit;
 
@@ -94,7 +94,7 @@ fn a_key_handed_back_json_escaped_never_reaches_the_disk() {
     assert_exit(&out, Exit::Success);
     assert!(api.requests().iter().any(|r| r.bearer() == Some(KEY)));
     let summary = std::fs::read_to_string(env.path("out/summarize/docs/budget.txt/summary.md"))
-        .unwrap_or_else(|e| panic!("{e}: {}", crate::testenv::show(&out)));
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::support::testenv::show(&out)));
     assert!(summary.contains("Reference <redacted>."), "{summary}");
     let [report, manifest] = views(&env);
     let printed = [&out, &report, &manifest]
@@ -337,7 +337,7 @@ fn the_key_in_case_zero_width_and_entity_spellings_never_reaches_an_output() {
         .unwrap();
     assert!(api.requests().iter().any(|r| r.bearer() == Some(KEY)));
     let extracted = std::fs::read_to_string(env.path("out/extract/docs/inv.txt/extracted.json"))
-        .unwrap_or_else(|e| panic!("{e}: {}", crate::testenv::show(&out)));
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::support::testenv::show(&out)));
     assert!(extracted.contains("<redacted>"), "{extracted}");
     let hex_key = hex::encode(KEY);
     for f in files_under(&env.path("out")) {

@@ -5,9 +5,9 @@
 //! failed record with a kind and a reason that names the problem; every good one succeeds; and the
 //! model never sees a byte of a bad document.
 
-use crate::corpus;
+use crate::support::corpus;
+use crate::support::testenv::{TestEnv, assert_exit_for, stderr};
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit_for, stderr};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -104,7 +104,7 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
             "extract_failed",
             // With pdftotext leading, the worker's survey stops at its depth limit and finds
             // the page empty; alone, pdf-extract recurses until its stack overflows.
-            if crate::reading::on_path("pdftotext") {
+            if crate::support::reading::on_path("pdftotext") {
                 &["no text found in 1 page"]
             } else {
                 &["no text found in 1 page", "overflowed its stack"]
@@ -266,5 +266,5 @@ fn records(env: &TestEnv) -> BTreeMap<String, Value> {
         .expect("a run folder")
         .count();
     assert_eq!(runs, 1, "one run folder");
-    crate::testenv::records_by_input(&env.path("out"))
+    crate::support::testenv::records_by_input(&env.path("out"))
 }

@@ -7,7 +7,7 @@
 //! another module's; a run's summary starts after its first empty line and is left out here).
 
 use crate::support::FakeApi;
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr};
 use zhi::exit::Exit;
 
 /// Latin words a Chinese message may hold: the product, formats and acronyms, and the names
@@ -292,7 +292,7 @@ fn a_document_that_cannot_be_read_fails_in_chinese() {
     );
     assert_only_chinese(&out);
     // The record keeps the contract's English: scripts read it.
-    let record = crate::testenv::record(&env, "docs/broken.pdf");
+    let record = crate::support::testenv::record(&env, "docs/broken.pdf");
     assert_eq!(record["error"]["kind"], "extract_failed");
     assert!(
         record["error"]["message"]

@@ -4,7 +4,7 @@
 //! The same with the protocol's own Python client is in tests/ext/mcp_client.rs.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::TestEnv;
+use crate::support::testenv::TestEnv;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};

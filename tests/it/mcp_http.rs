@@ -3,7 +3,7 @@
 //! before the protocol sees it, with it the protocol's own answer; SIGTERM ends it cleanly.
 //! The same with the protocol's Python client is in tests/ext/mcp_client.rs.
 
-use crate::testenv::{TestEnv, assert_exit, show, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, show, stderr};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;

@@ -4,7 +4,7 @@
 //! server gone after the run. And the refusals: an unknown server, a non-agent skill.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, record, run_skill, show, stderr};
+use crate::support::testenv::{TestEnv, assert_exit, record, run_skill, show, stderr};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 
@@ -258,7 +258,7 @@ fn an_agent_skill_calls_a_tool_of_a_server_at_a_url_with_its_token() {
     assert!(written.contains("\"failed\""), "{written}");
     assert!(!written.contains("summarize"), "{written}");
     // The token is in no file the runs wrote.
-    for f in crate::testenv::files_under(&env.path("out")) {
+    for f in crate::support::testenv::files_under(&env.path("out")) {
         let bytes = std::fs::read(&f).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         assert!(!text.contains(TOKEN), "{}", f.display());

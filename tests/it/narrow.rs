@@ -4,7 +4,7 @@
 //! value whole on one line. And in Chinese (docs/display.md#languages): no English word is
 //! left in what zhi says itself, outside names and values.
 
-use crate::testenv::{TestEnv, assert_exit, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
 use std::collections::BTreeSet;
 use std::path::Path;
 use zhi::exit::Exit;

@@ -4,9 +4,9 @@
 //! from every kind of thread extraction runs on (a runtime's blocking pool and workers, a
 //! current-thread runtime, no runtime at all).
 
+use crate::support::testenv::{TestEnv, stderr, stdout};
+use crate::support::testenv::{assert_exit, show};
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, stderr, stdout};
-use crate::testenv::{assert_exit, show};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

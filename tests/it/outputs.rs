@@ -5,8 +5,8 @@
 
 use crate::support::FILLER;
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
-use crate::testenv::{files_under, record, run_skill as run, show};
+use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
+use crate::support::testenv::{files_under, record, run_skill as run, show};
 use serde_json::{Value, json};
 use zhi::exit::Exit;
 

@@ -4,8 +4,8 @@
 //! what never becomes an input. Planning must never touch the network: these tests run it against
 //! nothing, or against a fake server that counts requests.
 
+use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, stderr, stdout};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::symlink;
@@ -796,7 +796,7 @@ fn usage_errors_exit_2_with_a_clear_message_and_no_request() {
 fn plan_makes_no_network_request() {
     let env = TestEnv::new();
     touch(&env, "docs/a.txt");
-    env.write("docs/p.pdf", crate::corpus::hello_pdf());
+    env.write("docs/p.pdf", crate::support::corpus::hello_pdf());
     // A port nobody listens on, no key: planning still works.
     let out = env
         .zhi()
@@ -839,7 +839,7 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
     assert_eq!(zh.len(), en.len());
     env.write("k/zh.txt", &zh);
     env.write("k/en.txt", &en);
-    env.write("k/p.pdf", crate::corpus::hello_pdf());
+    env.write("k/p.pdf", crate::support::corpus::hello_pdf());
     env.write("k/photo.png", tiny_png());
     env.write("k/sheet.xlsx", tiny_xlsx());
     env.write("k/setup.exe", b"MZ");
@@ -910,7 +910,7 @@ fn plan_shows_the_extraction_kind_and_a_token_estimate() {
 /// estimated from its size, and the table marks that figure as rough.
 #[test]
 fn plan_estimates_a_pdf_from_its_text_layer_not_its_size() {
-    use crate::corpus::{BOX, HELLO, byte_flipped, one_page_pdf, stream, text_content};
+    use crate::support::corpus::{BOX, HELLO, byte_flipped, one_page_pdf, stream, text_content};
     let env = TestEnv::new();
     let padded = one_page_pdf(
         BOX,
@@ -981,7 +981,7 @@ fn plan_table_snapshot() {
         "# 年度报告\n\n收入增长百分之十二。\n",
     );
     env.write("reports/scan.png", tiny_png());
-    env.write("reports/old/q2.pdf", crate::corpus::hello_pdf());
+    env.write("reports/old/q2.pdf", crate::support::corpus::hello_pdf());
     env.write("reports/.draft.txt", "hidden\n");
     let out = env
         .zhi()
@@ -1262,7 +1262,12 @@ fn half_a_shard_specification_is_a_usage_error_naming_the_variables() {
         .args(["--base-url", &base])
         .output()
         .unwrap();
-    assert_ne!(o.status.code(), Some(2), "{}", crate::testenv::show(&o));
+    assert_ne!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        crate::support::testenv::show(&o)
+    );
     assert_eq!(env.latest_records("out").len(), 2, "the whole plan ran");
 }
 

@@ -2,9 +2,9 @@
 //! plain lines with the time left and the tokens, and the summary at the end. The bar on a real
 //! terminal (tmux) is checked in `tests/ext/terminal.rs`.
 
-use crate::progress_parse::{Seen, parse};
+use crate::support::progress_parse::{Seen, parse};
+use crate::support::testenv::{TestEnv, assert_exit, stderr};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, stderr};
 use std::time::Duration;
 use zhi::exit::Exit;
 

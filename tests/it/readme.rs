@@ -2,7 +2,7 @@
 //! names commands and flags the binary has, and those that need no model run as written, on
 //! the files the repository ships.
 
-use crate::testenv::{TestEnv, show};
+use crate::support::testenv::{TestEnv, show};
 use std::path::Path;
 
 fn repo() -> &'static Path {

@@ -6,7 +6,7 @@
 //! a placeholder.
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, run_skill};
+use crate::support::testenv::{TestEnv, assert_exit, run_skill};
 use serde_json::Value;
 use zhi::exit::Exit;
 

@@ -4,9 +4,9 @@
 //! wrong with it, a lock file that is a FIFO. Each message names the file or the flag and the
 //! reason. Every zhi here runs under a deadline, so a hang fails the test instead of hanging it.
 
+use crate::support::testenv::{TestEnv, output_within, stderr, stdout};
+use crate::support::testenv::{assert_exit, assert_exit_for, show};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, output_within, stderr, stdout};
-use crate::testenv::{assert_exit, assert_exit_for, show};
 use zhi::exit::Exit;
 
 const DEADLINE_SECS: u64 = 20;

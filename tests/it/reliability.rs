@@ -2,8 +2,10 @@
 //! reproduces one attack that once got through and checks that it no longer does.
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, records_by_input, stderr, stdout};
-use crate::testenv::{files_under, output_within, record, run_skill as run, show};
+use crate::support::testenv::{
+    TestEnv, assert_exit, assert_exit_for, records_by_input, stderr, stdout,
+};
+use crate::support::testenv::{files_under, output_within, record, run_skill as run, show};
 use serde_json::json;
 use zhi::exit::Exit;
 

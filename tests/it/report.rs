@@ -2,8 +2,8 @@
 //! becomes one HTML file. The file is checked as text (escaping, no network, links that lead
 //! somewhere), also in Chinese; how a browser renders it is checked in `tests/ext/browser.rs`.
 
-use crate::report_fixture::{read, report, run_with_failures, section};
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr, stdout};
+use crate::support::report_fixture::{read, report, run_with_failures, section};
+use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, show, stderr, stdout};
 use std::path::{Path, PathBuf};
 use zhi::exit::Exit;
 
@@ -271,7 +271,7 @@ fn markup_in_an_input_name_and_an_error_message_is_escaped() {
         NAME => crate::support::Reply::zhipu_error(400, "1214", MESSAGE),
         _ => crate::support::Reply::text("# ok\n\nA summary.\n").with_usage(10, 5),
     });
-    let out = crate::testenv::run_skill(&env, &api, "summarize", &["docs"]);
+    let out = crate::support::testenv::run_skill(&env, &api, "summarize", &["docs"]);
     assert_exit(&out, Exit::JobsFailed);
     let html = read(&report(&env, &["-o", "out"], "en"));
     assert!(!html.contains("<img"), "a file name became markup");

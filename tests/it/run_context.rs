@@ -5,7 +5,7 @@
 
 use crate::ocr_api::{layout_answer, page_png};
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, show};
+use crate::support::testenv::{TestEnv, assert_exit, show};
 use serde_json::{Value, json};
 use std::time::Duration;
 use zhi::exit::Exit;
@@ -117,7 +117,7 @@ fn an_ocr_rate_limit_slows_the_pool() {
         show(&out)
     );
     assert!(
-        crate::testenv::stderr(&out).contains("concurrency 4 -> 2 (rate limited)"),
+        crate::support::testenv::stderr(&out).contains("concurrency 4 -> 2 (rate limited)"),
         "{}",
         show(&out)
     );
@@ -150,7 +150,7 @@ fn a_manifest_that_cannot_be_written_after_the_jobs_ran_is_exit_75() {
         .unwrap();
     assert_exit(&out, Exit::TempFail);
     assert!(
-        crate::testenv::stderr(&out).contains("cannot write the manifest"),
+        crate::support::testenv::stderr(&out).contains("cannot write the manifest"),
         "{}",
         show(&out)
     );

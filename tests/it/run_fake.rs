@@ -3,9 +3,9 @@
 //! scripted model. Each test asserts what a user would see: the files in the output folder, the
 //! records in the manifest, the exit code, and what the model was sent.
 
+use crate::support::testenv::{TestEnv, assert_exit, stdout};
+use crate::support::testenv::{run_skill as run, show};
 use crate::support::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, stdout};
-use crate::testenv::{run_skill as run, show};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ fn run_dir(env: &TestEnv) -> PathBuf {
 /// The run's `results.jsonl`, by input path.
 fn records(env: &TestEnv) -> BTreeMap<String, Value> {
     run_dir(env); // exactly one run
-    crate::testenv::records_by_input(&env.path("out"))
+    crate::support::testenv::records_by_input(&env.path("out"))
 }
 
 fn run_manifest(env: &TestEnv) -> Value {

@@ -1,6 +1,6 @@
 //! `zhi skills list|show|validate|new` and every validation error of the skill system.
 
-use crate::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
+use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
 
 use serde_json::Value;
 use zhi::exit::Exit;

@@ -5,9 +5,9 @@
 //! report it with exit 2. Every zhi here runs under a deadline, so a regression fails the test
 //! instead of hanging it.
 
+use crate::support::testenv::{TestEnv, output_within, stderr, stdout};
+use crate::support::testenv::{assert_exit, show};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, output_within, stderr, stdout};
-use crate::testenv::{assert_exit, show};
 use zhi::exit::Exit;
 
 /// Long enough for a debug build on a busy machine; far shorter than any of the old failures

@@ -1,8 +1,8 @@
 //! The stat cache (docs/outputs.md#the-stat-cache): what a user sees of it. That a rerun
 //! opens no unchanged document is counted with strace in `tests/ext` (`stat_cache`).
 
+use crate::support::testenv::{TestEnv, assert_exit, show, stdout};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, show, stdout};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use zhi::exit::Exit;
@@ -104,7 +104,7 @@ fn checksum_catches_a_change_that_kept_size_and_modification_time() {
             .any(|m| crate::support::fake_api::message_text(m).contains("rejected")),
         "the changed text was sent"
     );
-    let records = crate::testenv::records_by_input(&env.path("out"));
+    let records = crate::support::testenv::records_by_input(&env.path("out"));
     assert_eq!(records["docs/a.txt"]["status"], "succeeded");
     assert_eq!(records["docs/b.txt"]["status"], "cached");
 }
@@ -134,7 +134,7 @@ fn checksum_in_the_settings_file_reads_every_document_and_config_show_says_so() 
         .unwrap();
     assert_exit(&out, Exit::Usage);
     assert!(
-        crate::testenv::stderr(&out).contains("checksum"),
+        crate::support::testenv::stderr(&out).contains("checksum"),
         "{}",
         show(&out)
     );
@@ -158,7 +158,7 @@ fn a_changed_document_reruns_and_a_missing_or_torn_index_changes_nothing() {
         4,
         "only the changed document reran"
     );
-    let records = crate::testenv::records_by_input(&env.path("out"));
+    let records = crate::support::testenv::records_by_input(&env.path("out"));
     assert_eq!(records["docs/b.txt"]["status"], "succeeded");
     assert_eq!(records["docs/a.txt"]["status"], "cached");
 
@@ -187,7 +187,7 @@ fn an_output_edited_or_a_file_added_after_its_stat_was_recorded_is_found() {
     age_past_racy_margin();
     // This rerun checks the outputs by content and records their stats.
     run(&env, &api, &[]);
-    let records = crate::testenv::records_by_input(&env.path("out"));
+    let records = crate::support::testenv::records_by_input(&env.path("out"));
     assert_eq!(records["docs/a.txt"]["status"], "cached");
     assert!(records["docs/a.txt"]["outputs"][0]["stat"].is_object());
     assert!(records["docs/a.txt"]["output_dir_stat"].is_object());
@@ -218,7 +218,7 @@ fn an_output_edited_or_a_file_added_after_its_stat_was_recorded_is_found() {
         .output()
         .unwrap();
     assert_exit(&out, Exit::JobsFailed);
-    let records = crate::testenv::records_by_input(&env.path("out"));
+    let records = crate::support::testenv::records_by_input(&env.path("out"));
     assert_eq!(records["docs/a.txt"]["error"]["kind"], "output_conflict");
     assert_eq!(records["docs/b.txt"]["error"]["kind"], "output_conflict");
     assert!(
@@ -256,7 +256,7 @@ fn a_rerun_over_more_than_one_chunk_of_jobs_reruns_only_what_changed() {
         n + 2,
         "only the two changed reran"
     );
-    let records = crate::testenv::records_by_input(&env.path("out"));
+    let records = crate::support::testenv::records_by_input(&env.path("out"));
     for (input, r) in &records {
         let expected = match input.as_str() {
             "docs/d0003.txt" | "docs/d1027.txt" => "succeeded",

@@ -4,9 +4,9 @@
 //! smallest value that works); a long document is split into pieces whose requests fit it; a
 //! document a skill cannot split and that does not fit fails as `too_large`, naming `--tpm`.
 
+use crate::support::testenv::assert_exit;
+use crate::support::testenv::{TestEnv, output_within, stderr, stdout};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::assert_exit;
-use crate::testenv::{TestEnv, output_within, stderr, stdout};
 use serde_json::Value;
 use zhi::exit::Exit;
 
@@ -156,7 +156,7 @@ fn a_document_that_cannot_be_split_and_exceeds_the_tpm_is_too_large() {
         DEADLINE_SECS,
     );
     assert_exit(&out, Exit::JobsFailed);
-    let records = crate::testenv::latest_records(&env.path("out"));
+    let records = crate::support::testenv::latest_records(&env.path("out"));
     assert_eq!(records.len(), 1);
     let e = &records[0]["error"];
     assert_eq!(e["kind"], "too_large", "{e}");

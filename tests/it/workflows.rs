@@ -4,7 +4,7 @@
 //! naming it; junk is refused whoever wrote it.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
+use crate::support::testenv::{TestEnv, assert_exit, record, run_skill as run, show};
 use serde_json::json;
 use std::time::Duration;
 use zhi::exit::Exit;
@@ -343,7 +343,7 @@ fn a_summary_of_headings_only_is_refused() {
     assert_eq!(api.chat_requests().len(), 2);
     // The rejected answer is kept with the failed job, for the person reading why.
     let failed = env.path("out/.zhi/failed");
-    let kept = crate::testenv::files_under(&failed);
+    let kept = crate::support::testenv::files_under(&failed);
     assert!(
         kept.iter()
             .any(|p| p.to_string_lossy().ends_with("summary.md.rejected")),
@@ -360,7 +360,7 @@ fn skills_validate_names_a_workflow_that_writes_no_declared_file() {
     );
     let out = env.zhi().args(["skills", "validate"]).output().unwrap();
     assert_exit(&out, Exit::Usage);
-    let err = crate::testenv::stderr(&out);
+    let err = crate::support::testenv::stderr(&out);
     assert!(
         err.contains("report.md") && err.contains("no step writes it"),
         "{err}"

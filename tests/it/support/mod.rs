@@ -2,8 +2,13 @@
 //! unused items are expected here.
 #![allow(dead_code, unused_imports)]
 
+pub mod corpus;
 pub mod fake_api;
 pub mod fake_batch;
+pub mod progress_parse;
+pub mod reading;
+pub mod report_fixture;
+pub mod testenv;
 
 pub use fake_api::{FakeApi, Recorded, Reply, ToolResult};
 pub use fake_batch::{FakeBatch, Pace};

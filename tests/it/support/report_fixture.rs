@@ -1,8 +1,8 @@
 //! A run with failures for `zhi report` to show, shared by the report's file tests
 //! (`tests/it/report.rs`) and its browser test (`tests/ext/browser.rs`).
 
+use crate::support::testenv::{TestEnv, assert_exit, run_skill, stdout};
 use crate::support::{FakeApi, Reply};
-use crate::testenv::{TestEnv, assert_exit, run_skill, stdout};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zhi::exit::Exit;

@@ -117,7 +117,11 @@ pub fn char_recall(reference: &str, candidate: &str) -> f64 {
 /// (`corpus::mostly_unreadable_page`), on the path `opts` chooses.
 pub fn assert_far_more_drawn_than_found(path: &Path, opts: &ExtractOptions) {
     let got = zhi::extract::extract(path, opts).unwrap();
-    assert!(got.text.contains(crate::corpus::HELLO), "{:?}", got.text);
+    assert!(
+        got.text.contains(crate::support::corpus::HELLO),
+        "{:?}",
+        got.text
+    );
     assert_eq!(got.pages[0].glyphs, Some(57 + 1200));
     assert_eq!(
         got.warnings,
