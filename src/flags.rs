@@ -1,10 +1,10 @@
 //! [`RunFlags`]: the switches of one `zhi run` that are not settings (no file or variable can
 //! give them), as one value from the command line to where each is used.
 //!
-//! It exists so that such a switch travels whole: `run_cmd` builds it once from the
-//! arguments, the executor keeps it in the run's context, and the agent's tools get it in
-//! their environment. A new switch is a field here, a flag in `cli.rs`, a line where this is
-//! built, and its consumer; nothing in between names it. It is a leaf: it imports nothing of
+//! `run_cmd` builds it once from the arguments and the executor keeps it in the run's context;
+//! a consumer below the executor gets the one switch it reads (a tool gets `allow_web`), never
+//! the whole. A new switch is a field here, a flag in `cli.rs`, a line where this is built, and
+//! its consumer. It is a leaf: it imports nothing of
 //! zhi, so every layer may read it.
 
 /// What one `zhi run` was asked to do beyond its settings.
@@ -34,8 +34,6 @@ pub(crate) struct RunFlags {
     pub every_record: bool,
     /// Show progress (bar or lines): neither `--no-progress` nor `-q`.
     pub progress: bool,
-    /// Print the summary when the run ends (`-q` keeps it too).
-    pub summary: bool,
 }
 
 /// What `--audit` asks.

@@ -752,7 +752,7 @@ pub(crate) fn tool_defs(env: &AgentEnv, skill: &Skill) -> Vec<ToolDef> {
         let Some(kind) = ToolKind::from_name(name) else {
             continue;
         };
-        if kind == ToolKind::WebFetch && !env.tools.flags.allow_web {
+        if kind == ToolKind::WebFetch && !env.tools.allow_web {
             continue;
         }
         defs.push(ToolDef::function(

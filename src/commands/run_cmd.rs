@@ -223,7 +223,6 @@ pub(super) fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
         cancel,
         flags: Arc::new(run_flags(ctx, &a)),
     };
-    let summary = opts.flags.summary;
     let language = opts.config.ui.language;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -232,9 +231,8 @@ pub(super) fn run(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
     let result = rt.block_on(crate::run::execute(opts))?;
     // Jobs still finishing their cancellation are not waited for.
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
-    if summary {
-        print_summary(&result, &ctx.cwd, language);
-    }
+    // `-q` keeps errors and the final summary (see `--help`).
+    print_summary(&result, &ctx.cwd, language);
     if ctx.global.json {
         print_json(&serde_json::to_value(&result.manifest).unwrap_or_default());
     }
@@ -261,8 +259,6 @@ fn run_flags(ctx: &Ctx, a: &RunArgs) -> RunFlags {
         table_rows: a.rows.clone(),
         every_record: a.records == crate::cli::Records::All,
         progress: !ctx.global.no_progress && !ctx.global.quiet,
-        // `-q` keeps errors and the final summary (see `--help`).
-        summary: true,
     }
 }
 

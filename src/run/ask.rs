@@ -173,7 +173,7 @@ fn agent_env(
         tools: ToolEnv {
             sandbox: sandbox.clone(),
             reader: run.reader.clone(),
-            flags: run.flags.clone(),
+            allow_web: run.flags.allow_web,
             declared: Arc::new(declared),
         },
         model,

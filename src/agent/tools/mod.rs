@@ -208,8 +208,9 @@ impl ToolKind {
 pub(crate) struct ToolEnv {
     pub sandbox: Arc<Sandbox>,
     pub reader: Arc<dyn DocumentReader>,
-    /// The run's switches (`--allow-web`: whether `web_fetch` may run at all).
-    pub flags: Arc<crate::flags::RunFlags>,
+    /// `--allow-web`: whether `web_fetch` may run at all. The only switch of the run a tool
+    /// reads, so the only one it is given.
+    pub allow_web: bool,
     /// The job's declared files and their checks: a `file_write` of one is judged before it
     /// is saved (docs/skills.md#declared-outputs).
     pub declared: Arc<Vec<crate::judge::accept::Acceptance>>,
@@ -222,7 +223,7 @@ impl ToolEnv {
         ToolEnv {
             sandbox: Arc::new(sandbox),
             reader: Arc::new(PlainTextReader),
-            flags: Arc::default(),
+            allow_web: false,
             declared: Arc::default(),
         }
     }
@@ -310,7 +311,7 @@ impl Toolbox {
             ToolKind::FileList => list::file_list(args, env).await,
             ToolKind::FileWrite => write::file_write(args, env).await,
             ToolKind::WebFetch => {
-                if !env.flags.allow_web {
+                if !env.allow_web {
                     return ToolOutcome::refused(
                         "web_fetch is not available in this run (web access is off); work \
                          with the job's documents only",

@@ -961,10 +961,7 @@ mod tests {
         assert!(out.refused);
         assert!(out.content.contains("web access is off"));
         let env = ToolEnv {
-            flags: std::sync::Arc::new(crate::flags::RunFlags {
-                allow_web: true,
-                ..Default::default()
-            }),
+            allow_web: true,
             ..env
         };
         let out = Toolbox::new()
