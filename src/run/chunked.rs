@@ -8,7 +8,7 @@
 //! document slots (the job's own slot always makes progress, so pieces cannot starve).
 
 use super::ask::JobCtx;
-use super::ladder::ask;
+use super::ladder::{Stop, ask};
 use super::message::{language_line, push_args, task_line};
 use crate::agent::runner::AgentStats;
 use crate::chunk::{self, Piece};
@@ -50,7 +50,7 @@ struct PieceDone {
 }
 
 /// A finished piece: its folder and what it produced.
-type PieceResult = Result<(PathBuf, PieceDone), JobError>;
+type PieceResult = Result<(PathBuf, PieceDone), Stop>;
 
 /// File extensions whose piece outputs are joined as text: the ones `file_write` writes as
 /// text.
@@ -64,7 +64,7 @@ pub(super) async fn run(
     staging: &Path,
     stats: &mut AgentStats,
     state: &mut ChunkState,
-) -> Result<(), JobError> {
+) -> Result<(), Stop> {
     let (run, job, skill) = (ctx.run, ctx.job, ctx.skill);
     let pieces = chunk::split(text, budget, skill.chunking == Chunking::MapReduce);
     let total = pieces.len();
@@ -100,23 +100,30 @@ pub(super) async fn run(
     for r in results {
         match r {
             Ok(done) => finished.push(done),
-            Err(e) if e.kind == ErrorKind::BatchPending => {
-                waiting.get_or_insert(e);
+            Err(stop @ Stop::Waiting(_)) => {
+                waiting.get_or_insert(stop);
             }
-            Err(e) => {
-                failure.get_or_insert(e);
+            Err(stop) => {
+                failure.get_or_insert(stop);
             }
         }
     }
-    if let Some(e) = failure.or(waiting) {
-        return Err(e);
+    if let Some(stop) = failure.or(waiting) {
+        return Err(stop);
     }
 
     if skill.schema().is_some() {
-        return merge_extracted(&run.layout, skill, job, &pieces, &finished, staging);
+        return Ok(merge_extracted(
+            &run.layout,
+            skill,
+            job,
+            &pieces,
+            &finished,
+            staging,
+        )?);
     }
     match skill.chunking {
-        Chunking::Map => join_pieces(&run.layout, &finished, staging),
+        Chunking::Map => Ok(join_pieces(&run.layout, &finished, staging)?),
         _ => {
             let parts: Vec<String> = finished
                 .iter()
@@ -293,8 +300,8 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
             }
             // A piece waiting for a batch stops no other: every piece still to do is queued
             // in this run.
-            Err(e) if e.kind == ErrorKind::BatchPending => {}
-            Err(e) => {
+            Err(Stop::Waiting(_)) => {}
+            Err(Stop::Failed(e) | Stop::TooLong(e)) => {
                 tracing::info!(job = %job.input, piece = i + 1, of = n, "{}", msg!("piece failed: {e}"));
                 self.failed.cancel();
             }
@@ -319,14 +326,14 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
             .enumerate()
             .map(|(i, r)| {
                 r.unwrap_or_else(|| {
-                    Err(if cancelled {
+                    Err(Stop::Failed(if cancelled {
                         JobError::new(ErrorKind::Cancelled, msg!("cancelled"))
                     } else {
                         JobError::new(
                             ErrorKind::Cancelled,
                             msg!("piece {} of {n} not run: another piece failed", i + 1),
                         )
-                    })
+                    }))
                 })
             })
             .collect()
@@ -535,7 +542,7 @@ fn reduce<'a>(
     staging: &'a Path,
     stats: &'a mut AgentStats,
     level: u32,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), JobError>> + Send + 'a>> {
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Stop>> + Send + 'a>> {
     Box::pin(async move {
         let job = ctx.job;
         let direct = ctx.skill.direct_output(&job.args).is_some();

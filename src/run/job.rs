@@ -4,7 +4,7 @@
 use super::ask::{JobCtx, Rungs};
 use super::audit::Role;
 use super::context::RunContext;
-use super::ladder::ask;
+use super::ladder::{Stop, ask};
 use super::message::folder_message;
 use super::text::{composed, document_text, drop_empty_files, run_text};
 use crate::agent::runner::AgentStats;
@@ -218,18 +218,20 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     };
     record.audited = role == Role::Sampled;
     record.routed = role == Role::Routed;
-    if let Err(e) = &result
-        && e.kind != ErrorKind::BatchPending
-    {
+    if let Err(Stop::Failed(e) | Stop::TooLong(e)) = &result {
         transcript.note(&format!("the job failed: {e}"));
     }
-    let result = result.and_then(|()| strict(run, &stats));
+    let result = result.and_then(|()| Ok(strict(run, &stats)?));
     if role == Role::Routed
         && let Some(audit) = &run.audit
     {
         audit.routed_spent(&stats.by_model);
     }
-    what_the_work_made(&mut record, &mut chunks, &mut stats, &result);
+    let failed = match &result {
+        Err(Stop::Failed(e) | Stop::TooLong(e)) => Some(e),
+        _ => None,
+    };
+    what_the_work_made(&mut record, &mut chunks, &mut stats, failed);
     take_stats(&mut record, &mut stats, job);
     account(&mut record, &mut stats, run);
     let result = match result {
@@ -244,9 +246,33 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
                         msg!("commit crashed: {e}"),
                     ))
                 })
+                .map_err(Stop::Failed)
         }
-        Err(e) => Err(e),
+        Err(stop) => Err(stop),
     };
+    settle(&mut record, result, run, job, &staging, &chunks);
+    record.finished_at = Some(Timestamp::now());
+    record.duration_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        job = %crate::sanitize::one_line(&job.input),
+        status = record.status.as_str(),
+        turns = record.turns,
+        "{}",
+        msg!("job ended")
+    );
+    record
+}
+
+/// The job's status from how it ended: its outputs committed, its request waiting on a
+/// batch, or failed (its staging kept for inspection).
+fn settle(
+    record: &mut JobRecord,
+    result: Result<Vec<OutputFile>, Stop>,
+    run: &RunContext,
+    job: &Job,
+    staging: &Path,
+    chunks: &super::chunked::ChunkState,
+) {
     match result {
         Ok(outputs) => {
             record.status = Status::Succeeded;
@@ -258,31 +284,21 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
             }
         }
         // Batch mode: the job waits for a batch's answer; nothing failed, nothing is kept.
-        Err(e) if e.kind == ErrorKind::BatchPending => {
+        Err(Stop::Waiting(e)) => {
             record.status = Status::Skipped;
-            let _ = run.layout.remove_tree(&staging);
+            let _ = run.layout.remove_tree(staging);
             record.error = Some(e);
         }
-        Err(e) => {
+        Err(Stop::Failed(e) | Stop::TooLong(e)) => {
             record.status = if e.kind == ErrorKind::Cancelled {
                 Status::Cancelled
             } else {
                 Status::Failed
             };
-            keep_failed(run, job, &staging);
+            keep_failed(run, job, staging);
             record.error = Some(e);
         }
     }
-    record.finished_at = Some(Timestamp::now());
-    record.duration_ms = started.elapsed().as_millis() as u64;
-    tracing::info!(
-        job = %crate::sanitize::one_line(&job.input),
-        status = record.status.as_str(),
-        turns = record.turns,
-        "{}",
-        msg!("job ended")
-    );
-    record
 }
 
 /// The job's transcript, created beneath the output folder.
@@ -304,11 +320,11 @@ fn what_the_work_made(
     record: &mut JobRecord,
     chunks: &mut super::chunked::ChunkState,
     stats: &mut AgentStats,
-    result: &Result<(), JobError>,
+    failed: Option<&JobError>,
 ) {
     record.chunks = chunks.counts;
     record.extraction = stats.decided.extraction.take();
-    if let Err(e) = result
+    if let Some(e) = failed
         && e.kind == ErrorKind::InvalidOutput
         && record.extraction.is_none()
     {
@@ -401,7 +417,7 @@ struct Work<'a> {
 /// An audited job (docs/escalation.md#audit): answered by its own model alone, then by the
 /// top rung of its ladder, the two compared; the strong answer is kept, the cheap one when the
 /// strong one fails.
-async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(), JobError> {
+async fn answer_twice(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(), Stop> {
     let cheap = run_in_staging(run, job, w, Rungs::Own).await;
     let cheap_decided = std::mem::take(&mut w.stats.decided);
     let cheap_chunks = std::mem::take(w.chunks);
@@ -516,7 +532,7 @@ async fn run_in_staging(
     job: &Job,
     w: &mut Work<'_>,
     rungs: Rungs,
-) -> Result<(), JobError> {
+) -> Result<(), Stop> {
     let (cache, staging, transcript) = (w.cache, w.staging, w.transcript);
     let (stats, chunks) = (&mut *w.stats, &mut *w.chunks);
     let skill = run.skills.get(&job.skill).ok_or_else(|| {
@@ -545,7 +561,7 @@ async fn run_in_staging(
             &mut chunks.steps,
         )
         .await?;
-        return composed(&ctx, staging, source.as_ref());
+        return Ok(composed(&ctx, staging, source.as_ref())?);
     }
     if job.is_dir {
         let message = folder_message(job, run.layout.output_dir());

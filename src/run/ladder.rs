@@ -18,6 +18,45 @@ use std::sync::Arc;
 /// folder).
 pub(super) type Done = (String, Vec<PathBuf>);
 
+/// How a step ended without an answer to keep: typed, so that no caller steers by an error's
+/// kind.
+#[derive(Debug)]
+pub(super) enum Stop {
+    /// No answer to keep: the step, and its job, fail with this.
+    Failed(JobError),
+    /// Its request waits in a batch: the job is skipped this run and collected by a later one
+    /// (docs/model-api.md#batch-mode).
+    Waiting(JobError),
+    /// The server said the request exceeds its context, and no rung left has a larger window:
+    /// the document is to be split, or split smaller.
+    TooLong(JobError),
+}
+
+impl Stop {
+    /// The error a job that ends here records.
+    pub(super) fn into_error(self) -> JobError {
+        match self {
+            Stop::Failed(e) | Stop::Waiting(e) | Stop::TooLong(e) => e,
+        }
+    }
+
+    /// The step's failure as the ladder read it: a request queued in a batch waits, a context
+    /// exceeded asks for a split, anything else fails.
+    fn of(e: JobError) -> Stop {
+        match e.kind {
+            ErrorKind::BatchPending => Stop::Waiting(e),
+            ErrorKind::ContextTooLong => Stop::TooLong(e),
+            _ => Stop::Failed(e),
+        }
+    }
+}
+
+impl From<JobError> for Stop {
+    fn from(e: JobError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
 /// What the ladder does after a verdict.
 enum Next<'r> {
     /// The answer is the step's output (with its doubts, if any).
@@ -45,7 +84,7 @@ pub(super) async fn ask(
     source: Option<Arc<str>>,
     require: bool,
     stats: &mut AgentStats,
-) -> Result<Done, JobError> {
+) -> Result<Done, Stop> {
     let own = ctx.run.model(ctx.job);
     let ladder = ctx.run.ladder(ctx.job);
     let (mut rung, mut next): (Option<&Rung>, std::slice::Iter<'_, Rung>) = match ctx.rungs {
@@ -100,7 +139,7 @@ pub(super) async fn ask(
         match decide(ctx, verdict, model, &mut next) {
             Next::Keep(judged) => {
                 let done = done.expect("a kept verdict judged an answer");
-                return keep(ctx, &sandbox, done, judged, answered_by, stats);
+                return Ok(keep(ctx, &sandbox, done, judged, answered_by, stats)?);
             }
             Next::ClimbDoubted(judged, to) => {
                 let done = done.expect("a doubted verdict judged an answer");
@@ -172,7 +211,8 @@ fn keep(
 }
 
 /// The step failed on the last rung that may mend it: the doubted answer before it is kept if
-/// there is one, else the step fails.
+/// there is one, else the step fails. A request queued in a batch waits for it, doubted answer
+/// or not: the batch answers it, and a later run judges that answer.
 #[allow(clippy::too_many_arguments)]
 fn fail(
     ctx: &JobCtx<'_>,
@@ -183,12 +223,13 @@ fn fail(
     extraction: Option<crate::judge::grounding::Extraction>,
     doubted: Option<Doubted>,
     stats: &mut AgentStats,
-) -> Result<Done, JobError> {
-    let Some(kept) = doubted else {
+) -> Result<Done, Stop> {
+    let stop = Stop::of(e);
+    let (Some(kept), Stop::Failed(e) | Stop::TooLong(e)) = (doubted, &stop) else {
         if extraction.is_some() {
             stats.decided.extraction = extraction;
         }
-        return Err(e);
+        return Err(stop);
     };
     // The failed attempt's files make way for the doubted answer's.
     for f in sandbox.written() {
@@ -199,7 +240,7 @@ fn fail(
         kind = e.kind,
         message = crate::sanitize::fit(&e.message, 200),
     ));
-    kept.restore(ctx, dir, stats)
+    Ok(kept.restore(ctx, dir, stats)?)
 }
 
 /// The ladder's one reading of a verdict: keep, climb, or fail.

@@ -5,7 +5,7 @@
 
 use super::ask::JobCtx;
 use super::context::RunContext;
-use super::ladder::ask;
+use super::ladder::{Stop, ask};
 use super::message::{document_message, extraction_message, task_line};
 use crate::agent::runner::AgentStats;
 use crate::error::{ErrorKind, JobError};
@@ -25,7 +25,7 @@ pub(super) async fn run_text(
     staging: &Path,
     stats: &mut AgentStats,
     chunks: &mut super::chunked::ChunkState,
-) -> Result<(), JobError> {
+) -> Result<(), Stop> {
     let (run, job, skill, transcript) = (ctx.run, ctx.job, ctx.skill, &ctx.transcript);
     let direct = skill.direct_output(&job.args).is_some();
     let source: Arc<str> = Arc::from(text);
@@ -42,18 +42,18 @@ pub(super) async fn run_text(
                 } else {
                     String::new()
                 };
-            return Err(JobError::new(
+            return Err(Stop::Failed(JobError::new(
                 ErrorKind::TooLarge,
                 msg!(
                     "{} is about {estimate} tokens; one request to {model} takes about {budget} tokens of document{limited}, and skill `{}` does not split documents (chunking: none)",
                     job.input,
                     skill.name
                 ),
-            ));
+            )));
         }
         split(ctx, cache, text, budget, staging, stats, chunks).await?;
         composed(ctx, staging, Some(&source))?;
-        return ground(ctx, text, staging, stats);
+        return Ok(ground(ctx, text, staging, stats)?);
     }
     let message = first_message(run, job, skill, text, direct).await;
     match ask(ctx, staging, "", message, Some(source.clone()), true, stats).await {
@@ -64,17 +64,17 @@ pub(super) async fn run_text(
         }
         // The model's real window was smaller than its budget says: split after all, at
         // half the document's size, when the skill allows it.
-        Err(e) if e.kind == ErrorKind::ContextTooLong && mode != crate::skills::Chunking::None => {
+        Err(Stop::TooLong(_)) if mode != crate::skills::Chunking::None => {
             tracing::info!(job = %job.input, "{}", msg!("context too long for the model; splitting the document"));
             transcript.note("the server said the context was exceeded; splitting the document");
             let _ = ctx.run.layout.remove_tree(staging);
             let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
             split(ctx, cache, text, smaller, staging, stats, chunks).await?;
         }
-        Err(e) => return Err(e),
+        Err(stop) => return Err(stop),
     }
     composed(ctx, staging, Some(&source))?;
-    ground(ctx, text, staging, stats)
+    Ok(ground(ctx, text, staging, stats)?)
 }
 
 /// The first message of a job whose document fits one request: the document (and its other
@@ -191,10 +191,10 @@ async fn split(
     staging: &Path,
     stats: &mut AgentStats,
     chunks: &mut super::chunked::ChunkState,
-) -> Result<(), JobError> {
+) -> Result<(), Stop> {
     loop {
         match super::chunked::run(ctx, cache, text, size, staging, stats, chunks).await {
-            Err(e) if e.kind == ErrorKind::ContextTooLong && size > MIN_PIECE_TOKENS => {
+            Err(Stop::TooLong(_)) if size > MIN_PIECE_TOKENS => {
                 size = (size / 2).max(MIN_PIECE_TOKENS);
                 ctx.transcript.note(&format!(
                     "a piece still exceeded the server's context; splitting again at {size} tokens"

@@ -524,7 +524,9 @@ async fn run_child(
         ))
         .await?;
     } else {
-        run_text(&sub, &sub_cache, &input.text, dir, stats, &mut chunks).await?;
+        run_text(&sub, &sub_cache, &input.text, dir, stats, &mut chunks)
+            .await
+            .map_err(super::ladder::Stop::into_error)?;
     }
     if let Some(c) = &chunks.checkpoint {
         let _ = ctx.run.layout.remove_tree(c);
@@ -845,6 +847,7 @@ async fn prompt_step(
         true,
         stats,
     )
-    .await?;
+    .await
+    .map_err(super::ladder::Stop::into_error)?;
     Ok(())
 }
