@@ -6,7 +6,9 @@
 //! port, zhi's version) is replaced by a placeholder.
 
 use crate::support::fake_api::{FakeApi, Recorded, Reply};
-use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
+use crate::support::snapshot::{filters, stable};
+use crate::support::testenv::{TestEnv, assert_exit};
+use crate::zhi_snapshot;
 use std::process::Output;
 use std::time::Duration;
 use zhi::exit::Exit;
@@ -14,64 +16,10 @@ use zhi::exit::Exit;
 /// The two languages every view is pinned in.
 const LANGS: [&str; 2] = ["en", "zh"];
 
-/// What varies between machines and runs, replaced; `durations` too for what a run took
-/// (not for settings, whose values are what they are).
-fn filters(durations: bool) -> Vec<(&'static str, &'static str)> {
-    let mut filters = vec![
-        // 2025-01-31T12:34:56.789Z
-        (
-            r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
-            "[timestamp]",
-        ),
-        // sha256 of inputs, cache keys, job ids
-        (r"\b[0-9a-f]{16,64}\b", "[hash]"),
-        (r"\b127\.0\.0\.1:\d+\b", "127.0.0.1:[port]"),
-        (r"\bzhi \d+\.\d+\.\d+\S*", "zhi [version]"),
-        (r"/tmp/[^\s]+", "[TMP]"),
-    ];
-    if durations {
-        // `(0.4s)`, `0.3s`, `850 ms`, `1.2 s`, `4 min 05 s`, and in Chinese.
-        filters.extend([
-            (r"\d+ min \d+ s\b", "[duration]"),
-            (r"\d+ 分 \d+ 秒", "[duration]"),
-            (r"\b\d+(\.\d+)? ?(ms|s)\b", "[duration]"),
-            (r"\d+(\.\d+)? ?(毫秒|秒)", "[duration]"),
-        ]);
-    }
-    filters
-}
-
-/// `text` with this test's own temporary folders, binary and run ids replaced (the runs in
-/// `out/` as `[run 1]`, `[run 2]`… oldest first).
-fn stable(env: &TestEnv, text: &str) -> String {
-    let mut runs: Vec<String> = std::fs::read_dir(env.path("out/.zhi/runs"))
-        .map(|dir| {
-            dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    runs.sort();
-    let mut text = env.filter(text).replace(env!("CARGO_BIN_EXE_zhi"), "[zhi]");
-    for (i, run) in runs.iter().enumerate() {
-        text = text.replace(run.as_str(), &format!("[run {}]", i + 1));
-    }
-    text
-}
-
-/// The whole of what a command printed, as a person sees it.
-fn shown(env: &TestEnv, out: &Output) -> String {
-    format!(
-        "--- stdout\n{}--- stderr\n{}",
-        stable(env, &stdout(out)),
-        stable(env, &stderr(out))
-    )
-}
-
-fn snapshot(name: &str, text: &str) {
-    let durations = ["run_summary", "manifest_show", "report_text"]
-        .iter()
-        .any(|n| name.starts_with(n));
-    insta::with_settings!({filters => filters(durations)}, {
+/// A text that is not a command's output (the report's page, as a browser shows it), filtered
+/// as [`zhi_snapshot!`](crate::zhi_snapshot) filters one.
+fn snapshot_text(name: &str, text: &str) {
+    insta::with_settings!({filters => filters(false)}, {
         insta::assert_snapshot!(name.to_string(), text);
     });
 }
@@ -140,12 +88,14 @@ fn a_run_its_manifest_and_its_report() {
     for lang in LANGS {
         let env = TestEnv::new();
         let out = two_runs(&env, lang);
-        snapshot(&format!("run_summary_{lang}"), &shown(&env, &out));
+        zhi_snapshot!(format!("run_summary_{lang}"), &env, &out);
         let show = zhi(&env, lang, &["manifest", "show", "-o", "out"]);
-        snapshot(&format!("manifest_show_{lang}"), &shown(&env, &show));
+        zhi_snapshot!(format!("manifest_show_{lang}"), &env, &show);
+        let status = zhi(&env, lang, &["status", "out"]);
+        zhi_snapshot!(format!("status_{lang}"), &env, &status);
         zhi(&env, lang, &["report", "-o", "out", "--out", "report.html"]);
         let page = std::fs::read_to_string(env.path("report.html")).unwrap();
-        snapshot(
+        snapshot_text(
             &format!("report_text_{lang}"),
             &stable(&env, &visible_text(&page)),
         );
@@ -157,7 +107,7 @@ fn config_show() {
     for lang in LANGS {
         let env = TestEnv::new();
         let out = zhi(&env, lang, &["config", "show"]);
-        snapshot(&format!("config_show_{lang}"), &shown(&env, &out));
+        zhi_snapshot!(format!("config_show_{lang}"), &env, &out, true);
     }
 }
 
@@ -166,7 +116,7 @@ fn skills_show() {
     for lang in LANGS {
         let env = TestEnv::new();
         let out = zhi(&env, lang, &["skills", "show", "summarize"]);
-        snapshot(&format!("skills_show_{lang}"), &shown(&env, &out));
+        zhi_snapshot!(format!("skills_show_{lang}"), &env, &out, true);
     }
 }
 
@@ -178,7 +128,7 @@ fn plan() {
         env.write("docs/年报.md", "# 年度报告\n\n收入增长百分之十二。\n");
         env.write("docs/notes/b.txt", "The plant opens in May.\n");
         let out = zhi(&env, lang, &["plan", "summarize", "docs"]);
-        snapshot(&format!("plan_{lang}"), &shown(&env, &out));
+        zhi_snapshot!(format!("plan_{lang}"), &env, &out, true);
     }
 }
 

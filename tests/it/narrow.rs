@@ -4,6 +4,7 @@
 //! value whole on one line. And in Chinese (docs/display.md#languages): no English word is
 //! left in what zhi says itself, outside names and values.
 
+use crate::support::snapshot::{filters, stable};
 use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -77,13 +78,15 @@ fn json(env: &TestEnv, args: &[&str]) -> Vec<serde_json::Value> {
     }
 }
 
+/// What a command printed at 80 columns, pinned with the shared filters
+/// ([`zhi_snapshot!`](crate::zhi_snapshot)'s).
 fn snapshot(name: &str, env: &TestEnv, out: &(String, String)) {
     let shown = format!(
         "--- stdout\n{}--- stderr\n{}",
-        env.filter(&out.0),
-        env.filter(&out.1)
+        stable(env, &out.0),
+        stable(env, &out.1)
     );
-    insta::with_settings!({filters => vec![(r"/tmp/[^\s]+", "[TMP]"), (r"\bzhi \d+\.\d+\.\d+\S*", "zhi [version]")]}, {
+    insta::with_settings!({filters => filters(true)}, {
         insta::assert_snapshot!(name.to_string(), shown);
     });
 }

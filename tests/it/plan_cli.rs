@@ -989,14 +989,7 @@ fn plan_table_snapshot() {
         .output()
         .unwrap();
     assert_exit(&out, Exit::Success);
-    let shown = format!(
-        "--- stdout\n{}--- stderr\n{}",
-        env.filter(&stdout(&out)),
-        env.filter(&stderr(&out))
-    );
-    insta::with_settings!({filters => vec![(r"/tmp/[^\s]+", "[TMP]")]}, {
-        insta::assert_snapshot!(shown);
-    });
+    crate::zhi_snapshot!(&env, &out);
 }
 
 /// Two inputs of one name from different folders outside the working folder would share one

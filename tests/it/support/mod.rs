@@ -8,6 +8,7 @@ pub mod fake_batch;
 pub mod progress_parse;
 pub mod reading;
 pub mod report_fixture;
+pub mod snapshot;
 pub mod testenv;
 
 pub use fake_api::{FakeApi, Recorded, Reply, ToolResult};
