@@ -197,6 +197,14 @@ fn extraction(
     };
     let hay = Haystack::new(source);
     let found = grounding::ground_in(&hay, &object, stop);
+    if !found.unchecked.is_empty() && stop() {
+        // Told to stop while looking: the job is redone by the next run, never kept half
+        // looked at.
+        return Err(Box::new(Failure::new(
+            ErrorKind::Cancelled,
+            msg!("cancelled"),
+        )));
+    }
     let doubts = doubts::extraction(source, &hay, &found, &object, fields, stop);
     if asked.part != Part::Whole {
         return Ok(Judged {
