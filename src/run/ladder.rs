@@ -149,11 +149,6 @@ pub(super) async fn ask(
                     to = to.model
                 ));
                 doubted = Some(Doubted::set_aside(ctx, dir, done, judged, answered_by));
-                stats
-                    .decided
-                    .escalations
-                    .push((model.to_string(), to.model.clone()));
-                climbed += 1;
                 rung = Some(to);
             }
             Next::Climb(e, to) => {
@@ -166,17 +161,16 @@ pub(super) async fn ask(
                     message = crate::sanitize::fit(&e.message, 200),
                     to = to.model
                 ));
-                stats
-                    .decided
-                    .escalations
-                    .push((model.to_string(), to.model.clone()));
-                climbed += 1;
                 rung = Some(to);
             }
             Next::Fail(e, extraction) => {
                 return fail(ctx, dir, &sandbox, model, e, extraction, doubted, stats);
             }
         }
+        // Climbed: the step is asked of the next rung.
+        let to = rung.map_or_else(String::new, |r| r.model.clone());
+        stats.decided.escalations.push((model.to_string(), to));
+        climbed += 1;
     }
 }
 

@@ -29,9 +29,11 @@ fn layer(module: &str) -> usize {
         .unwrap_or(LAYERS.len())
 }
 
-/// Every `crate::<module>` a top-level module names: (from, to) → the first place.
-fn imports(src: &Path) -> BTreeMap<(String, String), String> {
-    let mut found = BTreeMap::new();
+/// Every `.rs` file under `src`: its path relative to `src`, and the lines of its code before
+/// its test module (a test module, at the end of a file by convention, may import anything),
+/// comments cut.
+fn code_lines(src: &Path) -> Vec<(std::path::PathBuf, Vec<(usize, String)>)> {
+    let mut files = Vec::new();
     let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -43,37 +45,43 @@ fn imports(src: &Path) -> BTreeMap<(String, String), String> {
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let rel = path
-                .strip_prefix(src)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let from = rel
-                .split('/')
-                .next()
-                .unwrap()
-                .trim_end_matches(".rs")
-                .to_string();
-            if from == "main" || from == "lib" {
-                continue;
-            }
             let text = std::fs::read_to_string(&path).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                // A test module (at the end of a file, by convention) may import anything.
-                if line.starts_with("#[cfg(test)]") {
-                    break;
-                }
-                let code = line.split("//").next().unwrap_or("");
-                for (i, _) in code.match_indices("crate::") {
-                    let to: String = code[i + 7..]
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !to.is_empty() && to != from && src_has(src, &to) {
-                        found
-                            .entry((from.clone(), to))
-                            .or_insert_with(|| format!("src/{rel}:{}", n + 1));
-                    }
+            let lines = text
+                .lines()
+                .take_while(|l| !l.starts_with("#[cfg(test)]"))
+                .map(|l| l.split("//").next().unwrap_or("").to_string())
+                .enumerate()
+                .collect();
+            files.push((path.strip_prefix(src).unwrap().to_path_buf(), lines));
+        }
+    }
+    files
+}
+
+/// Every `crate::<module>` a top-level module names: (from, to) → the first place.
+fn imports(src: &Path) -> BTreeMap<(String, String), String> {
+    let mut found = BTreeMap::new();
+    for (rel, lines) in code_lines(src) {
+        let rel = rel.to_string_lossy().into_owned();
+        let from = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        if from == "main" || from == "lib" {
+            continue;
+        }
+        for (n, code) in lines {
+            for (i, _) in code.match_indices("crate::") {
+                let to: String = code[i + 7..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !to.is_empty() && to != from && src_has(src, &to) {
+                    found
+                        .entry((from.clone(), to))
+                        .or_insert_with(|| format!("src/{rel}:{}", n + 1));
                 }
             }
         }
@@ -231,41 +239,24 @@ fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
 fn no_two_files_import_each_other() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut edges: BTreeMap<(String, String), String> = BTreeMap::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(&src).unwrap().to_path_buf();
-            let module = module_of(&rel);
-            if module.is_empty() || module == ["main"] || module == ["lib"] {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                if line.trim_start().starts_with("#[cfg(test)]") {
-                    break;
+    for (rel, lines) in code_lines(&src) {
+        let module = module_of(&rel);
+        if module.is_empty() || module == ["main"] || module == ["lib"] {
+            continue;
+        }
+        for (n, code) in lines {
+            for named in named_paths(&code, &module) {
+                let Some(to) = file_of(&src, &named) else {
+                    continue;
+                };
+                // A file naming its own folder's `mod.rs` (or an ancestor's) reaches what that
+                // module re-exports: not an import of a sibling.
+                if to == module || module.starts_with(&to) {
+                    continue;
                 }
-                let code = line.split("//").next().unwrap_or("");
-                for named in named_paths(code, &module) {
-                    let Some(to) = file_of(&src, &named) else {
-                        continue;
-                    };
-                    // A file naming its own folder's `mod.rs` (or an ancestor's) reaches what
-                    // that module re-exports: not an import of a sibling.
-                    if to == module || module.starts_with(&to) {
-                        continue;
-                    }
-                    edges
-                        .entry((module.join("::"), to.join("::")))
-                        .or_insert_with(|| format!("src/{}:{}", rel.display(), n + 1));
-                }
+                edges
+                    .entry((module.join("::"), to.join("::")))
+                    .or_insert_with(|| format!("src/{}:{}", rel.display(), n + 1));
             }
         }
     }
