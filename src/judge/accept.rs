@@ -6,6 +6,11 @@
 //!
 //! Figures are judged apart ([`Acceptance::ungrounded`]): a figure the source does not hold
 //! earns one fresh try, then is kept and reported, never silently trusted.
+//!
+//! It catches junk: an empty file, a claim, JSON where prose is asked, a copy, a loop, an echo
+//! of the prompt, the wrong language, a rendering with parts left out, a stub. It lets through
+//! an answer that is wrong but well formed — that is for the doubts ([`super::doubts`]) — and
+//! any file a skill does not declare.
 
 use super::junk::{self, Problem};
 use crate::skills::{self, Chunking, Skill};

@@ -8,6 +8,11 @@
 //! the whole text, so an answer of many values costs what its values' places cost. The work is
 //! still bounded (values and places visited per document), and a stop asked between values is
 //! heeded: what was not looked for is said, never taken as found.
+//!
+//! It catches a value the document does not hold in any spelling zhi knows (a made-up total, a
+//! seller from nowhere). It lets through a value that stands in the document but under the
+//! wrong label — that is for the doubts ([`super::doubts`]) — and a number or date written in
+//! a spelling [`super::numbers`] does not read.
 
 use serde_json::Value;
 use std::cell::{Cell, OnceCell};

@@ -6,6 +6,11 @@
 //! token at high probability; the document itself says which is which, in the words before
 //! each value. Labels come from the schema: a field's `x-labels`, else the terms its
 //! description names in parentheses or quotes (`The total (价税合计, "Total due")`).
+//!
+//! It catches swapped parties and a value taken from under another field's label, when the
+//! schema names the labels, and a field left empty whose own label stands in the document with
+//! a value after it. It lets through a wrong value under no known label, and any field of a
+//! schema that names no labels (only grounding and sameness judge those).
 
 use crate::judge::grounding::{self, Haystack};
 use crate::manifest::Doubt;
