@@ -364,10 +364,11 @@ pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
             checksum: prepared.config.run.checksum,
         },
     );
+    let layout = crate::layout::OutputLayout::new(&prepared.output_dir);
     let lines: Vec<PlanLine> = jobs
         .iter()
         .zip(&caches)
-        .map(|(job, cache)| plan_line(&prepared, job, cache))
+        .map(|(job, cache)| plan_line(&prepared, &layout, job, cache))
         .collect();
     if ctx.global.json {
         for (job, line) in jobs.iter().zip(&lines) {
@@ -412,7 +413,12 @@ struct PlanLine {
     pieces: u64,
 }
 
-fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCache) -> PlanLine {
+fn plan_line(
+    prepared: &Prepared,
+    layout: &crate::layout::OutputLayout,
+    job: &Job,
+    cache: &crate::plan::cache::JobCache,
+) -> PlanLine {
     // An unchanged document is not read again: its tokens are what the run that read it
     // counted.
     let recorded = cache
@@ -446,8 +452,9 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
             (false, _) => tokens.div_ceil(budget),
         }
     });
-    let mut status = PlanStatus::of(job, cache);
-    let mut problem = job.problem.as_deref().cloned();
+    // What the run checks before a job's first request, checked here the same way.
+    let mut problem = plan::preflight(layout, job, cache);
+    let mut status = PlanStatus::of(problem.as_ref(), cache);
     if extraction == "unsupported" && status != PlanStatus::WillFail {
         status = PlanStatus::WillFail;
         problem = Some(crate::error::JobError::new(
