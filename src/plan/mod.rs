@@ -8,6 +8,7 @@ mod error;
 mod expand;
 pub(crate) mod index;
 mod jobs_file;
+mod output;
 mod shard;
 pub(crate) mod store;
 
@@ -15,6 +16,7 @@ pub(crate) use args::{parse_arg, resolve_args};
 pub(crate) use error::PlanError;
 pub(crate) use expand::{ExpandOptions, expand};
 pub(crate) use jobs_file::read_jobs_file;
+pub(crate) use output::check_output_folder;
 pub(crate) use shard::{Shard, shard_from_env};
 pub(crate) use store::{Plan, Selection};
 
