@@ -12,6 +12,9 @@ use crate::confine::{ConfineError, Root};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+/// The name of the folder that holds an output folder's records: `<OUT>/.zhi/`.
+pub(crate) const RECORDS_DIR: &str = ".zhi";
+
 /// `<OUT>/.zhi/…`: zhi's records, journals and scratch space inside an output folder.
 #[derive(Debug, Clone)]
 pub(crate) struct OutputLayout {
@@ -32,7 +35,7 @@ const RUN_FOLDERS: [&str; 6] = [
 impl OutputLayout {
     pub(crate) fn new(output_dir: impl Into<PathBuf>) -> OutputLayout {
         let out = output_dir.into();
-        let zhi = out.join(".zhi");
+        let zhi = out.join(RECORDS_DIR);
         OutputLayout { out, zhi }
     }
 
@@ -355,6 +358,35 @@ pub(crate) fn link_refused(path: &Path, e: io::Error) -> io::Error {
             path.display()
         )),
         _ => e,
+    }
+}
+
+/// `path` made canonical as far as it exists, the rest appended as written: an output folder
+/// not yet made. `None` when the part that does not exist climbs with `..`.
+pub(crate) fn canonical_prefix(path: &Path) -> Option<PathBuf> {
+    let mut existing = path.to_path_buf();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(c) = existing.canonicalize() {
+            let mut out = c;
+            for part in tail.iter().rev() {
+                out.push(part);
+            }
+            return Some(out);
+        }
+        let name = existing.file_name()?.to_os_string();
+        tail.push(name);
+        if !existing.pop() {
+            return None;
+        }
+        // `a/missing/..` cannot be resolved without the folder: refused.
+        if path
+            .components()
+            .skip(existing.components().count())
+            .any(|c| matches!(c, Component::ParentDir))
+        {
+            return None;
+        }
     }
 }
 

@@ -121,6 +121,7 @@ pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     }
 
     let output_dir = absolute(&ctx.cwd, &config.run.output_dir);
+    plan::check_output_folder(&output_dir, &settings_files(ctx, &config))?;
     let shard = match a.shard {
         Some(s) => Some(s),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
@@ -175,6 +176,14 @@ pub(super) fn unknown_mcp_server(
             "skill `{skill}` uses the MCP server `{server}`, which no settings file defines under `mcp:` (defined: {list})"
         )
     })
+}
+
+/// The settings files a later command may read besides any folder's `zhi.yaml`: the user's,
+/// and the one `--config` names. No output folder may take their place.
+fn settings_files(ctx: &Ctx, config: &Config) -> Vec<PathBuf> {
+    let user = config.config_dir.as_deref().map(crate::config::user_file);
+    let given = ctx.global.config.as_deref().map(|f| absolute(&ctx.cwd, f));
+    user.into_iter().chain(given).collect()
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
@@ -364,10 +373,11 @@ pub(super) fn plan(ctx: &Ctx, a: RunArgs) -> Result<Exit, ExitError> {
             checksum: prepared.config.run.checksum,
         },
     );
+    let layout = crate::layout::OutputLayout::new(&prepared.output_dir);
     let lines: Vec<PlanLine> = jobs
         .iter()
         .zip(&caches)
-        .map(|(job, cache)| plan_line(&prepared, job, cache))
+        .map(|(job, cache)| plan_line(&prepared, &layout, job, cache))
         .collect();
     if ctx.global.json {
         for (job, line) in jobs.iter().zip(&lines) {
@@ -412,7 +422,12 @@ struct PlanLine {
     pieces: u64,
 }
 
-fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCache) -> PlanLine {
+fn plan_line(
+    prepared: &Prepared,
+    layout: &crate::layout::OutputLayout,
+    job: &Job,
+    cache: &crate::plan::cache::JobCache,
+) -> PlanLine {
     // An unchanged document is not read again: its tokens are what the run that read it
     // counted.
     let recorded = cache
@@ -446,8 +461,9 @@ fn plan_line(prepared: &Prepared, job: &Job, cache: &crate::plan::cache::JobCach
             (false, _) => tokens.div_ceil(budget),
         }
     });
-    let mut status = PlanStatus::of(job, cache);
-    let mut problem = job.problem.as_deref().cloned();
+    // What the run checks before a job's first request, checked here the same way.
+    let mut problem = plan::preflight(layout, job, cache);
+    let mut status = PlanStatus::of(problem.as_ref(), cache);
     if extraction == "unsupported" && status != PlanStatus::WillFail {
         status = PlanStatus::WillFail;
         problem = Some(crate::error::JobError::new(

@@ -14,6 +14,14 @@ use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use std::path::{Path, PathBuf};
 
+/// The project's settings file, read in whatever folder zhi runs in.
+pub(crate) const PROJECT_FILE: &str = "zhi.yaml";
+
+/// The user's settings file, in `config_dir` (`~/.config/zhi`).
+pub(crate) fn user_file(config_dir: &Path) -> PathBuf {
+    config_dir.join("config.yaml")
+}
+
 /// The largest settings file read; real ones are a few hundred bytes.
 pub(super) const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
 
@@ -34,9 +42,9 @@ pub(super) fn find(
     }
     let mut places = Vec::new();
     if let Some(d) = config_dir {
-        places.push(d.join("config.yaml"));
+        places.push(user_file(d));
     }
-    places.push(cwd.join("zhi.yaml"));
+    places.push(cwd.join(PROJECT_FILE));
     let mut files = Vec::new();
     for f in places {
         // A default place with nothing there is no file.

@@ -24,6 +24,7 @@ mod setting;
 mod value;
 
 pub(crate) use error::ConfigError;
+pub(crate) use file::{PROJECT_FILE, user_file};
 pub(crate) use mcp::{McpServer, on_this_machine};
 pub use ocr_choice::OcrChoice;
 pub use value::{ApiKey, ModelBudget, RetryPolicy};

@@ -260,6 +260,8 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("invalid use of **; must be one path component", "** 的用法无效；它必须单独构成路径的一段"),
     ("input `{input}` does not exist", "输入 `{input}` 不存在"),
     ("input `{input}` is inside the output folder {path}", "输入 `{input}` 位于输出文件夹 {path} 之内"),
+    ("{path} cannot be the output folder: it is, or lies inside, {dir}, where zhi keeps an output folder's records; name a folder outside every .zhi folder", "{path} 不能作为输出文件夹：它就是 {dir} 或位于其中，zhi 在那里保存输出文件夹的运行记录；请另选一个不在任何 .zhi 文件夹内的文件夹"),
+    ("{path} cannot be the output folder: it is, or lies inside, {file}, where zhi reads a settings file (a folder there would stop every later command); name another folder", "{path} 不能作为输出文件夹：它就是 {file} 或位于其中，zhi 从那里读取设置文件（那里若是文件夹，之后的每条命令都会失败）；请另选一个文件夹"),
     ("input `{input}` is a file, but this skill takes folders", "输入 `{input}` 是文件，而这个技能处理的是文件夹"),
     ("symbolic link loop", "符号链接循环"),
     ("cannot read {path}: {e}", "无法读取 {path}：{e}"),

@@ -6,7 +6,7 @@
 //! a run's writes inside its output folder is the run's own confinement (src/confine.rs), and
 //! what keeps its walks inside the inputs is that links are not followed (docs/cli.md).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The roots, canonical; the first is where relative paths start.
 #[derive(Debug, Clone)]
@@ -78,9 +78,10 @@ impl Roots {
     /// refused.
     pub(crate) fn resolve(&self, given: &str) -> Result<PathBuf, RootError> {
         let joined = self.first().join(given);
-        let resolved = canonical_prefix(&joined).ok_or_else(|| RootError::Climbs {
-            path: given.to_string(),
-        })?;
+        let resolved =
+            crate::layout::canonical_prefix(&joined).ok_or_else(|| RootError::Climbs {
+                path: given.to_string(),
+            })?;
         if self.contains(&resolved) {
             Ok(resolved)
         } else {
@@ -209,35 +210,6 @@ impl Roots {
 /// Whether a path component is a glob pattern.
 fn is_glob(part: &str) -> bool {
     part.contains(['*', '?', '[', '{'])
-}
-
-/// `path` made canonical as far as it exists, the rest appended as written: an output folder
-/// not yet made. `None` when the part that does not exist climbs with `..`.
-fn canonical_prefix(path: &Path) -> Option<PathBuf> {
-    let mut existing = path.to_path_buf();
-    let mut tail = Vec::new();
-    loop {
-        if let Ok(c) = existing.canonicalize() {
-            let mut out = c;
-            for part in tail.iter().rev() {
-                out.push(part);
-            }
-            return Some(out);
-        }
-        let name = existing.file_name()?.to_os_string();
-        tail.push(name);
-        if !existing.pop() {
-            return None;
-        }
-        // `a/missing/..` cannot be resolved without the folder: refused.
-        if path
-            .components()
-            .skip(existing.components().count())
-            .any(|c| matches!(c, Component::ParentDir))
-        {
-            return None;
-        }
-    }
 }
 
 #[cfg(test)]

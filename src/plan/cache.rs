@@ -5,6 +5,8 @@
 //! hashes), the model, the arguments and the content of every input.
 
 pub(crate) use super::index::CacheIndex;
+use crate::error::{ErrorKind, JobError};
+use crate::layout::OutputLayout;
 use crate::manifest::{InputStat, JobRecord};
 use crate::plan::Job;
 use crate::skills::SkillSet;
@@ -362,6 +364,42 @@ pub(crate) fn outputs_check(
 /// folder (read and hashed, whatever the stats say).
 pub(crate) fn outputs_intact(output_dir: &Path, record: &JobRecord) -> bool {
     outputs_check(output_dir, record, true).is_some()
+}
+
+/// The job's folder exists and is not what zhi last wrote there (its latest succeeded record's
+/// outputs, or what a commit's journal says it put there): a person's edit, or someone else's
+/// folder, which zhi never replaces. The run fails such a job with `output_conflict` before
+/// its first request ([`super::preflight`]) and checks again at its commit.
+pub(crate) fn conflict(layout: &OutputLayout, job: &Job, cache: &JobCache) -> Option<JobError> {
+    let out = layout.output_dir();
+    if std::fs::symlink_metadata(out.join(&job.output_rel)).is_err() {
+        return None;
+    }
+    let ours = cache
+        .previous
+        .as_deref()
+        .into_iter()
+        .chain(read_journal(layout, job).as_ref())
+        .any(|prev| outputs_intact(out, prev));
+    (!ours).then(|| {
+        JobError::new(
+            ErrorKind::OutputConflict,
+            msg!(
+                "{} was changed since zhi wrote it (or was not written by zhi); it is left as it is — move it away or delete it to redo this job",
+                job.output_rel.display()
+            ),
+        )
+    })
+}
+
+/// The record a commit of `job` journaled before its rename (`.zhi/commits/<job-id>.json`),
+/// when a kill left it.
+fn read_journal(layout: &OutputLayout, job: &Job) -> Option<JobRecord> {
+    let path = layout.commit_journal(job.id.as_str());
+    let bytes = crate::small_file::read_io(&path, 16 << 20).ok()?;
+    serde_json::from_slice::<JobRecord>(&bytes)
+        .ok()
+        .filter(|r| r.job_id == job.id.as_str())
 }
 
 /// The documents of a directory job: files below `dir`, relative to it, sorted, leaving out

@@ -67,6 +67,30 @@ pub(crate) enum PlanError {
     /// An input inside the output folder (outputs are never inputs).
     #[error("input `{input}` is inside the output folder {}", output_dir.display())]
     InputInsideOutput { input: String, output_dir: PathBuf },
+    /// An output folder that is, or lies inside, a `.zhi` folder: another output folder's
+    /// records, which its `status` would count and its `prune` remove.
+    #[error(
+        "{} cannot be the output folder: it is, or lies inside, {}, where zhi keeps an output folder's records; name a folder outside every .zhi folder",
+        output_dir.display(),
+        records.display()
+    )]
+    OutputInRecords {
+        output_dir: PathBuf,
+        /// The `.zhi` folder it is in.
+        records: PathBuf,
+    },
+    /// An output folder that is, or lies inside, the place of a settings file: a folder there
+    /// stops every later command that reads it.
+    #[error(
+        "{} cannot be the output folder: it is, or lies inside, {}, where zhi reads a settings file (a folder there would stop every later command); name another folder",
+        output_dir.display(),
+        file.display()
+    )]
+    OutputIsSettings {
+        output_dir: PathBuf,
+        /// The settings file's place: a `zhi.yaml`, the user's file, `--config FILE`.
+        file: PathBuf,
+    },
     /// A file given to a skill that takes folders.
     #[error("input `{0}` is a file, but this skill takes folders")]
     FileForFolderSkill(String),

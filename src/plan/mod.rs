@@ -8,6 +8,7 @@ mod error;
 mod expand;
 pub(crate) mod index;
 mod jobs_file;
+mod output;
 mod shard;
 pub(crate) mod store;
 
@@ -15,6 +16,7 @@ pub(crate) use args::{parse_arg, resolve_args};
 pub(crate) use error::PlanError;
 pub(crate) use expand::{ExpandOptions, expand};
 pub(crate) use jobs_file::read_jobs_file;
+pub(crate) use output::check_output_folder;
 pub(crate) use shard::{Shard, shard_from_env};
 pub(crate) use store::{Plan, Selection};
 
@@ -37,10 +39,10 @@ pub(crate) fn hash_pair(h: &mut Sha256, tag: &[u8], key: &str, value: &str) {
 /// allocation): a plan of a million jobs holds a million of them, and the sets that dedupe it
 /// as many again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobId([u8; 16]);
+pub(crate) struct JobId([u8; 16]);
 
 impl JobId {
-    pub fn new(skill: &str, input: &str, args: &BTreeMap<String, String>) -> JobId {
+    pub(crate) fn new(skill: &str, input: &str, args: &BTreeMap<String, String>) -> JobId {
         let mut h = Sha256::new();
         h.update(b"zhi-job-v1\0");
         h.update(skill.as_bytes());
@@ -59,7 +61,7 @@ impl JobId {
         crate::manifest::job_key(self.as_str())
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         // Only ever hex digits (ASCII).
         std::str::from_utf8(&self.0).unwrap_or_default()
     }
@@ -92,9 +94,10 @@ pub enum PlanStatus {
 }
 
 impl PlanStatus {
-    /// The status of `job`, its cache status known.
-    pub fn of(job: &Job, cache: &cache::JobCache) -> Self {
-        if job.problem.is_some() {
+    /// The status of a job, what fails it before its first request ([`preflight`]) and its
+    /// cache status known.
+    pub fn of(failure: Option<&JobError>, cache: &cache::JobCache) -> Self {
+        if failure.is_some() {
             PlanStatus::WillFail
         } else if cache.cached {
             PlanStatus::Cached
@@ -114,9 +117,25 @@ impl std::fmt::Display for PlanStatus {
     }
 }
 
+/// What fails a job before its first request, known before the run: a problem found while
+/// planning (a missing paired file, a broken link), else a job folder that is not what zhi
+/// wrote there ([`cache::conflict`], `output_conflict`). `zhi run` fails the job with it and
+/// sends nothing; `zhi plan` says `will-fail` with it (docs/cli.md#zhi-plan).
+pub(crate) fn preflight(
+    layout: &crate::layout::OutputLayout,
+    job: &Job,
+    cache: &cache::JobCache,
+) -> Option<JobError> {
+    match &job.problem {
+        Some(problem) => Some(JobError::clone(problem)),
+        None if cache.cached => None,
+        None => cache::conflict(layout, job, cache),
+    }
+}
+
 /// One unit of work: a skill applied to one document (or folder).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Job {
+pub(crate) struct Job {
     pub id: JobId,
     /// The skill's name, shared by every job of it.
     pub skill: std::sync::Arc<str>,
@@ -142,7 +161,7 @@ pub struct Job {
 impl Job {
     /// The file an argument names: a file-type argument's resolved path, else the value as a
     /// path.
-    pub fn arg_path(&self, name: &str) -> Option<PathBuf> {
+    pub(crate) fn arg_path(&self, name: &str) -> Option<PathBuf> {
         self.extra_inputs
             .iter()
             .find(|(a, _, _)| a == name)
@@ -156,7 +175,7 @@ impl Job {
     }
 
     /// Every input the job may read: the primary and the file arguments.
-    pub fn input_paths(&self) -> impl Iterator<Item = (&str, &std::path::Path)> {
+    pub(crate) fn input_paths(&self) -> impl Iterator<Item = (&str, &std::path::Path)> {
         std::iter::once((self.input.as_str(), self.path.as_path())).chain(
             self.extra_inputs
                 .iter()

@@ -187,8 +187,9 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     let mut record = base_record(job, cache, run.model(job));
     record.started_at = Some(Timestamp::now());
     let staging = run.layout.job_staging(&run.run_id, job.id.as_str());
-    // A folder a person edited fails the job before any token is spent on it.
-    if let Some(conflict) = conflict(run, job, cache) {
+    // A folder a person edited fails the job before any token is spent on it, as the plan
+    // said it would.
+    if let Some(conflict) = crate::plan::preflight(&run.layout, job, cache) {
         record.error = Some(conflict);
         record.finished_at = Some(Timestamp::now());
         record.duration_ms = started.elapsed().as_millis() as u64;
@@ -628,7 +629,7 @@ fn commit(
         });
     }
     if std::fs::symlink_metadata(&target).is_ok() {
-        if let Some(conflict) = conflict(run, job, cache) {
+        if let Some(conflict) = cache::conflict(&run.layout, job, cache) {
             return Err(conflict);
         }
         write_journal(run, job, cache, &outputs)?;
@@ -672,30 +673,6 @@ fn move_into_place(
         .map_err(|e| io(msg!("cannot commit {}", target.display()), e))
 }
 
-/// The job's folder exists and is not what zhi last wrote there: a person's edit (or someone
-/// else's folder), which zhi never replaces.
-fn conflict(run: &RunContext, job: &Job, cache: &JobCache) -> Option<JobError> {
-    let out = run.layout.output_dir();
-    if std::fs::symlink_metadata(out.join(&job.output_rel)).is_err() {
-        return None;
-    }
-    let ours = cache
-        .previous
-        .as_deref()
-        .into_iter()
-        .chain(read_journal(run, job).as_ref())
-        .any(|prev| cache::outputs_intact(out, prev));
-    (!ours).then(|| {
-        JobError::new(
-            ErrorKind::OutputConflict,
-            msg!(
-                "{} was changed since zhi wrote it (or was not written by zhi); it is left as it is — move it away or delete it to redo this job",
-                job.output_rel.display()
-            ),
-        )
-    })
-}
-
 /// `<OUT>/.zhi/commits/<job-id>.json`: what a commit is about to put in place, written before
 /// the rename and removed once the job's record is on disk. A kill in between leaves it, and
 /// the next run knows the folder as zhi's own.
@@ -723,13 +700,6 @@ fn write_journal(
         run.layout.write_atomic(&path, &body)
     };
     write().map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {}: {e}", path.display())))
-}
-
-fn read_journal(run: &RunContext, job: &Job) -> Option<JobRecord> {
-    let bytes = crate::small_file::read_io(&journal_path(run, job), 16 << 20).ok()?;
-    serde_json::from_slice::<JobRecord>(&bytes)
-        .ok()
-        .filter(|r| r.job_id == job.id.as_str())
 }
 
 /// The job's record is on disk: its commit journal is no longer needed.

@@ -317,6 +317,81 @@ fn a_run_is_started_followed_with_progress_and_read() {
     assert!(s.close().success());
 }
 
+/// An agent may not name, as the output folder, the place of a settings file or another output
+/// folder's records: `plan` and `run` answer an error naming the folder and why, nothing is
+/// made, and the server and the folder go on working. Before, `"output": "zhi.yaml"` in a root
+/// without one left a folder that stopped every later `plan` and `run`, and `"output":
+/// "main/.zhi/runs"` wrote a run into `main`'s records (issue 47).
+#[test]
+fn an_output_folder_in_place_of_the_settings_file_or_in_records_is_refused() {
+    let env = TestEnv::new();
+    let api = FakeApi::always(Reply::text("A summary of the note."));
+    // The settings are the user's: the root holds no zhi.yaml.
+    let settings = env.home.join(".config/zhi/config.yaml");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        format!(
+            "provider: openai\nbase_url: {}\ngrace_period: 0\nretry: {{max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}}\n",
+            api.base_url()
+        ),
+    )
+    .unwrap();
+    env.write("docs/a.md", "A short note.\n");
+    let mut s = Server::start(&env, &["--root", "."]);
+    let docs = json!(["docs"]);
+    let (first, err) = s.call(
+        "run",
+        json!({"skill": "summarize", "inputs": docs, "output": "main", "wait_seconds": 60}),
+    );
+    assert!(!err, "{first}");
+    assert_eq!(first["exit_code"], 0, "{first}");
+
+    for (output, reason) in [
+        ("zhi.yaml", "where zhi reads a settings file"),
+        ("sub/zhi.yaml", "where zhi reads a settings file"),
+        (
+            "main/.zhi/runs",
+            "where zhi keeps an output folder's records",
+        ),
+        ("main/.zhi", "where zhi keeps an output folder's records"),
+    ] {
+        for tool in ["plan", "run"] {
+            let (v, err) = s.call(
+                tool,
+                json!({"skill": "summarize", "inputs": docs, "output": output, "wait_seconds": 30}),
+            );
+            assert!(err, "{tool} {output}: {v}");
+            let message = v["error"].as_str().unwrap();
+            assert!(
+                message.contains("cannot be the output folder") && message.contains(reason),
+                "{tool} {output}: {message}"
+            );
+            assert!(message.contains(output), "{tool} {output}: {message}");
+        }
+    }
+    assert!(!env.path("zhi.yaml").exists(), "a zhi.yaml was made");
+    assert!(!env.path("sub").exists(), "sub/zhi.yaml was made");
+    assert_eq!(
+        api.chat_requests().len(),
+        1,
+        "only the first run sent anything"
+    );
+
+    // The agent's next plan works, and `main` holds its one run.
+    let (plan, err) = s.call(
+        "plan",
+        json!({"skill": "summarize", "inputs": docs, "output": "main"}),
+    );
+    assert!(!err, "{plan}");
+    assert_eq!(plan["by_status"]["cached"], 1, "{plan}");
+    assert!(s.close().success());
+    let runs = std::fs::read_dir(env.path("main/.zhi/runs"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 1);
+}
+
 /// The configuration snippets of docs/mcp.md, tried: each way it starts `zhi mcp` (a
 /// `… -- zhi mcp ARGS` command line, a JSON `command` and `args`) starts a server that answers
 /// the handshake and lists its tools, with its `--root` pointed at a folder of the test; each

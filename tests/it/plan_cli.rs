@@ -1380,3 +1380,73 @@ fn plan_explains_its_estimate_only_when_asked_and_notes_a_missing_key() {
         "{quiet}"
     );
 }
+
+/// A job folder a person changed (its `summary.md` deleted, the folder kept) is `will-fail` in
+/// the plan, with the reason the run then fails it with (`output_conflict`); the run sends
+/// nothing for it. Plan and run share one preflight (issue 47).
+#[test]
+fn a_job_folder_a_person_changed_will_fail_in_the_plan_as_in_the_run() {
+    let env = TestEnv::new();
+    touch(&env, "docs/a.txt");
+    touch(&env, "docs/b.txt");
+    let api = FakeApi::always(Reply::text("# Summary\n\nA note."));
+    let base = api.base_url();
+    let run = || {
+        env.zhi()
+            .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+            .args(["--base-url", &base])
+            .output()
+            .unwrap()
+    };
+    assert_exit(&run(), Exit::Success);
+    assert_eq!(api.chat_requests().len(), 2);
+    std::fs::remove_file(env.path("out/summarize/docs/a.txt/summary.md")).unwrap();
+    assert!(env.path("out/summarize/docs/a.txt").is_dir());
+
+    let jobs = plan_json(&env, &["summarize", "docs", "-o", "out"]);
+    let by_input = |input: &str| {
+        jobs.iter()
+            .find(|j| j["inputs"][0] == input)
+            .unwrap()
+            .clone()
+    };
+    let a = by_input("docs/a.txt");
+    assert_eq!(a["status"], "will-fail", "{a}");
+    assert_eq!(a["error"]["kind"], "output_conflict", "{a}");
+    assert_eq!(a["estimated_tokens"], 0, "{a}");
+    assert_eq!(by_input("docs/b.txt")["status"], "cached");
+    // The table says so, the reason under the row.
+    let out = env
+        .zhi()
+        .args(["plan", "summarize", "docs", "-o", "out"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let table = stdout(&out);
+    let row = table
+        .lines()
+        .position(|l| l.contains("docs/a.txt"))
+        .unwrap();
+    assert!(
+        table.lines().nth(row).unwrap().contains("will-fail"),
+        "{table}"
+    );
+    assert!(
+        table.lines().nth(row + 1).unwrap().contains("was changed"),
+        "{table}"
+    );
+    assert!(stderr(&out).contains("1 will fail"), "{}", stderr(&out));
+
+    // The run fails it as the plan said, without a request.
+    let out = run();
+    assert_exit(&out, Exit::JobsFailed);
+    assert_eq!(api.chat_requests().len(), 2, "a request was sent");
+    let record = crate::support::testenv::records_by_input(&env.path("out"))
+        .remove("docs/a.txt")
+        .unwrap();
+    assert_eq!(record["error"]["kind"], a["error"]["kind"], "{record}");
+    assert_eq!(
+        record["error"]["message"], a["error"]["message"],
+        "{record}"
+    );
+}

@@ -621,3 +621,96 @@ fn fifos_planted_among_zhis_own_records_do_not_hang_a_run() {
     assert_exit(&o, Exit::Success);
     assert!(env.path("out/summarize/docs/a.txt/summary.md").exists());
 }
+
+/// An output folder that is, or would shadow, a settings file, or lies inside another output
+/// folder's records (`.zhi/`), however it is named (a flag, `ZHI_OUTPUT_DIR`, a link), is
+/// refused by `run` and `plan` alike: exit 2 naming the folder and why, before anything is
+/// planned, made or sent. Before, `-o zhi.yaml` left a folder that stopped every later
+/// command there, and `-o main/.zhi/runs` made `zhi status main` count runs that were not
+/// its own (issue 47).
+#[test]
+fn an_output_folder_in_place_of_a_settings_file_or_inside_records_is_refused() {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let api = FakeApi::always(Reply::text("# Summary\n\nApproved."));
+    let base = api.base_url();
+    let o = env
+        .zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "main"])
+        .args(["--base-url", &base])
+        .output()
+        .unwrap();
+    assert_exit(&o, Exit::Success);
+    std::os::unix::fs::symlink("main/.zhi", env.path("records")).unwrap();
+    let user_file = env.home.join(".config/zhi/config.yaml");
+    let settings = "where zhi reads a settings file";
+    let records = "where zhi keeps an output folder's records";
+    let cases = [
+        ("zhi.yaml", settings),
+        ("sub/zhi.yaml", settings),
+        ("zhi.yaml/out", settings),
+        (user_file.to_str().unwrap(), settings),
+        ("main/.zhi", records),
+        ("main/.zhi/runs", records),
+        ("records/runs", records),
+        (".zhi/skills", records),
+    ];
+    for (output, reason) in cases {
+        for command in ["plan", "run"] {
+            let case = format!("{command} -o {output}");
+            let o = env
+                .zhi()
+                .args(["--no-progress", command, "summarize", "docs", "-o", output])
+                .args(["--base-url", &base])
+                .output()
+                .unwrap();
+            assert_exit_for(&o, Exit::Usage, &case);
+            let err = stderr(&o);
+            assert!(err.contains("cannot be the output folder"), "{case}: {err}");
+            assert!(err.contains(reason), "{case}: {err}");
+            assert!(
+                err.contains(output.trim_start_matches("./")),
+                "{case}: {err}"
+            );
+        }
+    }
+    // Through the environment too.
+    let o = env
+        .zhi()
+        .env("ZHI_OUTPUT_DIR", "main/.zhi/runs/x")
+        .args([
+            "--no-progress",
+            "run",
+            "summarize",
+            "docs",
+            "--base-url",
+            &base,
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&o, Exit::Usage);
+    assert!(stderr(&o).contains(records), "{}", show(&o));
+
+    assert_eq!(
+        api.chat_requests().len(),
+        1,
+        "only the first run sent anything"
+    );
+    for made in ["zhi.yaml", "sub", ".zhi"] {
+        assert!(!env.path(made).exists(), "{made} was made");
+    }
+    assert!(!user_file.exists());
+    let runs: Vec<_> = std::fs::read_dir(env.path("main/.zhi/runs"))
+        .unwrap()
+        .collect();
+    assert_eq!(runs.len(), 1);
+    // Every command still works in the folder, and `main` has its one run.
+    let o = env
+        .zhi()
+        .args(["--json", "status", "main"])
+        .output()
+        .unwrap();
+    assert_exit(&o, Exit::Success);
+    let state: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(state["runs"], 1, "{state}");
+}
