@@ -664,6 +664,9 @@ fn print_plan_notices(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[Pla
             )),
         }
     }
+    if ctx.global.verbose > 0 && !quiet {
+        plan_labels(prepared, jobs);
+    }
     // How the figure is made matters only when something is to be sent.
     if quiet || pending == 0 {
         return;
@@ -678,6 +681,35 @@ fn print_plan_notices(ctx: &Ctx, prepared: &Prepared, jobs: &[Job], lines: &[Pla
         notice(&msg!(
             "~: estimated from the file's size (it could not be read here, or is a folder): a rough figure"
         ));
+    }
+}
+
+/// `-v`: the labels the doubts look for each field of an extraction's schema under, once per
+/// skill and schema (docs/extract.md#labels).
+fn plan_labels(prepared: &Prepared, jobs: &[Job]) {
+    let mut seen = std::collections::HashSet::new();
+    for job in jobs {
+        let Some(spec) = prepared.skills.get(&job.skill).and_then(|s| s.schema()) else {
+            continue;
+        };
+        let schema = match spec {
+            crate::skills::SchemaSpec::Inline(v) => Some(v.clone()),
+            crate::skills::SchemaSpec::Arg(name) => job
+                .arg_path(name)
+                .and_then(|p| crate::skills::schema::read_schema_file(&p).ok()),
+        };
+        let Some(schema) = schema else { continue };
+        if !seen.insert((job.skill.to_string(), schema.to_string())) {
+            continue;
+        }
+        let fields = crate::skills::schema::fields(&schema);
+        for (field, labels) in crate::judge::doubts::labels_of(&fields) {
+            notice(&msg!(
+                "{skill}: {field} is looked for under {labels}",
+                skill = one_line(&job.skill),
+                labels = one_line(&labels.join(", "))
+            ));
+        }
     }
 }
 

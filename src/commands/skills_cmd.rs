@@ -320,6 +320,7 @@ fn print_outputs(s: &Skill) {
             for l in crate::skills::schema::describe(&fields, false).lines() {
                 println!("  {}", crate::sanitize::for_terminal(l));
             }
+            print_labels(&fields);
         }
         Some(crate::skills::SchemaSpec::Arg(arg)) => {
             println!(
@@ -332,6 +333,21 @@ fn print_outputs(s: &Skill) {
             );
         }
         None => {}
+    }
+}
+
+/// The labels the doubts look for each field under (docs/extract.md#labels).
+pub(super) fn print_labels(fields: &[crate::skills::schema::Field]) {
+    let labels = crate::judge::doubts::labels_of(fields);
+    if labels.is_empty() {
+        return;
+    }
+    println!("{}", t!("labels the doubts look for:"));
+    for (field, labels) in labels {
+        println!(
+            "  {}",
+            crate::sanitize::for_terminal(&format!("{field}: {}", labels.join(", ")))
+        );
     }
 }
 

@@ -292,7 +292,7 @@ fn missing(
                         || {
                             labels
                                 .iter()
-                                .any(|o| o.text != l.text && !places_of(line, o).is_empty())
+                                .any(|o| o.owners != l.owners && !places_of(line, o).is_empty())
                         },
                         |s| labels.iter().any(|o| !places_of(s, o).is_empty()),
                     )
@@ -441,11 +441,27 @@ fn labels(fields: &[Field]) -> Vec<Label> {
 }
 
 /// A field's labels: its `x-labels`, else the terms its description names in parentheses or
-/// quotes (a term of four words or more is an explanation, not a label).
+/// quotes, then those found from its name and what it is ([`super::labels`]).
 pub(crate) fn field_labels(field: &Field) -> Vec<String> {
     if !field.labels.is_empty() {
         return field.labels.clone();
     }
+    let mut terms = described_labels(field);
+    // Then the labels found from the field's name and what it is (docs/extract.md#labels).
+    for t in super::labels::found(&field.path) {
+        if !terms
+            .iter()
+            .any(|x| grounding::normalize(x) == grounding::normalize(&t))
+        {
+            terms.push(t);
+        }
+    }
+    terms
+}
+
+/// The terms a field's description names in parentheses or quotes (a term of four words or
+/// more is an explanation, not a label).
+fn described_labels(field: &Field) -> Vec<String> {
     let Some(description) = &field.description else {
         return Vec::new();
     };
@@ -879,13 +895,23 @@ mod tests {
     }
 
     #[test]
-    fn labels_come_from_x_labels_else_the_description() {
+    fn labels_come_from_x_labels_else_the_description_then_the_name() {
         let s = schema();
+        // The description's terms first, then those found from the name; none twice.
         assert_eq!(
             field_labels(&s[4]),
-            ["价税合计（小写）", "价税合计", "Total due"]
+            [
+                "价税合计（小写）",
+                "价税合计",
+                "Total due",
+                "total",
+                "amount due",
+                "grand total"
+            ]
         );
-        assert_eq!(field_labels(&s[1]), ["购买方", "Bill to"]);
+        assert_eq!(field_labels(&s[1])[..2], ["购买方", "Bill to"]);
+        assert!(field_labels(&s[1]).contains(&"buyer".to_string()));
+        // `x-labels` replace every other label.
         assert_eq!(
             field_labels(&s[3]),
             ["金额", "合计金额", "Subtotal", "Net amount"]

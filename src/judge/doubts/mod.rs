@@ -3,14 +3,33 @@
 //! job on its own: it is recorded per field or file, counted, marked in the tables, and sends
 //! the step up the escalation ladder when there is one (`--strict` fails the job instead).
 //!
-//! Each check is a generic, documented rule over the answer and its source; nothing here knows
-//! about invoices or any other kind of document. What a field is called in a document comes
-//! from its schema (`x-labels`, or its name and the terms its description quotes).
+//! Each check is a generic, documented rule over the answer and its source. What a field is
+//! called in a document comes from its schema (`x-labels`, or the terms its description
+//! quotes) and from its name and the common labels of what it is ([`labels`]).
 
 mod extraction;
+pub(crate) mod labels;
 pub(crate) mod prose;
 
 pub(crate) use extraction::extraction;
+
+/// Each field of a schema (an array's item fields as `items[].amount`) with the labels the
+/// doubts look for it under, for `zhi skills show` and `zhi plan -v`; fields with none left
+/// out.
+pub(crate) fn labels_of(fields: &[crate::skills::schema::Field]) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for f in fields {
+        out.push((f.path.clone(), extraction::field_labels(f)));
+        for item in &f.items {
+            out.push((
+                format!("{}[].{}", f.path, item.path),
+                extraction::field_labels(item),
+            ));
+        }
+    }
+    out.retain(|(_, labels)| !labels.is_empty());
+    out
+}
 
 use crate::manifest::Doubt;
 
