@@ -260,3 +260,48 @@ fn a_prune_killed_at_any_moment_loses_nothing() {
         assert_eq!(api.chat_requests().len(), requests);
     }
 }
+
+/// `--older-than` past what the calendar holds (issue 47 saw `106751991167d` panic with exit
+/// 101 and `99999999999999d` read as 0, so every run was old enough): no run is that old,
+/// and nothing is pruned, whatever the number.
+#[test]
+fn older_than_past_the_calendar_prunes_nothing() {
+    let env = TestEnv::new();
+    documents(&env, 2);
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    // A second run that supersedes one record of the first: something a prune could free.
+    env.write("docs/d000.txt", "Report 0, amended: the budget was cut.\n");
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    for days in [
+        "106751991167d",
+        "99999999999999d",
+        "213503982334601d",
+        "99999999999999999999999999d",
+    ] {
+        let out = env
+            .zhi()
+            .args(["prune", "out", "--older-than", days])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        assert!(
+            stdout(&out).contains("freed 0.0 MiB: 0 record(s), 0 run(s) whole"),
+            "{days}: {}",
+            show(&out)
+        );
+    }
+    // An age the calendar holds still prunes what it should.
+    let out = env
+        .zhi()
+        .args(["prune", "out", "--older-than", "0s"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let freed = stdout(&out);
+    assert!(
+        freed.starts_with("freed") && !freed.contains(" 0 record(s)"),
+        "{}",
+        show(&out)
+    );
+}
