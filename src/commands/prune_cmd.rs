@@ -5,7 +5,7 @@
 //! (what a rerun finds it cached by), and the transcripts those records name. A pruned run
 //! keeps exactly those lines of its `results.jsonl`; a run left with none is removed whole.
 //! What the removed records spent is added to `.zhi/pruned.json` first, so the cost to date
-//! stays true. Every file is replaced by a rename and every run folder is moved out of
+//! stays true; a ledger it cannot read stops it before anything is removed or written. Every file is replaced by a rename and every run folder is moved out of
 //! `.zhi/runs/` before it is deleted: a kill at any point leaves each run whole, either as it
 //! was or as pruned, and the cache index (removed first) is rebuilt from them by the next run.
 
@@ -60,7 +60,13 @@ pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
     let runs = crate::manifest::list_runs(&out);
     let pruned_runs = candidates(&runs, a.keep_last, a.older_than, chrono::Utc::now());
     let needed = weigh(&runs);
-    let mut totals = Pruned::read(&out);
+    // What earlier prunes counted is written over with the new totals: a ledger that cannot
+    // be read would lose its count for good, so prune stops until a person deals with it.
+    let mut totals = Pruned::read(&out).map_err(|e| {
+        ExitError::usage(msg!(
+            "{e}; prune would write over it, so it stops here: repair it, or move it aside to start the count again"
+        ))
+    })?;
     if !a.dry_run {
         // Offsets are about to change: the index goes first, and the next run rebuilds it.
         let _ = layout.remove_file(&layout.cache_index());

@@ -85,6 +85,10 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("would free {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "将释放 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都会保留"),
     ("would remove {n} of run {run}'s {count} record(s) and {total} transcript(s)", "将删除 {n} 条记录（运行 {run} 共 {count} 条）和 {total} 份对话记录"),
     ("cannot prune run {run}: {e}", "无法清理运行 {run}：{e}"),
+    ("{path} cannot be read ({reason}): what the pruned runs spent is not counted", "{path} 无法读取（{reason}）：已清理运行的花费未计入"),
+    ("the cost of {model} is {value}, not an amount spent", "{model} 的费用是 {value}，不是花费的金额"),
+    ("{e}; prune would write over it, so it stops here: repair it, or move it aside to start the count again", "{e}；清理会覆盖它，因此在此停止：请修复它，或把它移到别处以重新开始计数"),
+    ("{e}; `zhi prune` will not run until it is repaired or moved aside", "{e}；在修复它或把它移到别处之前，`zhi prune` 不会运行"),
     // ---- The operating system's texts (`std::io::Error`), inside zhi's messages.
     ("No such file or directory (os error {code})", "没有那个文件或目录（系统错误 {code}）"),
     ("Permission denied (os error {code})", "权限不足（系统错误 {code}）"),
