@@ -275,6 +275,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("output folder {path} has no runs yet", "输出文件夹 {path} 还没有运行记录"),
     ("no job `{job}` in run {run}", "运行 {run} 中没有任务 `{job}`"),
     ("no table `{name}` in {path}", "{path} 中没有表格 `{name}`"),
+    ("limit must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)", "limit 必须至少为 1（省略它则每页 50 行或 50 个任务，或 64 KB 文本）"),
     ("job `{job}` has no output `{file}`", "任务 `{job}` 没有输出 `{file}`"),
     ("not a file in the output folder", "不是输出文件夹中的文件"),
     ("cannot find zhi's own binary: {e}", "找不到 zhi 自身的可执行文件：{e}"),

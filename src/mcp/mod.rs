@@ -206,7 +206,7 @@ struct ResultsParams {
     /// Where to start: a row, a job, or a byte of the file [default: 0].
     #[serde(default)]
     offset: u64,
-    /// How many rows or jobs (at most 200), or bytes of text (at most 65536).
+    /// How many rows or jobs (1 to 200), or bytes of text (1 to 65536).
     limit: Option<u64>,
 }
 
@@ -651,9 +651,9 @@ impl Zhi {
             Ok(o) => o,
             Err(e) => return fail(e),
         };
-        let page = results::Page {
-            offset: p.offset,
-            limit: p.limit,
+        let page = match results::Page::new(p.offset, p.limit) {
+            Ok(page) => page,
+            Err(e) => return fail(e.to_string()),
         };
         let answer = (|| {
             if let Some(t) = &p.table {
