@@ -9,6 +9,7 @@
 //! and is capped in size. This module never reads or passes on the API key: a child reads it
 //! from the settings as any run does.
 
+mod connections;
 mod http;
 mod resources;
 mod results;
