@@ -469,3 +469,32 @@ fn results_refuse_a_limit_of_0_and_every_page_moves_on() {
     assert_eq!(text.trim_end(), summary);
     assert!(s.close().success());
 }
+
+/// A server started as an agent starts it, with none of the agent's variables (issue 47: its
+/// `run` answered "no API key: set ZHI_API_KEY (export …)", advice a shell takes and an agent
+/// cannot): the error names the agent's `env` setting for the server and the settings file,
+/// and no run is started. A plan still answers (it sends nothing).
+#[test]
+fn a_run_without_a_key_names_the_agents_env_setting_and_the_settings_file() {
+    let env = TestEnv::new();
+    env.write("docs/a.md", "The first note, about apples.\n");
+    let mut s = Server::start(&env, &["--root", "."]);
+    let job = json!({"skill": "summarize", "inputs": ["docs"], "output": "out"});
+    let (plan, err) = s.call("plan", job.clone());
+    assert!(!err, "{plan}");
+    let (refused, err) = s.call("run", job);
+    assert!(err, "{refused}");
+    let message = refused["error"].as_str().unwrap();
+    for said in [
+        "no API key",
+        "ZHI_API_KEY",
+        "`env` setting",
+        "-e ZHI_API_KEY=",
+        "~/.config/zhi/config.yaml",
+    ] {
+        assert!(message.contains(said), "{said}: {message}");
+    }
+    assert!(!message.contains("export "), "{message}");
+    assert!(!env.path("out/.zhi/runs").exists(), "a run was started");
+    assert!(s.close().success());
+}
