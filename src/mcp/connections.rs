@@ -164,7 +164,10 @@ mod tests {
         let fourth = c.take();
         tokio::pin!(fourth);
         let early = tokio::time::timeout(std::time::Duration::from_millis(50), &mut fourth).await;
-        assert!(early.is_err(), "a slot was taken from an admitted connection");
+        assert!(
+            early.is_err(),
+            "a slot was taken from an admitted connection"
+        );
         drop(first);
         assert!(fourth.await.is_some());
         assert_eq!(c.cap(), 2);

@@ -182,8 +182,10 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    r.headers_mut()
-        .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    r.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
     r
 }
 

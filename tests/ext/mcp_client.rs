@@ -115,7 +115,10 @@ fn drive(transport: &str) -> Value {
     assert_eq!(seen["table"], json!(["GX-7", "INV-0042"]));
     let chats = api.chat_requests();
     assert_eq!(chats.len(), 2, "one request an invoice");
-    assert!(chats.iter().all(|r| r.bearer() == Some(KEY)), "the key of the server's env");
+    assert!(
+        chats.iter().all(|r| r.bearer() == Some(KEY)),
+        "the key of the server's env"
+    );
     if transport == "stdio" {
         let said = seen["no_key"].as_str().unwrap_or_default();
         assert!(said.contains("`env` setting"), "{seen}");

@@ -336,10 +336,17 @@ fn a_damaged_prune_ledger_is_reported_and_never_written_over() {
     let negative = LEDGER.replace("\"records\": 7", "\"records\": -7");
     let huge = LEDGER.replace("12.5", "1e309");
     let below_zero = LEDGER.replace("12.5", "-12.5");
-    for damaged in [cut, negative.as_bytes(), huge.as_bytes(), below_zero.as_bytes()] {
+    for damaged in [
+        cut,
+        negative.as_bytes(),
+        huge.as_bytes(),
+        below_zero.as_bytes(),
+    ] {
         let case = String::from_utf8_lossy(damaged).into_owned();
         std::fs::write(&ledger, damaged).unwrap();
-        let runs_before = std::fs::read_dir(env.path("out/.zhi/runs")).unwrap().count();
+        let runs_before = std::fs::read_dir(env.path("out/.zhi/runs"))
+            .unwrap()
+            .count();
         let out = env.zhi().args(["status", "out"]).output().unwrap();
         assert_exit(&out, Exit::Success);
         let err = crate::support::testenv::stderr(&out);
@@ -363,8 +370,14 @@ fn a_damaged_prune_ledger_is_reported_and_never_written_over() {
                 show(&out)
             );
         }
-        assert_eq!(std::fs::read(&ledger).unwrap(), damaged, "{case}: written over");
-        let runs_after = std::fs::read_dir(env.path("out/.zhi/runs")).unwrap().count();
+        assert_eq!(
+            std::fs::read(&ledger).unwrap(),
+            damaged,
+            "{case}: written over"
+        );
+        let runs_after = std::fs::read_dir(env.path("out/.zhi/runs"))
+            .unwrap()
+            .count();
         assert_eq!(runs_after, runs_before, "{case}: a run was removed");
     }
     // Moved aside, the count starts again.

@@ -428,16 +428,28 @@ fn results_refuse_a_limit_of_0_and_every_page_moves_on() {
         let (v, err) = s.call("results", args.clone());
         assert!(err, "{args}: {v}");
         assert!(
-            v["error"].as_str().unwrap().contains("limit must be at least 1"),
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("limit must be at least 1"),
             "{args}: {v}"
         );
     }
     // The jobs one at a time.
     let (mut offset, mut seen) = (0, Vec::new());
     for _ in 0..10 {
-        let (v, err) = s.call("results", json!({"output": "out", "offset": offset, "limit": 1}));
+        let (v, err) = s.call(
+            "results",
+            json!({"output": "out", "offset": offset, "limit": 1}),
+        );
         assert!(!err, "{v}");
-        seen.extend(v["jobs"].as_array().unwrap().iter().map(|j| j["input"].clone()));
+        seen.extend(
+            v["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["input"].clone()),
+        );
         match v["next_offset"].as_u64() {
             Some(next) => {
                 assert!(next > offset, "{v}");

@@ -151,6 +151,16 @@ fn every_request_needs_the_token_and_sigterm_ends_the_server() {
     );
 }
 
+/// A server killed and reaped when dropped: a test that fails leaves no process behind.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The soft limit on open files of a live process, and its hard one, from /proc.
 fn file_limits(pid: u32) -> (u64, u64) {
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
@@ -192,7 +202,8 @@ fn half_sent_requests_cannot_shut_out_a_client_with_the_token() {
             Ok(())
         });
     }
-    let mut child = command.spawn().unwrap();
+    let mut server = Reaped(command.spawn().unwrap());
+    let child = &mut server.0;
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
@@ -224,7 +235,8 @@ fn half_sent_requests_cannot_shut_out_a_client_with_the_token() {
 
     // The newest half-sent request still holds its slot, until its head is overdue.
     let last = half_sent.last_mut().unwrap();
-    last.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
     let mut got = Vec::new();
     let ended = last.read_to_end(&mut got);
     let closed = match &ended {
@@ -254,7 +266,5 @@ fn half_sent_requests_cannot_shut_out_a_client_with_the_token() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = child.kill();
-    let _ = child.wait();
     panic!("zhi mcp --listen did not end on SIGTERM");
 }
