@@ -279,7 +279,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
         "no API key: this MCP server was started without {var}, and no settings file gives `api_key:`. An agent hands the servers it starts only a few of its variables (HOME, PATH…): give the key in the agent's `env` setting for this server (`claude mcp add zhi -e {var}=… -- zhi mcp …`, or `env` in its JSON settings) and restart the server, or put `api_key:` in ~/.config/zhi/config.yaml (mode 0600)",
         "没有 API 密钥：这个 MCP 服务器启动时没有 {var}，也没有任何设置文件给出 `api_key:`。智能体只把自己的少数几个变量（HOME、PATH……）交给它启动的服务器：请在智能体为这个服务器设置的 `env` 中给出密钥（`claude mcp add zhi -e {var}=… -- zhi mcp …`，或在其 JSON 设置中写 `env`）并重启服务器，或在 ~/.config/zhi/config.yaml 中写入 `api_key:`（权限 0600）",
     ),
-    ("limit must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)", "limit 必须至少为 1（省略它则每页 50 行或 50 个任务，或 64 KB 文本）"),
+    ("`limit` must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)", "`limit` 必须至少为 1（省略它则每页 50 行或 50 个任务，或 64 KB 文本）"),
     ("job `{job}` has no output `{file}`", "任务 `{job}` 没有输出 `{file}`"),
     ("not a file in the output folder", "不是输出文件夹中的文件"),
     ("cannot find zhi's own binary: {e}", "找不到 zhi 自身的可执行文件：{e}"),

@@ -28,7 +28,7 @@ pub(crate) enum ResultError {
     /// A page of nothing would answer the offset it was asked from: a client paging until
     /// `next_offset` is `null` would never end.
     #[error(
-        "limit must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)"
+        "`limit` must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)"
     )]
     ZeroLimit,
 }

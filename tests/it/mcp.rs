@@ -431,7 +431,7 @@ fn results_refuse_a_limit_of_0_and_every_page_moves_on() {
             v["error"]
                 .as_str()
                 .unwrap()
-                .contains("limit must be at least 1"),
+                .contains("`limit` must be at least 1"),
             "{args}: {v}"
         );
     }
