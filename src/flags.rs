@@ -140,6 +140,8 @@ pub(crate) fn budget_cost(s: &str) -> Result<f64, String> {
 }
 
 /// `zhi prune --older-than`: a whole number and a unit, `d`, `h`, `m` or `s` (`30d`, `12h`).
+/// A number too large to count in seconds is read as the longest duration: older than the
+/// calendar, which no run is (docs/outputs.md#pruning).
 pub(crate) fn duration_ago(s: &str) -> Parsed<std::time::Duration> {
     let t = s.trim();
     let refused = || -> Parsed<std::time::Duration> {
@@ -159,6 +161,9 @@ pub(crate) fn duration_ago(s: &str) -> Parsed<std::time::Duration> {
     };
     match t[..t.len() - 1].trim().parse::<u64>() {
         Ok(n) => Ok(std::time::Duration::from_secs(n.saturating_mul(seconds))),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Ok(std::time::Duration::from_secs(u64::MAX))
+        }
         Err(_) => refused(),
     }
 }
@@ -181,5 +186,16 @@ mod tests {
         assert!(!text.is::<Refused>());
         assert_eq!(budget_tokens("25").unwrap(), 25);
         assert!(budget_cost("0").is_err() && budget_cost("inf").is_err());
+    }
+
+    #[test]
+    fn a_duration_past_counting_is_the_longest_and_text_is_refused() {
+        let longest = std::time::Duration::from_secs(u64::MAX);
+        assert_eq!(duration_ago("99999999999999999999999d").unwrap(), longest);
+        assert_eq!(duration_ago("999999999999999999d").unwrap(), longest);
+        assert_eq!(duration_ago("30d").unwrap().as_secs(), 30 * 86_400);
+        for bad in ["", "d", "-1d", "1.5d", "1w", "abcd"] {
+            assert!(duration_ago(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! (what a rerun finds it cached by), and the transcripts those records name. A pruned run
 //! keeps exactly those lines of its `results.jsonl`; a run left with none is removed whole.
 //! What the removed records spent is added to `.zhi/pruned.json` first, so the cost to date
-//! stays true. Every file is replaced by a rename and every run folder is moved out of
+//! stays true; a ledger it cannot read stops it before anything is removed or written. Every file is replaced by a rename and every run folder is moved out of
 //! `.zhi/runs/` before it is deleted: a kill at any point leaves each run whole, either as it
 //! was or as pruned, and the cache index (removed first) is rebuilt from them by the next run.
 
@@ -58,9 +58,15 @@ pub(super) fn run(ctx: &Ctx, a: PruneArgs) -> Result<Exit, ExitError> {
         Some(crate::run::lock::RunLock::acquire(&layout, "prune")?)
     };
     let runs = crate::manifest::list_runs(&out);
-    let pruned_runs = candidates(&runs, a.keep_last, a.older_than);
+    let pruned_runs = candidates(&runs, a.keep_last, a.older_than, chrono::Utc::now());
     let needed = weigh(&runs);
-    let mut totals = Pruned::read(&out);
+    // What earlier prunes counted is written over with the new totals: a ledger that cannot
+    // be read would lose its count for good, so prune stops until a person deals with it.
+    let mut totals = Pruned::read(&out).map_err(|e| {
+        ExitError::usage(msg!(
+            "{e}; prune would write over it, so it stops here: repair it, or move it aside to start the count again"
+        ))
+    })?;
     if !a.dry_run {
         // Offsets are about to change: the index goes first, and the next run rebuilds it.
         let _ = layout.remove_file(&layout.cache_index());
@@ -115,16 +121,32 @@ fn candidates(
     runs: &[RunDir],
     keep_last: Option<u64>,
     older_than: Option<std::time::Duration>,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> HashSet<String> {
     let keep_from = keep_last.map_or(runs.len(), |n| runs.len().saturating_sub(n as usize));
-    let cutoff =
-        older_than.map(|d| chrono::Utc::now() - chrono::Duration::from_std(d).unwrap_or_default());
+    let cutoff = older_than.map(|d| started_before(now, d));
+    let old_enough = |r: &RunDir| match cutoff {
+        None => true,
+        Some(None) => false,
+        Some(Some(c)) => started(&r.run_id).is_some_and(|t| t < c),
+    };
     runs.iter()
         .enumerate()
         .filter(|(i, _)| keep_last.is_none() || *i < keep_from)
-        .filter(|(_, r)| cutoff.is_none_or(|c| started(&r.run_id).is_some_and(|t| t < c)))
+        .filter(|(_, r)| old_enough(r))
         .map(|(_, r)| r.run_id.clone())
         .collect()
+}
+
+/// The moment `ago` before `now`; `None` when that lies before the calendar's start, so no
+/// run started before it (`--older-than 106751991167d`, or any larger number).
+fn started_before(
+    now: chrono::DateTime<chrono::Utc>,
+    ago: std::time::Duration,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::Duration::from_std(ago)
+        .ok()
+        .and_then(|d| now.checked_sub_signed(d))
 }
 
 /// When a run started, from its id (`20261128T080254.123Z…`).
@@ -332,4 +354,38 @@ fn remove_run(layout: &OutputLayout, run: &RunDir) -> std::io::Result<()> {
         layout.remove_tree(&failed)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(ids: &[&str]) -> Vec<RunDir> {
+        ids.iter()
+            .map(|id| RunDir {
+                run_id: id.to_string(),
+                path: std::path::PathBuf::from(id),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_duration_past_the_calendar_finds_no_run_old_enough() {
+        let all = runs(&["20200101T000000.000Zaaaa", "20260101T000000.000Zbbbb"]);
+        let now = chrono::DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let days = |n: u64| Some(std::time::Duration::from_secs(n * 86_400));
+        assert_eq!(candidates(&all, None, days(30), now).len(), 2);
+        assert_eq!(candidates(&all, None, days(1000), now).len(), 1);
+        for past in [
+            days(106_751_991_167),
+            days(99_999_999_999_999),
+            Some(std::time::Duration::from_secs(u64::MAX)),
+        ] {
+            assert!(candidates(&all, None, past, now).is_empty(), "{past:?}");
+            assert!(candidates(&all, Some(1), past, now).is_empty(), "{past:?}");
+        }
+        assert_eq!(candidates(&all, Some(1), None, now).len(), 1);
+    }
 }

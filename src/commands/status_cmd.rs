@@ -16,6 +16,11 @@ const LISTED: usize = 20;
 pub(super) fn run(ctx: &Ctx, out: Option<PathBuf>, csv: bool) -> Result<Exit, ExitError> {
     let out = super::output_folder_with_runs(ctx, out)?;
     let state = state::read(&out);
+    if let Some(e) = &state.unreadable_ledger {
+        ctx.warn(&msg!(
+            "{e}; `zhi prune` will not run until it is repaired or moved aside"
+        ));
+    }
     let gone: Vec<&JobState> = state
         .jobs
         .iter()
@@ -166,6 +171,7 @@ fn json(state: &FolderState, gone: &[&JobState], out: &Path) -> serde_json::Valu
         "tokens": state.tokens,
         "costs": state.costs,
         "pruned": state.pruned,
+        "pruned_unreadable": state.unreadable_ledger.as_ref().map(ToString::to_string),
         "unreadable_lines": state.unreadable,
     })
 }

@@ -85,6 +85,10 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("would free {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "将释放 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都会保留"),
     ("would remove {n} of run {run}'s {count} record(s) and {total} transcript(s)", "将删除 {n} 条记录（运行 {run} 共 {count} 条）和 {total} 份对话记录"),
     ("cannot prune run {run}: {e}", "无法清理运行 {run}：{e}"),
+    ("{path} cannot be read ({reason}): what the pruned runs spent is not counted", "{path} 无法读取（{reason}）：已清理运行的花费未计入"),
+    ("the cost of {model} is {value}, not an amount spent", "{model} 的费用是 {value}，不是花费的金额"),
+    ("{e}; prune would write over it, so it stops here: repair it, or move it aside to start the count again", "{e}；清理会覆盖它，因此在此停止：请修复它，或把它移到别处以重新开始计数"),
+    ("{e}; `zhi prune` will not run until it is repaired or moved aside", "{e}；在修复它或把它移到别处之前，`zhi prune` 不会运行"),
     // ---- The operating system's texts (`std::io::Error`), inside zhi's messages.
     ("No such file or directory (os error {code})", "没有那个文件或目录（系统错误 {code}）"),
     ("Permission denied (os error {code})", "权限不足（系统错误 {code}）"),
@@ -273,6 +277,11 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("output folder {path} has no runs yet", "输出文件夹 {path} 还没有运行记录"),
     ("no job `{job}` in run {run}", "运行 {run} 中没有任务 `{job}`"),
     ("no table `{name}` in {path}", "{path} 中没有表格 `{name}`"),
+    (
+        "no API key: this MCP server was started without {var}, and no settings file gives `api_key:`. An agent hands the servers it starts only a few of its variables (HOME, PATH…): give the key in the agent's `env` setting for this server (`claude mcp add zhi -e {var}=… -- zhi mcp …`, or `env` in its JSON settings) and restart the server, or put `api_key:` in ~/.config/zhi/config.yaml (mode 0600)",
+        "没有 API 密钥：这个 MCP 服务器启动时没有 {var}，也没有任何设置文件给出 `api_key:`。智能体只把自己的少数几个变量（HOME、PATH……）交给它启动的服务器：请在智能体为这个服务器设置的 `env` 中给出密钥（`claude mcp add zhi -e {var}=… -- zhi mcp …`，或在其 JSON 设置中写 `env`）并重启服务器，或在 ~/.config/zhi/config.yaml 中写入 `api_key:`（权限 0600）",
+    ),
+    ("`limit` must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)", "`limit` 必须至少为 1（省略它则每页 50 行或 50 个任务，或 64 KB 文本）"),
     ("job `{job}` has no output `{file}`", "任务 `{job}` 没有输出 `{file}`"),
     ("not a file in the output folder", "不是输出文件夹中的文件"),
     ("cannot find zhi's own binary: {e}", "找不到 zhi 自身的可执行文件：{e}"),

@@ -98,13 +98,14 @@ pub struct Tokens {
     pub completion: u64,
 }
 
+// Sums saturate: a count read back from a file (a record, `.zhi/pruned.json`) may be any u64.
 impl Tokens {
     pub fn total(&self) -> u64 {
-        self.prompt + self.completion
+        self.prompt.saturating_add(self.completion)
     }
     pub fn add(&mut self, other: Tokens) {
-        self.prompt += other.prompt;
-        self.completion += other.completion;
+        self.prompt = self.prompt.saturating_add(other.prompt);
+        self.completion = self.completion.saturating_add(other.completion);
     }
     /// What was spent since `before` (an earlier reading of the same counter).
     pub fn since(self, before: Tokens) -> Tokens {

@@ -11,7 +11,7 @@ use super::{Cost, JobRecord, Status, Timestamp, Tokens};
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What the folder says of one job: its latest record, slimmed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,18 +59,44 @@ pub(crate) struct Pruned {
     pub costs: BTreeMap<String, Cost>,
 }
 
+/// `.zhi/pruned.json` is there, but is not a ledger zhi can read (cut short, a number out of
+/// range or below zero, not a file): what it counted is unknown, so `zhi status` says so and
+/// `zhi prune` never writes over it (docs/outputs.md#pruning).
+#[derive(Debug, thiserror::Error)]
+#[error("{} cannot be read ({reason}): what the pruned runs spent is not counted", path.display())]
+pub(crate) struct UnreadableLedger {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
 impl Pruned {
     /// `.zhi/pruned.json` of an output folder (nothing pruned yet: empty).
-    pub(crate) fn read(out: &Path) -> Pruned {
-        crate::small_file::read_io(&pruned_path(out), 1 << 20)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+    pub(crate) fn read(out: &Path) -> Result<Pruned, UnreadableLedger> {
+        let path = pruned_path(out);
+        let unreadable = |reason: String| UnreadableLedger {
+            path: path.clone(),
+            reason,
+        };
+        let bytes = match crate::small_file::read(&path, 1 << 20) {
+            Ok(b) => b,
+            Err(crate::small_file::ReadError::NotFound) => return Ok(Pruned::default()),
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let ledger: Pruned =
+            serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+        let spent = |c: &Cost| c.amount.is_finite() && c.amount >= 0.0;
+        if let Some((model, c)) = ledger.costs.iter().find(|(_, c)| !spent(c)) {
+            return Err(unreadable(msg!(
+                "the cost of {model} is {}, not an amount spent",
+                c.amount
+            )));
+        }
+        Ok(ledger)
     }
 
     /// Adds what other removed records spent (their runs are counted apart).
     pub(crate) fn absorb(&mut self, other: Pruned) {
-        self.records += other.records;
+        self.records = self.records.saturating_add(other.records);
         for (model, t) in other.tokens {
             self.tokens.entry(model).or_default().add(t);
         }
@@ -84,7 +110,7 @@ impl Pruned {
 
     /// Adds what a removed record spent.
     pub(crate) fn add(&mut self, r: &JobRecord) {
-        self.records += 1;
+        self.records = self.records.saturating_add(1);
         add_spent(&mut self.tokens, &mut self.costs, r);
     }
 }
@@ -132,6 +158,9 @@ pub(crate) struct FolderState {
     pub unreadable: usize,
     /// What was pruned.
     pub pruned: Pruned,
+    /// Why `.zhi/pruned.json` could not be read, when it could not: what was pruned is then
+    /// not counted above.
+    pub unreadable_ledger: Option<UnreadableLedger>,
 }
 
 /// Whether a record says what became of a job (it ran, or its outputs stand).
@@ -166,10 +195,11 @@ pub(crate) fn latest_records(out: &Path, current: &[JobRecord]) -> Vec<JobRecord
 
 /// Reads every run of `out`, oldest first.
 pub(crate) fn read(out: &Path) -> FolderState {
-    let mut state = FolderState {
-        pruned: Pruned::read(out),
-        ..FolderState::default()
-    };
+    let mut state = FolderState::default();
+    match Pruned::read(out) {
+        Ok(p) => state.pruned = p,
+        Err(e) => state.unreadable_ledger = Some(e),
+    }
     state.tokens = state.pruned.tokens.clone();
     state.costs = state.pruned.costs.clone();
     let mut latest: HashMap<String, JobState> = HashMap::new();

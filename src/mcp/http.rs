@@ -2,15 +2,18 @@
 //! (docs/mcp.md#over-http). Plain HTTP on a loopback address only; every request must carry
 //! the bearer token, compared in constant time, or it is answered 401 before the protocol sees
 //! it. Browsers' requests (an `Origin` header) are refused, and so is a `Host` that is not this
-//! machine (DNS rebinding).
+//! machine (DNS rebinding). Connections are capped ([`super::connections`]) and a request's
+//! head must arrive whole within [`HEAD_TIMEOUT`]: connections that never finish a request
+//! cannot shut out a client with the token.
 
 use super::Zhi;
+use super::connections::{Connections, Slot};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode, header};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
@@ -43,6 +46,10 @@ pub(crate) const PATH: &str = "/mcp";
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
+/// How long a request's head may take to arrive whole, and a kept-alive connection may wait
+/// for its next one, before the connection is closed.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Serve `server` on `listen` until `stop` is cancelled; then connections are closed as their
 /// requests end.
 pub(super) async fn serve(
@@ -50,11 +57,13 @@ pub(super) async fn serve(
     listen: &Listen,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
+    let connections = Connections::new(super::connections::cap_for_file_limit());
     let listener = TcpListener::bind(listen.addr).await?;
     let local = listener.local_addr()?;
     // The one line a client (or a test) reads to know where to connect.
     let url = format!("http://{local}{PATH}");
     eprintln!("{}", msg!("zhi mcp: listening on {url}"));
+    tracing::debug!(connections = connections.cap(), "the most connections held");
     let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
     hosts.push(local.ip().to_string());
     let config = StreamableHttpServerConfig::default()
@@ -79,30 +88,55 @@ pub(super) async fn serve(
                 }
             },
         };
+        let slot = tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            slot = connections.take() => match slot {
+                Some(s) => s,
+                None => return Ok(()),
+            },
+        };
         let service = service.clone();
         let expected = Arc::clone(&expected);
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let handle = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let mut service = service.clone();
-                let refused = refusal(&req, &expected);
-                async move {
-                    match refused {
-                        Some(r) => Ok::<_, Infallible>(r),
-                        None => service.call(req).await,
-                    }
-                }
-            });
-            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), handle);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                () = stop.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
-                }
+        tokio::spawn(connection(stream, slot, service, expected, stop.clone()));
+    }
+}
+
+/// One connection, to its end: closed when its slot is taken back for a newer one, when a
+/// request's head does not arrive whole within [`HEAD_TIMEOUT`], or as its request ends once
+/// the server stops.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    slot: Slot,
+    service: StreamableHttpService<Zhi, LocalSessionManager>,
+    expected: Arc<[u8]>,
+    stop: CancellationToken,
+) {
+    let admit = slot.admit.clone();
+    let handle = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let mut service = service.clone();
+        let refused = refusal(&req, &expected);
+        if refused.is_none() {
+            admit.admitted();
+        }
+        async move {
+            match refused {
+                Some(r) => Ok::<_, Infallible>(r),
+                None => service.call(req).await,
             }
-        });
+        }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), handle);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        () = slot.evicted.cancelled() => {}
+        () = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        }
     }
 }
 
@@ -139,12 +173,18 @@ fn refusal(req: &Request<Incoming>, expected: &[u8]) -> Option<Response<Body>> {
     Some(r)
 }
 
+/// A refusal, after which the connection is closed: one that never brings the token holds no
+/// slot for long.
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
     );
     r
 }

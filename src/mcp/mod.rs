@@ -6,9 +6,11 @@
 //! and `results` read what the run leaves in its output folder. One way to plan and run, with
 //! the lock, the records and the signals of any run. What the agent names is held to the roots
 //! ([`roots`]) before any child starts; what it is told back never names a path outside them
-//! and is capped in size. This module never reads or passes on the API key: a child reads it
-//! from the settings as any run does.
+//! and is capped in size. This module never passes on or shows the API key: a child reads it
+//! from the settings as any run does. It only asks the settings whether they hold one, so that
+//! a server an agent started without it says where the key goes (`no_key`).
 
+mod connections;
 mod http;
 mod resources;
 mod results;
@@ -206,7 +208,7 @@ struct ResultsParams {
     /// Where to start: a row, a job, or a byte of the file [default: 0].
     #[serde(default)]
     offset: u64,
-    /// How many rows or jobs (at most 200), or bytes of text (at most 65536).
+    /// How many rows or jobs (1 to 200), or bytes of text (1 to 65536).
     limit: Option<u64>,
 }
 
@@ -215,6 +217,15 @@ fn fail(message: impl Into<String>) -> CallToolResult {
     let message = message.into();
     let said = crate::i18n::localize(&message);
     CallToolResult::structured_error(json!({ "error": said }))
+}
+
+/// Why a run has no key, said to an agent: the server it started was handed only a few of its
+/// variables (an MCP client passes HOME, PATH and a few more unless told otherwise), so the
+/// key goes in the agent's `env` setting for the server, or in a settings file.
+fn no_key(var: &str) -> String {
+    msg!(
+        "no API key: this MCP server was started without {var}, and no settings file gives `api_key:`. An agent hands the servers it starts only a few of its variables (HOME, PATH…): give the key in the agent's `env` setting for this server (`claude mcp add zhi -e {var}=… -- zhi mcp …`, or `env` in its JSON settings) and restart the server, or put `api_key:` in ~/.config/zhi/config.yaml (mode 0600)"
+    )
 }
 
 /// A child's refusal, as the agent reads it: its `error:` lines, else all it said.
@@ -385,6 +396,19 @@ impl Zhi {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect())
+    }
+
+    /// The variable the key is read from, when a run started now would find no key: the
+    /// settings a child run reads (its folder, `--config`, this process's variables, which it
+    /// inherits), resolved as it resolves them. `None` when there is a key, or none is needed.
+    fn key_missing(&self) -> Option<String> {
+        let ov = crate::config::Overrides {
+            config_file: self.opts.config_file.clone(),
+            ..crate::config::Overrides::default()
+        };
+        let env = |k: &str| std::env::var(k).ok();
+        let c = crate::config::Config::resolve(&ov, &env, self.opts.roots.first()).ok()?;
+        c.api.require_key().err().map(|_| c.api.key_env.clone())
     }
 
     fn find_run(&self, id: &str) -> Result<Arc<Run>, String> {
@@ -582,6 +606,9 @@ impl Zhi {
             Ok(j) => j,
             Err(e) => return fail(e),
         };
+        if let Some(var) = self.key_missing() {
+            return fail(no_key(&var));
+        }
         // The run's own flags first: `plan_args` ends with `--` and the positionals.
         let mut args = vec!["run".to_string()];
         if let Some(b) = p.budget_tokens.or(self.opts.budget_tokens) {
@@ -651,9 +678,9 @@ impl Zhi {
             Ok(o) => o,
             Err(e) => return fail(e),
         };
-        let page = results::Page {
-            offset: p.offset,
-            limit: p.limit,
+        let page = match results::Page::new(p.offset, p.limit) {
+            Ok(page) => page,
+            Err(e) => return fail(e.to_string()),
         };
         let answer = (|| {
             if let Some(t) = &p.table {

@@ -25,6 +25,12 @@ pub(crate) enum ResultError {
     NoOutput { job: String, file: String },
     #[error("cannot read {path}: {e}")]
     Read { path: String, e: String },
+    /// A page of nothing would answer the offset it was asked from: a client paging until
+    /// `next_offset` is `null` would never end.
+    #[error(
+        "`limit` must be at least 1 (leave it out for a page of 50 rows or jobs, or 64 KB of text)"
+    )]
+    ZeroLimit,
 }
 
 /// The run to read: the one named, else the latest in the output folder.
@@ -65,11 +71,22 @@ fn records(run: &Path) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Where to start and how much: an offset and a count (rows) or bytes (text).
+/// Where to start and how much: an offset and a count (rows) or bytes (text). Every page
+/// that is not the last holds something, so `next_offset` always moves on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Page {
-    pub offset: u64,
-    pub limit: Option<u64>,
+    offset: u64,
+    limit: Option<u64>,
+}
+
+impl Page {
+    /// A page from `offset`; a `limit` of 0 is refused.
+    pub(crate) fn new(offset: u64, limit: Option<u64>) -> Result<Page, ResultError> {
+        if limit == Some(0) {
+            return Err(ResultError::ZeroLimit);
+        }
+        Ok(Page { offset, limit })
+    }
 }
 
 /// The run's jobs (a page of them) and the folder's tables.
@@ -244,6 +261,10 @@ fn text_page(
     let mut end = (start + max).min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
+    }
+    // A limit smaller than the character there still moves on by that character.
+    if end == start && start < text.len() {
+        end = start + text[start..].chars().next().map_or(0, char::len_utf8);
     }
     let next = (end < text.len()).then_some(end as u64);
     Ok((Some(text[start..end].to_string()), next, size))

@@ -1,12 +1,16 @@
 """Drive `zhi mcp` with the Model Context Protocol's official Python client (the `mcp` package).
 
-Run by tests/ext/mcp_client.rs as: python mcp_client.py ZHI WORK OUTSIDE [stdio|http]. ZHI is
-the binary, WORK the folder it may use (its root, holding zhi.yaml, the schema and invoices/),
-OUTSIDE a folder outside the root. With `stdio` (the default) the client starts `zhi mcp`
-itself; with `http` it starts `zhi mcp --listen 127.0.0.1:0` with a token in ZHI_MCP_TOKEN and
-connects over the streamable HTTP transport, after checking that a request without the token
-is refused. Prints one JSON object of what it saw on its last line; an assertion that fails
-ends it with a traceback and a non-zero exit.
+Run by tests/ext/mcp_client.rs as: python mcp_client.py ZHI WORK OUTSIDE TRANSPORT BASE_URL
+KEY. ZHI is the binary, WORK the folder it may use (its root, holding zhi.yaml, the schema and
+invoices/), OUTSIDE a folder outside the root, BASE_URL the model API and KEY its key. With
+`stdio` the client starts `zhi mcp` itself, as an agent does: the SDK hands the server only a
+few of this process's variables (HOME, PATH, SHELL, TERM, USER, LOGNAME) and what the server's
+`env` adds. A server started without the key is asked to run first, and must say where the key
+goes; then one with ZHI_BASE_URL and ZHI_API_KEY in its `env` does the work. With `http` it
+starts `zhi mcp --listen 127.0.0.1:0` itself, as a person does, with a token in ZHI_MCP_TOKEN
+and the API's variables, and connects over the streamable HTTP transport, after checking that
+a request without the token is refused. Prints one JSON object of what it saw on its last
+line; an assertion that fails ends it with a traceback and a non-zero exit.
 """
 
 import asyncio
@@ -17,7 +21,7 @@ import sys
 from contextlib import asynccontextmanager
 
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 
 
 def field(obj, name):
@@ -42,11 +46,30 @@ def is_error(result):
 
 @asynccontextmanager
 async def over_stdio(zhi, work, env, seen):
+    """`zhi mcp` started as an agent starts it: the SDK's few variables, and `env` over them
+    (merged here as the SDK 2 merges it, for SDK 1 would put `env` in their place)."""
     params = StdioServerParameters(
-        command=zhi, args=["mcp", "--root", work], env=env, cwd=work
+        command=zhi,
+        args=["mcp", "--root", work],
+        env={**get_default_environment(), **env},
+        cwd=work,
     )
     async with stdio_client(params) as (read, write):
         yield read, write
+
+
+async def without_the_key(zhi, work, job, seen):
+    """A server whose `env` gives no key (this process's ZHI_API_KEY is not passed on): its
+    `run` refuses, naming the agent's `env` setting and the settings file."""
+    async with over_stdio(zhi, work, {}, seen) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            refused = await session.call_tool("run", job)
+            assert is_error(refused), refused
+            message = structured(refused)["error"]
+            for said in ("no API key", "`env` setting", "-e ZHI_API_KEY=", "config.yaml"):
+                assert said in message, (said, message)
+            seen["no_key"] = message
 
 
 @asynccontextmanager
@@ -86,10 +109,23 @@ async def over_http(zhi, work, env, seen):
         seen["server_exit"] = code
 
 
-async def main(zhi, work, outside, transport="stdio"):
-    env = {k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ}
+async def main(zhi, work, outside, transport, base_url, key):
+    api = {"ZHI_BASE_URL": base_url, "ZHI_API_KEY": key}
     seen = {"transport": transport}
-    connect = over_http if transport == "http" else over_stdio
+    job = {
+        "skill": "extract",
+        "inputs": ["invoices"],
+        "args": {"schema": "invoice.schema.json"},
+        "output": "out",
+    }
+    if transport == "http":
+        connect = over_http
+        bare = {k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ}
+        env = {**bare, **api}
+    else:
+        connect = over_stdio
+        await without_the_key(zhi, work, job, seen)
+        env = api
     async with connect(zhi, work, env, seen) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -104,12 +140,6 @@ async def main(zhi, work, outside, transport="stdio"):
             skills = structured(await session.call_tool("skills", {}))
             assert any(s["name"] == "extract" for s in skills["skills"]), skills
 
-            job = {
-                "skill": "extract",
-                "inputs": ["invoices"],
-                "args": {"schema": "invoice.schema.json"},
-                "output": "out",
-            }
             plan = await session.call_tool("plan", job)
             assert not is_error(plan), plan
             plan = structured(plan)
@@ -178,4 +208,4 @@ async def main(zhi, work, outside, transport="stdio"):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:5]))
+    asyncio.run(main(*sys.argv[1:7]))

@@ -1,8 +1,10 @@
 //! `zhi mcp` driven by the Model Context Protocol's official Python client (`mcp` on the
 //! package index, in the virtual environment `.ci/run` makes; `ZHI_TEST_MCP_PYTHON` names its
-//! python): initialize, list the tools, plan, run an extraction against the fake API with
-//! progress notifications, status until done, the folder's table read a page at a time, and a
-//! path outside the root refused (docs/mcp.md). The script is tests/ext/mcp_client.py.
+//! python): started as an agent starts it (the SDK's few variables, and the API's address and
+//! key in the server's `env`; without the key, `run` says where it goes), initialize, list the
+//! tools, plan, run an extraction against the fake API with progress notifications, status
+//! until done, the folder's table read a page at a time, and a path outside the root refused
+//! (docs/mcp.md). The script is tests/ext/mcp_client.py.
 //!
 //! And the other way round: an agent skill calling the tool of an MCP server written with the
 //! same SDK (tests/ext/mcp_server.py), named in the settings, on the fake API.
@@ -56,16 +58,19 @@ fn the_python_sdk_over_http_needs_the_token() {
     assert_eq!(seen["server_exit"], 0, "SIGTERM ends it cleanly: {seen}");
 }
 
-/// The client script over `transport`, on two invoices against the fake API: what it saw.
+/// The key the server is given in its `env`.
+const KEY: &str = "sk-given-in-the-servers-env-5f1d6c1e";
+
+/// The client script over `transport`, on two invoices against the fake API: what it saw. The
+/// API's address and key reach `zhi mcp` only through the server's `env` (over stdio) or the
+/// environment it is started with (over HTTP), never through the root's `zhi.yaml`; the
+/// client's own `ZHI_API_KEY`, an agent's variable, is not handed on.
 fn drive(transport: &str) -> Value {
     let env = TestEnv::new();
     let api = FakeApi::start(answers);
     env.write(
         "zhi.yaml",
-        format!(
-            "provider: openai\nbase_url: {}\nretry: {{max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}}\n",
-            api.base_url()
-        ),
+        "provider: openai\nretry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n",
     );
     env.write("invoice.schema.json", SCHEMA);
     env.write(
@@ -85,10 +90,17 @@ fn drive(transport: &str) -> Value {
         .arg(&work)
         .arg(&env.home)
         .arg(transport)
+        .arg(api.base_url())
+        .arg(KEY)
         .env_clear()
         .env("HOME", &env.home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("LANG", "C.UTF-8")
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "dumb")
+        .env("USER", "agent")
+        .env("LOGNAME", "agent")
+        .env("ZHI_API_KEY", "sk-the-agents-own-variable-not-passed")
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run the Python client");
@@ -101,7 +113,16 @@ fn drive(transport: &str) -> Value {
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
     note!("mcp client saw: {seen}");
     assert_eq!(seen["table"], json!(["GX-7", "INV-0042"]));
-    assert_eq!(api.chat_requests().len(), 2, "one request an invoice");
+    let chats = api.chat_requests();
+    assert_eq!(chats.len(), 2, "one request an invoice");
+    assert!(
+        chats.iter().all(|r| r.bearer() == Some(KEY)),
+        "the key of the server's env"
+    );
+    if transport == "stdio" {
+        let said = seen["no_key"].as_str().unwrap_or_default();
+        assert!(said.contains("`env` setting"), "{seen}");
+    }
     seen
 }
 

@@ -260,3 +260,130 @@ fn a_prune_killed_at_any_moment_loses_nothing() {
         assert_eq!(api.chat_requests().len(), requests);
     }
 }
+
+/// `--older-than` past what the calendar holds (issue 47 saw `106751991167d` panic with exit
+/// 101 and `99999999999999d` read as 0, so every run was old enough): no run is that old,
+/// and nothing is pruned, whatever the number.
+#[test]
+fn older_than_past_the_calendar_prunes_nothing() {
+    let env = TestEnv::new();
+    documents(&env, 2);
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    // A second run that supersedes one record of the first: something a prune could free.
+    env.write("docs/d000.txt", "Report 0, amended: the budget was cut.\n");
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    for days in [
+        "106751991167d",
+        "99999999999999d",
+        "213503982334601d",
+        "99999999999999999999999999d",
+    ] {
+        let out = env
+            .zhi()
+            .args(["prune", "out", "--older-than", days])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        assert!(
+            stdout(&out).contains("freed 0.0 MiB: 0 record(s), 0 run(s) whole"),
+            "{days}: {}",
+            show(&out)
+        );
+    }
+    // An age the calendar holds still prunes what it should.
+    let out = env
+        .zhi()
+        .args(["prune", "out", "--older-than", "0s"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let freed = stdout(&out);
+    assert!(
+        freed.starts_with("freed") && !freed.contains(" 0 record(s)"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// A ledger of what earlier prunes removed, as prune writes it: ¥12.5 spent on one model.
+const LEDGER: &str = r#"{
+  "runs": 2,
+  "records": 7,
+  "tokens": {"glm-4-plus": {"prompt": 90000, "completion": 10000}},
+  "costs": {"glm-4-plus": {"amount": 12.5, "currency": "CNY"}}
+}"#;
+
+/// `.zhi/pruned.json` damaged (issue 47 saw it cut to 60 bytes dropped without a word, then
+/// written over by the next prune, the ¥12.5 it held lost for good; `1e309` and negative
+/// counts the same): `zhi status` warns and says it in its JSON, and `zhi prune` refuses
+/// (exit 2) before it removes or writes anything, until the ledger is moved aside.
+#[test]
+fn a_damaged_prune_ledger_is_reported_and_never_written_over() {
+    let env = TestEnv::new();
+    documents(&env, 2);
+    let api = FakeApi::always(Reply::text("# Summary\n\nThe budget was approved."));
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    env.write("docs/d000.txt", "Report 0, amended: the budget was cut.\n");
+    assert_exit(&run(&env, &api, &[]), Exit::Success);
+    let ledger = env.path("out/.zhi/pruned.json");
+    std::fs::write(&ledger, LEDGER).unwrap();
+    let s = status_json(&env);
+    assert_eq!(s["costs"]["glm-4-plus"]["amount"], 12.5, "{s}");
+    assert_eq!(s["pruned_unreadable"], Value::Null, "{s}");
+
+    let cut = &LEDGER.as_bytes()[..60];
+    let negative = LEDGER.replace("\"records\": 7", "\"records\": -7");
+    let huge = LEDGER.replace("12.5", "1e309");
+    let below_zero = LEDGER.replace("12.5", "-12.5");
+    for damaged in [
+        cut,
+        negative.as_bytes(),
+        huge.as_bytes(),
+        below_zero.as_bytes(),
+    ] {
+        let case = String::from_utf8_lossy(damaged).into_owned();
+        std::fs::write(&ledger, damaged).unwrap();
+        let runs_before = std::fs::read_dir(env.path("out/.zhi/runs"))
+            .unwrap()
+            .count();
+        let out = env.zhi().args(["status", "out"]).output().unwrap();
+        assert_exit(&out, Exit::Success);
+        let err = crate::support::testenv::stderr(&out);
+        assert!(
+            err.contains("pruned.json cannot be read")
+                && err.contains("not counted")
+                && err.contains("zhi prune"),
+            "{case}: {}",
+            show(&out)
+        );
+        let s = status_json(&env);
+        let why = s["pruned_unreadable"].as_str().unwrap_or_default();
+        assert!(why.contains("pruned.json cannot be read"), "{case}: {s}");
+        for extra in [&[][..], &["--dry-run"][..]] {
+            let out = prune(&env, extra);
+            assert_exit(&out, Exit::Usage);
+            let err = crate::support::testenv::stderr(&out);
+            assert!(
+                err.contains("pruned.json cannot be read") && err.contains("move it aside"),
+                "{case}: {}",
+                show(&out)
+            );
+        }
+        assert_eq!(
+            std::fs::read(&ledger).unwrap(),
+            damaged,
+            "{case}: written over"
+        );
+        let runs_after = std::fs::read_dir(env.path("out/.zhi/runs"))
+            .unwrap()
+            .count();
+        assert_eq!(runs_after, runs_before, "{case}: a run was removed");
+    }
+    // Moved aside, the count starts again.
+    std::fs::rename(&ledger, env.path("out/.zhi/pruned.json.damaged")).unwrap();
+    assert_exit(&prune(&env, &[]), Exit::Success);
+    let s = status_json(&env);
+    assert_eq!(s["pruned_unreadable"], Value::Null, "{s}");
+    assert!(s["pruned"]["records"].as_u64().unwrap() > 0, "{s}");
+}

@@ -475,3 +475,115 @@ fn the_docs_snippets_start_a_server_that_answers() {
         assert!(s.close().success(), "{given:?}");
     }
 }
+
+/// `results` a page at a time ends (issue 47 saw `limit: 0` answer `next_offset: 0`, so a
+/// client paging until `null` never stopped): a limit of 0 is refused, and every page moves
+/// on, one smaller than a character included, until `next_offset` is `null`.
+#[test]
+fn results_refuse_a_limit_of_0_and_every_page_moves_on() {
+    let env = TestEnv::new();
+    let summary = "Summary — the note is about “apples” and “pears”.";
+    let api = FakeApi::always(Reply::text(summary));
+    env.write("docs/a.md", "The first note, about apples.\n");
+    env.write("docs/b.md", "The second note, about pears.\n");
+    let out = env
+        .zhi()
+        .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+        .args(["--base-url", &api.base_url()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut s = Server::start(&env, &["--root", "."]);
+    for args in [
+        json!({"output": "out", "limit": 0}),
+        json!({"output": "out", "job": "docs/a.md", "limit": 0}),
+        json!({"output": "out", "job": "docs/a.md", "file": "summary.md", "limit": 0}),
+        json!({"output": "out", "table": "none", "limit": 0}),
+    ] {
+        let (v, err) = s.call("results", args.clone());
+        assert!(err, "{args}: {v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("`limit` must be at least 1"),
+            "{args}: {v}"
+        );
+    }
+    // The jobs one at a time.
+    let (mut offset, mut seen) = (0, Vec::new());
+    for _ in 0..10 {
+        let (v, err) = s.call(
+            "results",
+            json!({"output": "out", "offset": offset, "limit": 1}),
+        );
+        assert!(!err, "{v}");
+        seen.extend(
+            v["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["input"].clone()),
+        );
+        match v["next_offset"].as_u64() {
+            Some(next) => {
+                assert!(next > offset, "{v}");
+                offset = next;
+            }
+            None => break,
+        }
+    }
+    // In the order the jobs ended.
+    seen.sort_by_key(|v| v.to_string());
+    assert_eq!(seen, [json!("docs/a.md"), json!("docs/b.md")]);
+    // An output a byte at a time: each page holds a character, and the pages make the whole.
+    let (mut offset, mut text) = (0, String::new());
+    for _ in 0..=summary.len() {
+        let (v, err) = s.call(
+            "results",
+            json!({"output": "out", "job": "docs/a.md", "file": "summary.md",
+                   "offset": offset, "limit": 1}),
+        );
+        assert!(!err, "{v}");
+        let page = &v["outputs"][0];
+        text.push_str(page["text"].as_str().unwrap());
+        match page["next_offset"].as_u64() {
+            Some(next) => {
+                assert!(next > offset, "{v}");
+                offset = next;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(text.trim_end(), summary);
+    assert!(s.close().success());
+}
+
+/// A server started as an agent starts it, with none of the agent's variables (issue 47: its
+/// `run` answered "no API key: set ZHI_API_KEY (export …)", advice a shell takes and an agent
+/// cannot): the error names the agent's `env` setting for the server and the settings file,
+/// and no run is started. A plan still answers (it sends nothing).
+#[test]
+fn a_run_without_a_key_names_the_agents_env_setting_and_the_settings_file() {
+    let env = TestEnv::new();
+    env.write("docs/a.md", "The first note, about apples.\n");
+    let mut s = Server::start(&env, &["--root", "."]);
+    let job = json!({"skill": "summarize", "inputs": ["docs"], "output": "out"});
+    let (plan, err) = s.call("plan", job.clone());
+    assert!(!err, "{plan}");
+    let (refused, err) = s.call("run", job);
+    assert!(err, "{refused}");
+    let message = refused["error"].as_str().unwrap();
+    for said in [
+        "no API key",
+        "ZHI_API_KEY",
+        "`env` setting",
+        "-e ZHI_API_KEY=",
+        "~/.config/zhi/config.yaml",
+    ] {
+        assert!(message.contains(said), "{said}: {message}");
+    }
+    assert!(!message.contains("export "), "{message}");
+    assert!(!env.path("out/.zhi/runs").exists(), "a run was started");
+    assert!(s.close().success());
+}

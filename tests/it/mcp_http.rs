@@ -150,3 +150,121 @@ fn every_request_needs_the_token_and_sigterm_ends_the_server() {
         "{line}{rest}"
     );
 }
+
+/// A server killed and reaped when dropped: a test that fails leaves no process behind.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The soft limit on open files of a live process, and its hard one, from /proc.
+fn file_limits(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (n[0], n[1])
+}
+
+/// Connections that never finish a request (issue 47: under `ulimit -n 128`, 200 that sent
+/// half a request line shut out a client with the token for as long as they stayed open): the
+/// soft file limit is raised to the hard one, the connections held are capped, the oldest that
+/// has not brought the token makes room for a new one, and a request head that does not arrive
+/// whole within 10 s closes its connection.
+#[test]
+fn half_sent_requests_cannot_shut_out_a_client_with_the_token() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let mut command = env.zhi_process();
+    command
+        .args(["mcp", "--listen", "127.0.0.1:0"])
+        .env("ZHI_MCP_TOKEN", TOKEN)
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit(2) between fork and exec, on the child alone; no allocation.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 128,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut server = Reaped(command.spawn().unwrap());
+    let child = &mut server.0;
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("listening on http://")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim()
+        .trim_end_matches("/mcp")
+        .to_string();
+    assert_eq!(file_limits(child.id()), (128, 128), "the soft limit raised");
+
+    let mut half_sent: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.write_all(b"POST /mcp HT").unwrap();
+            s
+        })
+        .collect();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let started = std::time::Instant::now();
+    let (code, text) = post(&addr, "/mcp", Some(&format!("Bearer {TOKEN}")), init);
+    assert_eq!(code, 200, "shut out: {text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "answered only after {:?}",
+        started.elapsed()
+    );
+
+    // The newest half-sent request still holds its slot, until its head is overdue.
+    let last = half_sent.last_mut().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
+    let mut got = Vec::new();
+    let ended = last.read_to_end(&mut got);
+    let closed = match &ended {
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(
+        closed,
+        "{ended:?} after {:?}: {}",
+        started.elapsed(),
+        String::from_utf8_lossy(&got)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "closed only after {:?}",
+        started.elapsed()
+    );
+    drop(half_sent);
+
+    // SAFETY: kill(2) on the child's pid, which is ours until it is waited for.
+    let r = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(r, 0);
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("zhi mcp --listen did not end on SIGTERM");
+}
