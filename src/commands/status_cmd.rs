@@ -87,7 +87,7 @@ fn print_human(state: &FolderState, gone: &[&JobState], out: &Path, cwd: &Path) 
             let (kind, why) = j
                 .error
                 .as_ref()
-                .map(|e| (e.kind.to_string(), e.message.clone()))
+                .map(|e| (e.kind.to_string(), e.reason().to_string()))
                 .unwrap_or_default();
             println!(
                 "  {} ({}): {kind}: {}",
@@ -190,7 +190,7 @@ fn write_csv(state: &FolderState, cwd: &Path) -> std::io::Result<()> {
         let (kind, why) = j
             .error
             .as_ref()
-            .map(|e| (e.kind.to_string(), e.message.clone()))
+            .map(|e| (e.kind.to_string(), e.reason().to_string()))
             .unwrap_or_default();
         let row = [
             j.job_id.clone(),

@@ -427,7 +427,7 @@ impl Page<'_> {
                 td class="err" {
                     @if let Some(e) = &r.error {
                         span class="kind" { (Text(e.kind.as_str())) } " "
-                        span class="msg" { (Text(&clip(&e.message, MESSAGE_IN_TABLE))) }
+                        span class="msg" { (Text(&clip(e.reason(), MESSAGE_IN_TABLE))) }
                     }
                     // How the job read its input, when a person should know (pages with too
                     // little text).

@@ -237,7 +237,7 @@ impl Table {
             base.insert("ungrounded".into(), Value::String(ungrounded));
             base.insert("doubts".into(), Value::String(doubted(&r.doubts)));
             let error = r.error.as_ref().map_or(String::new(), |e| {
-                format!("{}: {}", e.kind, crate::sanitize::one_line(&e.message))
+                format!("{}: {}", e.kind, crate::sanitize::one_line(e.reason()))
             });
             base.insert("error".into(), Value::String(error));
             push_rows(&mut table_rows, base, per_item, object.as_ref());

@@ -421,15 +421,8 @@ impl Writer<'_> {
             match &f.error_kind {
                 Some(kind) => {
                     let kind_said = t!(in lang; "{kind}: ", kind = one_line(kind));
-                    // Messages from the API already start with their kind (in the words of
-                    // the language they were translated into).
                     let message = crate::i18n::localize(f.error_message.as_deref().unwrap_or(""));
-                    let message = message.trim_start();
-                    let message = message
-                        .strip_prefix(&format!("{kind}: "))
-                        .or_else(|| message.strip_prefix(kind_said.as_str()))
-                        .unwrap_or(message);
-                    let message = one_line(message);
+                    let message = one_line(message.trim_start());
                     let room = COLUMNS.saturating_sub(columns(&head) + columns(&kind_said));
                     // A long path leaves the reason too little room: it goes on a line of its
                     // own.

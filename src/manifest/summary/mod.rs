@@ -191,7 +191,7 @@ fn line(r: &super::JobRecord) -> JobLine {
         status: r.status,
         duration_ms: r.duration_ms,
         error_kind: r.error.as_ref().map(|e| e.kind.to_string()),
-        error_message: r.error.as_ref().map(|e| e.message.clone()),
+        error_message: r.error.as_ref().map(|e| e.reason().to_string()),
         refused_tool_calls: r.refused_tool_calls,
         transcript: r.transcript.clone(),
     }
