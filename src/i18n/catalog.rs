@@ -37,7 +37,7 @@ pub(super) const VERBATIM: &[&str] = &[
     "completion", "retries", "planned", "succeeded", "failed", "skipped", "cancelled", "shard",
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
     "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high", "set", "unset",
-    "roots", "job", "uri", "tool", "t", "addr",
+    "roots", "job", "uri", "tool", "t", "addr", "held", "attempt", "of",
 ];
 
 /// Names of log fields (`job=…`).
@@ -611,6 +611,9 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("request timed out: {server}", "请求超时：{server}"),
     ("connection failed: {server}", "连接失败：{server}"),
     ("request cancelled", "请求已取消"),
+    ("no answer within {secs} s (a limit sized to the server's speed)", "{secs} 秒内没有回答（按服务器的速度定的时限）"),
+    ("no answer within {secs} s", "{secs} 秒内没有回答"),
+    ("raise --timeout or `timeout:` in zhi.yaml", "可调高 --timeout 或 zhi.yaml 的 `timeout:`"),
     ("HTTP {status}", "HTTP {status}"),
     ("HTTP {status} (code {code})", "HTTP {status}（代码 {code}）"),
     ("HTTP {status}: {server}", "HTTP {status}：{server}"),
@@ -1011,7 +1014,10 @@ pub(super) const SHOWN: &[(&str, &str)] = &[
     // Progress (`zhi run` on a terminal and in plain mode).
     (", pieces {done}/{total}", "，分块 {done}/{total}"),
     (" ({time})", "（{time}）"),
-    ("{running} running{longest}, {failed} failed, {tokens} tokens{pieces}, ETA {left}", "进行中 {running}{longest}，失败 {failed}，令牌 {tokens}{pieces}，剩余 {left}"),
+    ("{running} running{longest}{held}, {failed} failed, {tokens} tokens{pieces}, ETA {left}", "进行中 {running}{longest}{held}，失败 {failed}，令牌 {tokens}{pieces}，剩余 {left}"),
+    (", waiting out a rate limit ({time})", "，等待限流结束（{time}）"),
+    (", waiting out a rate limit", "，等待限流结束"),
+    (", try {attempt}/{of} after {kind}", "，尝试 {attempt}/{of}（{kind}）"),
     ("zhi: {done}/{total} done, {status}", "zhi：完成 {done}/{total}，{status}"),
     ("{s}s", "{s}秒"),
     ("{m}m{s}s", "{m}分{s}秒"),

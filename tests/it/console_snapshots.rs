@@ -102,6 +102,69 @@ fn a_run_its_manifest_and_its_report() {
     }
 }
 
+/// A slow model is visible: a request that ran out of its time limit says so on the progress
+/// line at once (`try 2/2 after timeout`), and is answered on its second attempt.
+#[test]
+fn a_slow_model_says_on_the_progress_line_that_it_is_retried() {
+    for lang in LANGS {
+        let env = TestEnv::new();
+        env.write(
+            "zhi.yaml",
+            "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n",
+        );
+        env.write("docs/a.txt", "The board approved the budget.\n");
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let api = FakeApi::start(move |_| {
+            let slow = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            let after = Duration::from_millis(if slow { 3000 } else { 300 });
+            Reply::delay(
+                after,
+                Reply::text("# a\n\nA summary.\n").with_usage(120, 30),
+            )
+        });
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args(["run", "summarize", "docs", "--timeout", "1"])
+            .args(["--base-url", &api.base_url(), "-o", "out"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        zhi_snapshot!(format!("slow_model_{lang}"), &env, &out);
+    }
+}
+
+/// A request that runs out of its time limit on every attempt fails, naming `--timeout` and
+/// its setting.
+#[test]
+fn a_request_out_of_time_names_the_timeout_setting() {
+    for lang in LANGS {
+        let env = TestEnv::new();
+        env.write("zhi.yaml", "retry: {max_attempts: 1}\n");
+        env.write("docs/a.txt", "The board approved the budget.\n");
+        let api = FakeApi::always(Reply::delay(
+            Duration::from_secs(3),
+            Reply::text("# a\n\nToo late.\n"),
+        ));
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args([
+                "--no-progress",
+                "run",
+                "summarize",
+                "docs",
+                "--timeout",
+                "1",
+            ])
+            .args(["--base-url", &api.base_url(), "-o", "out"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::JobsFailed);
+        zhi_snapshot!(format!("out_of_time_{lang}"), &env, &out);
+    }
+}
+
 #[test]
 fn config_show() {
     for lang in LANGS {

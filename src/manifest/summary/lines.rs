@@ -542,8 +542,9 @@ mod tests {
     }
 
     fn failed(i: usize, input: &str) -> JobRecord {
+        // One request, refused on its second attempt: one retry.
         let mut r = JobRecord::new(&format!("j{i:02}"), "summarize", input, Status::Failed);
-        r.turns = 1;
+        r.turns = 0;
         r.requests = 2;
         r.tokens.prompt = if i == 0 { 2000 } else { 0 };
         r.tokens.completion = if i == 0 { 400 } else { 0 };

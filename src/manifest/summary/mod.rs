@@ -324,7 +324,9 @@ impl SummaryFold {
             }
         }
         self.requests += u64::from(r.requests);
-        self.retries += u64::from(r.requests.saturating_sub(r.turns));
+        // A request that got no answer in the end was sent once as itself, not as a retry.
+        let unanswered = u32::from(r.status != Status::Succeeded && r.requests > r.turns);
+        self.retries += u64::from(r.requests.saturating_sub(r.turns + unanswered));
         self.job_time_ms += r.duration_ms;
         self.started_at = match (self.started_at, r.started_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
