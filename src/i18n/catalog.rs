@@ -37,7 +37,8 @@ pub(super) const VERBATIM: &[&str] = &[
     "completion", "retries", "planned", "succeeded", "failed", "skipped", "cancelled", "shard",
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
     "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high", "set", "unset",
-    "roots", "job", "uri", "tool", "t", "addr", "held", "attempt", "of",
+    "roots", "job", "uri", "tool", "t", "addr", "held", "attempt", "of", "at",
+    "other",
 ];
 
 /// Names of log fields (`job=…`).
@@ -892,6 +893,26 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
 pub(super) const SHOWN: &[(&str, &str)] = &[
     // The comma between the items of a list.
     (", ", "，"),
+    ("; ", "；"),
+    ("{at}: {what}", "{at}：{what}"),
+    ("found under a label of {other} (\"{label}\")", "出现在 {other} 共用的标签（“{label}”）下"),
+    ("found under the {other}'s label (\"{label}\")", "出现在 {other} 的标签（“{label}”）下"),
+    ("not under its own label (\"{label}\"), which is in the document", "不在它自己的标签（“{label}”）下，而这个标签就在文档中"),
+    ("found under another field's label", "出现在别的字段的标签下"),
+    ("found nowhere in the document", "文档中找不到"),
+    ("not looked for in the document (too many values)", "未在文档中查找（值太多）"),
+    ("the same value as {other}", "与 {other} 的值相同"),
+    ("the same value as another field", "与另一个字段的值相同"),
+    ("begins with a label (\"{label}\"): a line copied, not a value", "以标签（“{label}”）开头：照抄了一行，而不是取出的值"),
+    ("begins with a label: a line copied, not a value", "以标签开头：照抄了一行，而不是取出的值"),
+    ("empty, though its label (\"{label}\") stands in the document with a value", "为空，但文档中它的标签（“{label}”）后面有值"),
+    ("empty, though its label stands in the document with a value", "为空，但文档中它的标签后面有值"),
+    ("figures not as in the source", "数字与原文不符"),
+    ("parts left untranslated", "有部分没有翻译"),
+    ("a remark about the task", "有关于任务本身的话"),
+    ("headings the source does not have", "有原文没有的标题"),
+    ("mostly the source again", "大体是原文的重复"),
+    ("longer than its source", "比原文还长"),
     ("error: {reason}", "错误：{reason}"),
     ("skill", "技能"),
     ("requests", "请求"),

@@ -463,8 +463,7 @@ mod tests {
             doubts: vec![crate::manifest::Doubt {
                 check: "label".into(),
                 field: Some(field.into()),
-                file: None,
-                detail: String::new(),
+                ..crate::manifest::Doubt::default()
             }],
             ..record(id, Status::Succeeded, at)
         };

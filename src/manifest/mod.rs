@@ -4,6 +4,7 @@
 
 mod batches;
 mod cost;
+mod doubt;
 pub(crate) mod extraction;
 pub(crate) mod merge;
 mod read;
@@ -15,6 +16,8 @@ mod write;
 pub(crate) use batches::{BatchReport, Submitted, Waiting};
 pub use cost::Cost;
 pub(crate) use cost::{Accounts, Priced};
+pub use doubt::Doubt;
+pub(crate) use doubt::in_words as doubts_in_words;
 pub(crate) use extraction::Extraction;
 pub(crate) use read::read_manifest;
 pub use read::{RunDir, latest_run, list_runs, read_records};
@@ -141,22 +144,6 @@ pub struct StepRecord {
     /// Why it failed or was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-}
-
-/// What zhi doubts in a job's output (docs/outputs.md#doubts): the answer was kept, well
-/// formed, but is probably wrong here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Doubt {
-    /// Which check doubted it (`label`, `same_value`, `ungrounded`, `figures`, …).
-    pub check: String,
-    /// The extracted field it is about (`seller`, `items[0].amount`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// The output file it is about, relative to the job's folder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// What was found, for a person.
-    pub detail: String,
 }
 
 /// One line of `results.jsonl`.

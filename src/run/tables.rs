@@ -235,7 +235,9 @@ impl Table {
                 .map(|e| e.ungrounded.join(", "))
                 .unwrap_or_default();
             base.insert("ungrounded".into(), Value::String(ungrounded));
-            base.insert("doubts".into(), Value::String(doubted(&r.doubts)));
+            // In words, in zhi's language: `seller: found under the buyer's label ("Bill to")`.
+            let doubts = crate::manifest::doubts_in_words(&r.doubts, crate::i18n::lang());
+            base.insert("doubts".into(), Value::String(doubts));
             let error = r.error.as_ref().map_or(String::new(), |e| {
                 format!("{}: {}", e.kind, crate::sanitize::one_line(e.reason()))
             });
@@ -457,20 +459,6 @@ fn fit_cell(s: &str) -> String {
     let mut out: String = s.chars().take(keep).collect();
     out.push_str(&mark);
     out
-}
-
-/// A row's doubts as one cell: `seller (label), total (label)`.
-fn doubted(doubts: &[crate::manifest::Doubt]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    for d in doubts {
-        let at = d.field.as_deref().or(d.file.as_deref()).unwrap_or("");
-        let part = format!("{at} ({})", d.check);
-        if seen.insert(part.clone()) {
-            parts.push(part);
-        }
-    }
-    parts.join(", ")
 }
 
 #[cfg(test)]
