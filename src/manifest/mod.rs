@@ -55,6 +55,42 @@ impl Status {
     }
 }
 
+/// A job's status as a person is shown it (docs/outputs.md#job-records): its record's
+/// `status`, except that outputs that stand (`succeeded` or `cached`) and that zhi doubts are
+/// `doubted` — never a success. Derived from a record's `status` and `doubts`, never written
+/// in place of them: the cache, `manifest merge` and records of earlier runs read `status` as
+/// they always have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub(crate) enum ShownStatus {
+    Succeeded,
+    Doubted,
+    Failed,
+    Cached,
+    Skipped,
+    Cancelled,
+}
+
+impl ShownStatus {
+    /// The status shown of a record of `status` whose outputs are doubted or not.
+    pub(crate) fn of(status: Status, doubted: bool) -> ShownStatus {
+        match status {
+            Status::Succeeded | Status::Cached if doubted => ShownStatus::Doubted,
+            Status::Succeeded => ShownStatus::Succeeded,
+            Status::Failed => ShownStatus::Failed,
+            Status::Cached => ShownStatus::Cached,
+            Status::Skipped => ShownStatus::Skipped,
+            Status::Cancelled => ShownStatus::Cancelled,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// A file's identity and state when its content was hashed (an input, an output) or its
 /// entries listed (a job's folder): device, inode, size, modification and change times
 /// (nanoseconds since the epoch), and when the hash or the listing was taken.
@@ -264,6 +300,11 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// The status a person is shown: `doubted` for outputs that stand and are doubted.
+    pub(crate) fn shown(&self) -> ShownStatus {
+        ShownStatus::of(self.status, !self.doubts.is_empty())
+    }
+
     /// Whether the record's stats would make the next run read its files again: an output,
     /// the job's folder or its input whose stat is missing or was taken too soon after its
     /// last change to be trusted (docs/outputs.md#the-stat-cache).
@@ -326,11 +367,16 @@ impl JobRecord {
     }
 }
 
-/// Jobs per status.
+/// Jobs per status shown ([`ShownStatus`]): they add up to `planned`. `succeeded` and
+/// `cached` leave out the jobs whose outputs zhi doubts: those are `doubted`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Counts {
     pub planned: u64,
     pub succeeded: u64,
+    /// Absent from the manifests of earlier runs, which counted such jobs as succeeded or
+    /// cached.
+    #[serde(default)]
+    pub doubted: u64,
     pub failed: u64,
     pub cached: u64,
     pub skipped: u64,
@@ -338,13 +384,14 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
-    pub(crate) fn add(&mut self, s: Status) {
+    pub(crate) fn add(&mut self, s: ShownStatus) {
         match s {
-            Status::Succeeded => self.succeeded += 1,
-            Status::Failed => self.failed += 1,
-            Status::Cached => self.cached += 1,
-            Status::Skipped => self.skipped += 1,
-            Status::Cancelled => self.cancelled += 1,
+            ShownStatus::Succeeded => self.succeeded += 1,
+            ShownStatus::Doubted => self.doubted += 1,
+            ShownStatus::Failed => self.failed += 1,
+            ShownStatus::Cached => self.cached += 1,
+            ShownStatus::Skipped => self.skipped += 1,
+            ShownStatus::Cancelled => self.cancelled += 1,
         }
     }
 }

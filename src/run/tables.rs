@@ -6,7 +6,7 @@
 use crate::agent::structured::Schema;
 use crate::confine::Root;
 use crate::layout::OutputLayout;
-use crate::manifest::{JobRecord, Status};
+use crate::manifest::{JobRecord, ShownStatus, Status};
 use crate::plan::Job;
 use crate::skills::schema::Field;
 use crate::skills::{SchemaSpec, SkillSet};
@@ -212,8 +212,9 @@ impl Table {
             let mut base = Map::new();
             base.insert("file".into(), Value::String(r.input.clone()));
             // A cached job's row is the row its result earned: a rerun rewrites the same table.
-            let status = match r.status {
-                Status::Cached => Status::Succeeded,
+            // Outputs zhi doubts are `doubted`, never `succeeded`.
+            let status = match r.shown() {
+                ShownStatus::Cached => ShownStatus::Succeeded,
                 other => other,
             };
             base.insert("status".into(), Value::String(status.as_str().into()));

@@ -165,6 +165,77 @@ fn a_request_out_of_time_names_the_timeout_setting() {
     }
 }
 
+/// The schema of the doubted run: each party's labels named in its description.
+const INVOICE_SCHEMA: &str = r#"{"type": "object", "properties": {
+  "seller": {"type": "string", "description": "Who issued the invoice (Seller)"},
+  "buyer": {"type": "string", "description": "Who is billed (Bill to)"},
+  "total": {"type": "number", "description": "The total (Total due)"}},
+  "required": ["seller", "buyer", "total"]}"#;
+
+/// `zhi run extract invoices` in `lang`, one job at a time.
+fn extract(env: &TestEnv, api: &FakeApi, lang: &str) -> Output {
+    env.zhi()
+        .env("ZHI_LANGUAGE", lang)
+        .args(["--no-progress", "run", "extract", "invoices", "-j", "1"])
+        .args(["-a", "schema=invoice.schema.json"])
+        .args(["--base-url", &api.base_url(), "-o", "out"])
+        .output()
+        .unwrap()
+}
+
+/// Two invoices: `inv1.txt` read right, `inv2.txt` with seller and buyer swapped — doubted, not
+/// a success, and not a failure (exit 0). The end of the run names the doubted file with its
+/// doubts in words; `zhi manifest show` and `zhi status` say the same; a rerun sends nothing,
+/// and `zhi manifest show` of it counts every job, the cached ones it did not write again too.
+#[test]
+fn a_run_with_doubted_jobs() {
+    for lang in LANGS {
+        let env = TestEnv::new();
+        env.write("invoice.schema.json", INVOICE_SCHEMA);
+        env.write(
+            "invoices/inv1.txt",
+            "INVOICE\nSeller: Acme Ltd\nBill to: Globex GmbH\nTotal due: 113.00\n",
+        );
+        env.write(
+            "invoices/inv2.txt",
+            "INVOICE\nSeller: Initech Inc\nBill to: Umbrella Corp\nTotal due: 213.00\n",
+        );
+        // The swapped answer comes slowly: the slowest job, listed first.
+        let api = FakeApi::start(|req: &Recorded| {
+            if req.input_document().ends_with("inv2.txt") {
+                let swapped =
+                    r#"{"seller": "Umbrella Corp", "buyer": "Initech Inc", "total": 213}"#;
+                Reply::delay(
+                    Duration::from_millis(300),
+                    Reply::text(swapped).with_usage(100, 20),
+                )
+            } else {
+                let right = r#"{"seller": "Acme Ltd", "buyer": "Globex GmbH", "total": 113}"#;
+                Reply::text(right).with_usage(100, 20)
+            }
+        });
+        let out = extract(&env, &api, lang);
+        assert_exit(&out, Exit::Success);
+        zhi_snapshot!(format!("doubted_run_{lang}"), &env, &out);
+        let show = zhi(&env, lang, &["manifest", "show", "-o", "out"]);
+        zhi_snapshot!(format!("doubted_manifest_show_{lang}"), &env, &show);
+        let status = zhi(&env, lang, &["status", "out"]);
+        zhi_snapshot!(format!("doubted_status_{lang}"), &env, &status);
+        zhi(&env, lang, &["report", "-o", "out", "--out", "report.html"]);
+        let page = std::fs::read_to_string(env.path("report.html")).unwrap();
+        snapshot_text(
+            &format!("doubted_report_text_{lang}"),
+            &stable(&env, &visible_text(&page)),
+        );
+        let asked = api.chat_requests().len();
+        let rerun = extract(&env, &api, lang);
+        assert_exit(&rerun, Exit::Success);
+        assert_eq!(api.chat_requests().len(), asked, "a rerun sends nothing");
+        let show = zhi(&env, lang, &["manifest", "show", "-o", "out"]);
+        zhi_snapshot!(format!("doubted_rerun_show_{lang}"), &env, &show);
+    }
+}
+
 #[test]
 fn config_show() {
     for lang in LANGS {

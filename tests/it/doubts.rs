@@ -276,6 +276,53 @@ fn strict_fails_a_doubted_job_with_its_doubts() {
     );
 }
 
+/// One rule for the exit code (docs/exit-codes.md#doubted-jobs): a doubted job is not a failure
+/// (exit 0, the doubted files named); with `--strict` it is, also when its outputs come from
+/// the cache — nothing is sent, the outputs stay, and a rerun without `--strict` finds them
+/// cached and doubted as before.
+#[test]
+fn doubted_jobs_exit_0_and_strict_fails_them_also_when_cached() {
+    let env = env();
+    let cheap = server(swapped);
+    let out = run(&env, &cheap, &[]);
+    assert_exit(&out, Exit::Success);
+    assert!(
+        stderr(&out).contains("succeeded 0  doubted 8  failed 0"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        stderr(&out).contains("    invoices/inv1.txt\n      seller: found under the buyer's label"),
+        "{}",
+        show(&out)
+    );
+    let sent = cheap.chat_requests().len();
+    let strict = run(&env, &cheap, &["--strict"]);
+    assert_exit(&strict, Exit::JobsFailed);
+    assert_eq!(cheap.chat_requests().len(), sent, "{}", show(&strict));
+    let r = &records_by_input(&env.path("out"))["invoices/inv1.txt"];
+    assert_eq!(
+        (&r["status"], &r["error"]["kind"]),
+        (&json!("failed"), &json!("doubtful")),
+        "{r}"
+    );
+    assert!(
+        env.path(&format!(
+            "out/{}/extracted.json",
+            r["output_dir"].as_str().unwrap()
+        ))
+        .exists()
+    );
+    let again = run(&env, &cheap, &[]);
+    assert_exit(&again, Exit::Success);
+    assert_eq!(cheap.chat_requests().len(), sent, "{}", show(&again));
+    assert!(
+        stderr(&again).contains("doubted 8  failed 0  cached 0"),
+        "{}",
+        show(&again)
+    );
+}
+
 #[test]
 fn an_audit_measures_agreement_on_a_seeded_sample_and_routes_what_falls_below_the_target() {
     let env = env_with("escalate_on: []\n");

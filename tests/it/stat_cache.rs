@@ -274,7 +274,7 @@ fn a_rerun_over_more_than_one_chunk_of_jobs_reruns_only_what_changed() {
     assert_eq!(csv.lines().count(), n + 1, "a header and a row per job");
     let said = show(&out);
     assert!(
-        said.contains("succeeded 2  failed 0  cached 1028"),
+        said.contains("succeeded 2  doubted 0  failed 0  cached 1028"),
         "{said}"
     );
 }
