@@ -777,6 +777,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("{file} is not valid: {why}", "{file} 无效：{why}"),
     ("{file} repeats the same passages over and over (the model looped), not a usable result", "{file} 一再重复相同的段落（模型陷入了循环），不是可用的结果"),
     ("{file} repeats the model's instructions instead of giving the result", "{file} 复述了给模型的指令，而没有给出结果"),
+    ("{file} talks about the task instead of giving the result", "{file} 在谈论任务本身，而没有给出结果"),
     ("{file} is not written in {value}", "{file} 不是用 {value} 写的"),
     ("{file} is far shorter than the input it should render in full (parts were left out)", "{file} 比应完整呈现的输入短得多（有部分被遗漏）"),
     ("could not write `{path}`: {e}", "无法写入 `{path}`：{e}"),
