@@ -89,6 +89,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("{n} skipped", "跳过 {n}"),
     ("{n} cancelled", "取消 {n}"),
     ("cannot write: {e}", "无法写入：{e}"),
+    ("report of run {run}, the latest that ran jobs (the {n} run(s) after it only found them cached or skipped)", "报告的是运行 {run}，即最近一次运行了任务的运行（其后的 {n} 次运行只发现任务已缓存或被跳过）"),
     ("freed {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "释放了 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都已保留"),
     ("would remove run {run} ({n} record(s))", "将删除运行 {run}（{n} 条记录）"),
     ("would free {size}: {records} record(s), {n} run(s) whole; outputs and what each job's state needs are kept", "将释放 {size}：{records} 条记录，整个删除 {n} 次运行；输出和每个作业状态所需的记录都会保留"),
