@@ -137,7 +137,6 @@ pub(crate) async fn execute(opts: RunOptions) -> Result<RunResult, RunError> {
     };
     let slots = Arc::new(Slots::new(initial, auto));
     let progress = Arc::new(Progress::new(opts.plan.len() as u64, opts.flags.progress));
-    progress.counters.watch(client.delays().clone());
     let keep = keep(&opts, &book);
     let ledger = open_ledger(&layout, &run_id, &opts, keep, &progress, &slots)?;
     let ctx = Arc::new(RunContext {
