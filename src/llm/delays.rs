@@ -31,7 +31,7 @@ pub struct Delays {
     limited: AtomicU64,
     /// When the server's pause (after a 429) ends, while one runs.
     pause_until: Mutex<Option<Instant>>,
-    /// Bumped when a request starts being held up: a plain progress line says so at once.
+    /// Bumped when a retry is decided: a plain progress line says so at once.
     news: watch::Sender<u64>,
 }
 
@@ -88,7 +88,6 @@ impl Delays {
     /// A request waits for a rate limit, until the guard is dropped.
     pub(crate) fn limited(&self) -> Held<'_> {
         self.limited.fetch_add(1, Ordering::Relaxed);
-        self.news.send_modify(|n| *n += 1);
         Held {
             count: &self.limited,
         }
@@ -102,7 +101,7 @@ impl Delays {
         }
     }
 
-    /// Fires when a request starts being held up.
+    /// Fires when a retry is decided.
     pub(crate) fn news(&self) -> watch::Receiver<u64> {
         self.news.subscribe()
     }
@@ -147,7 +146,6 @@ mod tests {
         drop(held);
         assert_eq!(d.now().latest, None);
         let waiting = d.limited();
-        assert!(news.has_changed().unwrap());
         d.pause_until(Instant::now() + std::time::Duration::from_secs(12));
         let now = d.now();
         assert_eq!((now.limited, now.pause_left), (1, Some(12)));

@@ -4,9 +4,9 @@
 //! shows as time passing, not as a frozen line), failed, tokens (added as each answer arrives,
 //! not when its job ends), pieces of long documents, and the time left.
 //!
-//! A request held up says so on the same line — tried again after a failure (`attempt 3/5
-//! after timeout`) or waiting out a rate limit — so a slow model is not a silent stall; a plain
-//! line is printed as soon as a request starts being held up.
+//! A request held up says so on the same line — tried again after a failure (`try 3/5 after
+//! timeout`) or waiting out a rate limit — so a slow model is not a silent stall; a plain line
+//! is printed as soon as a request is tried again.
 //!
 //! The time left is "—" until it can be estimated, and never comes from the bar's own
 //! arithmetic (elapsed time over position), which counts cached jobs that took no time and
@@ -308,10 +308,11 @@ impl Snapshot {
         }
     }
 
-    /// What a plain line says of held-up requests, to tell when it changed.
-    fn held_said(&self) -> (bool, Option<(u32, crate::error::ErrorKind)>) {
-        let h = &self.held;
-        (h.limited > 0, h.latest.map(|r| (r.attempt, r.kind)))
+    /// The retry a plain line says, to tell a new one: said at once. (A rate limit's wait is
+    /// said by the lines every few seconds: with `--rpm`, requests wait their turn one after
+    /// another, and a line for each would flood a log.)
+    fn retry_said(&self) -> Option<(u32, crate::error::ErrorKind)> {
+        self.held.latest.map(|r| (r.attempt, r.kind))
     }
 
     /// One plain progress line (no bar, no control characters).
@@ -363,8 +364,8 @@ enum Display {
     Bar(ProgressBar),
     Lines {
         last: Mutex<Instant>,
-        /// What the last line said of held-up requests.
-        held: Mutex<(bool, Option<(u32, crate::error::ErrorKind)>)>,
+        /// The retry the last line said.
+        retry: Mutex<Option<(u32, crate::error::ErrorKind)>>,
     },
     Silent,
 }
@@ -400,7 +401,7 @@ impl Progress {
         } else {
             Display::Lines {
                 last: Mutex::new(Instant::now()),
-                held: Mutex::new((false, None)),
+                retry: Mutex::new(None),
             }
         };
         Progress { counters, display }
@@ -412,13 +413,13 @@ impl Progress {
             Display::Bar(bar) => {
                 bar.set_position(self.counters.done.load(Ordering::Relaxed));
             }
-            Display::Lines { last, held } => {
+            Display::Lines { last, retry } => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
                 let snapshot = self.counters.snapshot();
-                let mut said = held.lock().unwrap_or_else(|e| e.into_inner());
-                let news = snapshot.held_said();
-                // A request newly held up is said at once, not up to 5 s later.
-                let newly = news != *said && (news.0 || news.1.is_some());
+                let mut said = retry.lock().unwrap_or_else(|e| e.into_inner());
+                let news = snapshot.retry_said();
+                // A request tried again is said at once, not up to 5 s later.
+                let newly = news.is_some() && news != *said;
                 if last.elapsed() >= LINE_EVERY || newly {
                     *last = Instant::now();
                     *said = news;

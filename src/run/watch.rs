@@ -43,7 +43,7 @@ impl Watchers {
             })
         };
         // A request held up (retried, or waiting out a rate limit) is said on the progress
-        // line, in plain lines at once.
+        // line; a retry, in plain lines at once.
         progress.counters.watch(ctx.client.delays().clone());
         let held_watch = {
             let mut rx = ctx.client.delays().news();
