@@ -169,11 +169,13 @@ fn make_docs(dir: &Path, n: usize) {
     }
 }
 
-/// `counts.succeeded` of the run manifest in `out`.
+/// The jobs of the run manifest in `out` whose outputs stand: `counts.succeeded`, and
+/// `counts.doubted` (outputs kept, doubted).
 fn succeeded(out: &Path) -> usize {
     let text = std::fs::read_to_string(out.join("manifest.json")).expect("manifest.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("manifest.json is JSON");
-    v["counts"]["succeeded"].as_u64().unwrap_or(0) as usize
+    let count = |name: &str| v["counts"][name].as_u64().unwrap_or(0) as usize;
+    count("succeeded") + count("doubted")
 }
 
 /// What the server saw during one run.

@@ -37,36 +37,43 @@ fi
 URL=$(examples/local-llm/start.sh "${LOCAL_LLM_PORT:-8085}" | tail -n 1)
 echo "local model at $URL"
 
-# Every later zhi command should find the local model with no flag: the user's settings file
-# says where it is, unless there is one already (then it is left alone, and the line to add,
-# or the variable to export, is printed).
+# Every later zhi command should find the local model with no flag, and answer as the demo
+# did: the user's settings file says where the model is and asks for deterministic sampling
+# (temperature 0), unless there is one already (then it is left alone, and the lines to add
+# are printed). zhi asks the server its context window and slots (one slot: one request at a
+# time) by itself.
 USER_CONFIG=$HOME/.config/zhi/config.yaml
+SETTINGS=("base_url: $URL" "temperature: 0")
 if [ ! -e "$USER_CONFIG" ]; then
   mkdir -p "$(dirname "$USER_CONFIG")"
-  cat >"$USER_CONFIG" <<EOF
-# Written by examples/local-demo.sh: zhi uses the local model it started
-# (examples/local-llm/start.sh starts it again, stop.sh stops it). For the Zhipu API instead,
-# delete the base_url line and set ZHI_API_KEY.
-base_url: $URL
-EOF
-  echo "wrote $USER_CONFIG (base_url: $URL): every zhi command now uses the local model"
-elif grep -qxF "base_url: $URL" "$USER_CONFIG"; then
-  echo "$USER_CONFIG already points zhi at the local model"
+  {
+    echo "# Written by examples/local-demo.sh: zhi uses the local model it started"
+    echo "# (examples/local-llm/start.sh starts it again, stop.sh stops it), at temperature 0 as"
+    echo "# the demo ran. For the Zhipu API instead, delete these lines and set ZHI_API_KEY."
+    printf '%s\n' "${SETTINGS[@]}"
+  } >"$USER_CONFIG"
+  echo "wrote $USER_CONFIG (${SETTINGS[*]}): every zhi command now runs as the demo did"
 else
-  echo "$USER_CONFIG exists and was left as it is; for the local model, add this line to it:"
-  echo "  base_url: $URL"
-  echo "or, for this shell only:"
-  echo "  export ZHI_BASE_URL=$URL"
+  absent=()
+  for line in "${SETTINGS[@]}"; do
+    grep -qxF "$line" "$USER_CONFIG" || absent+=("$line")
+  done
+  if [ ${#absent[@]} -eq 0 ]; then
+    echo "$USER_CONFIG already points zhi at the local model, at temperature 0"
+  else
+    echo "$USER_CONFIG exists and was left as it is; to run as the demo does, add to it:"
+    printf '  %s\n' "${absent[@]}"
+  fi
 fi
 export ZHI_OUTPUT_DIR=${ZHI_OUTPUT_DIR:-zhi-output}
-# Deterministic sampling. zhi asks the server its context window and slots (one slot: one
-# request at a time) by itself.
+# The demo itself runs with these settings, whatever the user's file holds.
 CONFIG=$(mktemp)
 trap 'rm -f "$CONFIG"' EXIT
-printf 'temperature: 0\n' >"$CONFIG"
+printf '%s\n' "${SETTINGS[@]}" >"$CONFIG"
 status=0
 echo "== zhi run summarize examples/docs --base-url $URL"
 "$ZHI" --config "$CONFIG" run summarize examples/docs --base-url "$URL" || status=$?
+
 echo
 echo "== outputs"
 # A run where every job failed leaves no folder: the manifest below says why.

@@ -94,10 +94,50 @@ pub struct JobError {
 }
 
 impl JobError {
+    /// A failure of `kind`; a message that starts with its kind (`timeout: no answer…`, as an
+    /// API error says itself) keeps only what follows, so no one reads `timeout: timeout: …`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        JobError {
-            kind,
-            message: message.into(),
-        }
+        let message: String = message.into();
+        let message = match without_kind(kind, &message) {
+            rest if rest.len() < message.len() => rest.to_string(),
+            _ => message,
+        };
+        JobError { kind, message }
+    }
+
+    /// The message as a person reads it after the kind: without the kind a record written
+    /// by an earlier zhi repeated at its start.
+    pub fn reason(&self) -> &str {
+        without_kind(self.kind, &self.message)
+    }
+}
+
+/// `message` without a leading `kind: `.
+fn without_kind(kind: ErrorKind, message: &str) -> &str {
+    message
+        .trim_start()
+        .strip_prefix(kind.as_str())
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_says_its_kind_once() {
+        let e = JobError::new(ErrorKind::Timeout, "timeout: no answer within 1 s");
+        assert_eq!(e.message, "no answer within 1 s");
+        assert_eq!(e.to_string(), "timeout: no answer within 1 s");
+        // A record of an earlier zhi, read back.
+        let old: JobError = serde_json::from_str(
+            r#"{"kind": "cancelled", "message": "cancelled: request cancelled"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.reason(), "request cancelled");
+        // A message that only begins with the same word keeps it.
+        let e = JobError::new(ErrorKind::Io, "iodine: no such file");
+        assert_eq!(e.reason(), "iodine: no such file");
     }
 }

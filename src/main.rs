@@ -102,8 +102,15 @@ fn init_logging(verbose: u8, quiet: bool, ansi: bool) {
         (false, 2) => Some("debug"),
         _ => Some("trace"),
     };
+    // The MCP library logs each request `zhi mcp` refuses (a path outside the roots) as a
+    // warning, though the refusal is the answer the client gets: said only from `-v` on.
     let filter_for = |level: &str| {
-        tracing_subscriber::EnvFilter::try_new(format!("zhi={level},warn"))
+        let mcp = if matches!(level, "warn" | "error") {
+            "error"
+        } else {
+            "warn"
+        };
+        tracing_subscriber::EnvFilter::try_new(format!("zhi={level},rmcp::service={mcp},warn"))
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
     };
     let level = from_flags

@@ -19,6 +19,18 @@ pub(super) fn run(ctx: &Ctx, cmd: ManifestCommand) -> Result<Exit, ExitError> {
     }
 }
 
+/// Whether a run ran jobs: sent requests, or ended jobs other than cached or skipped ones
+/// (its manifest says; a run killed before it wrote one, its records).
+fn ran_jobs(run: &RunDir) -> bool {
+    match crate::manifest::read_manifest(&run.path) {
+        Ok(Some(m)) => {
+            m.requests > 0 || m.counts.succeeded + m.counts.failed + m.counts.cancelled > 0
+        }
+        _ => crate::manifest::read_records(&run.path)
+            .is_ok_and(|(records, _)| records.iter().any(|r| r.status.ran())),
+    }
+}
+
 fn usage(e: MergeError) -> ExitError {
     ExitError::usage(e.to_string())
 }
@@ -31,14 +43,35 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     }
 }
 
+/// Which run of an output folder stands for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Latest {
+    /// Its latest run (`zhi manifest show`: a rerun that found everything cached says so).
+    Run,
+    /// Its latest run that ran jobs (`zhi report`: a page of a rerun that only found its jobs
+    /// cached shows nothing that happened), else its latest.
+    ThatRan,
+}
+
+/// A run found, and the later runs of its folder passed over (for [`Latest::ThatRan`]).
+pub(super) struct Found {
+    pub dir: RunDir,
+    pub passed_over: usize,
+}
+
 /// The run `zhi manifest show [RUN]` and `zhi report [RUN]` mean: a path (run folder, or
-/// output folder → its latest run), else a run id or unique id prefix in the output folder,
-/// else the output folder's latest run.
+/// output folder → its latest run, as `latest` says), else a run id or unique id prefix in the
+/// output folder, else the output folder's latest run.
 pub(super) fn find_run(
     ctx: &Ctx,
     run: Option<&str>,
     output: Option<PathBuf>,
-) -> Result<RunDir, ExitError> {
+    pick: Latest,
+) -> Result<Found, ExitError> {
+    let found = |dir: RunDir| Found {
+        dir,
+        passed_over: 0,
+    };
     let out = || -> Result<PathBuf, ExitError> {
         let config = ctx.config(Overrides {
             output_dir: output.clone(),
@@ -47,7 +80,16 @@ pub(super) fn find_run(
         Ok(absolute(&ctx.cwd, &config.run.output_dir))
     };
     let latest = |out: &Path, runs: Vec<RunDir>| {
-        runs.into_iter().next_back().ok_or_else(|| {
+        let ran = match pick {
+            Latest::ThatRan => runs.iter().rposition(ran_jobs),
+            Latest::Run => None,
+        };
+        let passed_over = ran.map_or(0, |at| runs.len() - 1 - at);
+        let chosen = match ran {
+            Some(at) => runs.into_iter().nth(at),
+            None => runs.into_iter().next_back(),
+        };
+        chosen.map(|dir| Found { dir, passed_over }).ok_or_else(|| {
             if std::fs::symlink_metadata(out).is_err() {
                 ExitError::usage(msg!(
                     "{} does not exist (give the output folder of a run: -o, or the folder or id of a run)",
@@ -68,7 +110,7 @@ pub(super) fn find_run(
     let as_path = absolute(&ctx.cwd, Path::new(run));
     if as_path.is_dir() {
         match merge::resolve(&as_path) {
-            Ok(RunSource::Run(dir)) => return Ok(dir),
+            Ok(RunSource::Run(dir)) => return Ok(found(dir)),
             Ok(RunSource::Output(runs)) => return latest(&as_path, runs),
             Err(MergeError::NoRuns(p)) => return latest(&p, Vec::new()),
             // A folder that is no run may still share its name with a run id; look there too.
@@ -78,11 +120,11 @@ pub(super) fn find_run(
     let out = out()?;
     let runs = crate::manifest::list_runs(&out);
     if let Some(exact) = runs.iter().find(|r| r.run_id == run) {
-        return Ok(exact.clone());
+        return Ok(found(exact.clone()));
     }
     let matches: Vec<&RunDir> = runs.iter().filter(|r| r.run_id.starts_with(run)).collect();
     match matches.as_slice() {
-        [one] => Ok((*one).clone()),
+        [one] => Ok(found((*one).clone())),
         [] => Err(ExitError::usage(msg!(
             "no run `{}` in {} (give a run id from .zhi/runs/, or the path of a run folder)",
             one_line(run),
@@ -102,7 +144,7 @@ pub(super) fn find_run(
 }
 
 fn show(ctx: &Ctx, run: Option<&str>, output: Option<PathBuf>) -> Result<Exit, ExitError> {
-    let dir = find_run(ctx, run, output)?;
+    let dir = find_run(ctx, run, output, Latest::Run)?.dir;
     let loaded = LoadedRun::load(&dir).map_err(usage)?;
     let s = summary::summarize(&loaded);
     if ctx.global.json {

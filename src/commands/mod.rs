@@ -115,8 +115,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit, ExitError> {
 }
 
 /// Print rows as aligned columns (by display width: CJK text counts double), fitted to the
-/// terminal (`COLUMNS` first; 100 when stdout is no terminal) by wrapping the widest columns
-/// at words.
+/// terminal (`COLUMNS` first; not fitted when stdout is no terminal) by wrapping the widest
+/// columns at words.
 pub(crate) fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     let fits = vec![table::Fit::Wrap; headers.len()];
     print_table_fitted(headers, &fits, rows, &[]);

@@ -1,6 +1,9 @@
 //! `zhi report [RUN]`: write a run's HTML report and print its absolute `file://` link. The run is named as
-//! for `zhi manifest show`; the report is the only file written, atomically.
+//! for `zhi manifest show`, except that an output folder stands for its latest run that ran
+//! jobs (a nightly rerun that found everything cached has nothing to chart), said on stderr;
+//! the report is the only file written, atomically.
 
+use super::manifest_cmd::Latest;
 use super::{Ctx, print_json};
 use crate::exit::{Exit, ExitError};
 use crate::i18n;
@@ -27,7 +30,20 @@ pub(super) fn run(
             None
         }
     });
-    let dir = super::manifest_cmd::find_run(ctx, folder_of_file.as_deref().or(run), output)?;
+    let found = super::manifest_cmd::find_run(
+        ctx,
+        folder_of_file.as_deref().or(run),
+        output,
+        Latest::ThatRan,
+    )?;
+    let dir = found.dir;
+    if found.passed_over > 0 {
+        crate::i18n::notice(&msg!(
+            "report of run {run}, the latest that ran jobs (the {n} run(s) after it only found them cached or skipped)",
+            run = one_line(&dir.run_id),
+            n = found.passed_over
+        ));
+    }
     let loaded = LoadedRun::load(&dir).map_err(|e| ExitError::usage(e.to_string()))?;
 
     let path = match out {

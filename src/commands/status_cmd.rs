@@ -4,8 +4,9 @@
 
 use super::{Ctx, print_json};
 use crate::exit::{Exit, ExitError};
-use crate::manifest::Status;
+use crate::i18n::Lang;
 use crate::manifest::state::{self, FolderState, JobState};
+use crate::manifest::{ShownStatus, Status};
 use crate::sanitize::one_line;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,85 +42,140 @@ fn input_exists(cwd: &Path, input: &str) -> bool {
     std::fs::symlink_metadata(cwd.join(input)).is_ok()
 }
 
-/// Jobs by status.
-type Counts = BTreeMap<Status, u64>;
+/// Jobs by the status a person is shown (`doubted` apart from `succeeded` and `cached`).
+type Counts = BTreeMap<ShownStatus, u64>;
 
 fn counts(jobs: &[JobState]) -> (Counts, BTreeMap<&str, Counts>) {
-    let mut all: BTreeMap<Status, u64> = BTreeMap::new();
-    let mut by_skill: BTreeMap<&str, BTreeMap<Status, u64>> = BTreeMap::new();
+    let mut all: Counts = BTreeMap::new();
+    let mut by_skill: BTreeMap<&str, Counts> = BTreeMap::new();
     for j in jobs {
-        *all.entry(j.status).or_default() += 1;
+        *all.entry(j.shown()).or_default() += 1;
         *by_skill
             .entry(j.skill.as_str())
             .or_default()
-            .entry(j.status)
+            .entry(j.shown())
             .or_default() += 1;
     }
     (all, by_skill)
 }
 
-fn counts_text(c: &BTreeMap<Status, u64>) -> String {
+/// `1 succeeded, 9 doubted, 1 cached`, in `lang`.
+fn counts_text(c: &Counts, lang: Lang) -> String {
     c.iter()
-        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .map(|(s, n)| match s {
+            ShownStatus::Succeeded => t!(in lang; "{n} succeeded", n = n),
+            ShownStatus::Doubted => t!(in lang; "{n} doubted", n = n),
+            ShownStatus::Failed => t!(in lang; "{n} failed", n = n),
+            ShownStatus::Cached => t!(in lang; "{n} cached", n = n),
+            ShownStatus::Skipped => t!(in lang; "{n} skipped", n = n),
+            ShownStatus::Cancelled => t!(in lang; "{n} cancelled", n = n),
+        })
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(&t!(in lang; ", "))
 }
 
 fn print_human(state: &FolderState, gone: &[&JobState], out: &Path, cwd: &Path) {
+    let lang = crate::i18n::lang();
     let shown = out.strip_prefix(cwd).unwrap_or(out);
     let (all, by_skill) = counts(&state.jobs);
     println!(
         "{}",
-        one_line(&msg!(
-            "{}: {} job(s) in {} run(s): {}",
-            shown.display(),
-            state.jobs.len(),
-            state.runs,
-            counts_text(&all)
+        one_line(&t!(in lang;
+            "{path}: {n} job(s) in {count} run(s): {counts}",
+            path = shown.display(),
+            n = state.jobs.len(),
+            count = state.runs,
+            counts = counts_text(&all, lang)
         ))
     );
     for (skill, c) in &by_skill {
-        println!("  {}: {}", one_line(skill), counts_text(c));
+        let (at, what) = (one_line(skill), counts_text(c, lang));
+        println!("  {}", t!(in lang; "{at}: {what}", at = at, what = what));
     }
+    print_failed(state, lang);
+    print_doubted(state, lang);
+    if !gone.is_empty() {
+        println!("{}", t!(in lang; "inputs gone ({n}):", n = gone.len()));
+        for j in gone.iter().take(LISTED) {
+            println!("  {}", one_line(&j.input));
+        }
+        if gone.len() > LISTED {
+            println!(
+                "{}",
+                t!(in lang; "  … and {n} more", n = gone.len() - LISTED)
+            );
+        }
+    }
+    print_spent(state, lang);
+}
+
+/// The failed jobs, with their kind and reason.
+fn print_failed(state: &FolderState, lang: Lang) {
     let failed: Vec<&JobState> = state
         .jobs
         .iter()
         .filter(|j| j.status == Status::Failed)
         .collect();
-    if !failed.is_empty() {
-        println!("{}", msg!("failed ({}):", failed.len()));
-        for j in failed.iter().take(LISTED) {
-            let (kind, why) = j
-                .error
-                .as_ref()
-                .map(|e| (e.kind.to_string(), e.message.clone()))
-                .unwrap_or_default();
-            println!(
-                "  {} ({}): {kind}: {}",
-                one_line(&j.input),
-                one_line(&j.skill),
-                one_line(&why)
-            );
-        }
-        if failed.len() > LISTED {
-            println!(
-                "{}",
-                msg!(
-                    "  … and {} more (`zhi status --csv` lists every job)",
-                    failed.len() - LISTED
-                )
-            );
-        }
+    if failed.is_empty() {
+        return;
     }
-    if !gone.is_empty() {
-        println!("{}", msg!("inputs gone ({}):", gone.len()));
-        for j in gone.iter().take(LISTED) {
-            println!("  {}", one_line(&j.input));
-        }
-        if gone.len() > LISTED {
-            println!("{}", msg!("  … and {} more", gone.len() - LISTED));
-        }
+    println!("{}", t!(in lang; "failed ({n}):", n = failed.len()));
+    for j in failed.iter().take(LISTED) {
+        let (kind, why) = j
+            .error
+            .as_ref()
+            .map(|e| (e.kind.to_string(), e.reason().to_string()))
+            .unwrap_or_default();
+        println!(
+            "  {} ({}): {kind}: {}",
+            one_line(&j.input),
+            one_line(&j.skill),
+            one_line(&crate::i18n::localize(&why))
+        );
     }
+    more(failed.len(), lang);
+}
+
+/// The doubted jobs, each with what zhi doubts of it, in words.
+fn print_doubted(state: &FolderState, lang: Lang) {
+    let doubted: Vec<&JobState> = state
+        .jobs
+        .iter()
+        .filter(|j| j.shown() == ShownStatus::Doubted)
+        .collect();
+    if doubted.is_empty() {
+        return;
+    }
+    println!(
+        "{}",
+        t!(in lang; "doubted ({n}; outputs kept, probably wrong):", n = doubted.len())
+    );
+    for j in doubted.iter().take(LISTED) {
+        println!(
+            "  {} ({}): {}",
+            one_line(&j.input),
+            one_line(&j.skill),
+            crate::manifest::doubts_in_words(&j.doubts, lang)
+        );
+    }
+    more(doubted.len(), lang);
+}
+
+/// `  … and 3 more (…)` after a list cut at [`LISTED`].
+fn more(n: usize, lang: Lang) {
+    if n > LISTED {
+        println!(
+            "{}",
+            t!(in lang;
+                "  … and {n} more (`zhi status --csv` lists every job)",
+                n = n - LISTED
+            )
+        );
+    }
+}
+
+/// The tokens and cost to date, what was pruned, what could not be read.
+fn print_spent(state: &FolderState, lang: Lang) {
     let spent: Vec<String> = state
         .tokens
         .iter()
@@ -127,29 +183,37 @@ fn print_human(state: &FolderState, gone: &[&JobState], out: &Path, cwd: &Path) 
             let cost = state
                 .costs
                 .get(model)
-                .map_or_else(|| msg!("cost unknown: no price"), |c| c.show());
-            format!("{} {} tokens ({cost})", one_line(model), t.total())
+                .map_or_else(|| t!(in lang; "cost unknown: no price"), |c| c.show());
+            t!(in lang;
+                "{model} {tokens} tokens ({cost})",
+                model = one_line(model),
+                tokens = t.total(),
+                cost = cost
+            )
         })
         .collect();
     if !spent.is_empty() {
-        println!("{}", msg!("spent to date: {}", spent.join(", ")));
+        println!(
+            "{}",
+            t!(in lang; "spent to date: {list}", list = spent.join(&t!(in lang; ", ")))
+        );
     }
     if state.pruned.runs > 0 {
         println!(
             "{}",
-            msg!(
-                "pruned: {} run(s), {} record(s) (their tokens are counted above)",
-                state.pruned.runs,
-                state.pruned.records
+            t!(in lang;
+                "pruned: {n} run(s), {count} record(s) (their tokens are counted above)",
+                n = state.pruned.runs,
+                count = state.pruned.records
             )
         );
     }
     if state.unreadable > 0 {
         println!(
             "{}",
-            msg!(
-                "{} record line(s) could not be read (a run was killed mid-write)",
-                state.unreadable
+            t!(in lang;
+                "{n} record line(s) could not be read (a run was killed mid-write)",
+                n = state.unreadable
             )
         );
     }
@@ -157,7 +221,7 @@ fn print_human(state: &FolderState, gone: &[&JobState], out: &Path, cwd: &Path) 
 
 fn json(state: &FolderState, gone: &[&JobState], out: &Path) -> serde_json::Value {
     let (all, by_skill) = counts(&state.jobs);
-    let named = |c: &BTreeMap<Status, u64>| -> BTreeMap<&'static str, u64> {
+    let named = |c: &Counts| -> BTreeMap<&'static str, u64> {
         c.iter().map(|(s, n)| (s.as_str(), *n)).collect()
     };
     serde_json::json!({
@@ -167,6 +231,7 @@ fn json(state: &FolderState, gone: &[&JobState], out: &Path) -> serde_json::Valu
         "counts": named(&all),
         "skills": by_skill.iter().map(|(k, c)| (k.to_string(), named(c))).collect::<BTreeMap<_, _>>(),
         "failed": state.jobs.iter().filter(|j| j.status == Status::Failed).collect::<Vec<_>>(),
+        "doubted": state.jobs.iter().filter(|j| j.shown() == ShownStatus::Doubted).collect::<Vec<_>>(),
         "inputs_gone": gone.iter().map(|j| &j.input).collect::<Vec<_>>(),
         "tokens": state.tokens,
         "costs": state.costs,
@@ -196,17 +261,17 @@ fn write_csv(state: &FolderState, cwd: &Path) -> std::io::Result<()> {
         let (kind, why) = j
             .error
             .as_ref()
-            .map(|e| (e.kind.to_string(), e.message.clone()))
+            .map(|e| (e.kind.to_string(), e.reason().to_string()))
             .unwrap_or_default();
         let row = [
             j.job_id.clone(),
             j.skill.clone(),
             j.input.clone(),
-            j.status.as_str().to_string(),
+            j.shown().as_str().to_string(),
             kind,
             why,
             j.outputs.join(" "),
-            j.doubts.to_string(),
+            crate::manifest::doubts_in_words(&j.doubts, crate::i18n::lang()),
             j.run_id.clone(),
             j.finished_at.map(|t| t.to_string()).unwrap_or_default(),
             input_exists(cwd, &j.input).to_string(),

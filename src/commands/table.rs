@@ -4,8 +4,12 @@
 //! description is cut at a word with `…`; a name, an id or a path is never split mid-word
 //! (docs/display.md#tables).
 
+/// No width at all: a table printed neither to a terminal nor for a `COLUMNS` (a pipe, a
+/// file) is not fitted, so that nothing of it is cut, elided, wrapped or left out.
+const UNFITTED: usize = usize::MAX / 4;
+
 /// The width tables are fitted to: `COLUMNS` when set, else the terminal's width when stdout
-/// is one, else 100; never under 40.
+/// is one, never under 40; else none ([`UNFITTED`]).
 pub(super) fn width() -> usize {
     use std::io::IsTerminal;
     let columns = std::env::var("COLUMNS")
@@ -17,7 +21,7 @@ pub(super) fn width() -> usize {
             .then(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
             .flatten()
     };
-    columns.or_else(terminal).unwrap_or(100).max(40)
+    columns.or_else(terminal).map_or(UNFITTED, |w| w.max(40))
 }
 
 /// How a column gives way when the table is too wide.

@@ -50,6 +50,8 @@ pub(crate) enum Check {
     Empty,
     /// "I wrote summary.md" instead of the content.
     Claim,
+    /// Talk about the task instead of its result ("This task involves summarizing…").
+    TaskTalk,
     /// A tool call, or other JSON, written out where prose or a table is declared.
     NotProse,
     /// Not valid JSON where `.json` is declared.
@@ -143,6 +145,9 @@ impl Acceptance {
         match kind {
             FileKind::Prose | FileKind::Table => {
                 checks.extend([Check::Claim, Check::NotProse]);
+                if kind == FileKind::Prose {
+                    checks.push(Check::TaskTalk);
+                }
                 // A text in the wrong language is named so before anything else it is.
                 if let Some(lang) = shape.language {
                     checks.push(Check::Language(lang));
@@ -296,6 +301,7 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
     let hit = match check {
         Check::Empty => text.trim().is_empty(),
         Check::Claim => junk::looks_like_claim(text),
+        Check::TaskTalk => junk::talks_about_task(text, source),
         Check::NotProse => junk::looks_like_tool_call(text) || is_json_text(text),
         Check::Json => {
             return serde_json::from_str::<serde_json::Value>(text)
@@ -321,6 +327,7 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
     hit.then(|| match check {
         Check::Empty => Problem::Empty,
         Check::Claim => Problem::Claim,
+        Check::TaskTalk => Problem::TaskTalk,
         Check::NotProse => Problem::NotProse,
         Check::Json => unreachable!("returned above"),
         Check::Copy { .. } => Problem::Copy,

@@ -14,6 +14,9 @@ pub(crate) enum Problem {
     Copy,
     /// A claim to have written a file, not the file's content.
     Claim,
+    /// Talk about the task, not its result ("This task involves summarizing the given
+    /// text…"): the prompt talked back.
+    TaskTalk,
     /// The text goes round in circles: the same passages again and again, far more than in
     /// the input (a small model's loop).
     Loop,
@@ -48,6 +51,7 @@ impl Problem {
                 Retry::Correct
             }
             Problem::Copy
+            | Problem::TaskTalk
             | Problem::Loop
             | Problem::Echo
             | Problem::Incomplete
@@ -69,6 +73,7 @@ impl Problem {
             Problem::Echo => {
                 "Do not repeat your instructions: answer with the result they ask for.".into()
             }
+            Problem::TaskTalk => "Do not describe the task: begin with the result itself.".into(),
             Problem::NotProse => {
                 "Answer in plain prose (Markdown), not JSON and not a tool call.".into()
             }
@@ -94,6 +99,9 @@ impl Problem {
             }
             Problem::Claim => {
                 format!("{file} was not written: the model only said it had written it")
+            }
+            Problem::TaskTalk => {
+                format!("{file} talks about the task instead of giving the result")
             }
             Problem::Invalid(why) => format!("{file} is not valid: {why}"),
             Problem::Loop => format!(
@@ -485,6 +493,157 @@ pub(crate) fn looks_like_claim(answer: &str) -> bool {
     names_file && verbs.iter().any(|v| lower.contains(v)) || lower.contains("file_write")
 }
 
+/// How prompt-talk opens in English: who or what the task is, then what it does
+/// (`this task` + `involves`), or an opener that is about the asking (`you asked me`).
+const TASK_SUBJECTS: &[&str] = &[
+    "this task",
+    "the task",
+    "your task",
+    "my task",
+    "the request",
+    "this request",
+    "your request",
+    "the instruction",
+    "the instructions",
+    "the assignment",
+    "this assignment",
+];
+const TASK_VERBS: &[&str] = &[
+    "is", "was", "involves", "involved", "requires", "asks", "calls", "consists", "here", "at",
+    "given", "requests", "wants",
+];
+const TASK_OPENERS: &[&str] = &[
+    "in this task",
+    "for this task",
+    "you asked me",
+    "you have asked me",
+    "you've asked me",
+    "you want me",
+    "i was asked",
+    "i have been asked",
+    "i've been asked",
+    "i am asked",
+    "i'm asked",
+    "as an ai",
+    "i will summarize",
+    "i will summarise",
+    "i'll summarize",
+    "i'll summarise",
+    "let me summarize",
+    "let me summarise",
+    "i will translate",
+    "i'll translate",
+    "let me translate",
+    "summarizing the given",
+    "summarising the given",
+    "to summarize the given",
+    "to summarise the given",
+];
+/// The given text, named as a thing to work on, and what is done to it.
+const GIVEN_TEXT: &[&str] = &[
+    "the given text",
+    "the provided text",
+    "the text provided",
+    "the text given",
+    "the input text",
+    "the given document",
+    "the provided document",
+];
+const ZH_OPENERS: &[&str] = &[
+    "这个任务",
+    "这项任务",
+    "本任务",
+    "该任务",
+    "此任务",
+    "任务是",
+    "任务要求",
+    "你要求我",
+    "您要求我",
+    "你让我",
+    "您让我",
+    "根据您的要求",
+    "根据你的要求",
+    "根据要求",
+    "按照您的要求",
+    "按照你的要求",
+    "我将为您",
+    "我将为你",
+    "我会为您",
+    "我来为您",
+    "我来为你",
+];
+
+/// The words the opening of `text` talks about its task with, if it does: its first two lines
+/// that are not headings, each read to its first full stop, colon or question mark.
+fn task_talk(text: &str) -> Option<String> {
+    let text = strip_fence(text);
+    let lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.trim_start_matches(['*', '_', '>', '-', ' ']))
+        .take(2);
+    for line in lines {
+        let lower = line.to_lowercase();
+        let first = lower
+            .split(['.', '。', ':', '：', '?', '？', '!', '！'])
+            .next()
+            .unwrap_or("");
+        if let Some(talk) = talks(first) {
+            return Some(talk);
+        }
+    }
+    None
+}
+
+/// The prompt-talk `sentence` (lower case) opens with.
+fn talks(sentence: &str) -> Option<String> {
+    let s = sentence.trim_start_matches([' ', ',', '，']);
+    for opener in TASK_OPENERS.iter().chain(ZH_OPENERS) {
+        if s.starts_with(opener) {
+            return Some((*opener).to_string());
+        }
+    }
+    for subject in TASK_SUBJECTS {
+        let Some(rest) = s.strip_prefix(subject) else {
+            continue;
+        };
+        let next = rest
+            .trim_start_matches([' ', ','])
+            .split(' ')
+            .next()
+            .unwrap_or("");
+        if rest.starts_with([' ', ',']) && TASK_VERBS.contains(&next) {
+            return Some(format!("{subject} {next}"));
+        }
+    }
+    let about_work = [
+        "summar",
+        "translat",
+        "task",
+        "instruction",
+        "asked",
+        "request",
+    ];
+    let given = GIVEN_TEXT.iter().find(|g| s.starts_with(**g))?;
+    about_work
+        .iter()
+        .any(|w| s.contains(w))
+        .then(|| (*given).to_string())
+}
+
+/// An answer that opens with talk about its task instead of its result: "This task involves
+/// summarizing the given text from an English perspective… Summary in English: …", "The
+/// task is to…", "You asked me to…", "根据您的要求…". A small model talks its prompt back
+/// and the result, if any, follows; such an answer is no result. A source that opens with the
+/// same words (a document about a task) may be condensed so, and is not judged.
+pub(crate) fn talks_about_task(answer: &str, source: Option<&str>) -> bool {
+    let Some(talk) = task_talk(answer) else {
+        return false;
+    };
+    source.is_none_or(|s| !s.to_lowercase().contains(&talk))
+}
+
 /// A model's answer with one wrapping code fence removed (```markdown … ```), as the file's
 /// content.
 pub(crate) fn strip_fence(answer: &str) -> String {
@@ -566,6 +725,38 @@ mod tests {
         ));
         assert!(!looks_like_claim(
             "Sales rose in the north and fell in the south."
+        ));
+    }
+
+    /// Prompt-talk is no result, in either language; a summary that only begins like one, or
+    /// that says what its source says of a task, is.
+    #[test]
+    fn talk_about_the_task_is_not_a_result() {
+        for talk in [
+            "This task involves summarizing the given text from an English perspective. Summary in English: the plant opens in May.",
+            "# Summary\n\nThe task is to summarise the note. The plant opens in May.",
+            "You asked me to summarize this note: the plant opens in May.",
+            "The given text is to be summarized in English: the plant opens in May.",
+            "根据您的要求，以下是摘要：工厂五月开业。",
+            "这个任务是总结给定的文本。工厂五月开业。",
+        ] {
+            assert!(
+                talks_about_task(talk, Some("The plant opens in May.")),
+                "{talk}"
+            );
+        }
+        for summary in [
+            "The plant opens in May.",
+            "The task force approved the budget on Monday.",
+            "The given text describes the opening of a plant in May.",
+            "任务组周一批准了预算。",
+        ] {
+            assert!(!talks_about_task(summary, Some("x")), "{summary}");
+        }
+        // The source speaks of its task: its summary may too.
+        assert!(!talks_about_task(
+            "The task is to migrate the database by Friday.",
+            Some("Plan. The task is to migrate the database by Friday; Ana leads it.")
         ));
     }
 

@@ -11,10 +11,12 @@
 
 use crate::config::{ApiKey, RetryPolicy};
 use crate::error::ErrorKind;
+use crate::llm::delays::{Delays, Retry};
 use crate::llm::error::{
     ApiError, Body, Observed, ProviderError, classify, excerpt, http_error, provider_error,
 };
 use crate::llm::limit::{Limits, estimate_tokens};
+use crate::llm::pace::Pace;
 use crate::llm::provider::{Dialect, Endpoint};
 use crate::llm::retry::{backoff, retry_after};
 use crate::llm::wire::{ChatRequest, ChatResponse, Message, Usage};
@@ -69,6 +71,12 @@ pub struct ClientSettings {
     pub rpm: Option<NonZeroU32>,
     /// Tokens per minute for this process (`--tpm`).
     pub tpm: Option<NonZeroU32>,
+    /// Whether no `timeout` was set, so that a self-hosted server's chat requests get limits
+    /// sized from its speed (docs/model-api.md#request-time-limits).
+    pub size_timeout: bool,
+    /// What the requests are held up by, for the progress line; shared with the clients of
+    /// other servers made from these settings.
+    pub delays: Arc<Delays>,
 }
 
 impl ClientSettings {
@@ -83,6 +91,8 @@ impl ClientSettings {
             retry: RetryPolicy::default(),
             rpm: None,
             tpm: None,
+            size_timeout: false,
+            delays: Arc::default(),
         }
     }
 
@@ -118,6 +128,11 @@ impl From<&crate::config::Config> for ClientSettings {
             retry: config.api.retry,
             rpm: config.run.rpm,
             tpm: config.run.tpm,
+            size_timeout: config
+                .origins
+                .get("timeout")
+                .is_none_or(|o| matches!(o, crate::config::Origin::Default)),
+            delays: Arc::default(),
         }
     }
 }
@@ -212,6 +227,9 @@ struct Inner {
     /// more wait here, where the request timeout does not run, instead of in the server's
     /// queue, where it does (and a queued request times out, is retried, and queues again).
     server_slots: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
+    /// The time limit of a chat request.
+    pace: Pace,
+    delays: Arc<Delays>,
 }
 
 impl std::fmt::Debug for ChatClient {
@@ -241,6 +259,18 @@ struct Transfer<'a> {
     max_attempts: Option<u32>,
     /// A 2xx body goes here, line by line, instead of into memory.
     spool: Option<&'a std::path::Path>,
+    /// How long an attempt may take.
+    time: TimeLimit,
+}
+
+/// How long one attempt may take.
+#[derive(Debug, Clone, Copy)]
+enum TimeLimit {
+    /// The `timeout` setting.
+    Setting,
+    /// A chat answer of at most this many tokens: sized from the server's speed when that
+    /// is on ([`Pace`]).
+    Answer(Option<u32>),
 }
 
 impl Transfer<'_> {
@@ -249,8 +279,17 @@ impl Transfer<'_> {
             limit,
             max_attempts: None,
             spool: None,
+            time: TimeLimit::Setting,
         }
     }
+}
+
+/// A request answered: what was taken of it, the attempts it took, and how long the last one
+/// took.
+struct Answered<T> {
+    value: T,
+    attempts: u32,
+    took: Duration,
 }
 
 impl ChatClient {
@@ -288,6 +327,8 @@ impl ChatClient {
                 attempts: AtomicU64::new(0),
                 call_ids: AtomicU64::new(0),
                 server_slots: std::sync::OnceLock::new(),
+                pace: Pace::new(settings.timeout, settings.size_timeout),
+                delays: settings.delays,
             }),
         })
     }
@@ -354,6 +395,18 @@ impl ChatClient {
             .set(Arc::new(tokio::sync::Semaphore::new(permits)));
     }
 
+    /// The server is self-hosted: its chat requests' time limits are sized from its speed,
+    /// unless a `timeout` was set (docs/model-api.md#request-time-limits). Set by
+    /// [`crate::llm::probe`].
+    pub fn size_to_server(&self) {
+        self.inner.pace.size_to_server();
+    }
+
+    /// What this client's requests are held up by now.
+    pub(crate) fn delays(&self) -> &Arc<Delays> {
+        &self.inner.delays
+    }
+
     /// Attempts sent so far by this process (every retry counts).
     pub fn requests_sent(&self) -> u64 {
         self.inner.attempts.load(Ordering::Relaxed)
@@ -381,16 +434,21 @@ impl ChatClient {
         let body = chat_body(req)?;
         let estimate = estimate_tokens(req);
         let estimate = self
-            .inner
-            .limits
-            .tokens(estimate, cancel)
+            .held_if_waiting(self.inner.limits.tokens(estimate, cancel))
             .await
             .map_err(|_| ApiError::cancelled())?;
         let url = self.endpoint(Endpoint::Chat, &[])?;
-        let limit = chat_body_limit(req.max_tokens);
-        let (response, attempts) = self
+        let transfer = Transfer {
+            time: TimeLimit::Answer(req.max_tokens),
+            ..Transfer::memory(chat_body_limit(req.max_tokens))
+        };
+        let Answered {
+            value: response,
+            attempts,
+            took,
+        } = self
             .with_retries(
-                Transfer::memory(limit),
+                transfer,
                 |http| {
                     http.post(url.clone())
                         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -408,9 +466,9 @@ impl ChatClient {
                 msg!("no completion"),
             ));
         };
-        self.inner
-            .limits
-            .settle(estimate, response.usage.unwrap_or_default().total());
+        let usage = response.usage.unwrap_or_default();
+        self.inner.limits.settle(estimate, usage.total());
+        self.inner.pace.measured(usage.completion_tokens, took);
         self.reply(response, attempts)
     }
 
@@ -537,7 +595,11 @@ impl ChatClient {
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
-        let (received, attempts) = self
+        let Answered {
+            value: received,
+            attempts,
+            ..
+        } = self
             .with_retries(
                 transfer,
                 make,
@@ -560,14 +622,15 @@ impl ChatClient {
     }
 
     /// The retry loop: budget, attempt, classify, back off, until success, a final error,
-    /// the attempt limit, or cancellation.
+    /// the attempt limit, or cancellation. A request tried again is counted as retrying, and
+    /// one waiting for a rate limit as limited, for the progress line ([`Delays`]).
     async fn with_retries<T, M, A>(
         &self,
         transfer: Transfer<'_>,
         make: M,
         accept: A,
         cancel: &CancellationToken,
-    ) -> Result<(T, u32), ApiError>
+    ) -> Result<Answered<T>, ApiError>
     where
         M: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
         A: Fn(Received) -> Result<T, ApiError>,
@@ -576,26 +639,19 @@ impl ChatClient {
         if let Some(n) = transfer.max_attempts {
             policy.max_attempts = n.max(1);
         }
-        let mut attempt: u32 = 0;
+        let (mut attempt, mut timed_out): (u32, u32) = (0, 0);
+        let mut retrying = None;
         loop {
             let cancelled = |attempts: u32| ApiError {
                 attempts,
                 ..ApiError::cancelled()
             };
-            if cancel.is_cancelled() || self.inner.limits.request(cancel).await.is_err() {
+            if cancel.is_cancelled() {
                 return Err(cancelled(attempt));
             }
-            let paused = *self
-                .inner
-                .pause_until
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if let Some(until) = paused.filter(|u| *u > tokio::time::Instant::now()) {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(until) => {}
-                    _ = cancel.cancelled() => return Err(cancelled(attempt)),
-                }
-            }
+            self.wait_for_limits(cancel)
+                .await
+                .map_err(|()| cancelled(attempt))?;
             // A free slot at the server first: the attempt's timeout starts when it is sent.
             let slot = match self.inner.server_slots.get() {
                 Some(slots) => tokio::select! {
@@ -606,8 +662,13 @@ impl ChatClient {
             };
             attempt += 1;
             self.inner.attempts.fetch_add(1, Ordering::Relaxed);
+            let limit = match transfer.time {
+                TimeLimit::Answer(budget) => self.inner.pace.limit(budget, timed_out),
+                TimeLimit::Setting => None,
+            };
+            let sent = tokio::time::Instant::now();
             let outcome = self
-                .attempt(&transfer, &make, cancel)
+                .attempt(&transfer, limit, &make, cancel)
                 .await
                 .and_then(&accept);
             // Free for others while this one backs off.
@@ -615,7 +676,11 @@ impl ChatClient {
             let mut err = match outcome {
                 Ok(value) => {
                     tracing::debug!(attempt, "model API request succeeded");
-                    return Ok((value, attempt));
+                    return Ok(Answered {
+                        value,
+                        attempts: attempt,
+                        took: sent.elapsed(),
+                    });
                 }
                 Err(err) => err,
             };
@@ -626,6 +691,7 @@ impl ChatClient {
             if err.kind == ErrorKind::RateLimited {
                 self.inner.rate_limited.send_modify(|n| *n += 1);
             }
+            timed_out += u32::from(err.kind == ErrorKind::Timeout);
             if !err.retryable || attempt >= policy.max_attempts {
                 tracing::debug!(
                     attempt,
@@ -638,16 +704,14 @@ impl ChatClient {
             }
             let wait = backoff(&policy, attempt - 1, err.retry_after);
             if err.kind == ErrorKind::RateLimited {
-                let until = tokio::time::Instant::now() + wait;
-                let mut p = self
-                    .inner
-                    .pause_until
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                if p.is_none_or(|cur| cur < until) {
-                    *p = Some(until);
-                }
+                self.pause(wait);
             }
+            retrying.get_or_insert_with(|| self.inner.delays.retrying());
+            self.inner.delays.retry(Retry {
+                kind: err.kind,
+                attempt: attempt + 1,
+                of: policy.max_attempts,
+            });
             tracing::debug!(
                 attempt,
                 status = err.status,
@@ -662,12 +726,57 @@ impl ChatClient {
         }
     }
 
+    /// After a rate-limit signal, no request of any worker starts for `wait`.
+    fn pause(&self, wait: Duration) {
+        let until = tokio::time::Instant::now() + wait;
+        let mut p = self
+            .inner
+            .pause_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if p.is_none_or(|cur| cur < until) {
+            *p = Some(until);
+        }
+        self.inner.delays.pause_until(until.into_std());
+    }
+
+    /// Waits for `--rpm` and for the server's pause, if one runs; `Err` when cancelled.
+    async fn wait_for_limits(&self, cancel: &CancellationToken) -> Result<(), ()> {
+        self.held_if_waiting(self.inner.limits.request(cancel))
+            .await
+            .map_err(|_| ())?;
+        let paused = *self
+            .inner
+            .pause_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(until) = paused.filter(|u| *u > tokio::time::Instant::now()) {
+            let _held = self.inner.delays.limited();
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {}
+                _ = cancel.cancelled() => return Err(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// `wait`, counted as a request held up by a rate limit unless it is over at once.
+    async fn held_if_waiting<F: std::future::Future>(&self, wait: F) -> F::Output {
+        let mut wait = std::pin::pin!(wait);
+        if let Some(done) = futures_util::FutureExt::now_or_never(wait.as_mut()) {
+            return done;
+        }
+        let _held = self.inner.delays.limited();
+        wait.await
+    }
+
     /// One attempt: send, read the whole body up to `limit` bytes. Transport failures are
     /// classified here; a body over the limit (announced or streamed) fails the request as
     /// `api_error`, not retried: the same request would get the same flood.
     async fn attempt<M>(
         &self,
         transfer: &Transfer<'_>,
+        time: Option<Duration>,
         make: &M,
         cancel: &CancellationToken,
     ) -> Result<Received, ApiError>
@@ -678,6 +787,9 @@ impl ChatClient {
         let mut request = make(&self.inner.http);
         if let Some(key) = &self.inner.key {
             request = self.inner.dialect.authorize(request, key);
+        }
+        if let Some(time) = time {
+            request = request.timeout(time);
         }
         let too_large = || {
             ApiError::new(
@@ -726,9 +838,29 @@ impl ChatClient {
                 spooled: 0,
             })
         };
-        tokio::select! {
+        let outcome = tokio::select! {
             r = exchange => r,
             _ = cancel.cancelled() => Err(ApiError::cancelled()),
+        };
+        outcome.map_err(|e| self.ran_out_of_time(e, time))
+    }
+
+    /// An attempt that got no answer within its limit says what the limit was and where it
+    /// is set (a server's own 408 is left as it said it).
+    fn ran_out_of_time(&self, e: ApiError, time: Option<Duration>) -> ApiError {
+        if e.kind != ErrorKind::Timeout || e.status.is_some() {
+            return e;
+        }
+        let secs = time.map_or(self.inner.pace.floor(), |t| t).as_secs();
+        let message = if self.inner.pace.is_sized() {
+            msg!("no answer within {secs} s (a limit sized to the server's speed)")
+        } else {
+            msg!("no answer within {secs} s")
+        };
+        ApiError {
+            message,
+            hint: Some(msg!("raise --timeout or `timeout:` in zhi.yaml")),
+            ..e
         }
     }
 

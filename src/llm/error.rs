@@ -29,6 +29,8 @@ pub struct ApiError {
     pub retryable: bool,
     /// Attempts made before giving up; 0 when the error was not produced by a request.
     pub attempts: u32,
+    /// What a person may do about it (`give it longer with --timeout SECS …`), said last.
+    pub hint: Option<String>,
 }
 
 impl fmt::Display for ApiError {
@@ -36,6 +38,9 @@ impl fmt::Display for ApiError {
         write!(f, "{}: {}", self.kind, self.message)?;
         if self.attempts > 1 {
             write!(f, " (after {} attempts)", self.attempts)?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "; {hint}")?;
         }
         Ok(())
     }
@@ -52,6 +57,7 @@ impl ApiError {
             retry_after: None,
             retryable,
             attempts: 0,
+            hint: None,
         }
     }
 
@@ -313,6 +319,7 @@ pub(crate) fn http_error(
         retry_after,
         retryable: verdict.retryable,
         attempts: 0,
+        hint: None,
     }
 }
 

@@ -8,8 +8,10 @@
 
 pub(crate) mod batch;
 mod client;
+pub(crate) mod delays;
 mod error;
 pub(crate) mod limit;
+mod pace;
 pub(crate) mod provider;
 mod retry;
 mod server;
@@ -17,6 +19,7 @@ mod wire;
 
 pub(crate) use client::chat_body;
 pub use client::{ApiResponse, BuildError, ChatClient, ChatReply, ClientSettings};
+pub use delays::Delays;
 pub use error::ApiError;
 pub(crate) use limit::text_tokens;
 pub(crate) use provider::Endpoint;

@@ -67,8 +67,11 @@ pub(crate) fn is_known_provider(base_url: &str) -> bool {
 ///
 /// A server that names its slots gets no more requests at once than that from `client`
 /// ([`ChatClient::hold_to_server_slots`]): whatever `-j` says, the rest wait in zhi, not in
-/// the server's queue where their timeout would run out.
+/// the server's queue where their timeout would run out. And a server asked is self-hosted:
+/// its chat requests' time limits are sized from its speed unless a `timeout` was set
+/// ([`ChatClient::size_to_server`]).
 pub(crate) async fn probe(client: &ChatClient, model: &str) -> ServerInfo {
+    client.size_to_server();
     let info = probe_within(client, model, PROBE_TIMEOUT).await;
     if let Some(slots) = info.slots {
         client.hold_to_server_slots(slots);

@@ -122,16 +122,14 @@ pub(crate) struct Accounts {
     pub unpriced: BTreeSet<String>,
     /// Tokens per model.
     pub tokens_by_model: BTreeMap<String, Tokens>,
-    /// Jobs doubted, by skill.
+    /// Jobs doubted, by skill (cached ones too: their outputs stand doubted).
     pub doubts: BTreeMap<String, DoubtCount>,
 }
 
 impl Accounts {
     pub(crate) fn add(&mut self, r: &JobRecord) {
-        if r.status == Status::Cached {
-            return;
-        }
-        if !r.doubts.is_empty() {
+        // A cached job's outputs stand doubted as they were: counted with this run's.
+        if r.shown() == super::ShownStatus::Doubted {
             let d = self.doubts.entry(r.skill.clone()).or_default();
             d.jobs += 1;
             let mut seen = BTreeSet::new();
@@ -141,6 +139,10 @@ impl Accounts {
                     *d.at.entry(at).or_default() += 1;
                 }
             }
+        }
+        // Cached jobs spent nothing now.
+        if r.status == Status::Cached {
+            return;
         }
         if r.escalated {
             *self

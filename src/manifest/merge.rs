@@ -208,7 +208,7 @@ pub(crate) fn merge(
         ..Counts::default()
     };
     for r in &records {
-        counts.add(r.status);
+        counts.add(r.shown());
     }
     let (status, reason) = merged_status(missing.len(), &counts);
     // The jobs doubted are those whose kept record is: a doubt of a record that lost the
@@ -463,8 +463,7 @@ mod tests {
             doubts: vec![crate::manifest::Doubt {
                 check: "label".into(),
                 field: Some(field.into()),
-                file: None,
-                detail: String::new(),
+                ..crate::manifest::Doubt::default()
             }],
             ..record(id, Status::Succeeded, at)
         };

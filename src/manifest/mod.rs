@@ -4,6 +4,7 @@
 
 mod batches;
 mod cost;
+mod doubt;
 pub(crate) mod extraction;
 pub(crate) mod merge;
 mod read;
@@ -15,6 +16,8 @@ mod write;
 pub(crate) use batches::{BatchReport, Submitted, Waiting};
 pub use cost::Cost;
 pub(crate) use cost::{Accounts, Priced};
+pub use doubt::Doubt;
+pub(crate) use doubt::in_words as doubts_in_words;
 pub(crate) use extraction::Extraction;
 pub(crate) use read::read_manifest;
 pub use read::{RunDir, latest_run, list_runs, read_records};
@@ -48,6 +51,42 @@ impl Status {
     }
 
     pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// A job's status as a person is shown it (docs/outputs.md#job-records): its record's
+/// `status`, except that outputs that stand (`succeeded` or `cached`) and that zhi doubts are
+/// `doubted` — never a success. Derived from a record's `status` and `doubts`, never written
+/// in place of them: the cache, `manifest merge` and records of earlier runs read `status` as
+/// they always have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub(crate) enum ShownStatus {
+    Succeeded,
+    Doubted,
+    Failed,
+    Cached,
+    Skipped,
+    Cancelled,
+}
+
+impl ShownStatus {
+    /// The status shown of a record of `status` whose outputs are doubted or not.
+    pub(crate) fn of(status: Status, doubted: bool) -> ShownStatus {
+        match status {
+            Status::Succeeded | Status::Cached if doubted => ShownStatus::Doubted,
+            Status::Succeeded => ShownStatus::Succeeded,
+            Status::Failed => ShownStatus::Failed,
+            Status::Cached => ShownStatus::Cached,
+            Status::Skipped => ShownStatus::Skipped,
+            Status::Cancelled => ShownStatus::Cancelled,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 }
@@ -142,22 +181,6 @@ pub struct StepRecord {
     /// Why it failed or was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-}
-
-/// What zhi doubts in a job's output (docs/outputs.md#doubts): the answer was kept, well
-/// formed, but is probably wrong here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Doubt {
-    /// Which check doubted it (`label`, `same_value`, `ungrounded`, `figures`, …).
-    pub check: String,
-    /// The extracted field it is about (`seller`, `items[0].amount`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// The output file it is about, relative to the job's folder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// What was found, for a person.
-    pub detail: String,
 }
 
 /// One line of `results.jsonl`.
@@ -278,6 +301,11 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// The status a person is shown: `doubted` for outputs that stand and are doubted.
+    pub(crate) fn shown(&self) -> ShownStatus {
+        ShownStatus::of(self.status, !self.doubts.is_empty())
+    }
+
     /// Whether the record's stats would make the next run read its files again: an output,
     /// the job's folder or its input whose stat is missing or was taken too soon after its
     /// last change to be trusted (docs/outputs.md#the-stat-cache).
@@ -340,11 +368,16 @@ impl JobRecord {
     }
 }
 
-/// Jobs per status.
+/// Jobs per status shown ([`ShownStatus`]): they add up to `planned`. `succeeded` and
+/// `cached` leave out the jobs whose outputs zhi doubts: those are `doubted`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Counts {
     pub planned: u64,
     pub succeeded: u64,
+    /// Absent from the manifests of earlier runs, which counted such jobs as succeeded or
+    /// cached.
+    #[serde(default)]
+    pub doubted: u64,
     pub failed: u64,
     pub cached: u64,
     pub skipped: u64,
@@ -352,13 +385,14 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
-    pub(crate) fn add(&mut self, s: Status) {
+    pub(crate) fn add(&mut self, s: ShownStatus) {
         match s {
-            Status::Succeeded => self.succeeded += 1,
-            Status::Failed => self.failed += 1,
-            Status::Cached => self.cached += 1,
-            Status::Skipped => self.skipped += 1,
-            Status::Cancelled => self.cancelled += 1,
+            ShownStatus::Succeeded => self.succeeded += 1,
+            ShownStatus::Doubted => self.doubted += 1,
+            ShownStatus::Failed => self.failed += 1,
+            ShownStatus::Cached => self.cached += 1,
+            ShownStatus::Skipped => self.skipped += 1,
+            ShownStatus::Cancelled => self.cancelled += 1,
         }
     }
 }

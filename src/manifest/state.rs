@@ -7,7 +7,7 @@
 //! cancelled, which does not undo what an earlier run did. What `zhi prune` removed is
 //! counted in `.zhi/pruned.json` and added to the totals.
 
-use super::{Cost, JobRecord, Status, Timestamp, Tokens};
+use super::{Cost, Doubt, JobRecord, ShownStatus, Status, Timestamp, Tokens};
 use crate::error::JobError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -28,14 +28,20 @@ pub(crate) struct JobState {
     pub finished_at: Option<Timestamp>,
     /// Its outputs, relative to the output folder.
     pub outputs: Vec<String>,
-    /// How many of its outputs were doubted (docs/outputs.md#doubts).
-    pub doubts: usize,
+    /// What zhi doubts of its outputs (docs/outputs.md#doubts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub doubts: Vec<Doubt>,
 }
 
 impl JobState {
+    /// The status a person is shown: `doubted` for outputs that stand and are doubted.
+    pub(crate) fn shown(&self) -> ShownStatus {
+        ShownStatus::of(self.status, !self.doubts.is_empty())
+    }
+
     fn of(r: JobRecord, run_id: &str) -> JobState {
         JobState {
-            doubts: r.doubts.len(),
+            doubts: r.doubts,
             outputs: r.outputs.into_iter().map(|o| o.path).collect(),
             job_id: r.job_id,
             skill: r.skill,

@@ -318,13 +318,12 @@ pub(crate) fn api_engine(
 /// An API failure as the job's: `auth` and `quota` keep their kind (the run aborts) and so
 /// does `cancelled`; everything else is `ocr_failed`, with the API's kind kept in the message.
 fn ocr_error(engine: ApiEngine, e: &ApiError) -> JobError {
-    let job = e.to_job_error();
     let kind = if e.aborts_run() || e.kind == ErrorKind::Cancelled {
         e.kind
     } else {
         ErrorKind::OcrFailed
     };
-    JobError::new(kind, format!("{}: {}", engine.as_str(), job.message))
+    JobError::new(kind, format!("{}: {e}", engine.as_str()))
 }
 
 /// A response of the wrong shape: not retried, with a short excerpt of what came.

@@ -17,7 +17,7 @@ use crate::i18n::Lang;
 use crate::manifest::Timestamp;
 use crate::manifest::merge::LoadedRun;
 use crate::manifest::summary;
-use crate::manifest::{JobRecord, RunStatus, Status};
+use crate::manifest::{JobRecord, RunStatus, ShownStatus};
 use std::path::{Path, PathBuf};
 
 /// The most failed jobs listed at the top; every one of them is in the table as well.
@@ -87,14 +87,15 @@ pub(crate) fn render(run: &LoadedRun, links: &Links, lang: Lang) -> String {
 }
 
 /// Where a job stands in the table's first order: failures first, then what did not finish,
-/// then the rest.
-fn status_rank(s: Status) -> u8 {
+/// then what is doubted, then the rest.
+fn status_rank(s: ShownStatus) -> u8 {
     match s {
-        Status::Failed => 0,
-        Status::Cancelled => 1,
-        Status::Succeeded => 2,
-        Status::Cached => 3,
-        Status::Skipped => 4,
+        ShownStatus::Failed => 0,
+        ShownStatus::Cancelled => 1,
+        ShownStatus::Doubted => 2,
+        ShownStatus::Succeeded => 3,
+        ShownStatus::Cached => 4,
+        ShownStatus::Skipped => 5,
     }
 }
 
@@ -103,7 +104,7 @@ fn status_rank(s: Status) -> u8 {
 /// without it.
 fn table_order(records: &[JobRecord]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..records.len()).collect();
-    order.sort_by_key(|&i| status_rank(records[i].status));
+    order.sort_by_key(|&i| status_rank(records[i].shown()));
     order
 }
 
@@ -136,13 +137,14 @@ fn duration(ms: u64, lang: Lang) -> String {
     }
 }
 
-fn status_label(s: Status, lang: Lang) -> String {
+fn status_label(s: ShownStatus, lang: Lang) -> String {
     match s {
-        Status::Succeeded => t!(in lang; "succeeded"),
-        Status::Failed => t!(in lang; "failed"),
-        Status::Cached => t!(in lang; "cached"),
-        Status::Skipped => t!(in lang; "skipped"),
-        Status::Cancelled => t!(in lang; "cancelled"),
+        ShownStatus::Succeeded => t!(in lang; "succeeded"),
+        ShownStatus::Doubted => t!(in lang; "doubted"),
+        ShownStatus::Failed => t!(in lang; "failed"),
+        ShownStatus::Cached => t!(in lang; "cached"),
+        ShownStatus::Skipped => t!(in lang; "skipped"),
+        ShownStatus::Cancelled => t!(in lang; "cancelled"),
     }
 }
 
@@ -185,6 +187,9 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Cons
 .badge.succeeded,.badge.completed{background:var(--ok)}
 .badge.failed,.badge.completed_with_failures,.badge.aborted,.badge.incomplete{background:var(--fail)}
 .badge.cached{background:var(--cache)}
+.badge.doubted{background:var(--cancel)}
+.tile.doubt{border-color:var(--cancel)}
+.tile.doubt b{color:var(--cancel)}
 .badge.cancelled,.badge.interrupted{background:var(--cancel)}
 .failures{border:2px solid var(--fail);border-radius:8px;padding:2px 16px 12px;background:var(--failbg);margin-top:18px}
 .failures h2{color:var(--fail);margin-top:12px}
@@ -370,6 +375,7 @@ fn clip(s: &str, n: usize) -> String {
 mod tests {
     use super::*;
     use crate::error::{ErrorKind, JobError};
+    use crate::manifest::Status;
 
     fn record(input: &str, status: Status, ms: u64) -> JobRecord {
         let mut r = JobRecord::new(&format!("id-{input}"), "summarize", input, status);

@@ -13,7 +13,7 @@ use super::{
 use crate::i18n::Lang;
 use crate::manifest::merge::LoadedRun;
 use crate::manifest::summary::{self, JobLine, RunSummary};
-use crate::manifest::{JobRecord, Status};
+use crate::manifest::{JobRecord, ShownStatus, Status};
 use chart::Sample;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use std::collections::BTreeSet;
@@ -168,9 +168,14 @@ impl Page<'_> {
         let c = &s.counts;
         let wall = wall_ms(s.started_at, s.finished_at);
         let bad = |n: u64| if n > 0 { "bad" } else { "" };
-        let tiles: [(String, String, &str); 9] = [
+        let tiles: [(String, String, &str); 10] = [
             (number(c.planned), t!(in lang; "planned"), ""),
             (number(c.succeeded), t!(in lang; "succeeded"), ""),
+            (
+                number(c.doubted),
+                t!(in lang; "doubted"),
+                if c.doubted > 0 { "doubt" } else { "" },
+            ),
             (number(c.failed), t!(in lang; "failed"), bad(c.failed)),
             (number(c.cached), t!(in lang; "cached"), ""),
             (number(c.skipped), t!(in lang; "skipped"), ""),
@@ -360,7 +365,7 @@ impl Page<'_> {
                 ("b-cancelled", Status::Cancelled),
             ] {
                 @if ran.iter().any(|r| r.status == st) {
-                    span class={ "sw " (class) } {} (status_label(st, lang))
+                    span class={ "sw " (class) } {} (status_label(ShownStatus::of(st, false), lang))
                 }
             }
             @if !per_job { " · " (t!(in lang; "each column counts the jobs in one range")) }
@@ -404,7 +409,8 @@ impl Page<'_> {
     }
 
     fn row(&self, i: usize, r: &JobRecord) -> Markup {
-        let (st, lang) = (r.status.as_str(), self.lang);
+        let (shown, lang) = (r.shown(), self.lang);
+        let st = shown.as_str();
         let tokens_said = format!(
             "{} {} · {} {}",
             t!(in lang; "prompt"),
@@ -414,8 +420,8 @@ impl Page<'_> {
         );
         html! {
             tr data-i=(i) class=(st) {
-                td data-v=(status_rank(r.status)) {
-                    span class={ "badge " (st) } { (status_label(r.status, lang)) }
+                td data-v=(status_rank(shown)) {
+                    span class={ "badge " (st) } { (status_label(shown, lang)) }
                 }
                 td class="file" { (self.file_cell(&r.skill, &r.input)) }
                 td class="num" data-v=(r.duration_ms) {
@@ -427,12 +433,16 @@ impl Page<'_> {
                 td class="err" {
                     @if let Some(e) = &r.error {
                         span class="kind" { (Text(e.kind.as_str())) } " "
-                        span class="msg" { (Text(&clip(&e.message, MESSAGE_IN_TABLE))) }
+                        span class="msg" { (Text(&clip(e.reason(), MESSAGE_IN_TABLE))) }
                     }
                     // How the job read its input, when a person should know (pages with too
                     // little text).
                     @for w in &r.warnings {
                         div class="warn" { "⚠ " (Text(&clip(w, MESSAGE_IN_TABLE))) }
+                    }
+                    // What zhi doubts of its outputs, in words.
+                    @if !r.doubts.is_empty() {
+                        div class="warn" { "? " (Text(&clip(&crate::manifest::doubts_in_words(&r.doubts, lang), MESSAGE_IN_TABLE))) }
                     }
                 }
                 td {

@@ -367,11 +367,32 @@ fn strict(run: &RunContext, stats: &AgentStats) -> Result<(), JobError> {
     if !run.flags.strict || stats.decided.doubts.is_empty() {
         return Ok(());
     }
-    let list = crate::judge::doubts::one_line(&stats.decided.doubts);
-    Err(JobError::new(
+    Err(doubtful(&stats.decided.doubts))
+}
+
+/// `--strict` over a cached job whose outputs stand doubted: it fails as the same job run now
+/// would (docs/exit-codes.md#doubted-jobs). Its outputs stay where they are, and a rerun
+/// without `--strict` finds it cached, doubted, as before.
+pub(super) fn strict_when_cached(run: &RunContext, record: JobRecord) -> JobRecord {
+    if !run.flags.strict || record.doubts.is_empty() {
+        return record;
+    }
+    JobRecord {
+        status: Status::Failed,
+        error: Some(doubtful(&record.doubts)),
+        outputs: Vec::new(),
+        restates: false,
+        ..record
+    }
+}
+
+/// The failure `--strict` makes of doubted outputs.
+fn doubtful(doubts: &[crate::manifest::Doubt]) -> JobError {
+    let list = crate::judge::doubts::one_line(doubts);
+    JobError::new(
         ErrorKind::Doubtful,
         msg!("the output is doubted (--strict): {list}"),
-    ))
+    )
 }
 
 /// What the job's requests came to, into its record; input warnings said on stderr too.

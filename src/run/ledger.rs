@@ -250,7 +250,7 @@ impl Ledger {
             "failed: {} ({}): {}",
             crate::sanitize::one_line(&record.input),
             e.kind,
-            crate::sanitize::one_line(&e.message)
+            crate::sanitize::one_line(e.reason())
         ));
         if e.kind.aborts_run() {
             self.stop(Stop::Abort(e.kind, e.message.clone()));

@@ -4,6 +4,10 @@
 //! shows as time passing, not as a frozen line), failed, tokens (added as each answer arrives,
 //! not when its job ends), pieces of long documents, and the time left.
 //!
+//! A request held up says so on the same line — tried again after a failure (`try 3/5 after
+//! timeout`) or waiting out a rate limit — so a slow model is not a silent stall; a plain line
+//! is printed as soon as a request is tried again.
+//!
 //! The time left is "—" until it can be estimated, and never comes from the bar's own
 //! arithmetic (elapsed time over position), which counts cached jobs that took no time and
 //! knows nothing of the jobs running side by side: [`super::eta`] estimates it from the
@@ -12,12 +16,14 @@
 
 use super::eta;
 use crate::i18n::{self, Lang};
+use crate::llm::Delays;
+use crate::llm::delays::HeldUp;
 use crate::manifest::Status;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often a plain progress line is printed when stderr is not a terminal.
@@ -36,6 +42,8 @@ pub(crate) struct Counters {
     pub chunks_total: AtomicU64,
     total: u64,
     clock: Mutex<Clock>,
+    /// What the run's requests are held up by (its clients').
+    delays: OnceLock<Arc<Delays>>,
 }
 
 /// The times the estimate of the time left is made from.
@@ -79,7 +87,13 @@ impl Counters {
                 busy: 0.0,
                 recent: Vec::new(),
             }),
+            delays: OnceLock::new(),
         }
+    }
+
+    /// Say what the requests of these clients are held up by.
+    pub(crate) fn watch(&self, delays: Arc<Delays>) {
+        let _ = self.delays.set(delays);
     }
 
     fn clock(&self) -> std::sync::MutexGuard<'_, Clock> {
@@ -217,6 +231,7 @@ impl Counters {
             // While anything is left, never "0s".
             left: left.map(|s| (s.round() as u64).max(u64::from(s > 0.0))),
             longest: longest.map(|s| s as u64),
+            held: self.delays.get().map(|d| d.now()).unwrap_or_default(),
         }
     }
 }
@@ -235,6 +250,8 @@ pub(crate) struct Snapshot {
     pub left: Option<u64>,
     /// Whole seconds the longest-running job has run, while any runs.
     pub longest: Option<u64>,
+    /// What requests are held up by.
+    pub held: HeldUp,
 }
 
 impl Snapshot {
@@ -257,14 +274,45 @@ impl Snapshot {
             .map(|l| t!(in lang; " ({time})", time = l))
             .unwrap_or_default();
         t!(in lang;
-            "{running} running{longest}, {failed} failed, {tokens} tokens{pieces}, ETA {left}",
+            "{running} running{longest}{held}, {failed} failed, {tokens} tokens{pieces}, ETA {left}",
             running = self.running,
             longest = longest,
+            held = self.held_note(lang),
             failed = self.failed,
             tokens = tokens,
             pieces = pieces,
             left = left
         )
+    }
+
+    /// What holds requests up, when something does: a rate limit being waited out (it holds
+    /// every request), else the latest retry.
+    fn held_note(&self, lang: Lang) -> String {
+        let h = &self.held;
+        if h.limited > 0 {
+            return match h.pause_left {
+                Some(s) => {
+                    t!(in lang; ", waiting out a rate limit ({time})", time = duration(s, lang))
+                }
+                None => t!(in lang; ", waiting out a rate limit"),
+            };
+        }
+        match h.latest {
+            Some(r) => t!(in lang;
+                ", try {attempt}/{of} after {kind}",
+                attempt = r.attempt,
+                of = r.of,
+                kind = r.kind
+            ),
+            None => String::new(),
+        }
+    }
+
+    /// The retry a plain line says, to tell a new one: said at once. (A rate limit's wait is
+    /// said by the lines every few seconds: with `--rpm`, requests wait their turn one after
+    /// another, and a line for each would flood a log.)
+    fn retry_said(&self) -> Option<(u32, crate::error::ErrorKind)> {
+        self.held.latest.map(|r| (r.attempt, r.kind))
     }
 
     /// One plain progress line (no bar, no control characters).
@@ -314,7 +362,11 @@ fn running_for(secs: u64, lang: Lang) -> String {
 /// How progress is shown.
 enum Display {
     Bar(ProgressBar),
-    Lines { last: Mutex<Instant> },
+    Lines {
+        last: Mutex<Instant>,
+        /// The retry the last line said.
+        retry: Mutex<Option<(u32, crate::error::ErrorKind)>>,
+    },
     Silent,
 }
 
@@ -349,6 +401,7 @@ impl Progress {
         } else {
             Display::Lines {
                 last: Mutex::new(Instant::now()),
+                retry: Mutex::new(None),
             }
         };
         Progress { counters, display }
@@ -360,11 +413,17 @@ impl Progress {
             Display::Bar(bar) => {
                 bar.set_position(self.counters.done.load(Ordering::Relaxed));
             }
-            Display::Lines { last } => {
+            Display::Lines { last, retry } => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                if last.elapsed() >= LINE_EVERY {
+                let snapshot = self.counters.snapshot();
+                let mut said = retry.lock().unwrap_or_else(|e| e.into_inner());
+                let news = snapshot.retry_said();
+                // A request tried again is said at once, not up to 5 s later.
+                let newly = news.is_some() && news != *said;
+                if last.elapsed() >= LINE_EVERY || newly {
                     *last = Instant::now();
-                    eprintln!("{}", self.counters.snapshot().line(i18n::lang()));
+                    *said = news;
+                    eprintln!("{}", snapshot.line(i18n::lang()));
                 }
             }
             Display::Silent => {}
@@ -501,6 +560,7 @@ mod tests {
             pieces: Some((99_999, 99_999)),
             left: Some(99 * 86_400),
             longest: Some(99 * 86_400),
+            held: HeldUp::default(),
         }
     }
 
@@ -532,6 +592,7 @@ mod tests {
             pieces: None,
             left: None,
             longest: None,
+            held: HeldUp::default(),
         };
         assert_eq!(
             s.line(Lang::En),
@@ -555,6 +616,92 @@ mod tests {
             s.line(Lang::Zh),
             "zhi：完成 3/20，进行中 2（1分05秒），失败 1，令牌 1234，分块 4/10，剩余 2小时03分"
         );
+    }
+
+    /// A slow model is visible: a request tried again says which attempt it is and what
+    /// failed; a rate limit being waited out says so, and for how long when the server said.
+    #[test]
+    fn a_request_held_up_says_why_in_both_languages() {
+        use crate::error::ErrorKind;
+        use crate::llm::delays::Retry;
+        let s = Snapshot {
+            done: 0,
+            total: 8,
+            running: 1,
+            failed: 0,
+            tokens: 0,
+            pieces: None,
+            left: None,
+            longest: Some(422),
+            held: HeldUp {
+                retrying: 1,
+                latest: Some(Retry {
+                    kind: ErrorKind::Timeout,
+                    attempt: 3,
+                    of: 5,
+                }),
+                ..HeldUp::default()
+            },
+        };
+        assert_eq!(
+            s.line(Lang::En),
+            "zhi: 0/8 done, 1 running (7m02s), try 3/5 after timeout, 0 failed, 0 tokens, ETA —"
+        );
+        assert_eq!(
+            s.line(Lang::Zh),
+            "zhi：完成 0/8，进行中 1（7分02秒），尝试 3/5（timeout），失败 0，令牌 0，剩余 —"
+        );
+        let waiting = Snapshot {
+            held: HeldUp {
+                limited: 4,
+                pause_left: Some(12),
+                ..s.held
+            },
+            ..s.clone()
+        };
+        assert_eq!(
+            waiting.status(Lang::En),
+            "1 running (7m02s), waiting out a rate limit (12s), 0 failed, 0 tokens, ETA —"
+        );
+        assert_eq!(
+            waiting.status(Lang::Zh),
+            "进行中 1（7分02秒），等待限流结束（12秒），失败 0，令牌 0，剩余 —"
+        );
+        let rpm = Snapshot {
+            held: HeldUp {
+                limited: 1,
+                ..HeldUp::default()
+            },
+            ..s.clone()
+        };
+        assert!(
+            rpm.status(Lang::En)
+                .contains(", waiting out a rate limit, ")
+        );
+        // A large run with a request held up still fits a hundred columns.
+        for lang in [Lang::En, Lang::Zh] {
+            let big = Snapshot {
+                done: 999,
+                total: 9_999,
+                running: 16,
+                failed: 12,
+                tokens: 123_456,
+                left: Some(7384),
+                longest: Some(725),
+                held: HeldUp {
+                    retrying: 9,
+                    latest: Some(Retry {
+                        kind: ErrorKind::Timeout,
+                        attempt: 3,
+                        of: 5,
+                    }),
+                    ..HeldUp::default()
+                },
+                ..s.clone()
+            };
+            let line = big.line(lang);
+            assert!(columns(&line) <= 100, "{} columns: {line}", columns(&line));
+        }
     }
 
     #[test]

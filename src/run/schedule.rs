@@ -135,7 +135,8 @@ fn record_at_once(
     left: &mut LeftBehind,
 ) {
     let record = if cache.cached {
-        job::cached_record(job, cache, &ctx.layout, &mut left.transcripts)
+        let record = job::cached_record(job, cache, &ctx.layout, &mut left.transcripts);
+        job::strict_when_cached(ctx, record)
     } else {
         job::planned_failure(job, cache, ctx)
     };

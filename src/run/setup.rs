@@ -178,7 +178,10 @@ pub(super) async fn escalation_ladder(
             return Err(missing);
         }
         // Another server: its own limits (the entry's `rpm`/`tpm`), not the run's.
-        let settings = ClientSettings::from(&*config).elsewhere(base.clone(), key, e.rpm, e.tpm);
+        let mut settings =
+            ClientSettings::from(&*config).elsewhere(base.clone(), key, e.rpm, e.tpm);
+        // Its requests held up show on the run's progress line too.
+        settings.delays = client.delays().clone();
         let rung_client = ChatClient::new(settings).map_err(|err| {
             RunError::Client(format!(
                 "escalation to {label}: {e}",

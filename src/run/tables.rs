@@ -6,7 +6,7 @@
 use crate::agent::structured::Schema;
 use crate::confine::Root;
 use crate::layout::OutputLayout;
-use crate::manifest::{JobRecord, Status};
+use crate::manifest::{JobRecord, ShownStatus, Status};
 use crate::plan::Job;
 use crate::skills::schema::Field;
 use crate::skills::{SchemaSpec, SkillSet};
@@ -212,8 +212,9 @@ impl Table {
             let mut base = Map::new();
             base.insert("file".into(), Value::String(r.input.clone()));
             // A cached job's row is the row its result earned: a rerun rewrites the same table.
-            let status = match r.status {
-                Status::Cached => Status::Succeeded,
+            // Outputs zhi doubts are `doubted`, never `succeeded`.
+            let status = match r.shown() {
+                ShownStatus::Cached => ShownStatus::Succeeded,
                 other => other,
             };
             base.insert("status".into(), Value::String(status.as_str().into()));
@@ -235,9 +236,11 @@ impl Table {
                 .map(|e| e.ungrounded.join(", "))
                 .unwrap_or_default();
             base.insert("ungrounded".into(), Value::String(ungrounded));
-            base.insert("doubts".into(), Value::String(doubted(&r.doubts)));
+            // In words, in zhi's language: `seller: found under the buyer's label ("Bill to")`.
+            let doubts = crate::manifest::doubts_in_words(&r.doubts, crate::i18n::lang());
+            base.insert("doubts".into(), Value::String(doubts));
             let error = r.error.as_ref().map_or(String::new(), |e| {
-                format!("{}: {}", e.kind, crate::sanitize::one_line(&e.message))
+                format!("{}: {}", e.kind, crate::sanitize::one_line(e.reason()))
             });
             base.insert("error".into(), Value::String(error));
             push_rows(&mut table_rows, base, per_item, object.as_ref());
@@ -457,20 +460,6 @@ fn fit_cell(s: &str) -> String {
     let mut out: String = s.chars().take(keep).collect();
     out.push_str(&mark);
     out
-}
-
-/// A row's doubts as one cell: `seller (label), total (label)`.
-fn doubted(doubts: &[crate::manifest::Doubt]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    for d in doubts {
-        let at = d.field.as_deref().or(d.file.as_deref()).unwrap_or("");
-        let part = format!("{at} ({})", d.check);
-        if seen.insert(part.clone()) {
-            parts.push(part);
-        }
-    }
-    parts.join(", ")
 }
 
 #[cfg(test)]

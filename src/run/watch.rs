@@ -1,5 +1,5 @@
-//! The run's background tasks: plain progress lines, signals, and rate-limit news for the
-//! slots.
+//! The run's background tasks: plain progress lines (also as soon as a request is held up),
+//! signals, and rate-limit news for the slots.
 
 use super::context::RunContext;
 use super::ledger::Ledger;
@@ -42,7 +42,19 @@ impl Watchers {
                 }
             })
         };
-        Watchers(vec![ticker, signals, rate_watch])
+        // A request held up (retried, or waiting out a rate limit) is said on the progress
+        // line; a retry, in plain lines at once.
+        progress.counters.watch(ctx.client.delays().clone());
+        let held_watch = {
+            let mut rx = ctx.client.delays().news();
+            let progress = progress.clone();
+            tokio::spawn(async move {
+                while rx.changed().await.is_ok() {
+                    progress.tick();
+                }
+            })
+        };
+        Watchers(vec![ticker, signals, rate_watch, held_watch])
     }
 
     pub(super) fn stop(self) {

@@ -152,7 +152,12 @@ fn summarize_three_documents_on_a_real_model() {
         succeeded >= 2,
         "two of the three samples summarise: {records:?}"
     );
-    assert_eq!(manifest["counts"]["succeeded"], succeeded as u64);
+    // Records say `succeeded`; the manifest counts the doubted ones apart.
+    let counts = &manifest["counts"];
+    assert_eq!(
+        counts["succeeded"].as_u64().unwrap() + counts["doubted"].as_u64().unwrap(),
+        succeeded as u64
+    );
 }
 
 fn translate_a_multi_piece_document_on_a_real_model() {

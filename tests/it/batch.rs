@@ -864,7 +864,7 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
         "{text}"
     );
     assert!(
-        text.contains("planned 3  succeeded 1  failed 0  cached 2"),
+        text.contains("planned 3  succeeded 1  doubted 0  failed 0  cached 2"),
         "{text}"
     );
     assert!(text.contains("slowest jobs:\n"), "{text}");

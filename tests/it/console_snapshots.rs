@@ -102,6 +102,140 @@ fn a_run_its_manifest_and_its_report() {
     }
 }
 
+/// A slow model is visible: a request that ran out of its time limit says so on the progress
+/// line at once (`try 2/2 after timeout`), and is answered on its second attempt.
+#[test]
+fn a_slow_model_says_on_the_progress_line_that_it_is_retried() {
+    for lang in LANGS {
+        let env = TestEnv::new();
+        env.write(
+            "zhi.yaml",
+            "retry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n",
+        );
+        env.write("docs/a.txt", "The board approved the budget.\n");
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let api = FakeApi::start(move |_| {
+            let slow = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            let after = Duration::from_millis(if slow { 3000 } else { 300 });
+            Reply::delay(
+                after,
+                Reply::text("# a\n\nA summary.\n").with_usage(120, 30),
+            )
+        });
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args(["run", "summarize", "docs", "--timeout", "1"])
+            .args(["--base-url", &api.base_url(), "-o", "out"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        zhi_snapshot!(format!("slow_model_{lang}"), &env, &out);
+    }
+}
+
+/// A request that runs out of its time limit on every attempt fails, naming `--timeout` and
+/// its setting.
+#[test]
+fn a_request_out_of_time_names_the_timeout_setting() {
+    for lang in LANGS {
+        let env = TestEnv::new();
+        env.write("zhi.yaml", "retry: {max_attempts: 1}\n");
+        env.write("docs/a.txt", "The board approved the budget.\n");
+        let api = FakeApi::always(Reply::delay(
+            Duration::from_secs(3),
+            Reply::text("# a\n\nToo late.\n"),
+        ));
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args([
+                "--no-progress",
+                "run",
+                "summarize",
+                "docs",
+                "--timeout",
+                "1",
+            ])
+            .args(["--base-url", &api.base_url(), "-o", "out"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::JobsFailed);
+        zhi_snapshot!(format!("out_of_time_{lang}"), &env, &out);
+    }
+}
+
+/// The schema of the doubted run: each party's labels named in its description.
+const INVOICE_SCHEMA: &str = r#"{"type": "object", "properties": {
+  "seller": {"type": "string", "description": "Who issued the invoice (Seller)"},
+  "buyer": {"type": "string", "description": "Who is billed (Bill to)"},
+  "total": {"type": "number", "description": "The total (Total due)"}},
+  "required": ["seller", "buyer", "total"]}"#;
+
+/// `zhi run extract invoices` in `lang`, one job at a time.
+fn extract(env: &TestEnv, api: &FakeApi, lang: &str) -> Output {
+    env.zhi()
+        .env("ZHI_LANGUAGE", lang)
+        .args(["--no-progress", "run", "extract", "invoices", "-j", "1"])
+        .args(["-a", "schema=invoice.schema.json"])
+        .args(["--base-url", &api.base_url(), "-o", "out"])
+        .output()
+        .unwrap()
+}
+
+/// Two invoices: `inv1.txt` read right, `inv2.txt` with seller and buyer swapped — doubted, not
+/// a success, and not a failure (exit 0). The end of the run names the doubted file with its
+/// doubts in words; `zhi manifest show` and `zhi status` say the same; a rerun sends nothing,
+/// and `zhi manifest show` of it counts every job, the cached ones it did not write again too.
+#[test]
+fn a_run_with_doubted_jobs() {
+    for lang in LANGS {
+        let env = TestEnv::new();
+        env.write("invoice.schema.json", INVOICE_SCHEMA);
+        env.write(
+            "invoices/inv1.txt",
+            "INVOICE\nSeller: Acme Ltd\nBill to: Globex GmbH\nTotal due: 113.00\n",
+        );
+        env.write(
+            "invoices/inv2.txt",
+            "INVOICE\nSeller: Initech Inc\nBill to: Umbrella Corp\nTotal due: 213.00\n",
+        );
+        // The swapped answer comes slowly: the slowest job, listed first.
+        let api = FakeApi::start(|req: &Recorded| {
+            if req.input_document().ends_with("inv2.txt") {
+                let swapped =
+                    r#"{"seller": "Umbrella Corp", "buyer": "Initech Inc", "total": 213}"#;
+                Reply::delay(
+                    Duration::from_millis(300),
+                    Reply::text(swapped).with_usage(100, 20),
+                )
+            } else {
+                let right = r#"{"seller": "Acme Ltd", "buyer": "Globex GmbH", "total": 113}"#;
+                Reply::text(right).with_usage(100, 20)
+            }
+        });
+        let out = extract(&env, &api, lang);
+        assert_exit(&out, Exit::Success);
+        zhi_snapshot!(format!("doubted_run_{lang}"), &env, &out);
+        let show = zhi(&env, lang, &["manifest", "show", "-o", "out"]);
+        zhi_snapshot!(format!("doubted_manifest_show_{lang}"), &env, &show);
+        let status = zhi(&env, lang, &["status", "out"]);
+        zhi_snapshot!(format!("doubted_status_{lang}"), &env, &status);
+        zhi(&env, lang, &["report", "-o", "out", "--out", "report.html"]);
+        let page = std::fs::read_to_string(env.path("report.html")).unwrap();
+        snapshot_text(
+            &format!("doubted_report_text_{lang}"),
+            &stable(&env, &visible_text(&page)),
+        );
+        let asked = api.chat_requests().len();
+        let rerun = extract(&env, &api, lang);
+        assert_exit(&rerun, Exit::Success);
+        assert_eq!(api.chat_requests().len(), asked, "a rerun sends nothing");
+        let show = zhi(&env, lang, &["manifest", "show", "-o", "out"]);
+        zhi_snapshot!(format!("doubted_rerun_show_{lang}"), &env, &show);
+    }
+}
+
 #[test]
 fn config_show() {
     for lang in LANGS {

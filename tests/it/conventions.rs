@@ -1,5 +1,6 @@
 //! What a command-line tool is expected to have: shell completions, a man page, a suggestion
-//! for a mistyped subcommand or skill, and tables that fit the terminal.
+//! for a mistyped subcommand or skill, tables that fit the terminal, and a release build a
+//! user would install.
 
 use crate::support::testenv::{TestEnv, assert_exit, assert_exit_for, skill_yaml, stderr, stdout};
 
@@ -205,4 +206,36 @@ fn tables_fit_the_width() {
         ),
         None => assert_eq!(shown, whole),
     }
+}
+
+/// `cargo install` builds the release profile: no debug info in what a user installs (line
+/// tables made it 200 MB), while the benches, which are profiled, keep their line tables.
+#[test]
+fn the_release_profile_is_one_a_user_would_install_and_benches_keep_line_tables() {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let profile = |name: &str| -> Vec<String> {
+        let head = format!("[profile.{name}]");
+        let at = manifest.find(&head).unwrap_or_else(|| panic!("no {head}"));
+        manifest[at + head.len()..]
+            .lines()
+            .take_while(|l| !l.starts_with('['))
+            .map(|l| l.split('#').next().unwrap().replace(' ', ""))
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let release = profile("release");
+    assert!(release.contains(&"debug=false".to_string()), "{release:?}");
+    assert!(
+        release
+            .iter()
+            .any(|l| l.starts_with("strip=") && l != "strip=\"none\""),
+        "{release:?}"
+    );
+    let bench = profile("bench");
+    assert!(
+        bench.contains(&"debug=\"line-tables-only\"".to_string()),
+        "{bench:?}"
+    );
+    assert!(bench.contains(&"strip=\"none\"".to_string()), "{bench:?}");
 }

@@ -130,20 +130,45 @@ fn a_swapped_invoice_is_doubted_per_field_and_marked_in_the_table_without_a_ladd
     for want in [("seller", "label"), ("buyer", "label"), ("total", "label")] {
         assert!(doubted.contains(&want), "{want:?} not in {r}");
     }
-    let rows = table(&env);
-    let col = rows[0].iter().position(|c| c == "doubts").unwrap();
-    assert!(
-        rows[1..]
-            .iter()
-            .all(|row| row[col].contains("seller (label)")),
-        "{rows:?}"
-    );
+    // The table says each doubt in words, in zhi's language.
+    let cells = |env: &TestEnv| -> Vec<String> {
+        let rows = table(env);
+        let col = rows[0].iter().position(|c| c == "doubts").unwrap();
+        rows[1..].iter().map(|row| row[col].to_string()).collect()
+    };
+    for cell in cells(&env) {
+        assert!(
+            cell.contains("seller: found under the buyer's label (\"购买方\")")
+                && cell.contains("buyer: found under the seller's label (\"销售方\")"),
+            "{cell}"
+        );
+    }
     let err = stderr(&out);
     assert!(
         err.contains("doubted 8 job(s): extract 8 (buyer 8, seller 8, total 8)"),
         "{err}"
     );
     assert_eq!(manifest(&env)["doubts"]["extract"]["jobs"], 8);
+    // A rerun in Chinese sends nothing and writes the table in Chinese.
+    let out = env
+        .zhi()
+        .env("ZHI_LANGUAGE", "zh")
+        .args(["--no-progress", "run", "extract", "invoices", "-o", "out"])
+        .args([
+            "-a",
+            "schema=invoice.schema.json",
+            "--base-url",
+            &cheap.base_url(),
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    for cell in cells(&env) {
+        assert!(
+            cell.contains("seller：出现在 buyer 的标签（“购买方”）下"),
+            "{cell}"
+        );
+    }
 }
 
 #[test]
@@ -248,6 +273,53 @@ fn strict_fails_a_doubted_job_with_its_doubts() {
             .unwrap()
             .contains("seller (label"),
         "{r}"
+    );
+}
+
+/// One rule for the exit code (docs/exit-codes.md#doubted-jobs): a doubted job is not a failure
+/// (exit 0, the doubted files named); with `--strict` it is, also when its outputs come from
+/// the cache — nothing is sent, the outputs stay, and a rerun without `--strict` finds them
+/// cached and doubted as before.
+#[test]
+fn doubted_jobs_exit_0_and_strict_fails_them_also_when_cached() {
+    let env = env();
+    let cheap = server(swapped);
+    let out = run(&env, &cheap, &[]);
+    assert_exit(&out, Exit::Success);
+    assert!(
+        stderr(&out).contains("succeeded 0  doubted 8  failed 0"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        stderr(&out).contains("    invoices/inv1.txt\n      seller: found under the buyer's label"),
+        "{}",
+        show(&out)
+    );
+    let sent = cheap.chat_requests().len();
+    let strict = run(&env, &cheap, &["--strict"]);
+    assert_exit(&strict, Exit::JobsFailed);
+    assert_eq!(cheap.chat_requests().len(), sent, "{}", show(&strict));
+    let r = &records_by_input(&env.path("out"))["invoices/inv1.txt"];
+    assert_eq!(
+        (&r["status"], &r["error"]["kind"]),
+        (&json!("failed"), &json!("doubtful")),
+        "{r}"
+    );
+    assert!(
+        env.path(&format!(
+            "out/{}/extracted.json",
+            r["output_dir"].as_str().unwrap()
+        ))
+        .exists()
+    );
+    let again = run(&env, &cheap, &[]);
+    assert_exit(&again, Exit::Success);
+    assert_eq!(cheap.chat_requests().len(), sent, "{}", show(&again));
+    assert!(
+        stderr(&again).contains("doubted 8  failed 0  cached 0"),
+        "{}",
+        show(&again)
     );
 }
 

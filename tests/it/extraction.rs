@@ -144,7 +144,10 @@ fn values_found_nowhere_are_flagged_in_the_record_and_the_table() {
     );
     assert_eq!(rows[2][6], "seller, total");
     // Found nowhere, so doubted too.
-    assert_eq!(rows[2][7], "seller (ungrounded), total (ungrounded)");
+    assert_eq!(
+        rows[2][7],
+        "seller: found nowhere in the document; total: found nowhere in the document"
+    );
     let jsonl = std::fs::read_to_string(env.path("out/tables/extract-invoice.jsonl")).unwrap();
     let first: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
     assert_eq!(first["items"][1]["name"], "Standing desk");

@@ -453,3 +453,42 @@ async fn a_rate_limit_pauses_every_worker() {
         );
     }
 }
+
+/// Against a self-hosted server with no `timeout` set, a request that ran out of time is tried
+/// again with twice the limit, and later requests get their answer budget at the speed the
+/// server showed (docs/model-api.md#request-time-limits); a limit that was set stays, and its
+/// failure says where to give it longer.
+#[tokio::test]
+async fn a_slow_self_hosted_server_gets_limits_sized_from_its_speed() {
+    let api = FakeApi::always(Reply::delay(
+        Duration::from_millis(2500),
+        Reply::text("a slow answer").with_usage(50, 100),
+    ));
+    let mut s = settings(&api);
+    s.timeout = Duration::from_secs(1);
+    s.size_timeout = true;
+    let c = client(s);
+    c.size_to_server();
+    // 1 s, then 2 s, then 4 s: the third attempt is answered.
+    let reply = chat(&c).await.unwrap();
+    assert_eq!(reply.attempts, 3);
+    // 100 tokens in about 2.5 s: a budget of 400 gets about 15 s, answered at once.
+    let mut req = request();
+    req.max_tokens = Some(400);
+    let reply = c.chat(&req, &CancellationToken::new()).await.unwrap();
+    assert_eq!(reply.attempts, 1);
+    // A set limit stays: every attempt runs out of it.
+    let mut s = settings(&api);
+    s.timeout = Duration::from_secs(1);
+    s.retry = fast(2);
+    let c = client(s);
+    c.size_to_server();
+    let e = chat(&c).await.unwrap_err();
+    assert_eq!((e.kind, e.attempts), (ErrorKind::Timeout, 2));
+    let said = e.to_string();
+    assert!(said.contains("no answer within 1 s"), "{said}");
+    assert!(
+        said.ends_with("; raise --timeout or `timeout:` in zhi.yaml"),
+        "{said}"
+    );
+}

@@ -16,6 +16,7 @@ mod conventions;
 mod docs_links;
 mod doubts;
 mod escalation;
+mod example_scripts;
 mod extract_docs;
 mod extract_hostile;
 mod extraction;

@@ -17,6 +17,8 @@ struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// What it writes on stderr, read to its end: kept, not let onto the test's own stderr.
+    stderr: Option<std::thread::JoinHandle<String>>,
     next_id: u64,
     /// Notifications seen while waiting for answers.
     notes: Vec<Value>,
@@ -30,10 +32,16 @@ impl Server {
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start zhi mcp");
         let stdin = child.stdin.take();
+        let mut err = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut text);
+            text
+        });
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -48,6 +56,7 @@ impl Server {
             child,
             stdin,
             lines,
+            stderr: Some(stderr),
             next_id: 1,
             notes: Vec::new(),
         };
@@ -102,11 +111,18 @@ impl Server {
         )
     }
 
-    /// Close stdin: the server ends, with its runs.
+    /// Close stdin: the server ends, with its runs. Its stderr must hold no warning: a
+    /// request it refuses is answered to the client, not logged.
     fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
         for _ in 0..200 {
             if let Some(s) = self.child.try_wait().unwrap() {
+                let said = self
+                    .stderr
+                    .take()
+                    .map(|t| t.join().unwrap())
+                    .unwrap_or_default();
+                assert!(!said.contains("WARN"), "zhi mcp warned: {said}");
                 return s;
             }
             std::thread::sleep(Duration::from_millis(50));

@@ -511,3 +511,76 @@ fn an_answer_that_echoes_its_instructions_is_not_a_result() {
         assert!(after.contains("Now answer with"), "{user}");
     }
 }
+
+/// What a 0.5B model wrote for a two-line note: talk about the task, then a "summary" longer
+/// than the note. Talk about the task is no result — asked afresh once, then the job fails
+/// naming why, in both languages; a summary longer than its source is kept and doubted.
+#[test]
+fn prompt_talk_is_no_summary_and_a_summary_longer_than_its_note_is_doubted() {
+    const NOTE: &str = "Plant opens in May.\nAna leads.\n";
+    const TALK: &str = "This task involves summarizing the given text from an English perspective, keeping its meaning and its key facts for the reader. Summary in English: The plant opens in May, and Ana leads it.";
+    for lang in ["en", "zh"] {
+        let env = env();
+        env.write("docs/note.txt", NOTE);
+        let api = FakeApi::always(Reply::text(TALK));
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+            .args(["--base-url", &api.base_url()])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::JobsFailed);
+        assert_eq!(
+            api.chat_requests().len(),
+            2,
+            "asked afresh once: {}",
+            show(&out)
+        );
+        let r = record(&env, "docs/note.txt");
+        assert_eq!(r["error"]["kind"], "missing_output", "{r}");
+        let said = match lang {
+            "en" => "summary.md talks about the task instead of giving the result",
+            _ => "summary.md 在谈论任务本身，而没有给出结果",
+        };
+        assert!(stderr(&out).contains(said), "{}", show(&out));
+    }
+    // Talk first, then a summary when asked afresh: the summary is the result.
+    let fresh = env();
+    fresh.write("docs/note.txt", NOTE);
+    let api = FakeApi::sequence(vec![
+        Reply::text(TALK),
+        Reply::text("Plant opens in May, led by Ana."),
+    ]);
+    let out = run(&fresh, &api, "summarize", &["docs/note.txt"]);
+    assert_exit(&out, Exit::Success);
+    let r = record(&fresh, "docs/note.txt");
+    assert!(r.get("doubts").is_none(), "{r}");
+    // A summary that talks past its note is kept, doubted, and said so in both languages.
+    for lang in ["en", "zh"] {
+        let env = env();
+        env.write("docs/note.txt", NOTE);
+        let api = FakeApi::always(Reply::text(
+            "The note says that the new plant is going to open its doors to the public in the month of May, and that Ana, who knows the site well, is the person who will lead it from then on.",
+        ));
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+            .args(["--base-url", &api.base_url()])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        let r = record(&env, "docs/note.txt");
+        assert_eq!(
+            (&r["status"], &r["doubts"][0]["check"]),
+            (&json!("succeeded"), &json!("longer")),
+            "{r}"
+        );
+        let said = match lang {
+            "en" => "      summary.md: longer than its source",
+            _ => "      summary.md：比原文还长",
+        };
+        assert!(stderr(&out).contains(said), "{}", show(&out));
+    }
+}

@@ -284,3 +284,62 @@ fn markup_in_an_input_name_and_an_error_message_is_escaped() {
         assert_eq!(row.matches("<td").count(), 8, "{row}");
     }
 }
+
+/// A rerun that found every job cached ran nothing: `zhi report` of the output folder opens the
+/// latest run that ran jobs, and says which, in both languages; a run named opens that run.
+#[test]
+fn report_opens_the_latest_run_that_ran_jobs_and_says_which() {
+    let env = TestEnv::new();
+    env.write("docs/a.txt", "The board approved the budget.\n");
+    let api = crate::support::FakeApi::always(crate::support::Reply::text("# a\n\nApproved.\n"));
+    let run = || {
+        let out = env
+            .zhi()
+            .args(["--no-progress", "run", "summarize", "docs", "-o", "out"])
+            .args(["--base-url", &api.base_url()])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+    };
+    run();
+    run();
+    let mut runs: Vec<String> = std::fs::read_dir(env.path("out/.zhi/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    let (worked, cached) = (&runs[0], &runs[1]);
+    for (lang, says) in [
+        (
+            "en",
+            format!(
+                "report of run {worked}, the latest that ran jobs (the 1 run(s) after it only found them cached or skipped)"
+            ),
+        ),
+        (
+            "zh",
+            format!("报告的是运行 {worked}，即最近一次运行了任务的运行"),
+        ),
+    ] {
+        let out = env
+            .zhi()
+            .env("ZHI_LANGUAGE", lang)
+            .args(["--json", "report", "-o", "out"])
+            .output()
+            .unwrap();
+        assert_exit(&out, Exit::Success);
+        let said: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(said["run_id"], worked.as_str(), "{}", show(&out));
+        assert!(stderr(&out).contains(&says), "{}", show(&out));
+    }
+    // The rerun named is the rerun reported, and nothing is said.
+    let out = env
+        .zhi()
+        .args(["--json", "report", cached.as_str(), "-o", "out"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let said: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(said["run_id"], cached.as_str());
+    assert_eq!(stderr(&out), "", "{}", show(&out));
+}

@@ -469,3 +469,34 @@ fn new_writes_a_valid_template_and_never_overwrites() {
         .unwrap();
     assert_exit(&out, Exit::Usage);
 }
+
+/// Not on a terminal and with no `COLUMNS` (a pipe, `| grep`), `skills list` cuts nothing:
+/// every description whole, on its skill's line, with every column.
+#[test]
+fn list_into_a_pipe_cuts_no_description() {
+    let env = TestEnv::new();
+    let out = env
+        .zhi()
+        .env_remove("COLUMNS")
+        .args(["skills", "list"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let text = stdout(&out);
+    assert!(!text.contains('…'), "{text}");
+    assert!(text.lines().next().unwrap().contains("TOOLS"), "{text}");
+    for skill in list_json(&env) {
+        let (name, description) = (
+            skill["name"].as_str().unwrap(),
+            skill["description"].as_str().unwrap(),
+        );
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no line for {name}: {text}"));
+        assert!(line.ends_with(description.trim()), "{line}\n{description}");
+    }
+    // On a terminal of 100 columns the longest are cut, as before.
+    let narrow = env.zhi().args(["skills", "list"]).output().unwrap();
+    assert!(stdout(&narrow).contains('…'), "{}", stdout(&narrow));
+}

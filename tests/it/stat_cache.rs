@@ -274,7 +274,7 @@ fn a_rerun_over_more_than_one_chunk_of_jobs_reruns_only_what_changed() {
     assert_eq!(csv.lines().count(), n + 1, "a header and a row per job");
     let said = show(&out);
     assert!(
-        said.contains("succeeded 2  failed 0  cached 1028"),
+        said.contains("succeeded 2  doubted 0  failed 0  cached 1028"),
         "{said}"
     );
 }
@@ -336,4 +336,37 @@ fn a_run_stopped_with_a_chunk_decided_ahead_records_every_job_once() {
     assert_eq!(cached, 50);
     assert_eq!(planned["docs/d0050.txt"].0, "pending");
     assert_eq!(planned["docs/d2199.txt"].0, "pending");
+}
+
+/// A rerun that changes nothing writes no record of its cached jobs; `zhi manifest show` of it
+/// still counts every one of them, as the run said (its manifest's counts, not the records
+/// it kept).
+#[test]
+fn manifest_show_of_a_rerun_that_wrote_no_record_counts_every_cached_job() {
+    let env = TestEnv::new();
+    let api = two_documents_summarised(&env);
+    // The first rerun settles what the run wrote too recently to trust; the next writes none.
+    age_past_racy_margin();
+    run(&env, &api, &[]);
+    let out = run(&env, &api, &[]);
+    assert!(
+        show(&out).contains("succeeded 0  doubted 0  failed 0  cached 2"),
+        "{}",
+        show(&out)
+    );
+    let runs = zhi::manifest::list_runs(&env.path("out"));
+    let last = runs.last().unwrap();
+    let written = std::fs::read_to_string(last.path.join("results.jsonl")).unwrap();
+    assert_eq!(written, "", "a rerun that changed nothing writes no record");
+    let shown = env
+        .zhi()
+        .args(["manifest", "show", "-o", "out"])
+        .output()
+        .unwrap();
+    assert_exit(&shown, Exit::Success);
+    assert!(
+        stdout(&shown).contains("jobs: planned 2  succeeded 0  doubted 0  failed 0  cached 2"),
+        "{}",
+        show(&shown)
+    );
 }

@@ -32,6 +32,8 @@ const MAX_UNGROUNDED: usize = 100;
 struct Label {
     /// Normalised as the document is for grounding (NFKC, lower case, one space).
     text: String,
+    /// As the schema first writes it (`Bill to`), for a person.
+    said: String,
     /// Whether it is written in letters that need a word boundary (`total` is not in
     /// `subtotal`).
     word: bool,
@@ -58,11 +60,14 @@ pub(crate) fn extraction(
         if let Some(Value::String(s)) = value_at(object, &field.path)
             && let Some(label) = leading_label(s)
         {
-            out.push(doubt(
-                "holds_label",
-                &field.path,
-                format!("begins with the label “{label}”: a line copied, not a value taken"),
-            ));
+            out.push(Doubt {
+                label: Some(label.to_string()),
+                ..doubt(
+                    "holds_label",
+                    &field.path,
+                    format!("begins with the label “{label}”: a line copied, not a value taken"),
+                )
+            });
         }
     }
     let labels = labels(fields);
@@ -120,16 +125,20 @@ fn partners(
         {
             continue;
         }
-        out.push(doubt(
-            "label",
-            owner,
-            format!(
-                "{} stands under its label “{}” and was given as {from}; {} was given here",
-                shown(value),
-                label.text,
-                shown(held)
-            ),
-        ));
+        // Its own label holds another field's value: it is not under its own label.
+        out.push(Doubt {
+            label: Some(label.said.clone()),
+            ..doubt(
+                "label",
+                owner,
+                format!(
+                    "{} stands under its label “{}” and was given as {from}; {} was given here",
+                    shown(value),
+                    label.text,
+                    shown(held)
+                ),
+            )
+        });
     }
     out
 }
@@ -183,8 +192,8 @@ fn doubt(check: &str, field: &str, detail: String) -> Doubt {
     Doubt {
         check: check.to_string(),
         field: Some(field.to_string()),
-        file: None,
         detail,
+        ..Doubt::default()
     }
 }
 
@@ -222,16 +231,22 @@ fn same_values(object: &Value, fields: &[Field]) -> Vec<Doubt> {
         }
         if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
             let value = shown(&Value::String(s.clone()));
-            out.push(doubt(
-                "same_value",
-                other,
-                format!("holds the same value as {}: {value}", field.path),
-            ));
-            out.push(doubt(
-                "same_value",
-                &field.path,
-                format!("holds the same value as {other}: {value}"),
-            ));
+            out.push(Doubt {
+                other: Some(field.path.clone()),
+                ..doubt(
+                    "same_value",
+                    other,
+                    format!("holds the same value as {}: {value}", field.path),
+                )
+            });
+            out.push(Doubt {
+                other: Some((*other).to_string()),
+                ..doubt(
+                    "same_value",
+                    &field.path,
+                    format!("holds the same value as {other}: {value}"),
+                )
+            });
         } else {
             seen.push((field.path.as_str(), key));
         }
@@ -300,14 +315,17 @@ fn missing(
             })
         });
         if let Some(l) = shown_label {
-            out.push(doubt(
-                "missing",
-                &field.path,
-                format!(
-                    "is empty, but its label “{}” stands in the document with a value after it",
-                    l.text
-                ),
-            ));
+            out.push(Doubt {
+                label: Some(l.said.clone()),
+                ..doubt(
+                    "missing",
+                    &field.path,
+                    format!(
+                        "is empty, but its label “{}” stands in the document with a value after it",
+                        l.text
+                    ),
+                )
+            });
         }
     }
     out
@@ -426,6 +444,7 @@ fn labels(fields: &[Field]) -> Vec<Label> {
                 None => out.push(Label {
                     word: text.chars().any(|c| c.is_ascii_alphabetic()),
                     text,
+                    said: t.trim().to_string(),
                     owners: vec![owner.clone()],
                 }),
             }
@@ -580,16 +599,20 @@ fn label_doubt<'l>(
     // A value that also stands where no label is (a seller's name atop the page) is not
     // judged by its other places.
     if let Some(l) = other.filter(|_| !unlabelled) {
-        let d = doubt(
-            "label",
-            &field.path,
-            format!(
-                "{} stands under “{}”, a label of {}",
-                shown(value),
-                l.text,
-                l.owners.join(", ")
-            ),
-        );
+        let d = Doubt {
+            label: Some(l.said.clone()),
+            other: Some(l.owners.join(", ")),
+            ..doubt(
+                "label",
+                &field.path,
+                format!(
+                    "{} stands under “{}”, a label of {}",
+                    shown(value),
+                    l.text,
+                    l.owners.join(", ")
+                ),
+            )
+        };
         return Some((d, Some(l)));
     }
     let own = labels
@@ -597,15 +620,18 @@ fn label_doubt<'l>(
         .filter(|l| l.owners.contains(&field.path))
         .find(|l| find_label(norm_text, l).is_some())?;
     value.is_number().then(|| {
-        let d = doubt(
-            "label",
-            &field.path,
-            format!(
-                "{} does not stand under its label “{}”, which is in the document",
-                shown(value),
-                own.text
-            ),
-        );
+        let d = Doubt {
+            label: Some(own.said.clone()),
+            ..doubt(
+                "label",
+                &field.path,
+                format!(
+                    "{} does not stand under its label “{}”, which is in the document",
+                    shown(value),
+                    own.text
+                ),
+            )
+        };
         (d, None)
     })
 }

@@ -53,9 +53,9 @@ pub(crate) fn of_condensing(file: &str, source: &str, answer: &str) -> Vec<Doubt
 fn on_file(file: &str, d: prose::ProseDoubt) -> Doubt {
     Doubt {
         check: d.check.to_string(),
-        field: None,
         file: Some(file.to_string()),
         detail: d.detail,
+        ..Doubt::default()
     }
 }
 

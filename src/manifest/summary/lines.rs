@@ -15,6 +15,9 @@ use std::path::Path;
 /// run's `results.jsonl`, which the summary points to.
 pub(crate) const NAMED: usize = 20;
 
+/// How many doubts of one doubted job are said; the rest are counted.
+const DOUBTS_NAMED: usize = 3;
+
 /// The width the lines keep to (paths excepted: they are never cut).
 const COLUMNS: usize = 100;
 
@@ -43,6 +46,8 @@ pub(crate) enum Section {
     FailuresByKind,
     /// Each failed job: its input, kind, message and transcript.
     Failed,
+    /// Each doubted job: its input and its doubts in words.
+    Doubted,
     /// Jobs whose model made tool calls that were refused.
     Refused,
     /// The slowest jobs.
@@ -60,6 +65,7 @@ pub(crate) const END_OF_RUN: &[Section] = &[
     Section::EscalationAndCost,
     Section::Places,
     Section::Failed,
+    Section::Doubted,
     Section::Refused,
 ];
 
@@ -74,6 +80,7 @@ pub(crate) const MANIFEST_SHOW: &[Section] = &[
     Section::Tokens,
     Section::FailuresByKind,
     Section::Failed,
+    Section::Doubted,
     Section::Refused,
     Section::Slowest,
     Section::Torn,
@@ -117,6 +124,7 @@ pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang
             Section::Places => w.places(&mut out),
             Section::FailuresByKind => w.failures_by_kind(&mut out),
             Section::Failed => w.failed(&mut out),
+            Section::Doubted => w.doubted(&mut out),
             Section::Refused => w.refused(&mut out),
             Section::Slowest => w.slowest(&mut out),
             Section::Torn => {
@@ -135,9 +143,10 @@ pub(crate) fn lines(s: &RunSummary, sections: &[Section], cwd: &Path, lang: Lang
 /// The counts of a run on one line, in `lang`.
 pub(crate) fn counts_line(c: &Counts, lang: Lang) -> String {
     t!(in lang;
-        "planned {planned}  succeeded {succeeded}  failed {failed}  cached {cached}  skipped {skipped}  cancelled {cancelled}",
+        "planned {planned}  succeeded {succeeded}  doubted {doubted}  failed {failed}  cached {cached}  skipped {skipped}  cancelled {cancelled}",
         planned = c.planned,
         succeeded = c.succeeded,
+        doubted = c.doubted,
         failed = c.failed,
         cached = c.cached,
         skipped = c.skipped,
@@ -421,15 +430,8 @@ impl Writer<'_> {
             match &f.error_kind {
                 Some(kind) => {
                     let kind_said = t!(in lang; "{kind}: ", kind = one_line(kind));
-                    // Messages from the API already start with their kind (in the words of
-                    // the language they were translated into).
                     let message = crate::i18n::localize(f.error_message.as_deref().unwrap_or(""));
-                    let message = message.trim_start();
-                    let message = message
-                        .strip_prefix(&format!("{kind}: "))
-                        .or_else(|| message.strip_prefix(kind_said.as_str()))
-                        .unwrap_or(message);
-                    let message = one_line(message);
+                    let message = one_line(message.trim_start());
                     let room = COLUMNS.saturating_sub(columns(&head) + columns(&kind_said));
                     // A long path leaves the reason too little room: it goes on a line of its
                     // own.
@@ -482,6 +484,49 @@ impl Writer<'_> {
             .collect()
     }
 
+    /// The doubted jobs, as failures are named: each input (marked when it was cached:
+    /// nothing was sent for it), then its first doubts in words, one a line.
+    fn doubted(&self, out: &mut Vec<String>) {
+        let (s, lang) = (self.s, self.lang);
+        if s.counts.doubted == 0 {
+            return;
+        }
+        out.push(
+            t!(in lang; "  doubted jobs (outputs kept, probably wrong; --strict fails them):"),
+        );
+        for j in &s.doubted {
+            let cached = if j.status == crate::manifest::Status::Cached {
+                t!(in lang; " (cached)")
+            } else {
+                String::new()
+            };
+            out.push(format!("    {}{cached}", one_line(&j.input)));
+            let mut said: Vec<String> = Vec::new();
+            for d in &j.doubts {
+                let words = d.said(lang);
+                if !said.contains(&words) {
+                    said.push(words);
+                }
+            }
+            for words in said.iter().take(DOUBTS_NAMED) {
+                out.push(format!("      {}", fit(words, COLUMNS - 6)));
+            }
+            if said.len() > DOUBTS_NAMED {
+                out.push(t!(in lang;
+                    "      … and {n} more doubt(s)",
+                    n = said.len() - DOUBTS_NAMED
+                ));
+            }
+        }
+        let more = s.counts.doubted.saturating_sub(s.doubted.len() as u64);
+        if more > 0 {
+            out.push(t!(in lang;
+                "    … and {n} more — `zhi status --csv` lists every job",
+                n = more
+            ));
+        }
+    }
+
     fn refused(&self, out: &mut Vec<String>) {
         let (refused, lang) = (&self.s.refused, self.lang);
         if refused.is_empty() {
@@ -514,7 +559,7 @@ impl Writer<'_> {
             out.push(format!(
                 "    {:>8}  {:<9}  {}",
                 format!("{:.1}s", j.duration_ms as f64 / 1000.0),
-                j.status.as_str(),
+                j.shown.as_str(),
                 one_line(&j.input)
             ));
         }
@@ -549,8 +594,9 @@ mod tests {
     }
 
     fn failed(i: usize, input: &str) -> JobRecord {
+        // One request, refused on its second attempt: one retry.
         let mut r = JobRecord::new(&format!("j{i:02}"), "summarize", input, Status::Failed);
-        r.turns = 1;
+        r.turns = 0;
         r.requests = 2;
         r.tokens.prompt = if i == 0 { 2000 } else { 0 };
         r.tokens.completion = if i == 0 { 400 } else { 0 };
@@ -642,7 +688,7 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "  jobs: planned 30  succeeded 8  failed 22  cached 0  skipped 0  cancelled 0"
+            "  jobs: planned 30  succeeded 8  doubted 0  failed 22  cached 0  skipped 0  cancelled 0"
         );
         assert_eq!(
             lines[2],
@@ -699,7 +745,7 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "  任务：计划 30  成功 8  失败 22  缓存 0  跳过 0  取消 0"
+            "  任务：计划 30  成功 8  存疑 0  失败 22  缓存 0  跳过 0  取消 0"
         );
         assert_eq!(lines[3], "  输出目录：  out/");
         assert_eq!(

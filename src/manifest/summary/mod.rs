@@ -12,7 +12,9 @@ pub(crate) use lines::{
 };
 
 use super::merge::LoadedRun;
-use super::{Counts, JobRecord, RunManifest, RunStatus, Status, Timestamp, Tokens};
+use super::{
+    Counts, Doubt, JobRecord, RunManifest, RunStatus, ShownStatus, Status, Timestamp, Tokens,
+};
 use crate::i18n::Lang;
 use crate::sanitize::one_line;
 use serde::Serialize;
@@ -31,6 +33,10 @@ pub(crate) struct JobLine {
     pub skill: String,
     pub input: String,
     pub status: Status,
+    /// The status a person is shown (`doubted`); not in `manifest show --json`, whose
+    /// `status` is the record's.
+    #[serde(skip)]
+    pub shown: ShownStatus,
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<String>,
@@ -40,6 +46,9 @@ pub(crate) struct JobLine {
     /// The job's transcript, relative to the output folder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<String>,
+    /// What zhi doubts of its outputs (the doubted jobs' lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub doubts: Vec<Doubt>,
 }
 
 /// The summary object `zhi manifest show --json` prints.
@@ -62,6 +71,9 @@ pub(crate) struct RunSummary {
     pub failures_by_kind: BTreeMap<String, u64>,
     /// The failed jobs, in record order.
     pub failures: Vec<JobLine>,
+    /// The first doubted jobs (of `counts.doubted`), in record order, with their doubts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub doubted: Vec<JobLine>,
     /// Jobs whose model made tool calls that were refused, in record order.
     pub refused: Vec<JobLine>,
     /// HTTP requests sent, retries included.
@@ -189,11 +201,13 @@ fn line(r: &super::JobRecord) -> JobLine {
         skill: r.skill.clone(),
         input: r.input.clone(),
         status: r.status,
+        shown: r.shown(),
         duration_ms: r.duration_ms,
         error_kind: r.error.as_ref().map(|e| e.kind.to_string()),
-        error_message: r.error.as_ref().map(|e| e.message.clone()),
+        error_message: r.error.as_ref().map(|e| e.reason().to_string()),
         refused_tool_calls: r.refused_tool_calls,
         transcript: r.transcript.clone(),
+        doubts: Vec::new(),
     }
 }
 
@@ -273,6 +287,11 @@ pub(crate) struct SummaryFold {
     tokens: Tokens,
     failures_by_kind: BTreeMap<String, u64>,
     failures: Vec<JobLine>,
+    /// The first [`lines::NAMED`] doubted jobs; the rest are counted.
+    doubted: Vec<JobLine>,
+    /// Doubted jobs that were cached (for a manifest of an earlier zhi, which counted them
+    /// as cached).
+    doubted_cached: u64,
     refused: Vec<JobLine>,
     /// The slowest jobs that ran so far, slowest first, equals in record order.
     slowest: Vec<JobLine>,
@@ -298,8 +317,18 @@ impl SummaryFold {
     /// Take one record into account.
     pub(crate) fn add(&mut self, r: &JobRecord) {
         self.records += 1;
-        self.counts.add(r.status);
+        let shown = r.shown();
+        self.counts.add(shown);
         self.tokens.add(r.tokens);
+        if shown == ShownStatus::Doubted {
+            self.doubted_cached += u64::from(r.status == Status::Cached);
+            if self.doubted.len() < lines::NAMED {
+                self.doubted.push(JobLine {
+                    doubts: r.doubts.clone(),
+                    ..line(r)
+                });
+            }
+        }
         if r.status == Status::Failed {
             let kind = r
                 .error
@@ -324,7 +353,9 @@ impl SummaryFold {
             }
         }
         self.requests += u64::from(r.requests);
-        self.retries += u64::from(r.requests.saturating_sub(r.turns));
+        // A request that got no answer in the end was sent once as itself, not as a retry.
+        let unanswered = u32::from(r.status != Status::Succeeded && r.requests > r.turns);
+        self.retries += u64::from(r.requests.saturating_sub(r.turns + unanswered));
         self.job_time_ms += r.duration_ms;
         self.started_at = match (self.started_at, r.started_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -373,8 +404,13 @@ impl SummaryFold {
         m: Option<&RunManifest>,
         torn_lines: usize,
     ) -> RunSummary {
-        let mut counts = self.counts;
-        counts.planned = m.map_or(self.records, |m| m.counts.planned);
+        let counts = match m {
+            Some(m) => self.counts_beside(&m.counts),
+            None => Counts {
+                planned: self.records,
+                ..self.counts
+            },
+        };
         RunSummary {
             run_id: run_id.to_string(),
             path: path.display().to_string(),
@@ -392,6 +428,7 @@ impl SummaryFold {
             model: ModelSeen::of(m, &self),
             failures_by_kind: self.failures_by_kind,
             failures: self.failures,
+            doubted: self.doubted,
             refused: self.refused,
             requests: m.map_or(self.requests, |m| m.requests),
             slowest: self.slowest,
@@ -405,6 +442,26 @@ impl SummaryFold {
             retries: self.retries,
             job_time_ms: self.job_time_ms,
             output_dir: output_dir_of(path, m),
+        }
+    }
+}
+
+impl SummaryFold {
+    /// The counts of a run that wrote its manifest: the manifest's, which count every job,
+    /// also the cached ones a rerun does not write again (docs/outputs.md#what-a-rerun-writes).
+    /// A manifest of an earlier zhi counted doubted jobs as succeeded or cached: those its
+    /// records show doubted are moved.
+    fn counts_beside(&self, m: &Counts) -> Counts {
+        if m.doubted > 0 || self.counts.doubted == 0 {
+            return *m;
+        }
+        let cached = self.doubted_cached.min(m.cached);
+        let succeeded = (self.counts.doubted - self.doubted_cached).min(m.succeeded);
+        Counts {
+            succeeded: m.succeeded - succeeded,
+            cached: m.cached - cached,
+            doubted: succeeded + cached,
+            ..*m
         }
     }
 }
@@ -441,6 +498,52 @@ mod tests {
         assert_eq!(s.counts.planned, 8);
         // A record without a start does not hide one that has it.
         assert!(s.started_at.is_some());
+    }
+
+    /// The manifest counts every job, the cached ones a rerun did not write again too; one of
+    /// an earlier zhi counted doubted jobs as succeeded, and its records say which.
+    #[test]
+    fn counts_come_from_the_manifest_and_an_older_one_has_its_doubted_moved() {
+        let doubted = |id: &str, status: Status| JobRecord {
+            doubts: vec![Doubt {
+                check: "near_copy".into(),
+                file: Some("summary.md".into()),
+                ..Doubt::default()
+            }],
+            ..JobRecord::new(id, "summarize", &format!("{id}.txt"), status)
+        };
+        let records = [
+            doubted("a", Status::Succeeded),
+            doubted("b", Status::Succeeded),
+            JobRecord::new("c", "summarize", "c.txt", Status::Succeeded),
+        ];
+        let manifest = |counts: serde_json::Value| -> RunManifest {
+            serde_json::from_value(serde_json::json!({
+                "run_id": "R", "zhi_version": "0", "command": "zhi run",
+                "started_at": "2024-01-01T00:00:00.000Z", "status": "completed",
+                "skills": {}, "counts": counts, "tokens": {"prompt": 0, "completion": 0},
+                "output_dir": "/w/out", "results": "/w/out/.zhi/runs/R/results.jsonl",
+                "results_csv": "/w/out/.zhi/runs/R/results.csv", "shard": null
+            }))
+            .unwrap()
+        };
+        let older = manifest(
+            serde_json::json!({"planned": 8, "succeeded": 3, "failed": 0,
+            "cached": 5, "skipped": 0, "cancelled": 0}),
+        );
+        let s = RunSummary::of("R", Path::new("runs/R"), Some(&older), &records, 0);
+        assert_eq!(
+            (s.counts.succeeded, s.counts.doubted, s.counts.cached),
+            (1, 2, 5)
+        );
+        assert_eq!(s.doubted.len(), 2);
+        // A rerun's manifest counts the cached jobs it did not write again.
+        let rerun = manifest(
+            serde_json::json!({"planned": 8, "succeeded": 0, "doubted": 2,
+            "failed": 0, "cached": 6, "skipped": 0, "cancelled": 0}),
+        );
+        let s = RunSummary::of("R", Path::new("runs/R"), Some(&rerun), &[], 0);
+        assert_eq!((s.counts.doubted, s.counts.cached), (2, 6));
     }
 
     #[test]

@@ -59,7 +59,10 @@ pub(crate) fn translation(source: &str, answer: &str, language: &str) -> Vec<Pro
 /// Doubts of `answer`, a condensing of `source` (a summary, notes, an analysis).
 pub(crate) fn condensed(source: &str, answer: &str) -> Vec<ProseDoubt> {
     let mut out = Vec::new();
-    out.extend(near_copy(source, answer));
+    match near_copy(source, answer) {
+        Some(d) => out.push(d),
+        None => out.extend(longer(source, answer)),
+    }
     let added = unmatched(
         &read_figures(answer).list,
         &read_figures(source).known,

@@ -78,6 +78,29 @@ pub(super) fn pair_share(unit: &[String], set: &HashSet<String>) -> f64 {
 /// their length.
 pub(super) const LENGTH_JUDGED_CHARS: usize = 1000;
 
+/// A condensing longer than what it condenses: a two-line note's "summary" that talks its way
+/// past the note. Measured in tokens (a Han character one, other text one per four
+/// characters), so an English summary of Chinese notes is not taken for longer by its letters;
+/// the answer's headings do not count, and a tenth (and a token) of margin lets a summary of a
+/// line that adds its articles pass.
+pub(super) fn longer(source: &str, answer: &str) -> Option<ProseDoubt> {
+    let body: String = answer
+        .lines()
+        .filter(|l| atx_heading(l.trim()).is_none())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (had, has) = (
+        crate::llm::text_tokens(source),
+        crate::llm::text_tokens(&body),
+    );
+    (had > 0 && has > had + had / 10 + 1).then(|| {
+        ProseDoubt::new(
+            "longer",
+            format!("longer than its source: about {has} tokens against {had}"),
+        )
+    })
+}
+
 pub(super) fn near_copy(source: &str, answer: &str) -> Option<ProseDoubt> {
     let source: String = source.nfkc().collect();
     let answer: String = answer.nfkc().collect();

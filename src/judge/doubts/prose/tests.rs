@@ -329,3 +329,27 @@ fn list_numbers_are_not_figures() {
     assert_eq!(without_marker("一、背景"), "背景");
     assert_eq!(without_marker("3.5 million"), "3.5 million");
 }
+
+/// A summary longer than the note it summarises is doubted; one in another script is measured
+/// in tokens, not letters, so an English summary of Chinese notes is not taken for longer.
+#[test]
+fn a_summary_longer_than_its_source_is_doubted() {
+    let note = "Plant opens in May. Ana leads.";
+    let talky = "# Summary\n\nThe note says that the new plant is going to open its doors in the month of May, and that Ana will be the person leading it.";
+    let doubts = condensed(note, talky);
+    assert_eq!(checks(&doubts), ["longer"]);
+    assert!(detail(&doubts, "longer").starts_with("longer than its source: about "));
+    assert_eq!(
+        condensed(note, "# Summary\n\nThe plant opens in May, led by Ana."),
+        []
+    );
+    // 会议纪要 of 36 characters: an English summary of 60 letters is shorter in tokens.
+    let zh = "周一例会：新厂五月开业，由安娜负责；预算已批准，下周再议人员安排。";
+    assert_eq!(
+        condensed(
+            zh,
+            "The new plant opens in May under Ana; the budget is approved."
+        ),
+        []
+    );
+}
