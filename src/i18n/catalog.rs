@@ -38,7 +38,7 @@ pub(super) const VERBATIM: &[&str] = &[
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
     "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high", "set", "unset",
     "roots", "job", "uri", "tool", "t", "addr", "held", "attempt", "of", "at",
-    "other", "doubted",
+    "other", "doubted", "labels",
 ];
 
 /// Names of log fields (`job=…`).
