@@ -11,6 +11,7 @@ use super::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
 use crate::judge::accept::Acceptance;
 use crate::judge::declared::Expected;
+use crate::judge::figures::Ungrounded;
 use crate::judge::junk::{self, Problem, Retry};
 use crate::llm::{ChatRequest, Message, ToolDef};
 use crate::manifest::Tokens;
@@ -114,11 +115,10 @@ impl AgentStats {
                 self.input_warnings.push(w.clone());
             }
         }
-        for f in &s.ungrounded_figures {
-            if !self.ungrounded_figures.contains(f) {
-                self.ungrounded_figures.push(f.clone());
-            }
-        }
+        add_unique(
+            &mut self.ungrounded_figures,
+            s.ungrounded_figures.iter().cloned(),
+        );
         if s.served_model.is_some() {
             self.served_model.clone_from(&s.served_model);
         }
@@ -257,7 +257,7 @@ pub(crate) async fn run_direct(
     let mut round = 0;
     let mut penalised = false;
     // An accepted answer whose figures were asked about again: (content, its ungrounded figures).
-    let mut kept: Option<(String, Vec<String>)> = None;
+    let mut kept: Option<(String, Ungrounded)> = None;
     loop {
         round += 1;
         if env.cancel.is_cancelled() {
@@ -274,19 +274,26 @@ pub(crate) async fn run_direct(
         let problem = if truncated {
             None
         } else {
-            accept.answer(&content)
+            accept.answer(&content, &|| env.cancel.is_cancelled())
         };
+        if problem == Some(Problem::Stopped) {
+            return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
+        }
         if !truncated && problem.is_none() {
-            let figures = accept.ungrounded(&content);
+            let figures = accept.ungrounded(&content, &|| env.cancel.is_cancelled());
+            // A check the run's stop cut short judged nothing: the job ends here.
+            if figures.cut && env.cancel.is_cancelled() {
+                return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
+            }
             let better = match &kept {
-                Some((_, before)) if before.len() <= figures.len() => None,
+                Some((_, before)) if before.count <= figures.count => None,
                 _ => Some((content.clone(), figures)),
             };
             if let Some(b) = better {
                 kept = Some(b);
             }
             let (_, figures) = kept.as_ref().expect("kept above");
-            if figures.is_empty() || round >= 2 {
+            if figures.count == 0 || round >= 2 {
                 return keep(env, stats, file, kept.take().expect("kept above"));
             }
             messages = ask_for_figures(env, &fresh, file, figures);
@@ -338,17 +345,16 @@ fn ask_for_figures(
     env: &AgentEnv,
     fresh: &[Message],
     file: &str,
-    figures: &[String],
+    figures: &Ungrounded,
 ) -> Vec<Message> {
-    let list = figures.join(", ");
+    let list = figures.list();
     let why = msg!("{file} states figures the document does not hold: {list}");
     env.transcript.note(&format!("{why}; asking once more"));
     let mut messages = fresh.to_vec();
     push_hint(
         &mut messages,
         &format!(
-            "Use only figures (numbers, amounts, dates) that the document states. These are not in it: {}.",
-            figures.join(", ")
+            "Use only figures (numbers, amounts, dates) that the document states. These are not in it: {list}."
         ),
     );
     messages
@@ -403,23 +409,34 @@ fn keep(
     env: &AgentEnv,
     stats: &mut AgentStats,
     file: &str,
-    (content, figures): (String, Vec<String>),
+    (content, figures): (String, Ungrounded),
 ) -> Result<std::path::PathBuf, JobError> {
     let rel = write_answer(env, file, &content)?;
     env.transcript
         .note(&format!("the answer was saved as {}", rel.display()));
-    if !figures.is_empty() {
-        let list = figures.join(", ");
+    if figures.count > 0 {
+        let list = figures.list();
         env.transcript.note(&msg!(
             "{file} states figures the document does not hold: {list}"
         ));
-        for f in figures {
-            if !stats.ungrounded_figures.contains(&f) {
-                stats.ungrounded_figures.push(f);
-            }
-        }
+        add_unique(&mut stats.ungrounded_figures, figures.named);
+    }
+    if figures.cut {
+        env.transcript.note(&format!(
+            "the figures of {file} were checked only in part: the answer is too long to check whole"
+        ));
     }
     Ok(rel)
+}
+
+/// `more` added to `list`, each once: a set of what is there, not a search of the list per item.
+fn add_unique(list: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
+    let mut there: std::collections::HashSet<String> = list.iter().cloned().collect();
+    for item in more {
+        if there.insert(item.clone()) {
+            list.push(item);
+        }
+    }
 }
 
 /// A rejected answer, kept beside the job's outputs as `<file>.rejected` (never committed:
@@ -532,6 +549,7 @@ pub(crate) fn run_skill<'a>(
             expected.problems(
                 env.tools.sandbox.output_dir(),
                 &written[before.min(written.len())..],
+                &|| env.cancel.is_cancelled(),
             )
         };
         let mut correcting = false;
@@ -686,7 +704,7 @@ fn answer_as_file(
             .iter()
             .find(|a| &a.file == file)
             .map(|a| a.clone().with_instructions(instructions));
-        if accept.is_some_and(|a| a.answer(&content).is_none()) {
+        if accept.is_some_and(|a| a.answer(&content, &|| env.cancel.is_cancelled()).is_none()) {
             let rel = write_answer(env, file, &content)?;
             env.transcript.note(&format!(
                 "the model answered in plain text; its answer was saved as {}",
@@ -884,7 +902,9 @@ async fn call_nested(
         Ok(answer) => {
             let written = env.tools.sandbox.written();
             let new_files = &written[before.min(written.len())..];
-            let missing = expected.problems(env.tools.sandbox.output_dir(), new_files);
+            let missing = expected.problems(env.tools.sandbox.output_dir(), new_files, &|| {
+                env.cancel.is_cancelled()
+            });
             // The caller may have asked for another name ("write summary-q3.md"): any file
             // the nested skill wrote is its result then.
             if !missing.is_empty() && new_files.is_empty() {

@@ -12,7 +12,9 @@
 //! an answer that is wrong but well formed — that is for the doubts ([`super::doubts`]) — and
 //! any file a skill does not declare.
 
+use super::figures::Ungrounded;
 use super::junk::{self, Problem};
+use super::work::Work;
 use crate::skills::{self, Chunking, Skill};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -120,7 +122,6 @@ impl Acceptance {
 
     /// The checks for the answer of a workflow's own `prompt` step: a text drawn from the
     /// document and the steps before it.
-    #[cfg(test)]
     pub(crate) fn composed(
         file: &str,
         source: Option<Arc<str>>,
@@ -218,25 +219,37 @@ impl Acceptance {
         self
     }
 
-    /// The first problem of an answer meant to become the file's content.
-    pub(crate) fn answer(&self, text: &str) -> Option<Problem> {
+    /// The first problem of an answer meant to become the file's content. `stop` is asked
+    /// between checks and within the long ones; an answer whose checks the run's stop cut
+    /// short is [`Problem::Stopped`], never taken as judged.
+    pub(crate) fn answer(&self, text: &str, stop: &dyn Fn() -> bool) -> Option<Problem> {
         let source = self.source.as_deref();
-        self.checks.iter().find_map(|c| match c {
-            Check::Copy { most: true }
-                if self
-                    .parts
-                    .iter()
-                    .any(|p| junk::is_copy(text, p) || junk::copies_most(text, p)) =>
-            {
-                Some(Problem::Copy)
+        let found = self.checks.iter().find_map(|c| {
+            if stop() {
+                return Some(Problem::Stopped);
             }
-            _ => judge(c, text, source),
-        })
+            match c {
+                Check::Copy { most: true }
+                    if self
+                        .parts
+                        .iter()
+                        .any(|p| junk::is_copy(text, p) || junk::copies_most(text, p, stop)) =>
+                {
+                    Some(Problem::Copy)
+                }
+                _ => judge(c, text, source, stop),
+            }
+        });
+        // A check the stop cut short found nothing, whatever the answer holds.
+        match found {
+            None if stop() => Some(Problem::Stopped),
+            found => found,
+        }
     }
 
     /// The first problem of a file on disk (a `file_write`, a nested skill's output, a
-    /// step's), read as the file's kind.
-    pub(crate) fn file(&self, path: &Path) -> Option<Problem> {
+    /// step's), read as the file's kind. `stop` as for [`Acceptance::answer`].
+    pub(crate) fn file(&self, path: &Path, stop: &dyn Fn() -> bool) -> Option<Problem> {
         let Ok(bytes) = std::fs::read(path) else {
             return Some(Problem::Missing);
         };
@@ -246,20 +259,20 @@ impl Acceptance {
         match self.kind {
             FileKind::Binary => None,
             _ => match std::str::from_utf8(&bytes) {
-                Ok(text) => self.answer(text),
+                Ok(text) => self.answer(text, stop),
                 Err(_) => Some(Problem::Invalid("not UTF-8 text".into())),
             },
         }
     }
 
     /// The figures of an accepted answer that its source does not hold (condensing skills
-    /// only; empty when there is no source).
-    pub(crate) fn ungrounded(&self, text: &str) -> Vec<String> {
+    /// only; none when there is no source). `stop` is asked between figures.
+    pub(crate) fn ungrounded(&self, text: &str, stop: &dyn Fn() -> bool) -> Ungrounded {
         match &self.source {
             Some(src) if self.condenses && self.kind == FileKind::Prose => {
-                super::figures::ungrounded(text, src, &self.given)
+                super::figures::ungrounded(text, src, &self.given, stop)
             }
-            _ => Vec::new(),
+            _ => Ungrounded::default(),
         }
     }
 }
@@ -267,8 +280,12 @@ impl Acceptance {
 impl Acceptance {
     /// What zhi doubts in an accepted answer (docs/outputs.md#doubts): a rendering's changed
     /// figures, untranslated runs, remarks and added headings; a condensing's near-copy and
-    /// invented figures. Prose files with a source only.
-    pub(crate) fn doubts(&self, text: &str) -> Vec<crate::manifest::Doubt> {
+    /// invented figures. Prose files with a source only. `stop` is asked between items.
+    pub(crate) fn doubts(
+        &self,
+        text: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<crate::manifest::Doubt> {
         let Some(source) = self.source.as_deref() else {
             return Vec::new();
         };
@@ -277,8 +294,8 @@ impl Acceptance {
         }
         let text = junk::strip_fence(text);
         match &self.language {
-            Some(lang) => super::doubts::of_rendering(&self.file, source, &text, lang),
-            None if self.condenses => super::doubts::of_condensing(&self.file, source, &text),
+            Some(lang) => super::doubts::of_rendering(&self.file, source, &text, lang, stop),
+            None if self.condenses => super::doubts::of_condensing(&self.file, source, &text, stop),
             None => Vec::new(),
         }
     }
@@ -297,7 +314,12 @@ struct Shape {
     language: Option<String>,
 }
 
-fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
+fn judge(
+    check: &Check,
+    text: &str,
+    source: Option<&str>,
+    stop: &dyn Fn() -> bool,
+) -> Option<Problem> {
     let hit = match check {
         Check::Empty => text.trim().is_empty(),
         Check::Claim => junk::looks_like_claim(text),
@@ -308,16 +330,16 @@ fn judge(check: &Check, text: &str, source: Option<&str>) -> Option<Problem> {
                 .err()
                 .map(|e| Problem::Invalid(format!("not JSON ({e})")));
         }
-        Check::Copy { most } => {
-            source.is_some_and(|s| junk::is_copy(text, s) || (*most && junk::copies_most(text, s)))
-        }
-        Check::Loop => junk::is_loop(text, source),
-        Check::Echo(instructions) => junk::is_echo(text, instructions, source),
+        Check::Copy { most } => source
+            .is_some_and(|s| junk::is_copy(text, s) || (*most && junk::copies_most(text, s, stop))),
+        Check::Loop => junk::is_loop(text, source, stop),
+        Check::Echo(instructions) => junk::is_echo(text, instructions, source, stop),
         // Judged on what was translated: what the answer keeps verbatim from its source
         // (paths, commands, names) and a fence around it are in no language.
         Check::Language(lang) => match source {
             Some(s) => {
-                junk::is_wrong_language(&super::doubts::prose::translated_part(s, text), lang)
+                let part = super::doubts::prose::translated_part(s, text, &Work::new(stop));
+                junk::is_wrong_language(&part, lang)
             }
             None => junk::is_wrong_language(text, lang),
         },
@@ -415,19 +437,28 @@ mod tests {
     #[test]
     fn json_and_tool_calls_are_not_prose() {
         let a = prose();
-        assert_eq!(a.answer("{\"name\": \"end\"}"), Some(Problem::NotProse));
         assert_eq!(
-            a.answer("{\"name\": \"skill_analyze\", \"arguments\": {\"file\": \"c.txt\"}}"),
+            a.answer("{\"name\": \"end\"}", &|| false),
             Some(Problem::NotProse)
         );
         assert_eq!(
-            a.answer("[{\"clause\": 1, \"risk\": \"high\"}]"),
+            a.answer(
+                "{\"name\": \"skill_analyze\", \"arguments\": {\"file\": \"c.txt\"}}",
+                &|| false
+            ),
+            Some(Problem::NotProse)
+        );
+        assert_eq!(
+            a.answer("[{\"clause\": 1, \"risk\": \"high\"}]", &|| false),
             Some(Problem::NotProse)
         );
         // JSON in a .json file is the point.
         let j = Acceptance::composed("a.json", None, None);
-        assert_eq!(j.answer("{\"name\": \"end\"}"), None);
-        assert!(matches!(j.answer("{\"a\": "), Some(Problem::Invalid(_))));
+        assert_eq!(j.answer("{\"name\": \"end\"}", &|| false), None);
+        assert!(matches!(
+            j.answer("{\"a\": ", &|| false),
+            Some(Problem::Invalid(_))
+        ));
     }
 
     #[test]
@@ -465,15 +496,24 @@ mod tests {
         let a = prose().with_instructions(
             "Write a review of the contract for the person who signs it, with risks.",
         );
-        assert_eq!(a.answer("   "), Some(Problem::Empty));
-        assert_eq!(a.answer("I wrote review.md."), Some(Problem::Claim));
+        assert_eq!(a.answer("   ", &|| false), Some(Problem::Empty));
         assert_eq!(
-            a.answer("Write a review of the contract for the person who signs it, with risks."),
+            a.answer("I wrote review.md.", &|| false),
+            Some(Problem::Claim)
+        );
+        assert_eq!(
+            a.answer(
+                "Write a review of the contract for the person who signs it, with risks.",
+                &|| false
+            ),
             Some(Problem::Echo)
         );
-        assert_eq!(a.answer("# Review"), Some(Problem::Stub));
+        assert_eq!(a.answer("# Review", &|| false), Some(Problem::Stub));
         assert_eq!(
-            a.answer("The supplier must deliver 200 units by 1 March 2026; the price is fixed."),
+            a.answer(
+                "The supplier must deliver 200 units by 1 March 2026; the price is fixed.",
+                &|| false
+            ),
             None
         );
     }
@@ -482,10 +522,18 @@ mod tests {
     fn figures_not_in_the_source_are_named() {
         let a = prose();
         assert_eq!(
-            a.ungrounded("200 units by 1 March 2026 for 4,000 EUR, due in Q3 2027."),
+            a.ungrounded(
+                "200 units by 1 March 2026 for 4,000 EUR, due in Q3 2027.",
+                &|| false
+            )
+            .named,
             ["Q3", "2027"]
         );
-        assert!(a.ungrounded("200 units, 4000 EUR, March 2026").is_empty());
+        assert!(
+            a.ungrounded("200 units, 4000 EUR, March 2026", &|| false)
+                .named
+                .is_empty()
+        );
     }
 
     #[test]
@@ -504,11 +552,27 @@ mod tests {
             "### 要翻译的文档\n\n{src}\n\n### 解释\n这个文档是关于关闭水供应的通知，请大家提前储存足够的水。"
         );
         assert!(matches!(
-            a.answer(&handed_back),
+            a.answer(&handed_back, &|| false),
             Some(Problem::Copy | Problem::WrongLanguage(_))
         ));
         let translated = "致全体住户：B 栋将于 11 月 18 日星期二 09:00 至 13:00 停水，以便维修管道。请储存足够的水。";
-        assert_eq!(a.answer(translated), None);
+        assert_eq!(a.answer(translated, &|| false), None);
+    }
+
+    #[test]
+    fn an_answer_the_stop_cut_short_is_not_judged() {
+        let a = prose().with_instructions("Write a review of the contract with its risks.");
+        let looping = "The board met again and the costs rose in the north. ".repeat(40_000);
+        assert_eq!(a.answer(&looping, &|| false), Some(Problem::Loop));
+        assert_eq!(a.answer(&looping, &|| true), Some(Problem::Stopped));
+        for after in 1..12 {
+            let asked = std::cell::Cell::new(0);
+            let stop = || {
+                asked.set(asked.get() + 1);
+                asked.get() > after
+            };
+            assert_eq!(a.answer(&looping, &stop), Some(Problem::Stopped), "{after}");
+        }
     }
 
     #[test]
@@ -517,11 +581,11 @@ mod tests {
         let a = Acceptance::composed("t.xlsx", None, None);
         let p = dir.path().join("t.xlsx");
         std::fs::write(&p, b"").unwrap();
-        assert_eq!(a.file(&p), Some(Problem::Empty));
+        assert_eq!(a.file(&p, &|| false), Some(Problem::Empty));
         std::fs::write(&p, b"PK\x03\x04rest").unwrap();
-        assert_eq!(a.file(&p), None);
+        assert_eq!(a.file(&p, &|| false), None);
         assert_eq!(
-            a.file(&dir.path().join("none.xlsx")),
+            a.file(&dir.path().join("none.xlsx"), &|| false),
             Some(Problem::Missing)
         );
     }

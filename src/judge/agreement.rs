@@ -5,8 +5,9 @@
 //! and `1356`, `14 March 2026` and `2026-03-14`), and says nothing of which one is right.
 
 use super::numbers;
+use super::work::Work;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// A chrF (character 6-gram F-score, β = 2, 0–100) at or above this between two prose answers
 /// counts as agreement.
@@ -67,13 +68,18 @@ fn norm(v: &Value) -> String {
 }
 
 /// chrF (character n-grams 1–6, β = 2, white space removed; 0–100) of `hypothesis` against
-/// `reference`, as sacrebleu computes it.
-pub(crate) fn chrf(hypothesis: &str, reference: &str) -> f64 {
+/// `reference`, as sacrebleu computes it; `None` when `stop` said so first.
+///
+/// Linear in the two texts: each order's n-grams are counted in a hash map, once per text.
+/// `stop` is asked every [`super::work::POLL`] n-grams counted. Its cost is the texts' length
+/// six times over, nothing a text can make larger, so only the stop ends it.
+pub(crate) fn chrf(hypothesis: &str, reference: &str, stop: &dyn Fn() -> bool) -> Option<f64> {
+    let work = Work::bounded(u64::MAX, stop);
     let h: Vec<char> = hypothesis.chars().filter(|c| !c.is_whitespace()).collect();
     let r: Vec<char> = reference.chars().filter(|c| !c.is_whitespace()).collect();
     let (mut precision, mut recall, mut orders) = (0.0, 0.0, 0.0);
     for n in 1..=6 {
-        let (hg, rg) = (grams(&h, n), grams(&r, n));
+        let (hg, rg) = (grams(&h, n, &work)?, grams(&r, n, &work)?);
         let (ht, rt): (u64, u64) = (hg.values().sum(), rg.values().sum());
         if ht == 0 || rt == 0 {
             continue;
@@ -87,28 +93,36 @@ pub(crate) fn chrf(hypothesis: &str, reference: &str) -> f64 {
         orders += 1.0;
     }
     if orders == 0.0 {
-        return 0.0;
+        return Some(0.0);
     }
     let (p, r) = (precision / orders, recall / orders);
     let beta2 = 4.0;
     if p + r == 0.0 {
-        return 0.0;
+        return Some(0.0);
     }
-    100.0 * (1.0 + beta2) * p * r / (beta2 * p + r)
+    Some(100.0 * (1.0 + beta2) * p * r / (beta2 * p + r))
 }
 
-/// The character n-grams of `s` with their counts.
-fn grams(s: &[char], n: usize) -> BTreeMap<&[char], u64> {
-    let mut m: BTreeMap<&[char], u64> = BTreeMap::new();
+/// The character n-grams of `s` with their counts; `None` when the run stopped.
+fn grams<'s>(s: &'s [char], n: usize, work: &Work) -> Option<HashMap<&'s [char], u64>> {
+    let mut m: HashMap<&[char], u64> = HashMap::new();
     for w in s.windows(n) {
+        work.charge(1);
+        if work.over() {
+            return None;
+        }
         *m.entry(w).or_default() += 1;
     }
-    m
+    Some(m)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn chrf(hypothesis: &str, reference: &str) -> f64 {
+        super::chrf(hypothesis, reference, &|| false).unwrap_or_default()
+    }
 
     #[test]
     fn objects_agree_by_value_not_by_spelling() {
@@ -148,6 +162,19 @@ mod tests {
                 .iter()
                 .all(|(_, a)| !a)
         );
+    }
+
+    #[test]
+    fn a_stop_ends_the_comparison() {
+        let long = "The on-call engineer freed 20 GB at 09:40. ".repeat(50_000);
+        assert_eq!(super::chrf(&long, &long, &|| true), None);
+        let asked = std::cell::Cell::new(0u32);
+        let late = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 10
+        };
+        assert_eq!(super::chrf(&long, &long, &late), None);
+        assert_eq!(asked.get(), 11, "asked between n-grams, not once per text");
     }
 
     #[test]

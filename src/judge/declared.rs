@@ -37,9 +37,14 @@ impl Expected {
     }
 
     /// The declared files not (properly) written among `written` (relative to `root`), with
-    /// why.
-    pub(crate) fn problems(&self, root: &Path, written: &[PathBuf]) -> Vec<(String, Problem)> {
-        check_declared(root, &self.declared, written)
+    /// why. `stop` is asked between checks.
+    pub(crate) fn problems(
+        &self,
+        root: &Path,
+        written: &[PathBuf],
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<(String, Problem)> {
+        check_declared(root, &self.declared, written, stop)
     }
 }
 
@@ -72,13 +77,14 @@ pub(crate) fn check_declared(
     root: &Path,
     declared: &[Acceptance],
     written: &[PathBuf],
+    stop: &dyn Fn() -> bool,
 ) -> Vec<(String, Problem)> {
     declared
         .iter()
         .filter_map(|a| {
             let problem = match find_written(&a.file, written) {
                 None => Some(Problem::Missing),
-                Some(rel) => a.file(&root.join(rel)),
+                Some(rel) => a.file(&root.join(rel), stop),
             };
             problem.map(|p| (a.file.clone(), p))
         })

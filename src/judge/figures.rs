@@ -6,7 +6,10 @@
 //! 2026, 10 or Oct, 12), so a figure is grounded when each of its numbers occurs in the source.
 
 use super::numbers::Decimal;
-use std::collections::HashSet;
+use super::source_index::SourceIndex;
+use super::work::Work;
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
 use unicode_normalization::UnicodeNormalization;
 
 /// One number of a text: its value, how it was written (with a unit or a letter it is
@@ -27,13 +30,17 @@ fn times(number: &str, scale: f64) -> Option<String> {
 }
 
 /// The numbers of `text` (`1,200.50` → `1200.5`, `０７` → `7`), and the month numbers its month
-/// names stand for.
-fn numbers(text: &str, decimal: Decimal) -> Vec<Figure> {
+/// names stand for; those before the work ran out, when it did.
+fn numbers(text: &str, decimal: Decimal, work: &Work) -> Vec<Figure> {
     let norm: String = text.nfkc().collect();
     let chars: Vec<char> = norm.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
+        work.charge(1);
+        if work.over() {
+            return out;
+        }
         if !chars[i].is_ascii_digit() {
             i += 1;
             continue;
@@ -61,10 +68,12 @@ fn numbers(text: &str, decimal: Decimal) -> Vec<Figure> {
         shown.extend(letter);
         shown.push_str(&written);
         shown.extend(unit);
+        // Nine letters at most: no scale word is longer than eight.
         let next_word: String = chars[j..]
             .iter()
             .skip_while(|c| **c == ' ')
             .take_while(|c| c.is_ascii_alphabetic())
+            .take(9)
             .collect::<String>()
             .to_lowercase();
         let scale = match (unit, next_word.as_str()) {
@@ -75,6 +84,7 @@ fn numbers(text: &str, decimal: Decimal) -> Vec<Figure> {
             (_, "billion" | "bn") => Some(1e9),
             _ => None,
         };
+        work.charge(j - start);
         let v = value(&written, decimal);
         out.push(Figure {
             scaled: scale.and_then(|sc| times(&v, sc)),
@@ -84,6 +94,7 @@ fn numbers(text: &str, decimal: Decimal) -> Vec<Figure> {
         });
         i = j;
     }
+    work.charge(chars.len());
     out.extend(month_numbers(&norm));
     out
 }
@@ -109,49 +120,127 @@ fn value(written: &str, decimal: Decimal) -> String {
         .map_or_else(|| written.to_string(), |n| format!("{n}"))
 }
 
+/// Ungrounded figures named at most (in the record, the transcript and the hint to the
+/// model); more are counted, not named.
+pub(crate) const MAX_NAMED: usize = 50;
+
+/// What the figures check found in one answer.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Ungrounded {
+    /// The figures found nowhere, as written in the answer, in order, each once: the first
+    /// [`MAX_NAMED`] of them.
+    pub named: Vec<String>,
+    /// How many such figures in all, named or not.
+    pub count: usize,
+    /// The check ended before the answer's last figure (its work spent, or the run stopping):
+    /// the figures after it were not looked at, neither grounded nor not.
+    pub cut: bool,
+}
+
+impl Ungrounded {
+    /// The named figures as one list, the count of the others after them.
+    pub(crate) fn list(&self) -> String {
+        let mut list = self.named.join(", ");
+        if self.count > self.named.len() {
+            list.push_str(&format!(" … +{}", self.count - self.named.len()));
+        }
+        list
+    }
+}
+
 /// The figures of `answer` whose numbers occur nowhere in `source` (as they were written in
 /// the answer, in order, each once). Single digits are left out unless they carry a unit (a
 /// list's "1." or "three points" is no figure to check); so are numbers in `also` (the
 /// instructions and arguments the answer was given).
-pub(crate) fn ungrounded(answer: &str, source: &str, also: &str) -> Vec<String> {
+///
+/// Linear in the answer: the source's values are a set, and a figure tied to a letter is
+/// looked up in an index of the source's places built once, never by a pass over the source
+/// per figure. `stop` is asked between figures ([`Work`]); the figures after a stop, or after
+/// the work is spent, are not looked at, and the answer says so ([`Ungrounded::cut`]).
+pub(crate) fn ungrounded(
+    answer: &str,
+    source: &str,
+    also: &str,
+    stop: &dyn Fn() -> bool,
+) -> Ungrounded {
+    ungrounded_within(answer, source, also, &Work::new(stop))
+}
+
+/// [`ungrounded`], its work charged to `work`.
+fn ungrounded_within(answer: &str, source: &str, also: &str, work: &Work) -> Ungrounded {
     // The source says which mark its decimals take; its figures and the answer's are read so.
     let decimal = Decimal::of_text(source);
     // A figure tied to a letter ("Q3", "v2") is grounded only as written: Q3 is no month 3.
-    let written: String = format!("{source}\n{also}")
-        .nfkc()
-        .collect::<String>()
-        .to_lowercase();
-    let known: HashSet<String> = numbers(source, decimal)
+    // Built on the first such figure.
+    let written: OnceCell<SourceIndex> = OnceCell::new();
+    let known: HashSet<String> = numbers(source, decimal, work)
         .into_iter()
-        .chain(numbers(also, decimal))
+        .chain(numbers(also, decimal, work))
         .flat_map(|f| [Some(f.value), f.scaled])
         .flatten()
         .collect();
-    let mut out: Vec<String> = Vec::new();
-    for f in numbers(answer, decimal)
-        .into_iter()
-        .filter(|f| !f.shown.is_empty())
-    {
+    let mut out = Ungrounded::default();
+    let mut seen: HashSet<String> = HashSet::new();
+    // Whether each lettered figure met so far is written in the source.
+    let mut lettered_found: HashMap<String, bool> = HashMap::new();
+    let figures = numbers(answer, decimal, work);
+    out.cut = work.over();
+    for f in figures.into_iter().filter(|f| !f.shown.is_empty()) {
+        if out.cut || work.over() {
+            out.cut = true;
+            break;
+        }
+        work.charge(f.shown.len());
         if f.value.len() == 1 && !f.marked {
             continue;
         }
         let lettered = f.shown.starts_with(|c: char| c.is_ascii_alphabetic());
         let grounded = if lettered {
-            written.contains(&f.shown.to_lowercase())
+            let needle = f.shown.to_lowercase();
+            match lettered_found.get(&needle) {
+                Some(found) => *found,
+                None => {
+                    let index = written
+                        .get_or_init(|| SourceIndex::new(&source_and_also(source, also), work));
+                    let Some(found) = index.contains(&needle, work) else {
+                        out.cut = true;
+                        break;
+                    };
+                    lettered_found.insert(needle, found);
+                    found
+                }
+            }
         } else {
             known.contains(&f.value) || f.scaled.as_ref().is_some_and(|v| known.contains(v))
         };
-        if grounded || out.contains(&f.shown) {
+        if grounded || !seen.insert(f.shown.clone()) {
             continue;
         }
-        out.push(f.shown);
+        out.count += 1;
+        if out.named.len() < MAX_NAMED {
+            out.named.push(f.shown);
+        }
     }
     out
+}
+
+/// The text a lettered figure is looked for in: the source and what the answer was given,
+/// NFKC and lower case, as the figure is.
+fn source_and_also(source: &str, also: &str) -> String {
+    format!("{source}\n{also}")
+        .nfkc()
+        .collect::<String>()
+        .to_lowercase()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The figures named, the check never stopped.
+    fn ungrounded(answer: &str, source: &str, also: &str) -> Vec<String> {
+        super::ungrounded(answer, source, also, &|| false).named
+    }
 
     #[test]
     fn figures_are_compared_by_value() {
@@ -178,6 +267,79 @@ mod tests {
             ungrounded("20 GB", "２０ GB were freed", ""),
             Vec::<String>::new()
         );
+    }
+
+    /// `1, 2, 3, …` up to `n`: what a looping small model writes.
+    fn counting(n: u32) -> String {
+        (1..=n).map(|i| format!("{i}, ")).collect()
+    }
+
+    #[test]
+    fn a_counting_answer_is_read_once() {
+        // 1.3 MB: before the check was linear it took minutes (a list of every figure found
+        // so far searched per figure).
+        let answer = counting(200_000);
+        let work = Work::new(&|| false);
+        let found = ungrounded_within(&answer, "The meeting is on 12 March.", "", &work);
+        // 1 to 9 are single digits, 12 is in the source.
+        assert_eq!(found.count, 200_000 - 10);
+        assert_eq!(found.named.len(), MAX_NAMED);
+        assert_eq!(found.named[..3], ["10", "11", "13"]);
+        assert!(
+            found
+                .list()
+                .ends_with(&format!(" … +{}", 200_000 - 10 - MAX_NAMED))
+        );
+        assert!(!found.cut);
+        assert!(
+            work.done() <= 3 * answer.len() as u64,
+            "{} units for {} bytes",
+            work.done(),
+            answer.len()
+        );
+    }
+
+    #[test]
+    fn lettered_figures_are_looked_up_in_an_index_not_the_source() {
+        // Every figure tied to a letter, none in the source but one at its very end: a search
+        // of the source per figure read all of it 100,000 times.
+        let source = format!(
+            "{}Q7 closes it.",
+            "The quarter went as planned. ".repeat(4_000)
+        );
+        let answer: String = (1..=100_000).map(|i| format!("Q{i} ")).collect();
+        let work = Work::new(&|| false);
+        let found = ungrounded_within(&answer, &source, "", &work);
+        assert_eq!(found.count, 100_000 - 1);
+        assert_eq!(found.named[..3], ["Q1", "Q2", "Q3"]);
+        let read = (answer.len() + source.len()) as u64;
+        assert!(
+            work.done() <= 4 * read,
+            "{} units for {read} bytes",
+            work.done()
+        );
+    }
+
+    #[test]
+    fn a_stop_ends_the_check_between_figures_and_says_so() {
+        let answer = counting(200_000);
+        let asked = std::cell::Cell::new(0u32);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() >= 3
+        };
+        let found = super::ungrounded(&answer, "The meeting is on 12 March.", "", &stop);
+        assert!(found.cut);
+        assert_eq!(asked.get(), 3, "asked between figures until it said stop");
+        assert!(
+            found.count < 10_000,
+            "{} figures judged after the stop",
+            found.count
+        );
+        // A bound reached is the same: what was not looked at is not named.
+        let bounded = ungrounded_within(&answer, "", "", &Work::bounded(2_000_000, &|| false));
+        assert!(bounded.cut);
+        assert!(bounded.count < 200_000 - 9);
     }
 
     #[test]

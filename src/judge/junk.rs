@@ -5,6 +5,10 @@
 //! Small models claim work they did not do ("I wrote summary.md: …") and copy their input;
 //! these checks are what keeps such a run from being recorded as a success.
 
+use super::work::Work;
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
+
 /// Why a declared file does not count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Problem {
@@ -32,6 +36,8 @@ pub(crate) enum Problem {
     NotProse,
     /// Headings with no sentence under them, or a few words where a text is asked.
     Stub,
+    /// Not judged whole: the run stopped while its checks ran.
+    Stopped,
 }
 
 /// What may mend a problem: the same conversation told what was wrong (a claim, an empty or
@@ -47,9 +53,11 @@ impl Problem {
     /// How a try may mend it.
     pub(crate) fn retry(&self) -> Retry {
         match self {
-            Problem::Missing | Problem::Empty | Problem::Claim | Problem::Invalid(_) => {
-                Retry::Correct
-            }
+            Problem::Missing
+            | Problem::Empty
+            | Problem::Claim
+            | Problem::Invalid(_)
+            | Problem::Stopped => Retry::Correct,
             Problem::Copy
             | Problem::TaskTalk
             | Problem::Loop
@@ -114,6 +122,7 @@ impl Problem {
             Problem::Incomplete => format!(
                 "{file} is far shorter than the input it should render in full (parts were left out)"
             ),
+            Problem::Stopped => format!("{file} was not judged: the run is stopping"),
         }
     }
 }
@@ -125,22 +134,41 @@ const ECHO_SPAN: usize = 40;
 /// Whether `answer` hands back a passage of `instructions` ([`ECHO_SPAN`] characters or more,
 /// white space ignored) that the input `source` does not hold: a small model that repeats its
 /// prompt. Quoting the document is fine; quoting the prompt is not a result.
-pub(crate) fn is_echo(answer: &str, instructions: &str, source: Option<&str>) -> bool {
+///
+/// Linear in the answer: the instructions' passages are a set, and so are the input's, built
+/// on the first passage the answer shares with the instructions (never a search of the input
+/// per passage). `stop` is asked between passages; a stopped check finds nothing.
+pub(crate) fn is_echo(
+    answer: &str,
+    instructions: &str,
+    source: Option<&str>,
+    stop: &dyn Fn() -> bool,
+) -> bool {
+    let work = Work::new(stop);
     let prompt: Vec<char> = squash(instructions).chars().collect();
     let out: Vec<char> = squash(answer).chars().collect();
-    let src = source.map(squash).unwrap_or_default();
+    let src: Vec<char> = source.map(squash).unwrap_or_default().chars().collect();
     // A short answer that is nothing but a piece of the instructions ("response.md (exactly
     // this name)").
     if (8..ECHO_SPAN).contains(&out.len()) {
         let whole: String = out.iter().collect();
+        let src: String = src.iter().collect();
         return squash(instructions).contains(&whole) && !src.contains(&whole);
     }
     if prompt.len() < ECHO_SPAN || out.len() < ECHO_SPAN {
         return false;
     }
-    let windows: std::collections::HashSet<&[char]> = prompt.windows(ECHO_SPAN).collect();
-    out.windows(ECHO_SPAN)
-        .any(|w| windows.contains(w) && !src.contains(&w.iter().collect::<String>()))
+    let windows: HashSet<&[char]> = prompt.windows(ECHO_SPAN).collect();
+    // A passage is in the input when it is one of the input's passages of its length.
+    let quoted: OnceCell<HashSet<&[char]>> = OnceCell::new();
+    out.windows(ECHO_SPAN).any(|w| {
+        work.charge(1);
+        !work.over()
+            && windows.contains(w)
+            && !quoted
+                .get_or_init(|| src.windows(ECHO_SPAN).collect())
+                .contains(w)
+    })
 }
 
 /// The script a language is written in, for the languages zhi can tell by script alone.
@@ -319,24 +347,32 @@ const LOOP_SPAN: usize = 20;
 /// Whether `output` goes round in circles: at least half of it repeats passages of itself,
 /// and at least 30 points more than `source` repeats itself (a translation of a repetitive
 /// document may repeat as much as the document does). Real prose, Chinese or English, stays
-/// well under that: a few repeated names and figures, not whole paragraphs.
-pub(crate) fn is_loop(output: &str, source: Option<&str>) -> bool {
-    let share = repeated_share(output);
-    share >= 0.5 && share >= source.map_or(0.0, repeated_share) + 0.3
+/// well under that: a few repeated names and figures, not whole paragraphs. `stop` is asked
+/// between passages; a stopped check finds nothing.
+pub(crate) fn is_loop(output: &str, source: Option<&str>, stop: &dyn Fn() -> bool) -> bool {
+    let work = Work::new(stop);
+    let share = repeated_share(output, &work);
+    let looped = share >= 0.5 && share >= source.map_or(0.0, |s| repeated_share(s, &work)) + 0.3;
+    looped && !work.over()
 }
 
 /// The share of `text`'s characters (white space ignored) inside a [`LOOP_SPAN`]-character
-/// passage that already occurred earlier in the text. Texts under 400 characters count as 0.
-pub(crate) fn repeated_share(text: &str) -> f64 {
+/// passage that already occurred earlier in the text. Texts under 400 characters count as 0;
+/// what is read after the work ran out counts as not repeated.
+pub(crate) fn repeated_share(text: &str, work: &Work) -> f64 {
     let chars: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
     if chars.len() < 400 {
         return 0.0;
     }
-    let mut seen = std::collections::HashSet::with_capacity(chars.len());
+    let mut seen = HashSet::with_capacity(chars.len());
     // Covered characters, as a difference array of +1 at a repeated window's start and -1
     // past its end.
     let mut marks = vec![0i32; chars.len() + 1];
     for (i, window) in chars.windows(LOOP_SPAN).enumerate() {
+        work.charge(1);
+        if work.over() {
+            break;
+        }
         if !seen.insert(window) {
             marks[i] += 1;
             marks[i + LOOP_SPAN] -= 1;
@@ -372,8 +408,10 @@ pub(crate) fn is_copy(output: &str, source: &str) -> bool {
 /// ignored; sources of 40 characters or more).
 /// For a skill that condenses (a summary, notes, an analysis) that is the input copied out with
 /// headings and points added around it — a copy, however much is added. A real summary of a
-/// document shares a few names and figures with it, not most of its passages.
-pub fn copies_most(output: &str, source: &str) -> bool {
+/// document shares a few names and figures with it, not most of its passages. `stop` is asked
+/// between passages; a stopped check finds nothing.
+pub fn copies_most(output: &str, source: &str, stop: &dyn Fn() -> bool) -> bool {
+    let work = Work::new(stop);
     let src: Vec<char> = squash(source).chars().collect();
     // Forty characters: a three-line Chinese note is that short, and handed back with its
     // numbers dropped it is still the note.
@@ -390,11 +428,25 @@ pub fn copies_most(output: &str, source: &str) -> bool {
     if src.len() < span {
         return false;
     }
+    // The source's passages with how often each stands in it, taken out as the answer is
+    // read: what is held in memory is the source's, however long the answer.
+    let mut passages: HashMap<&[char], usize> = HashMap::new();
+    for w in src.windows(span) {
+        *passages.entry(w).or_default() += 1;
+    }
     let out: Vec<char> = squash(output).chars().collect();
-    let have: std::collections::HashSet<&[char]> = out.windows(span).collect();
     let windows = src.len() - span + 1;
-    let found = src.windows(span).filter(|w| have.contains(w)).count();
-    found * 5 >= windows * 3
+    let mut found = 0;
+    for w in out.windows(span) {
+        work.charge(1);
+        if passages.is_empty() || work.over() {
+            break;
+        }
+        if let Some(n) = passages.remove(w) {
+            found += n;
+        }
+    }
+    !work.over() && found * 5 >= windows * 3
 }
 
 /// The passage length [`copies_most`] compares in a mostly Chinese or Japanese source.
@@ -675,13 +727,13 @@ mod tests {
             Li Na writes the release notes; Wang Qiang owns the export fix and reports on \
             Thursday at three in the afternoon, when the next meeting takes place.";
         assert!(
-            super::repeated_share(prose) < 0.1,
+            super::repeated_share(prose, &Work::new(&|| false)) < 0.1,
             "{}",
-            super::repeated_share(prose)
+            super::repeated_share(prose, &Work::new(&|| false))
         );
-        assert!(!super::is_loop(prose, None));
+        assert!(!super::is_loop(prose, None, &|| false));
         let looping = format!("{prose}\n\n{prose}\n\n{prose}");
-        assert!(super::is_loop(&looping, Some(prose)));
+        assert!(super::is_loop(&looping, Some(prose), &|| false));
     }
 
     use super::*;
@@ -773,7 +825,8 @@ mod tests {
     fn answers_are_checked_for_their_format() {
         use super::super::accept::Acceptance;
         let check_answer = |text: &str, file: &str, source: Option<&str>| {
-            Acceptance::composed(file, source.map(std::sync::Arc::from), None).answer(text)
+            Acceptance::composed(file, source.map(std::sync::Arc::from), None)
+                .answer(text, &|| false)
         };
         assert_eq!(check_answer(" \n", "a.md", None), Some(Problem::Empty));
         assert!(matches!(
@@ -787,7 +840,7 @@ mod tests {
         assert_eq!(check_answer(&looping, "a.md", None), Some(Problem::Loop));
         // As repetitive as its input: a faithful rendering, not a loop.
         let source = point.replace("李娜", "Li Na").repeat(12);
-        assert!(!is_loop(&looping, Some(&source)));
+        assert!(!is_loop(&looping, Some(&source), &|| false));
     }
 
     #[test]
@@ -848,14 +901,17 @@ mod tests {
         let prompt = "Summarise the document. Your answer is saved as the result file as it is: \
                       nothing before or after it, no remarks about what you did, no tool calls.";
         let echo = "nothing before or after it, no remarks about what you did, no tool calls.";
-        assert!(is_echo(echo, prompt, Some("Q3 revenue rose 12%.")));
+        assert!(is_echo(echo, prompt, Some("Q3 revenue rose 12%."), &|| {
+            false
+        }));
         // The same words are fine when the document holds them (a document about prompts).
         let doc = format!("Our prompt ends: {echo}");
-        assert!(!is_echo(echo, prompt, Some(&doc)));
+        assert!(!is_echo(echo, prompt, Some(&doc), &|| false));
         assert!(!is_echo(
             "# Summary\n\nRevenue rose 12% in Q3.",
             prompt,
-            None
+            None,
+            &|| false
         ));
     }
 
@@ -869,20 +925,21 @@ mod tests {
             "# Release 2.4\n\n{}\n\n## Key points\n\n- Offline mode.\n- Faster sync.\n",
             doc.replace("31 March", "March 31, 2023")
         );
-        assert!(copies_most(&padded, doc));
+        assert!(copies_most(&padded, doc, &|| false));
         let summary = "# Release 2.4\n\nOffline mode for 30 days of documents, two crash fixes, \
                        sync 40% faster; 1.x support ends in March.";
-        assert!(!copies_most(summary, doc));
+        assert!(!copies_most(summary, doc, &|| false));
         // A three-line Chinese note handed back without its numbering is the note.
         let note = "产品周会纪要（11月18日）\n参会：张伟、李娜、王强\n1. 新版本定于12月1日发布，李娜负责发布说明。\n\
                     2. 客户反馈导出功能太慢，王强本周内给出优化方案。\n3. 下次会议改到周四下午三点。";
         let handed_back = "产品周会纪要（11月18日）\n\n参会：张伟、李娜、王强\n\n\
                            新版本定于12月1日发布，李娜负责发布说明。\n\n客户反馈导出功能太慢，王强本周内给出优化方案。\n\n\
                            下次会议改到周四下午三点。";
-        assert!(copies_most(handed_back, note));
+        assert!(copies_most(handed_back, note, &|| false));
         assert!(!copies_most(
             "新版本12月1日发布；导出太慢，王强本周给出方案；下次会议周四。",
-            note
+            note,
+            &|| false
         ));
     }
 }

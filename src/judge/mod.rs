@@ -14,6 +14,9 @@ pub(crate) mod figures;
 pub mod grounding;
 pub mod junk;
 pub mod numbers;
+pub mod roster;
+pub(crate) mod source_index;
+pub(crate) mod work;
 
 use crate::error::ErrorKind;
 use crate::manifest::Doubt;
@@ -22,6 +25,7 @@ use crate::skills::schema::Field;
 use accept::Acceptance;
 use declared::Expected;
 use grounding::{Extraction, Haystack};
+use junk::Problem;
 use std::path::{Path, PathBuf};
 
 /// What the judge says of one step's answer.
@@ -142,7 +146,8 @@ pub(crate) struct Answer<'a> {
 /// doubts, `grounding: required`, the prose doubts. `stop` is asked between values.
 pub(crate) fn judge(asked: &Asked<'_>, answer: &Answer<'_>, stop: &dyn Fn() -> bool) -> Verdict {
     if let Some(reply) = asked.reply.filter(|_| answer.written.is_empty()) {
-        return match reply.answer(answer.text) {
+        return match reply.answer(answer.text, stop) {
+            Some(Problem::Stopped) => Verdict::Failed(stopped()),
             Some(problem) => Verdict::Failed(Failure::new(
                 ErrorKind::MissingOutput,
                 msg!(
@@ -154,7 +159,10 @@ pub(crate) fn judge(asked: &Asked<'_>, answer: &Answer<'_>, stop: &dyn Fn() -> b
         };
     }
     if asked.require && !asked.expected.declared.is_empty() {
-        let problems = asked.expected.problems(answer.dir, answer.written);
+        let problems = asked.expected.problems(answer.dir, answer.written, stop);
+        if problems.iter().any(|(_, p)| *p == Problem::Stopped) {
+            return Verdict::Failed(stopped());
+        }
         if !problems.is_empty() {
             let list: Vec<String> = problems.iter().map(|(f, p)| p.describe(f)).collect();
             return Verdict::Failed(Failure::new(ErrorKind::MissingOutput, list.join("; ")));
@@ -169,15 +177,27 @@ pub(crate) fn judge(asked: &Asked<'_>, answer: &Answer<'_>, stop: &dyn Fn() -> b
             Err(failure) => return Verdict::Failed(*failure),
         },
         None if asked.part == Part::Reduce => Judged::default(),
-        None => Judged {
-            doubts: prose(asked, answer),
-            extraction: None,
-        },
+        None => {
+            let doubts = prose(asked, answer, stop);
+            // A doubt the stop cut short was never raised: no verdict stands on that.
+            if stop() {
+                return Verdict::Failed(stopped());
+            }
+            Judged {
+                doubts,
+                extraction: None,
+            }
+        }
     };
     match judged.doubts.is_empty() {
         true => Verdict::Kept(judged),
         false => Verdict::Doubted(judged),
     }
+}
+
+/// The failure of an answer the run's stop kept from being judged whole.
+fn stopped() -> Failure {
+    Failure::new(ErrorKind::Cancelled, msg!("cancelled"))
 }
 
 /// An extraction's object grounded in its source once, its doubts drawn from that grounding;
@@ -232,15 +252,15 @@ fn extraction(
     })
 }
 
-/// The doubts of each declared prose file against its source.
-fn prose(asked: &Asked<'_>, answer: &Answer<'_>) -> Vec<Doubt> {
+/// The doubts of each declared prose file against its source; `stop` is asked between items.
+fn prose(asked: &Asked<'_>, answer: &Answer<'_>, stop: &dyn Fn() -> bool) -> Vec<Doubt> {
     let mut out = Vec::new();
     for accept in &asked.expected.declared {
         let Some(found) = declared::find_written(&accept.file, answer.written) else {
             continue;
         };
         if let Some(text) = (answer.read)(&answer.dir.join(found)) {
-            out.extend(accept.doubts(&text));
+            out.extend(accept.doubts(&text, stop));
         }
     }
     out

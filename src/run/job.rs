@@ -521,9 +521,10 @@ fn agreement(
         .filter(|f| crate::judge::accept::FileKind::of(f) != crate::judge::accept::FileKind::Binary)
         .map(|f| {
             let agrees = match (cheap.and_then(|d| read(d, &f)), read(strong, &f)) {
+                // A comparison the run's stop cut short agrees with nothing.
                 (Some(a), Some(b)) => {
-                    crate::judge::agreement::chrf(&a, &b)
-                        >= crate::judge::agreement::PROSE_AGREE_CHRF
+                    crate::judge::agreement::chrf(&a, &b, &|| run.cancel.is_cancelled())
+                        .is_some_and(|score| score >= crate::judge::agreement::PROSE_AGREE_CHRF)
                 }
                 _ => false,
             };

@@ -10,6 +10,7 @@ use super::message::{document_message, extraction_message, task_line};
 use crate::agent::runner::AgentStats;
 use crate::error::{ErrorKind, JobError};
 use crate::judge::declared::Expected;
+use crate::judge::junk::Problem;
 use crate::plan::Job;
 use crate::plan::cache::{self, FileStamp, JobCache};
 use std::path::Path;
@@ -283,9 +284,12 @@ pub(super) fn composed(
     drop_empty_files(ctx.run, staging);
     let expected = Expected::of(ctx.skill, &ctx.job.args, source.cloned());
     let written = cache::files_under(staging).unwrap_or_default();
-    let problems = expected.problems(staging, &written);
+    let problems = expected.problems(staging, &written, &|| ctx.run.cancel.is_cancelled());
     if problems.is_empty() {
         return Ok(());
+    }
+    if problems.iter().any(|(_, p)| *p == Problem::Stopped) {
+        return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
     }
     let list: Vec<String> = problems.iter().map(|(f, p)| p.describe(f)).collect();
     Err(JobError::new(ErrorKind::MissingOutput, list.join("; ")))

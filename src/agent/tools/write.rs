@@ -107,7 +107,8 @@ pub(super) async fn file_write(mut args: Args, env: &ToolEnv) -> ToolOutcome {
             crate::judge::declared::find_written(&a.file, &[target.rel_path().to_path_buf()])
                 .is_some()
         })
-        && let Some(problem) = accept.answer(text)
+        // A tool has no stop of its own: the conversation heeds the run's at its next turn.
+        && let Some(problem) = accept.answer(text, &|| false)
     {
         return ToolOutcome::refused(format!(
             "`{shown}` was not written: {}. Write the content your instructions ask for.",

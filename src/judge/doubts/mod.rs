@@ -34,17 +34,29 @@ pub(crate) fn labels_of(fields: &[crate::skills::schema::Field]) -> Vec<(String,
 use crate::manifest::Doubt;
 
 /// Doubts of a prose file that renders its source into `language` (a translation, a
-/// proofread text in another language).
-pub(crate) fn of_rendering(file: &str, source: &str, answer: &str, language: &str) -> Vec<Doubt> {
-    prose::translation(source, answer, language)
+/// proofread text in another language). `stop` is asked between items.
+pub(crate) fn of_rendering(
+    file: &str,
+    source: &str,
+    answer: &str,
+    language: &str,
+    stop: &dyn Fn() -> bool,
+) -> Vec<Doubt> {
+    prose::translation(source, answer, language, stop)
         .into_iter()
         .map(|d| on_file(file, d))
         .collect()
 }
 
-/// Doubts of a prose file that condenses its source (a summary, notes, an analysis).
-pub(crate) fn of_condensing(file: &str, source: &str, answer: &str) -> Vec<Doubt> {
-    prose::condensed(source, answer)
+/// Doubts of a prose file that condenses its source (a summary, notes, an analysis). `stop`
+/// is asked between items.
+pub(crate) fn of_condensing(
+    file: &str,
+    source: &str,
+    answer: &str,
+    stop: &dyn Fn() -> bool,
+) -> Vec<Doubt> {
+    prose::condensed(source, answer, stop)
         .into_iter()
         .map(|d| on_file(file, d))
         .collect()

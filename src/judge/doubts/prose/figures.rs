@@ -2,6 +2,7 @@
 //! translation's or a summary's can be held against its source's.
 
 use super::*;
+use crate::judge::work::Work;
 
 /// A figure of a text: a number, a time, a date's part.
 #[derive(Debug, Clone)]
@@ -712,13 +713,19 @@ pub(super) struct Figures {
     pub(super) known: HashSet<String>,
 }
 
-pub(super) fn read_figures(text: &str) -> Figures {
+/// The figures of `text`, read line by line; those of the lines before the work ran out, when
+/// it did.
+pub(super) fn read_figures(text: &str, work: &Work) -> Figures {
     let norm: String = ideographic_commas(text).nfkc().collect();
     let mut list = Vec::new();
     for line in norm.lines() {
+        if work.over() {
+            break;
+        }
         let chars: Vec<char> = without_marker(line).chars().collect();
+        work.charge(chars.len() + 1);
         let mut i = 0;
-        while i < chars.len() {
+        while i < chars.len() && !work.over() {
             let c = chars[i];
             let prev = i.checked_sub(1).map(|k| chars[k]);
             i = if c.is_ascii_digit() && !prev.is_some_and(|p| p.is_ascii_digit()) {
@@ -763,9 +770,9 @@ pub(super) fn unmatched(
 }
 
 /// Figures of the source the rendering lacks, and figures it has that the source does not.
-pub(super) fn changed_figures(source: &str, answer: &str) -> Option<ProseDoubt> {
-    let src = read_figures(source);
-    let ans = read_figures(answer);
+pub(super) fn changed_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
+    let src = read_figures(source, work);
+    let ans = read_figures(answer, work);
     let missing = unmatched(&src.list, &ans.known, true);
     let added = unmatched(&ans.list, &src.known, false);
     let mut parts = Vec::new();

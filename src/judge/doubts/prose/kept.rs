@@ -2,6 +2,10 @@
 //! taken out before the answer's language is judged.
 
 use super::*;
+use crate::judge::source_index::SourceIndex;
+use crate::judge::work::Work;
+use std::cell::OnceCell;
+use std::collections::HashMap;
 
 /// Commands whose line, kept verbatim from the source, is not prose left untranslated.
 pub(super) const COMMANDS: &str = "apt apt-get apt-cache aptitude dpkg sudo su systemctl service journalctl \
@@ -136,32 +140,47 @@ pub(super) fn tokens(chars: &[char], gone: &[bool]) -> Vec<Token> {
     out
 }
 
-/// The char ranges of a line's code spans, backticks included.
+/// The char ranges of a line's code spans, backticks included: a run of backticks opens a
+/// span that the next run of as many closes; a run no later run matches opens nothing. The
+/// runs are read once, and each run's next match is found in a table of the runs by length,
+/// never by a pass over the rest of the line per run.
 pub(super) fn code_spans(chars: &[char]) -> Vec<(usize, usize)> {
-    let run_at = |k: usize| chars[k..].iter().take_while(|c| **c == '`').count();
-    let mut out = Vec::new();
+    // Every run of backticks: (start, length).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         if chars[i] != '`' {
             i += 1;
             continue;
         }
-        let start = i;
-        let n = run_at(i);
+        let n = chars[i..].iter().take_while(|c| **c == '`').count();
+        runs.push((i, n));
         i += n;
-        let mut j = i;
-        while j < chars.len() {
-            if chars[j] != '`' {
-                j += 1;
-                continue;
+    }
+    // For each length, the runs of that length in order, and how many have been passed.
+    let mut by_length: HashMap<usize, (Vec<usize>, usize)> = HashMap::new();
+    for (k, &(_, n)) in runs.iter().enumerate() {
+        by_length.entry(n).or_default().0.push(k);
+    }
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < runs.len() {
+        let (start, n) = runs[k];
+        let Some((same, passed)) = by_length.get_mut(&n) else {
+            k += 1;
+            continue;
+        };
+        // Runs of this length at or before `k` are behind us.
+        while *passed < same.len() && same[*passed] <= k {
+            *passed += 1;
+        }
+        match same.get(*passed) {
+            Some(&close) => {
+                let (at, m) = runs[close];
+                out.push((start, at + m));
+                k = close + 1;
             }
-            let m = run_at(j);
-            j += m;
-            if m == n {
-                out.push((start, j));
-                i = j;
-                break;
-            }
+            None => k += 1,
         }
     }
     out
@@ -171,10 +190,13 @@ pub(super) fn code_spans(chars: &[char]) -> Vec<(usize, usize)> {
 pub(super) struct SourceTerms {
     /// The source is written in Han characters: any Latin word it holds is a kept name or term.
     pub(super) han: bool,
-    /// The source with its white space made single spaces, to look kept phrases up in.
-    pub(super) flat: String,
+    /// The source with its white space made single spaces, to look kept phrases up in
+    /// (indexed on the first look-up).
+    flat: String,
+    flat_index: OnceCell<SourceIndex>,
     /// The source's code: spans in backticks, fenced and indented blocks, `$ ` lines.
-    pub(super) code: String,
+    code: String,
+    code_index: OnceCell<SourceIndex>,
     pub(super) tokens: HashSet<String>,
     pub(super) code_tokens: HashSet<String>,
 }
@@ -192,10 +214,27 @@ impl SourceTerms {
         Self {
             han: mostly_han(source),
             flat: collapse(source),
+            flat_index: OnceCell::new(),
             tokens: split(source),
             code_tokens: split(&code),
             code,
+            code_index: OnceCell::new(),
         }
+    }
+
+    /// Whether the source's code holds `phrase`; `None` when the work ran out first.
+    fn in_code(&self, phrase: &str, work: &Work) -> Option<bool> {
+        self.code_index
+            .get_or_init(|| SourceIndex::new(&self.code, work))
+            .contains(phrase, work)
+    }
+
+    /// Whether the source holds `phrase` (white space made single spaces); `None` when the
+    /// work ran out first.
+    fn in_text(&self, phrase: &str, work: &Work) -> Option<bool> {
+        self.flat_index
+            .get_or_init(|| SourceIndex::new(&self.flat, work))
+            .contains(phrase, work)
     }
 }
 
@@ -230,11 +269,17 @@ pub(super) fn source_code(source: &str) -> String {
 
 /// The answer's lines (numbered as the answer's, code blocks and a wrapping fence blanked) with
 /// each piece kept verbatim replaced by [`GAP`].
-pub(super) fn translated_lines(source: &str, answer: &str) -> Vec<String> {
+/// Lines after the work ran out (or the run stopped) are left out.
+pub(super) fn translated_lines(source: &str, answer: &str, work: &Work) -> Vec<String> {
     let terms = SourceTerms::new(source);
+    work.charge(source.len());
     let mut fenced = false;
     let mut out = Vec::new();
     for line in unfenced_lines(answer) {
+        if work.over() {
+            break;
+        }
+        work.charge(line.len() + 1);
         let t = line.trim_start();
         if t.starts_with("```") || t.starts_with("~~~") {
             fenced = !fenced;
@@ -242,13 +287,13 @@ pub(super) fn translated_lines(source: &str, answer: &str) -> Vec<String> {
         } else if fenced {
             out.push(String::new());
         } else {
-            out.push(strip_kept(line, &terms));
+            out.push(strip_kept(line, &terms, work));
         }
     }
     out
 }
 
-pub(super) fn strip_kept(line: &str, terms: &SourceTerms) -> String {
+pub(super) fn strip_kept(line: &str, terms: &SourceTerms, work: &Work) -> String {
     let chars: Vec<char> = line.chars().collect();
     let mut gone = vec![false; chars.len()];
     for (a, b) in code_spans(&chars) {
@@ -276,7 +321,7 @@ pub(super) fn strip_kept(line: &str, terms: &SourceTerms) -> String {
             continue;
         }
         let run = &toks[first..k];
-        if run.len() >= 2 && kept_run(run, &chars, terms) {
+        if run.len() >= 2 && kept_run(run, &chars, terms, work) {
             gone[run[0].core_start..run[run.len() - 1].core_end].fill(true);
         }
         first = k;
@@ -306,13 +351,14 @@ pub(super) fn kept_token(t: &Token, terms: &SourceTerms) -> bool {
 /// A phrase of the source's code, or a command line or a short phrase with code in it that the
 /// source holds verbatim (`apt-cache policy`): kept. A phrase with only a number in it (`At
 /// 09:12`) or with more words than a command line has is prose.
-pub(super) fn kept_run(run: &[Token], chars: &[char], terms: &SourceTerms) -> bool {
+/// A phrase not told before the work ran out is not kept.
+pub(super) fn kept_run(run: &[Token], chars: &[char], terms: &SourceTerms, work: &Work) -> bool {
     let (from, to) = (run[0].core_start, run[run.len() - 1].core_end);
     if from >= to {
         return false;
     }
     let phrase = collapse(&chars[from..to].iter().collect::<String>());
-    if terms.code.contains(&phrase) {
+    if terms.in_code(&phrase, work) == Some(true) {
         return true;
     }
     let codey = run
@@ -320,5 +366,5 @@ pub(super) fn kept_run(run: &[Token], chars: &[char], terms: &SourceTerms) -> bo
         .any(|t| matches!(t.kind, Kind::Code | Kind::Hyphened))
         || COMMANDS.split_whitespace().any(|c| c == run[0].core);
     let words = run.iter().filter(|t| t.kind == Kind::Word).count();
-    codey && words <= 4 && terms.flat.contains(&phrase)
+    codey && words <= 4 && terms.in_text(&phrase, work) == Some(true)
 }

@@ -17,6 +17,7 @@ mod script;
 mod tests;
 mod untranslated;
 
+use crate::judge::work::Work;
 use figures::*;
 use kept::*;
 use near_copy::*;
@@ -41,38 +42,121 @@ impl ProseDoubt {
 
 /// Doubts of `answer`, a rendering of `source` into `language` ("chinese", "english", "zh",
 /// "en", "japanese", "french"…). Which text should be in which script is known for Chinese
-/// and English only; other languages get the checks that do not need it.
-pub(crate) fn translation(source: &str, answer: &str, language: &str) -> Vec<ProseDoubt> {
-    let mut out = Vec::new();
-    out.extend(changed_figures(source, answer));
-    let source_han = mostly_han(source);
-    match script_of_language(language) {
-        Script::Han if !source_han => out.extend(english_left(&translated_lines(source, answer))),
-        Script::Latin if source_han => out.extend(chinese_left(&translated_lines(source, answer))),
+/// and English only; other languages get the checks that do not need it. `stop` is asked
+/// between items.
+pub(crate) fn translation(
+    source: &str,
+    answer: &str,
+    language: &str,
+    stop: &dyn Fn() -> bool,
+) -> Vec<ProseDoubt> {
+    let mut checks = vec![ProseCheck::ChangedFigures];
+    match (script_of_language(language), mostly_han(source)) {
+        (Script::Han, false) => checks.push(ProseCheck::EnglishLeft),
+        (Script::Latin, true) => checks.push(ProseCheck::ChineseLeft),
         _ => {}
     }
-    out.extend(remark(source, answer));
-    out.extend(added_headings(source, answer));
-    out
+    checks.extend([ProseCheck::Remark, ProseCheck::Headings]);
+    checks
+        .into_iter()
+        .filter_map(|c| c.run(source, answer, stop))
+        .collect()
 }
 
-/// Doubts of `answer`, a condensing of `source` (a summary, notes, an analysis).
-pub(crate) fn condensed(source: &str, answer: &str) -> Vec<ProseDoubt> {
-    let mut out = Vec::new();
-    match near_copy(source, answer) {
-        Some(d) => out.push(d),
-        None => out.extend(longer(source, answer)),
+/// Doubts of `answer`, a condensing of `source` (a summary, notes, an analysis). `stop` is
+/// asked between items.
+pub(crate) fn condensed(source: &str, answer: &str, stop: &dyn Fn() -> bool) -> Vec<ProseDoubt> {
+    [ProseCheck::NearCopy, ProseCheck::AddedFigures]
+        .into_iter()
+        .filter_map(|c| c.run(source, answer, stop))
+        .collect()
+}
+
+/// One check of a prose answer against its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProseCheck {
+    /// A condensing that is its source again.
+    NearCopy,
+    /// Figures a condensing states that its source does not.
+    AddedFigures,
+    /// Figures a rendering lacks or adds.
+    ChangedFigures,
+    /// English left in a Chinese rendering (what the answer kept verbatim taken out first).
+    EnglishLeft,
+    /// Chinese left in an English rendering.
+    ChineseLeft,
+    /// A remark about the task.
+    Remark,
+    /// Headings the source does not have.
+    Headings,
+}
+
+impl ProseCheck {
+    pub(crate) const ALL: [ProseCheck; 7] = [
+        ProseCheck::NearCopy,
+        ProseCheck::AddedFigures,
+        ProseCheck::ChangedFigures,
+        ProseCheck::EnglishLeft,
+        ProseCheck::ChineseLeft,
+        ProseCheck::Remark,
+        ProseCheck::Headings,
+    ];
+
+    /// The doubt this check raises of `answer`, given its own bound of work and the run's
+    /// `stop`. A check the stop cut short raises none (the run is ending); one that spent its
+    /// bound says the answer was not checked whole, since what it did not read may be what
+    /// clears the answer or what is wrong with it.
+    pub(crate) fn run(
+        self,
+        source: &str,
+        answer: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<ProseDoubt> {
+        let work = Work::new(stop);
+        let doubt = match self {
+            // A summary that is not a copy may still be longer than what it condenses.
+            ProseCheck::NearCopy => {
+                near_copy(source, answer, &work).or_else(|| longer(source, answer))
+            }
+            ProseCheck::AddedFigures => {
+                let added = unmatched(
+                    &read_figures(answer, &work).list,
+                    &read_figures(source, &work).known,
+                    false,
+                );
+                (!added.is_empty()).then(|| {
+                    let detail = format!("figures not in the source: {}", listed(&added, 6));
+                    ProseDoubt::new("figures", detail)
+                })
+            }
+            ProseCheck::ChangedFigures => changed_figures(source, answer, &work),
+            ProseCheck::EnglishLeft => english_left(&translated_lines(source, answer, &work)),
+            ProseCheck::ChineseLeft => chinese_left(&translated_lines(source, answer, &work)),
+            ProseCheck::Remark => remark(source, answer),
+            ProseCheck::Headings => added_headings(source, answer),
+        };
+        match (work.over(), work.stopped()) {
+            (false, _) => doubt,
+            (true, true) => None,
+            (true, false) => Some(ProseDoubt::new(
+                "unchecked",
+                format!("too long to check whole for {}", self.name()),
+            )),
+        }
     }
-    let added = unmatched(
-        &read_figures(answer).list,
-        &read_figures(source).known,
-        false,
-    );
-    if !added.is_empty() {
-        let detail = format!("figures not in the source: {}", listed(&added, 6));
-        out.push(ProseDoubt::new("figures", detail));
+
+    /// What the check looks for, as a doubt's detail names it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ProseCheck::NearCopy => "a near-copy",
+            ProseCheck::AddedFigures => "added figures",
+            ProseCheck::ChangedFigures => "changed figures",
+            ProseCheck::EnglishLeft => "English left untranslated",
+            ProseCheck::ChineseLeft => "Chinese left untranslated",
+            ProseCheck::Remark => "remarks",
+            ProseCheck::Headings => "headings",
+        }
     }
-    out
 }
 
 /// `answer` as the language check should judge it: one fence wrapping the whole answer removed,
@@ -80,8 +164,10 @@ pub(crate) fn condensed(source: &str, answer: &str) -> Vec<ProseDoubt> {
 /// code spans and blocks, paths, commands, identifiers, URLs, e-mail addresses, numbers, file
 /// names, acronyms, and Latin-script names and words a source in another script holds. What is
 /// left is what was translated.
-pub(crate) fn translated_part(source: &str, answer: &str) -> String {
-    let lines: Vec<String> = translated_lines(source, answer)
+///
+/// Read as far as `work` allows: the lines after it ran out are left out.
+pub(crate) fn translated_part(source: &str, answer: &str, work: &Work) -> String {
+    let lines: Vec<String> = translated_lines(source, answer, work)
         .iter()
         .map(|line| {
             let text = line.replace(GAP, " ");

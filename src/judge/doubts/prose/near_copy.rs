@@ -1,6 +1,8 @@
 //! Near copies: a condensing that is its source again, in any order, or nearly as long.
 
 use super::*;
+use crate::judge::work::Work;
+use std::collections::HashMap;
 
 /// The pieces sentences are compared by: each Han character, and each run of other letters and
 /// digits, lowercased (`支付服务 processed 12,000` → 支 付 服 务 processed 12 000).
@@ -20,23 +22,6 @@ pub(super) fn pieces(text: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Pieces joined so that a sequence of pieces is found as a substring.
-pub(super) fn joined(pieces: &[String]) -> String {
-    let mut s = String::from('\u{1}');
-    for p in pieces {
-        s.push_str(p);
-        s.push('\u{1}');
-    }
-    s
-}
-
-pub(super) fn pairs(pieces: &[String]) -> HashSet<String> {
-    pieces
-        .windows(2)
-        .map(|w| format!("{}\u{1}{}", w[0], w[1]))
-        .collect()
 }
 
 /// The source's sentences as pieces (split at line ends, at 。！？!? and at a full stop before
@@ -62,18 +47,6 @@ pub(super) fn sentences(source: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// The share of `unit`'s neighbouring pairs of pieces that `set` holds.
-pub(super) fn pair_share(unit: &[String], set: &HashSet<String>) -> f64 {
-    let own = pairs(unit);
-    if own.is_empty() {
-        return 0.0;
-    }
-    let held = own.iter().filter(|p| set.contains(*p)).count();
-    held as f64 / own.len() as f64
-}
-
-/// A condensing that is its source again: most of the source's sentences in it, in any order,
-/// or more than half as long as a source of 200 characters or more.
 /// Sources of at least this many characters (white space aside) have summaries judged by
 /// their length.
 pub(super) const LENGTH_JUDGED_CHARS: usize = 1000;
@@ -101,29 +74,29 @@ pub(super) fn longer(source: &str, answer: &str) -> Option<ProseDoubt> {
     })
 }
 
-pub(super) fn near_copy(source: &str, answer: &str) -> Option<ProseDoubt> {
+/// The share of its pairs of pieces a sentence must have in the answer (and in one of its
+/// lines) to count as found there.
+const FOUND_SHARE: f64 = 0.8;
+
+/// A condensing that is its source again: most of the source's sentences in it, in any order,
+/// or more than half as long as a source of 200 characters or more.
+pub(super) fn near_copy(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
     let source: String = source.nfkc().collect();
     let answer: String = answer.nfkc().collect();
     let mut notes = Vec::new();
     let units = sentences(&source);
-    let lines: Vec<Vec<String>> = answer
-        .lines()
-        .map(|l| pieces(without_marker(l)))
-        .filter(|l| !l.is_empty())
-        .collect();
-    let all: Vec<String> = lines.concat();
-    let whole = joined(&all);
-    let whole_pairs = pairs(&all);
-    let line_pairs: Vec<HashSet<String>> = lines.iter().map(|l| pairs(l)).collect();
-    // Found verbatim, or nearly: most of its pairs of pieces in one line of the answer.
-    let found = units
-        .iter()
-        .filter(|u| {
-            whole.contains(&joined(u))
-                || (pair_share(u, &whole_pairs) >= 0.8
-                    && line_pairs.iter().any(|p| pair_share(u, p) >= 0.8))
-        })
-        .count();
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    for line in answer.lines() {
+        if work.over() {
+            return None;
+        }
+        work.charge(line.len() + 1);
+        let p = pieces(without_marker(line));
+        if !p.is_empty() {
+            lines.push(p);
+        }
+    }
+    let found = sentences_found(&units, &lines, work)?;
     if units.len() >= 3 && found * 5 >= units.len() * 3 {
         let n = units.len();
         notes.push(format!(
@@ -137,5 +110,175 @@ pub(super) fn near_copy(source: &str, answer: &str) -> Option<ProseDoubt> {
     if had >= LENGTH_JUDGED_CHARS && has * 2 > had {
         notes.push(format!("as long as {}% of the source", has * 100 / had));
     }
-    (!notes.is_empty()).then(|| ProseDoubt::new("near_copy", notes.join("; ")))
+    (!notes.is_empty() && !work.over()).then(|| ProseDoubt::new("near_copy", notes.join("; ")))
+}
+
+/// How many of the source's sentences (`units`, as pieces) the answer's `lines` hold: verbatim
+/// (read across lines), or nearly — [`FOUND_SHARE`] of its pairs of pieces in the answer and
+/// in one line of it. `None` when the work ran out (or the run stopped) first.
+pub(super) fn sentences_found(
+    units: &[Vec<String>],
+    lines: &[Vec<String>],
+    work: &Work,
+) -> Option<usize> {
+    let index = AnswerPieces::of(lines, work);
+    let mut found = 0;
+    for u in units {
+        if work.over() {
+            return None;
+        }
+        found += usize::from(index.holds(u, work));
+    }
+    Some(found)
+}
+
+/// The answer's pieces, indexed once: each piece as a number, where each pair of neighbouring
+/// pieces stands (across lines: the answer read whole), and which lines hold each pair (within
+/// a line). A sentence of the source is looked up at the places of its rarest pair, never by a
+/// pass over the answer.
+struct AnswerPieces {
+    ids: HashMap<String, u32>,
+    /// Every piece of the answer, line after line, as numbers.
+    whole: Vec<u32>,
+    /// Where each pair of neighbouring pieces starts in `whole`, ascending.
+    places: HashMap<(u32, u32), Vec<u32>>,
+    /// The lines holding each pair within them, ascending, each once.
+    lines: HashMap<(u32, u32), Vec<u32>>,
+    /// (line, pair) for every pair within a line.
+    in_line: HashSet<(u32, (u32, u32))>,
+}
+
+impl AnswerPieces {
+    fn of(lines: &[Vec<String>], work: &Work) -> AnswerPieces {
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut whole = Vec::new();
+        let mut in_line = HashSet::new();
+        let mut by_line: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        // An answer is far below 4 G pieces and lines, so each fits in a u32.
+        for (n, line) in lines.iter().enumerate() {
+            work.charge(line.len());
+            if work.over() {
+                break;
+            }
+            let from = whole.len();
+            for p in line {
+                let next = ids.len() as u32;
+                whole.push(*ids.entry(p.clone()).or_insert(next));
+            }
+            for w in whole[from..].windows(2) {
+                if in_line.insert((n as u32, (w[0], w[1]))) {
+                    by_line.entry((w[0], w[1])).or_default().push(n as u32);
+                }
+            }
+        }
+        let mut places: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        for (k, w) in whole.windows(2).enumerate() {
+            places.entry((w[0], w[1])).or_default().push(k as u32);
+        }
+        AnswerPieces {
+            ids,
+            whole,
+            places,
+            lines: by_line,
+            in_line,
+        }
+    }
+
+    /// Whether the answer holds `unit` (a sentence of the source, as pieces) verbatim, or
+    /// [`FOUND_SHARE`] of its pairs of pieces both in the whole answer and in one line.
+    fn holds(&self, unit: &[String], work: &Work) -> bool {
+        work.charge(unit.len());
+        let ids: Vec<Option<u32>> = unit.iter().map(|p| self.ids.get(p).copied()).collect();
+        if ids.len() <= 1 {
+            return ids.first().is_none_or(Option::is_some);
+        }
+        if ids.iter().all(Option::is_some) && self.verbatim(&ids, work) {
+            return true;
+        }
+        // The sentence's pairs, each once; those with a piece the answer lacks it does not
+        // hold.
+        let pairs = unit
+            .windows(2)
+            .map(|w| (&w[0], &w[1]))
+            .collect::<HashSet<_>>()
+            .len();
+        let own: HashSet<(u32, u32)> = ids
+            .windows(2)
+            .filter_map(|w| Some((w[0]?, w[1]?)))
+            .collect();
+        let held = own.iter().filter(|p| self.places.contains_key(*p)).count();
+        share(held, pairs) >= FOUND_SHARE && self.in_one_line(&own, pairs, work)
+    }
+
+    /// `ids` (every piece in the answer) as a run of the answer's pieces: looked for at the
+    /// places of its rarest pair.
+    fn verbatim(&self, ids: &[Option<u32>], work: &Work) -> bool {
+        let unit: Vec<u32> = ids.iter().flatten().copied().collect();
+        let n = unit.len();
+        let Some((offset, places)) = (0..n.saturating_sub(1))
+            .map(|i| (i, self.places.get(&(unit[i], unit[i + 1]))))
+            .map(|(i, at)| (i, at.map_or(&[][..], Vec::as_slice)))
+            .min_by_key(|(_, at)| at.len())
+        else {
+            return false;
+        };
+        for &p in places {
+            if work.over() {
+                return false;
+            }
+            work.charge(n);
+            let start = (p as usize).checked_sub(offset);
+            if start.is_some_and(|k| self.whole.get(k..k + n) == Some(&unit[..])) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether one line holds [`FOUND_SHARE`] of the `pairs` pairs of a sentence (`own`: those
+    /// the answer has). Such a line holds `needed` of `own` at least, so it holds one of any
+    /// `own - needed + 1` of them: only the lines holding the rarest such are counted.
+    fn in_one_line(&self, own: &HashSet<(u32, u32)>, pairs: usize, work: &Work) -> bool {
+        let Some(needed) = (1..=pairs).find(|k| share(*k, pairs) >= FOUND_SHARE) else {
+            return false;
+        };
+        if own.len() < needed {
+            return false;
+        }
+        let mut rarest: Vec<(&(u32, u32), &[u32])> = own
+            .iter()
+            .map(|p| (p, self.lines.get(p).map_or(&[][..], Vec::as_slice)))
+            .collect();
+        rarest.sort_unstable_by_key(|(p, at)| (at.len(), **p));
+        let mut candidates: Vec<u32> = rarest
+            .iter()
+            .take(own.len() - needed + 1)
+            .flat_map(|(_, at)| at.iter().copied())
+            .collect();
+        work.charge(candidates.len());
+        candidates.sort_unstable();
+        candidates.dedup();
+        for line in candidates {
+            if work.over() {
+                return false;
+            }
+            work.charge(own.len());
+            let held = own
+                .iter()
+                .filter(|p| self.in_line.contains(&(line, **p)))
+                .count();
+            if share(held, pairs) >= FOUND_SHARE {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// `held` of `of` as a share, as the check compares it.
+fn share(held: usize, of: usize) -> f64 {
+    if of == 0 {
+        return 0.0;
+    }
+    held as f64 / of as f64
 }

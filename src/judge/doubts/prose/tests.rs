@@ -2,6 +2,24 @@
 
 use super::*;
 
+/// The doubts of a rendering, never stopped.
+fn translation(source: &str, answer: &str, language: &str) -> Vec<ProseDoubt> {
+    super::translation(source, answer, language, &|| false)
+}
+
+/// The doubts of a condensing, never stopped.
+fn condensed(source: &str, answer: &str) -> Vec<ProseDoubt> {
+    super::condensed(source, answer, &|| false)
+}
+
+fn translated_part(source: &str, answer: &str) -> String {
+    super::translated_part(source, answer, &Work::new(&|| false))
+}
+
+fn read_figures(text: &str) -> Figures {
+    super::read_figures(text, &Work::new(&|| false))
+}
+
 const MEETING_ZH: &str = "项目周会纪要
 时间：2026年3月12日 下午三点
 参会人：张伟、李娜、王强
@@ -352,4 +370,191 @@ fn a_summary_longer_than_its_source_is_doubted() {
         ),
         []
     );
+}
+
+/// The sentences of `units` found in `lines` as the near-copy check found them before it had
+/// an index: a search of the whole answer, and of every line, per sentence.
+fn found_by_search(units: &[Vec<String>], lines: &[Vec<String>]) -> usize {
+    let joined = |p: &[String]| {
+        let mut s = String::from('\u{1}');
+        for x in p {
+            s.push_str(x);
+            s.push('\u{1}');
+        }
+        s
+    };
+    let pairs = |p: &[String]| -> HashSet<String> {
+        p.windows(2)
+            .map(|w| format!("{}\u{1}{}", w[0], w[1]))
+            .collect()
+    };
+    let share = |u: &[String], set: &HashSet<String>| {
+        let own = pairs(u);
+        match own.is_empty() {
+            true => 0.0,
+            false => own.iter().filter(|p| set.contains(*p)).count() as f64 / own.len() as f64,
+        }
+    };
+    let all: Vec<String> = lines.concat();
+    let whole = joined(&all);
+    let whole_pairs = pairs(&all);
+    let line_pairs: Vec<HashSet<String>> = lines.iter().map(|l| pairs(l)).collect();
+    units
+        .iter()
+        .filter(|u| {
+            whole.contains(&joined(u))
+                || (share(u, &whole_pairs) >= 0.8 && line_pairs.iter().any(|p| share(u, p) >= 0.8))
+        })
+        .count()
+}
+
+#[test]
+fn the_indexed_near_copy_finds_what_a_search_per_sentence_finds() {
+    let mut rng = fastrand::Rng::with_seed(47);
+    let words = ["ab", "cd", "ef", "gh", "ij", "kl", "mn", "支", "付"];
+    let sentence = |rng: &mut fastrand::Rng, most: usize| -> Vec<String> {
+        let n = rng.usize(1..most);
+        (0..n)
+            .map(|_| words[rng.usize(..words.len())].to_string())
+            .collect()
+    };
+    for _ in 0..300 {
+        let units: Vec<Vec<String>> = (0..rng.usize(1..8))
+            .map(|_| sentence(&mut rng, 10))
+            .collect();
+        // Lines drawn from the sentences: whole, cut, with a word changed, joined, or new.
+        let mut lines: Vec<Vec<String>> = Vec::new();
+        for _ in 0..rng.usize(0..10) {
+            let u = &units[rng.usize(..units.len())];
+            let mut line = match rng.u8(..5) {
+                0 => u.clone(),
+                1 => u[..rng.usize(..=u.len())].to_vec(),
+                2 => u[rng.usize(..=u.len())..].to_vec(),
+                3 => sentence(&mut rng, 12),
+                _ => [u.clone(), units[rng.usize(..units.len())].clone()].concat(),
+            };
+            if !line.is_empty() && rng.bool() {
+                let k = rng.usize(..line.len());
+                line[k] = words[rng.usize(..words.len())].to_string();
+            }
+            if !line.is_empty() {
+                lines.push(line);
+            }
+        }
+        let work = Work::new(&|| false);
+        assert_eq!(
+            sentences_found(&units, &lines, &work),
+            Some(found_by_search(&units, &lines)),
+            "{units:?} in {lines:?}"
+        );
+    }
+}
+
+#[test]
+fn a_near_copy_of_a_long_answer_costs_its_length() {
+    // Each sentence with a word changed and broken over two lines, again and again: most of
+    // its pairs in the answer, never most in one line, so every line was searched per
+    // sentence before.
+    let source: String = (0..400)
+        .map(|i| {
+            format!("Batch {i} of the orders was shipped to the northern warehouse on time.\n")
+        })
+        .collect();
+    let mut answer = String::new();
+    for round in 0..40 {
+        for line in source.lines() {
+            let w: Vec<&str> = line.split(' ').collect();
+            answer.push_str(&format!(
+                "{} r{round}\n{}\n",
+                w[..6].join(" "),
+                w[7..].join(" ")
+            ));
+        }
+    }
+    let work = Work::new(&|| false);
+    assert!(near_copy(&source, &answer, &work).is_some());
+    let read = (source.len() + answer.len()) as u64;
+    assert!(
+        work.done() <= 4 * read,
+        "{} units for {read} bytes",
+        work.done()
+    );
+}
+
+/// The code spans of a line as they were found before: a pass over the rest of the line per
+/// run of backticks.
+fn code_spans_by_search(chars: &[char]) -> Vec<(usize, usize)> {
+    let run_at = |k: usize| chars[k..].iter().take_while(|c| **c == '`').count();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '`' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let n = run_at(i);
+        i += n;
+        let mut j = i;
+        while j < chars.len() {
+            if chars[j] != '`' {
+                j += 1;
+                continue;
+            }
+            let m = run_at(j);
+            j += m;
+            if m == n {
+                out.push((start, j));
+                i = j;
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn code_spans_are_found_as_a_search_per_run_found_them() {
+    let mut rng = fastrand::Rng::with_seed(47);
+    for _ in 0..2_000 {
+        let line: Vec<char> = (0..rng.usize(0..40))
+            .map(|_| ['`', '`', 'a', ' '][rng.usize(..4)])
+            .collect();
+        assert_eq!(
+            code_spans(&line),
+            code_spans_by_search(&line),
+            "{}",
+            line.iter().collect::<String>()
+        );
+    }
+}
+
+#[test]
+fn kept_phrases_are_looked_up_in_an_index_not_the_source() {
+    // A Chinese rendering full of commands and paths, each phrase once looked for by a pass
+    // over the source.
+    let source: String = (0..2_000)
+        .map(|i| format!("Run `apt-get install pkg{i}` and then ls -la /srv/data{i} to check.\n"))
+        .collect();
+    let answer: String = (0..20_000)
+        .map(|i| format!("运行 apt-get install pkg{i} 后，用 ls -la /srv/data{i} 检查。\n"))
+        .collect();
+    let work = Work::new(&|| false);
+    let lines = translated_lines(&source, &answer, &work);
+    assert_eq!(lines.len(), 20_000);
+    assert!(!lines[0].contains("apt-get"), "{}", lines[0]);
+    let read = (source.len() + answer.len()) as u64;
+    assert!(
+        work.done() <= 4 * read,
+        "{} units for {read} bytes",
+        work.done()
+    );
+}
+
+#[test]
+fn a_stopped_check_raises_no_doubt() {
+    let lines: Vec<&str> = MEETING_ZH.lines().collect();
+    let copy = lines.join("\n");
+    assert_eq!(checks(&condensed(MEETING_ZH, &copy)), ["near_copy"]);
+    assert_eq!(super::condensed(MEETING_ZH, &copy, &|| true), []);
 }
