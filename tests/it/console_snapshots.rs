@@ -116,7 +116,9 @@ fn a_slow_model_says_on_the_progress_line_that_it_is_retried() {
         let asked = std::sync::atomic::AtomicUsize::new(0);
         let api = FakeApi::start(move |_| {
             let slow = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
-            let after = Duration::from_millis(if slow { 3000 } else { 300 });
+            // The second answer takes long enough for the line to be said under any load,
+            // and the whole run stays under the plain lines' five seconds.
+            let after = Duration::from_millis(if slow { 4000 } else { 1200 });
             Reply::delay(
                 after,
                 Reply::text("# a\n\nA summary.\n").with_usage(120, 30),
@@ -125,7 +127,7 @@ fn a_slow_model_says_on_the_progress_line_that_it_is_retried() {
         let out = env
             .zhi()
             .env("ZHI_LANGUAGE", lang)
-            .args(["run", "summarize", "docs", "--timeout", "1"])
+            .args(["run", "summarize", "docs", "--timeout", "2"])
             .args(["--base-url", &api.base_url(), "-o", "out"])
             .output()
             .unwrap();
