@@ -86,6 +86,8 @@ pub(super) async fn ask(
     stats: &mut AgentStats,
 ) -> Result<Done, Stop> {
     let own = ctx.run.model(ctx.job);
+    // The schema is read once for the step, not once a rung.
+    let schema = job_schema(ctx)?;
     let ladder = ctx.run.ladder(ctx.job);
     let (mut rung, mut next): (Option<&Rung>, std::slice::Iter<'_, Rung>) = match ctx.rungs {
         Rungs::Ladder => (None, ladder.iter()),
@@ -128,7 +130,15 @@ pub(super) async fn ask(
         let answered_by = rung.map(|r| (r.model.clone(), r.base_url.clone()));
         let (verdict, done) = match result {
             Ok(done) => (
-                verdict(ctx, dir, part, source.as_deref(), require, &done),
+                verdict(
+                    ctx,
+                    dir,
+                    part,
+                    source.as_deref(),
+                    require,
+                    schema.as_ref(),
+                    &done,
+                ),
                 Some(done),
             ),
             Err(e) => (
@@ -269,13 +279,10 @@ fn verdict(
     part: &str,
     source: Option<&str>,
     require: bool,
+    schema: Option<&crate::agent::structured::Schema>,
     (text, written): &Done,
 ) -> Verdict {
     let (job, skill) = (ctx.job, ctx.skill);
-    let schema = match job_schema(ctx) {
-        Ok(schema) => schema,
-        Err(e) => return Verdict::Failed(judge::Failure::new(e.kind, e.message)),
-    };
     let file = schema.as_ref().map(|_| {
         skill
             .direct_output(&job.args)
@@ -296,7 +303,6 @@ fn verdict(
         require,
         reply: reply.as_ref(),
         schema: schema
-            .as_ref()
             .zip(file.as_deref())
             .map(|(s, f)| (s.fields.as_slice(), f)),
         grounding: skill
