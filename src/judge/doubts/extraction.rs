@@ -38,6 +38,9 @@ struct Label {
     /// `subtotal`).
     word: bool,
     owners: Vec<String>,
+    /// A generic name (`date`) standing for its field: a value right after it is its owner's
+    /// or nobody's, never doubted as under another field's label; it accuses nothing.
+    weak: bool,
 }
 
 /// The doubts of `object`, extracted from the text of `hay` under a schema with these
@@ -71,7 +74,7 @@ pub(crate) fn extraction(
         }
     }
     let labels = labels(fields);
-    if labels.is_empty() {
+    if labels.iter().all(|l| l.weak) {
         return out;
     }
     let mut swapped: Vec<(&str, &Value, &Label)> = Vec::new();
@@ -268,7 +271,7 @@ fn missing(
     let own = |f: &Field| -> Vec<&Label> {
         labels
             .iter()
-            .filter(|l| l.owners.len() == 1 && l.owners[0] == f.path)
+            .filter(|l| !l.weak && l.owners.len() == 1 && l.owners[0] == f.path)
             .collect()
     };
     let empty: Vec<(&Field, Vec<&Label>)> = fields
@@ -446,6 +449,7 @@ fn labels(fields: &[Field]) -> Vec<Label> {
                     text,
                     said: t.trim().to_string(),
                     owners: vec![owner.clone()],
+                    weak: false,
                 }),
             }
         }
@@ -454,6 +458,24 @@ fn labels(fields: &[Field]) -> Vec<Label> {
         add(f.path.clone(), field_labels(f));
         for item in &f.items {
             add(format!("{}[].{}", f.path, item.path), field_labels(item));
+        }
+    }
+    // Then the generic names, where no field has them as a label.
+    for f in fields.iter().filter(|f| f.labels.is_empty()) {
+        let Some(name) = super::labels::generic(&f.path) else {
+            continue;
+        };
+        let text = grounding::normalize(&name);
+        match out.iter_mut().find(|l| l.text == text) {
+            Some(l) if l.weak && !l.owners.contains(&f.path) => l.owners.push(f.path.clone()),
+            Some(_) => {}
+            None => out.push(Label {
+                word: true,
+                text,
+                said: name,
+                owners: vec![f.path.clone()],
+                weak: true,
+            }),
         }
     }
     out
@@ -580,7 +602,10 @@ fn label_doubt<'l>(
     labels: &'l [Label],
 ) -> Option<(Doubt, Option<&'l Label>)> {
     // A field with no label of its own cannot be told from the others by its place.
-    if !labels.iter().any(|l| l.owners.contains(&field.path)) {
+    if !labels
+        .iter()
+        .any(|l| !l.weak && l.owners.contains(&field.path))
+    {
         return None;
     }
     let places = hay.occurrences(value, MAX_PLACES);
@@ -592,8 +617,8 @@ fn label_doubt<'l>(
     for (start, _) in &places {
         match label_before(chars, *start, labels) {
             Some(l) if l.owners.contains(&field.path) => return None,
-            Some(l) => other = other.or(Some(l)),
-            None => unlabelled = true,
+            Some(l) if !l.weak => other = other.or(Some(l)),
+            Some(_) | None => unlabelled = true,
         }
     }
     // A value that also stands where no label is (a seller's name atop the page) is not
@@ -617,7 +642,7 @@ fn label_doubt<'l>(
     }
     let own = labels
         .iter()
-        .filter(|l| l.owners.contains(&field.path))
+        .filter(|l| !l.weak && l.owners.contains(&field.path))
         .find(|l| find_label(norm_text, l).is_some())?;
     value.is_number().then(|| {
         let d = Doubt {
@@ -775,6 +800,42 @@ mod tests {
             .filter(|d| d.check != "missing")
             .map(|d| (d.field.clone().unwrap_or_default(), d.check.clone()))
             .collect()
+    }
+
+    /// A schema a user writes: plain descriptions, no label named.
+    fn plain_schema() -> Vec<Field> {
+        crate::skills::schema::fields(&json!({
+            "type": "object",
+            "properties": {
+                "invoice_number": {"type": "string", "description": "the invoice number"},
+                "date": {"type": "string", "description": "the invoice date"},
+                "seller": {"type": "string", "description": "the seller's name"},
+                "buyer": {"type": "string", "description": "the buyer's name"}
+            }
+        }))
+    }
+
+    const GLOBEX: &str = "GLOBEX CORPORATION\n2200 Innovation Way, Austin\n\n\
+        Invoice No.: GX-7781\nDate: November 3, 2026\n\nSold to: Initech LLC, Austin\n";
+
+    #[test]
+    fn a_value_right_after_its_generic_name_is_not_under_the_label_above() {
+        let right = json!({"invoice_number": "GX-7781", "date": "November 3, 2026",
+            "seller": "GLOBEX CORPORATION", "buyer": "Initech LLC"});
+        assert_eq!(
+            checks(&extraction(GLOBEX, &right, &plain_schema(), &|| false)),
+            []
+        );
+        // The swap is still seen: the buyer's name, under `Sold to`, given as the seller.
+        let swapped = json!({"invoice_number": "GX-7781", "date": "November 3, 2026",
+            "seller": "Initech LLC", "buyer": "GLOBEX CORPORATION"});
+        let doubted = checks(&extraction(GLOBEX, &swapped, &plain_schema(), &|| false));
+        assert!(doubted.contains(&("seller".into(), "label".into())), "{doubted:?}");
+        // A date under the invoice number's own label, with no name of its own between.
+        let text = "Invoice No.: November 3, 2026\n";
+        let wrong = json!({"date": "November 3, 2026"});
+        let doubted = checks(&extraction(text, &wrong, &plain_schema(), &|| false));
+        assert!(doubted.contains(&("date".into(), "label".into())), "{doubted:?}");
     }
 
     #[test]

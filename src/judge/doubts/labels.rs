@@ -162,6 +162,18 @@ pub(crate) fn found(path: &str) -> Vec<String> {
     out
 }
 
+/// A field's generic name in words (`date`, `name`, `amount`), when it is one: no label of its
+/// own (a document prints it before other values too), but a value printed right after it is
+/// not under some other field's label further up (`Invoice No.: GX-7781` / `Date: 3 Nov`).
+pub(crate) fn generic(path: &str) -> Option<String> {
+    let last = path
+        .rsplit(['.', ']'])
+        .find(|s| !s.is_empty() && *s != "[")
+        .unwrap_or(path);
+    let joined = words_of(last).join(" ");
+    GENERIC.contains(&joined.as_str()).then_some(joined)
+}
+
 /// A name's words, lower case: `invoice_number`, `invoiceNumber`, `Invoice-Number` all give
 /// `invoice`, `number`.
 fn words_of(name: &str) -> Vec<String> {
