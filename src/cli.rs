@@ -85,6 +85,7 @@ pub(crate) enum Command {
         mut_arg("strict", |a| a.hide(true)),
         mut_arg("audit_seed", |a| a.hide(true)),
         mut_arg("target", |a| a.hide(true)),
+        mut_arg("confidence", |a| a.hide(true)),
         mut_arg("allow_web", |a| a.hide(true)),
         mut_arg("submit", |a| a.hide(true)),
         mut_arg("agent_jobs", |a| a.hide(true)),
@@ -458,10 +459,16 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "SEED", requires = "audit")]
     pub audit_seed: Option<u64>,
 
-    /// With --audit: send a skill whose field agrees below this share (0-1, by its 95%
-    /// interval's upper end) to the top rung for the rest of the run
+    /// With --audit: keep from the cheap model only the fields the sample shows agree with the
+    /// top rung at least this share of the time (0-1, at --confidence); a skill with another
+    /// field goes to the top rung for the rest of the run
     #[arg(long, value_name = "SHARE", requires = "audit", value_parser = crate::flags::target)]
     pub target: Option<f64>,
+
+    /// With --audit: the confidence of its intervals and of --target's guarantee [default:
+    /// 0.95]
+    #[arg(long, value_name = "SHARE", requires = "audit", value_parser = crate::flags::confidence)]
+    pub confidence: Option<f64>,
 
     /// Timeout of each API request, in seconds [default: 120]
     #[arg(long, value_name = "SECS", value_parser = crate::config::flag::timeout)]

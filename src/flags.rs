@@ -42,6 +42,8 @@ pub(crate) struct AuditOptions {
     pub size: SampleSize,
     pub seed: u64,
     pub target: Option<f64>,
+    /// `--confidence`: 1 − δ of the intervals and of `--target`'s guarantee.
+    pub confidence: f64,
 }
 
 /// How many jobs `--audit` samples: a count, or a share of the plan.
@@ -72,6 +74,17 @@ pub(crate) fn target(s: &str) -> Parsed<f64> {
     if !(v > 0.0 && v <= 1.0) {
         return Err(Box::new(Refused(msg!(
             "must be a share above 0 and at most 1 (0.95 for 95%)"
+        ))));
+    }
+    Ok(v)
+}
+
+/// `--confidence`: a share strictly between 0 and 1.
+pub(crate) fn confidence(s: &str) -> Parsed<f64> {
+    let v: f64 = s.trim().parse()?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(Box::new(Refused(msg!(
+            "must be a share above 0 and below 1 (0.95 for 95%)"
         ))));
     }
     Ok(v)

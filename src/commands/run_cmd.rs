@@ -260,6 +260,9 @@ fn run_flags(ctx: &Ctx, a: &RunArgs) -> RunFlags {
             size,
             seed: a.audit_seed.unwrap_or(1),
             target: a.target,
+            confidence: a
+                .confidence
+                .unwrap_or(crate::run::audit::DEFAULT_CONFIDENCE),
         }),
         allow_web: a.allow_web,
         submit_batch: (a.submit == SubmitWhen::Batch).then_some(BatchOptions {

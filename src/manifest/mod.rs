@@ -615,7 +615,14 @@ pub struct AuditReport {
     /// `--target`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<f64>,
-    /// skill → its fields below the target: the skill's later jobs went to the top rung.
+    /// `--confidence`: 1 − δ of the intervals and of the target's guarantee.
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
+    /// With a target: the least sample, all agreeing, that shows a field at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed: Option<u64>,
+    /// skill → its fields not shown to reach the target: the skill's later jobs went to the
+    /// top rung.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routed: BTreeMap<String, Vec<String>>,
     /// Jobs that went to the top rung alone because their skill was routed.
@@ -637,9 +644,17 @@ pub struct FieldAgreement {
     pub agree: u64,
     pub n: u64,
     pub rate: f64,
-    /// The 95% Wilson interval.
+    /// The exact (Clopper–Pearson) two-sided interval at the audit's confidence.
     pub low: f64,
     pub high: f64,
+    /// With a target: the one-sided lower bound the field was judged by, its δ shared by
+    /// every field tested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
+}
+
+fn default_confidence() -> f64 {
+    0.95
 }
 
 /// A skill's doubted jobs in a run: how many, and how often each field (or, for a file, each

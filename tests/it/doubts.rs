@@ -344,8 +344,8 @@ fn an_audit_measures_agreement_on_a_seeded_sample_and_routes_what_falls_below_th
     let audit = &m["audit"];
     assert_eq!(audit["model"], "strong-model", "{m}");
     assert_eq!(audit["sampled"], 2, "{m}");
-    // Both sampled answers differ from the strong ones on every field: 0/2, whose 95% Wilson
-    // interval is 0–65.8%, below 0.95.
+    // Both sampled answers differ from the strong ones on every field: 0/2, whose exact 95%
+    // interval is 0–84.2%: no field is shown to reach 0.95.
     let seller = &audit["skills"]["extract"]["seller"];
     assert_eq!(
         (seller["agree"].as_u64(), seller["n"].as_u64()),
@@ -353,7 +353,7 @@ fn an_audit_measures_agreement_on_a_seeded_sample_and_routes_what_falls_below_th
         "{m}"
     );
     assert!(
-        (seller["high"].as_f64().unwrap() - 0.6576).abs() < 0.001,
+        (seller["high"].as_f64().unwrap() - 0.8419).abs() < 0.001,
         "{m}"
     );
     assert_eq!(
@@ -401,11 +401,22 @@ fn an_audit_measures_agreement_on_a_seeded_sample_and_routes_what_falls_below_th
         "{err}"
     );
     assert!(
-        err.contains("seller  0/2 agree (0%, 95% CI 0%–66%)"),
+        err.contains("seller  0/2 agree (0%, 95% CI 0%–84%)"),
         "{err}"
     );
     assert!(
-        err.contains("routed extract to strong-model: buyer, seller, total below 0.95"),
+        err.contains(
+            "routed extract to strong-model: buyer, seller, total not shown to reach 0.95 (95% confidence)"
+        ),
+        "{err}"
+    );
+    // What the guarantee costs: three fields share δ = 5%, so a field is kept at 0.95 only
+    // when ln(0.05 / 3) / ln(0.95) = 80 sampled jobs all agree.
+    assert_eq!(audit["needed"], 80, "{m}");
+    assert!(
+        err.contains(
+            "a field is kept at 0.95 only on a sample of at least 80 job(s), all agreeing"
+        ),
         "{err}"
     );
     // The same seed draws the same sample.

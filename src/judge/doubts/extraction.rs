@@ -830,12 +830,18 @@ mod tests {
         let swapped = json!({"invoice_number": "GX-7781", "date": "November 3, 2026",
             "seller": "Initech LLC", "buyer": "GLOBEX CORPORATION"});
         let doubted = checks(&extraction(GLOBEX, &swapped, &plain_schema(), &|| false));
-        assert!(doubted.contains(&("seller".into(), "label".into())), "{doubted:?}");
+        assert!(
+            doubted.contains(&("seller".into(), "label".into())),
+            "{doubted:?}"
+        );
         // A date under the invoice number's own label, with no name of its own between.
         let text = "Invoice No.: November 3, 2026\n";
         let wrong = json!({"date": "November 3, 2026"});
         let doubted = checks(&extraction(text, &wrong, &plain_schema(), &|| false));
-        assert!(doubted.contains(&("date".into(), "label".into())), "{doubted:?}");
+        assert!(
+            doubted.contains(&("date".into(), "label".into())),
+            "{doubted:?}"
+        );
     }
 
     #[test]

@@ -213,8 +213,9 @@ pub(crate) fn audit_lines(a: &super::super::AuditReport, lang: Lang) -> Vec<Stri
         for (field, g) in fields {
             let pct = |v: f64| format!("{:.0}%", v * 100.0);
             out.push(t!(in lang;
-                "    {skill}  {field}  {agree}/{n} agree ({rate}, 95% CI {low}–{high})",
+                "    {skill}  {field}  {agree}/{n} agree ({rate}, {level} CI {low}–{high})",
                 skill = one_line(skill),
+                level = pct(a.confidence),
                 field = format!("{:width$}", one_line(field)),
                 agree = g.agree,
                 n = g.n,
@@ -226,11 +227,23 @@ pub(crate) fn audit_lines(a: &super::super::AuditReport, lang: Lang) -> Vec<Stri
     }
     for (skill, fields) in &a.routed {
         out.push(t!(in lang;
-            "  routed {skill} to {model}: {list} below {target}",
+            "  routed {skill} to {model}: {list} not shown to reach {target} ({level} confidence)",
             skill = one_line(skill),
             model = one_line(&a.model),
             list = fields.join(", "),
-            target = a.target.map_or_else(String::new, |t| format!("{t}"))
+            target = a.target.map_or_else(String::new, |t| format!("{t}")),
+            level = format!("{:.0}%", a.confidence * 100.0)
+        ));
+    }
+    // What the guarantee costs: the sample it takes to keep any field at all.
+    if let (Some(target), Some(needed)) = (a.target, a.needed)
+        && !a.routed.is_empty()
+        && needed > a.sampled
+    {
+        out.push(t!(in lang;
+            "  a field is kept at {target} only on a sample of at least {needed} job(s), all agreeing",
+            target = format!("{target}"),
+            needed = needed
         ));
     }
     if !a.routed.is_empty() {
