@@ -34,6 +34,9 @@ pub(super) struct JobCtx<'a> {
     pub inputs: Vec<Arc<str>>,
     /// Which models the job's steps are asked of.
     pub rungs: Rungs,
+    /// An extraction asked for these top-level fields of its schema only (a routed job's
+    /// fields the audit did not show; docs/escalation.md#the-guarantee-of---target).
+    pub only: Option<&'a [String]>,
 }
 
 /// Which models a job's steps are asked of (docs/escalation.md#audit).
@@ -117,7 +120,29 @@ pub(super) fn job_schema(ctx: &JobCtx<'_>) -> Result<Option<Schema>, JobError> {
             crate::skills::schema::read_schema_file(&path).map_err(bad)?
         }
     };
+    let value = match ctx.only {
+        Some(only) => narrowed(value, only),
+        None => value,
+    };
     Schema::new(value).map(Some).map_err(bad)
+}
+
+/// A schema's object with only the top-level properties `only` names (and required of them).
+fn narrowed(mut value: serde_json::Value, only: &[String]) -> serde_json::Value {
+    let keep = |k: &str| only.iter().any(|o| o == k);
+    if let Some(props) = value
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        props.retain(|k, _| keep(k));
+    }
+    if let Some(required) = value
+        .get_mut("required")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        required.retain(|r| r.as_str().is_some_and(keep));
+    }
+    value
 }
 
 /// The sandbox of one request of the job: writes go to `dir` (created), the job's inputs and

@@ -186,6 +186,11 @@ impl Audit {
         }
     }
 
+    /// The fields of `skill` the sample did not show at the target (empty when not routed).
+    pub(crate) fn routed_fields(&self, skill: &str) -> Vec<String> {
+        self.state().routed.get(skill).cloned().unwrap_or_default()
+    }
+
     /// A sampled job's comparison, once both answers are in (`None` for an answer that
     /// failed: it agrees with nothing); `tokens` are the strong model's.
     pub(crate) fn compared(

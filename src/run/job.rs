@@ -211,10 +211,7 @@ pub(super) async fn process(run: &Arc<RunContext>, job: &Job, cache: &JobCache) 
     };
     let result = match role {
         Role::Plain => run_in_staging(run, job, &mut work, Rungs::Ladder).await,
-        Role::Routed => {
-            transcript.note("the audit routed this skill to the top rung of its ladder");
-            run_in_staging(run, job, &mut work, Rungs::Top).await
-        }
+        Role::Routed => route(run, job, &mut work).await,
         Role::Sampled => answer_twice(run, job, &mut work).await,
     };
     record.audited = role == Role::Sampled;
@@ -436,6 +433,122 @@ struct Work<'a> {
     transcript: &'a Arc<Transcript>,
 }
 
+/// A job of a routed skill (docs/escalation.md#the-guarantee-of---target): an extraction
+/// whose other fields the sample showed keeps the ladder's answer for those and asks the top
+/// rung, with the document, for the fields not shown only; any other job goes to the top rung
+/// whole.
+async fn route(run: &RunContext, job: &Job, w: &mut Work<'_>) -> Result<(), Stop> {
+    let fields = run
+        .audit
+        .as_ref()
+        .map(|a| a.routed_fields(&job.skill))
+        .unwrap_or_default();
+    let Some(skill) = run.skills.get(&job.skill).filter(|s| !s.is_workflow()) else {
+        w.transcript
+            .note("the audit routed this skill to the top rung of its ladder");
+        return run_in_staging(run, job, w, Rungs::Top).await;
+    };
+    let partial = !job.is_dir && per_field(run, job, skill, &fields);
+    if !partial {
+        w.transcript
+            .note("the audit routed this skill to the top rung of its ladder");
+        return run_in_staging(run, job, w, Rungs::Top).await;
+    }
+    w.transcript.note(&format!(
+        "the audit routed {} to the top rung of its ladder; the other fields are the ladder's",
+        fields.join(", ")
+    ));
+    let ctx = |rungs, only| JobCtx {
+        run,
+        job,
+        skill,
+        transcript: w.transcript.clone(),
+        inputs: Vec::new(),
+        rungs,
+        only,
+    };
+    let text = document_text(run, job, w.cache, w.stats).await?;
+    let ladder = ctx(Rungs::Ladder, None);
+    run_text(&ladder, w.cache, &text, w.staging, w.stats, w.chunks).await?;
+    let top = run.ladder(job).last().map(|r| r.model.clone());
+    if top.is_some() && w.stats.decided.answered_by.as_ref().map(|(m, _)| m) == top.as_ref() {
+        // The ladder climbed to the top already: every field is the top rung's.
+        return Ok(());
+    }
+    let side = w.staging.with_extension("routed");
+    let _ = run.layout.remove_tree(&side);
+    let kept = std::mem::take(&mut w.stats.decided);
+    let mut side_chunks = super::chunked::ChunkState::default();
+    let asked = run_text(
+        &ctx(Rungs::Top, Some(&fields)),
+        w.cache,
+        &text,
+        &side,
+        w.stats,
+        &mut side_chunks,
+    )
+    .await;
+    let strong_decided = std::mem::replace(&mut w.stats.decided, kept);
+    let file = skill
+        .direct_output(&job.args)
+        .unwrap_or_else(|| crate::skills::schema::EXTRACTED_FILE.to_string());
+    let read = |dir: &Path| {
+        run.layout
+            .read_to_string(&dir.join(&file))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    };
+    let merged = match (asked, read(w.staging), read(&side)) {
+        (Ok(()), Some(serde_json::Value::Object(mut own)), Some(strong)) => {
+            for f in &fields {
+                match strong.get(f) {
+                    Some(v) => own.insert(f.clone(), v.clone()),
+                    None => own.remove(f),
+                };
+            }
+            Some(serde_json::Value::Object(own))
+        }
+        _ => None,
+    };
+    let _ = run.layout.remove_tree(&side);
+    let Some(merged) = merged else {
+        // The top rung failed its fields: the ladder's answer stands, with its doubts.
+        w.transcript
+            .note("the top rung gave no answer for the routed fields; the ladder's answer is kept");
+        return Ok(());
+    };
+    let body = serde_json::to_vec_pretty(&merged).unwrap_or_default();
+    run.layout
+        .write_atomic(&w.staging.join(&file), &body)
+        .map_err(|e| JobError::new(ErrorKind::Io, msg!("cannot write {file}: {e}")))?;
+    let judged = match super::ladder::judge_written(&ladder, w.staging, &text, &file)? {
+        crate::judge::Verdict::Kept(j) | crate::judge::Verdict::Doubted(j) => j,
+        crate::judge::Verdict::Failed(f) => {
+            return Err(Stop::Failed(JobError::new(f.kind, f.problem)));
+        }
+    };
+    let decided = &mut w.stats.decided;
+    decided.doubts = judged.doubts;
+    decided.extraction = judged.extraction.or(decided.extraction.take());
+    decided.escalations.extend(strong_decided.escalations);
+    decided.answered_by = strong_decided.answered_by.or(decided.answered_by.take());
+    Ok(())
+}
+
+/// Whether a routed job of `skill` may ask the top rung for `fields` only: its schema's
+/// fields are all top-level, and some of them are not routed.
+fn per_field(run: &RunContext, job: &Job, skill: &crate::skills::Skill, fields: &[String]) -> bool {
+    let Some(schema) = audit_schema(run, job, skill) else {
+        return false;
+    };
+    if schema.fields.iter().any(|f| f.path.contains(['.', '['])) {
+        return false;
+    }
+    let names: Vec<&str> = schema.fields.iter().map(|f| f.path.as_str()).collect();
+    fields.iter().all(|f| names.contains(&f.as_str()))
+        && names.iter().any(|n| !fields.iter().any(|f| f == n))
+}
+
 /// An audited job (docs/escalation.md#audit): answered by its own model alone, then by the
 /// top rung of its ladder, the two compared; the strong answer is kept, the cheap one when the
 /// strong one fails.
@@ -546,6 +659,7 @@ fn audit_schema(
         transcript: Arc::new(Transcript::none()),
         inputs: Vec::new(),
         rungs: Rungs::Own,
+        only: None,
     };
     super::ask::job_schema(&ctx).ok().flatten()
 }
@@ -568,6 +682,7 @@ async fn run_in_staging(
         transcript: transcript.clone(),
         inputs: Vec::new(),
         rungs,
+        only: None,
     };
     if skill.is_workflow() {
         let text = match job.is_dir {

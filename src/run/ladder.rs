@@ -271,6 +271,28 @@ fn decide<'r>(
     }
 }
 
+/// The judge's verdict on the answer file `file` already in `dir`, judged whole: a routed
+/// job's answer, made of the ladder's fields and the top rung's
+/// (docs/escalation.md#the-guarantee-of---target).
+pub(super) fn judge_written(
+    ctx: &JobCtx<'_>,
+    dir: &Path,
+    source: &str,
+    file: &str,
+) -> Result<Verdict, JobError> {
+    let schema = job_schema(ctx)?;
+    let done = (String::new(), vec![std::path::PathBuf::from(file)]);
+    Ok(verdict(
+        ctx,
+        dir,
+        "",
+        Some(source),
+        true,
+        schema.as_ref(),
+        &done,
+    ))
+}
+
 /// The judge's verdict on one rung's answer: what the step was asked for, and what it left in
 /// `dir`.
 fn verdict(

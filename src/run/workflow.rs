@@ -509,6 +509,7 @@ async fn run_child(
         transcript: ctx.transcript.clone(),
         inputs: Vec::new(),
         rungs: ctx.rungs,
+        only: ctx.only,
     };
     let sub_cache = step_cache(cache, sub_job.id.as_str());
     let mut chunks = ChunkState::default();
@@ -836,6 +837,7 @@ async fn prompt_step(
         transcript: ctx.transcript.clone(),
         inputs: parts,
         rungs: ctx.rungs,
+        only: None,
     };
     let part = format!("step-{}", step.id);
     ask(

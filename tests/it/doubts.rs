@@ -441,3 +441,80 @@ fn an_audit_needs_a_ladder() {
     let out = run(&env, &cheap, &["--audit", "0%", "--escalate", "x"]);
     assert_exit(&out, Exit::Usage);
 }
+
+/// The cheap model: the parties right, the pre-tax amount as the total.
+fn total_wrong(r: &Recorded) -> Reply {
+    let (seller, buyer, total) = invoice(r);
+    Reply::text(json!({"seller": seller, "buyer": buyer, "total": total - 13.0}).to_string())
+        .with_usage(100, 10)
+}
+
+#[test]
+fn a_routed_extraction_asks_the_top_rung_for_the_fields_not_shown_only() {
+    let env = env_with("escalate_on: []\n");
+    let (cheap, strong) = (server(total_wrong), server(right));
+    let to = format!("strong-model@{}", strong.base_url());
+    // Three sampled jobs, three fields: at 60% confidence each field is held to an error of
+    // 0.4 / 3, and 3 of 3 agreeing shows a field at 0.5 (0.5³ = 0.125 ≤ 0.133).
+    let args = [
+        "--escalate",
+        &to,
+        "--audit",
+        "3",
+        "--target",
+        "0.5",
+        "--confidence",
+        "0.6",
+        "-j",
+        "1",
+    ];
+    let out = run(&env, &cheap, &args);
+    assert_exit(&out, Exit::Success);
+    let m = manifest(&env);
+    assert_eq!(m["audit"]["routed"], json!({"extract": ["total"]}), "{m}");
+    assert_eq!(m["audit"]["needed"], 3, "{m}");
+    // The two jobs past the window of six waited for the sample and were routed, and so was
+    // a job of the window that started after the sample was in.
+    let records = records_by_input(&env.path("out"));
+    let routed: Vec<&String> = records
+        .iter()
+        .filter(|(_, r)| r["routed"] == true)
+        .map(|(k, _)| k)
+        .collect();
+    assert!(routed.len() >= 2, "{}", show(&out));
+    assert_eq!(m["audit"]["routed_jobs"], routed.len(), "{m}");
+    // Each routed job: the cheap model once for all fields, the strong one for the total only.
+    let asked_total_only = strong
+        .chat_requests()
+        .iter()
+        .filter(|r| !r.body_text.contains("seller") && r.body_text.contains("total"))
+        .count();
+    assert_eq!(asked_total_only, routed.len(), "{}", show(&out));
+    assert_eq!(
+        strong.chat_requests().len(),
+        3 + routed.len(),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(cheap.chat_requests().len(), 8, "{}", show(&out));
+    // Their answers: the parties the cheap model's, the total the strong model's, right, and
+    // the total no longer doubted.
+    for input in routed {
+        let r = &records[input];
+        let (_, seller, buyer, total) = invoices().into_iter().find(|(p, ..)| p == input).unwrap();
+        let out_file = env.path("out/extract").join(input).join("extracted.json");
+        let got: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+        assert_eq!(
+            got,
+            json!({"seller": seller, "buyer": buyer, "total": total}),
+            "{r}"
+        );
+        assert!(
+            r["doubts"]
+                .as_array()
+                .is_none_or(|d| d.iter().all(|d| d["field"] != "total")),
+            "{r}"
+        );
+    }
+}
