@@ -6,7 +6,7 @@
 
 use super::html::{Text, tail};
 use crate::i18n::Lang;
-use crate::manifest::Status;
+use crate::manifest::ShownStatus;
 use maud::{Markup, html};
 
 /// The most jobs drawn one bar each.
@@ -20,7 +20,8 @@ const WIDTH: f64 = 560.0;
 pub(super) struct Sample<'a> {
     pub label: &'a str,
     pub value: u64,
-    pub status: Status,
+    /// As a person is shown it: a doubted job is not charted as a success.
+    pub status: ShownStatus,
 }
 
 /// The chart for `samples`: one bar per job for a few, a histogram for many. `fmt` writes a
@@ -38,12 +39,16 @@ pub(super) fn chart(
     }
 }
 
-/// Which of the three colours a job's bar gets (only jobs that ran are charted).
-fn class(s: Status) -> &'static str {
+/// The colours of the charts, in the order a column stacks them.
+pub(super) const CLASSES: [&str; 4] = ["b-succeeded", "b-doubted", "b-failed", "b-cancelled"];
+
+/// Which colour a job's bar gets, as an index of [`CLASSES`] (only jobs that ran are charted).
+fn colour(s: ShownStatus) -> usize {
     match s {
-        Status::Failed => "b-failed",
-        Status::Cancelled => "b-cancelled",
-        _ => "b-succeeded",
+        ShownStatus::Doubted => 1,
+        ShownStatus::Failed => 2,
+        ShownStatus::Cancelled => 3,
+        _ => 0,
     }
 }
 
@@ -66,7 +71,7 @@ fn per_job(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str) -> Marku
             g {
                 title { (Text(s.label)) " — " (value) " (" (s.status.as_str()) ")" }
                 text x=(LABEL - 8.0) y=(ty) text-anchor="end" { (Text(&tail(s.label, 32))) }
-                rect class=(class(s.status)) x=(LABEL) y=(format!("{y:.1}")) width=(format!("{w:.1}"))
+                rect class=(CLASSES[colour(s.status)]) x=(LABEL) y=(format!("{y:.1}")) width=(format!("{w:.1}"))
                     height=(format!("{:.1}", ROW - 5.0)) rx="2" {}
                 text x=(format!("{:.1}", LABEL + w + 5.0)) y=(ty) { (value) }
             }
@@ -89,18 +94,13 @@ pub(super) fn nice_step(x: u64) -> u64 {
 }
 
 /// Jobs per range of values: `(step, counts)`, where `counts[i][c]` is the number of jobs of
-/// colour `c` (succeeded, failed, cancelled) in `[i·step, (i+1)·step)`.
-pub(super) fn buckets(samples: &[Sample]) -> (u64, Vec<[u64; 3]>) {
+/// colour `c` (succeeded, doubted, failed, cancelled: [`CLASSES`]) in `[i·step, (i+1)·step)`.
+pub(super) fn buckets(samples: &[Sample]) -> (u64, Vec<[u64; 4]>) {
     let max = samples.iter().map(|s| s.value).max().unwrap_or(0);
     let step = nice_step(max.div_ceil(BUCKETS)).max(1);
-    let mut counts = vec![[0u64; 3]; (max / step + 1) as usize];
+    let mut counts = vec![[0u64; 4]; (max / step + 1) as usize];
     for s in samples {
-        let c = match s.status {
-            Status::Failed => 1,
-            Status::Cancelled => 2,
-            _ => 0,
-        };
-        counts[(s.value / step) as usize][c] += 1;
+        counts[(s.value / step) as usize][colour(s.status)] += 1;
     }
     (step, counts)
 }
@@ -120,7 +120,6 @@ fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: 
         .unwrap_or(0);
     let top = nice_step(most.max(1)) as f64;
     let col = (X1 - X0) / counts.len() as f64;
-    let classes = ["b-succeeded", "b-failed", "b-cancelled"];
     // At most seven labels under the axis, on range boundaries.
     let every = counts.len().div_ceil(6).max(1);
     let inner = html! {
@@ -133,11 +132,11 @@ fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: 
             @let n: u64 = c.iter().sum();
             @if n > 0 {
                 @let x = format!("{:.1}", X0 + col * i as f64);
-                @let jobs = t!(in lang; "{n} jobs, {failed} failed", n = n, failed = c[1]);
+                @let jobs = t!(in lang; "{n} jobs, {failed} failed", n = n, failed = c[2]);
                 g {
                     title { (fmt(step * i as u64)) " – " (fmt(step * (i as u64 + 1))) ": " (jobs) }
                     @for (k, y, h) in stack(c, top, Y1, Y1 - Y0) {
-                        rect class=(classes[k]) x=(x) y=(format!("{y:.1}")) width=(format!("{:.1}", (col - 1.0).max(0.5)))
+                        rect class=(CLASSES[k]) x=(x) y=(format!("{y:.1}")) width=(format!("{:.1}", (col - 1.0).max(0.5)))
                             height=(format!("{h:.1}")) {}
                     }
                 }
@@ -154,7 +153,7 @@ fn histogram(samples: &[Sample], fmt: &dyn Fn(u64) -> String, what: &str, lang: 
 }
 
 /// The parts of one column, bottom up: each colour's index, top and height.
-fn stack(counts: &[u64; 3], top: f64, bottom: f64, tall: f64) -> Vec<(usize, f64, f64)> {
+fn stack(counts: &[u64; 4], top: f64, bottom: f64, tall: f64) -> Vec<(usize, f64, f64)> {
     let mut y = bottom;
     let mut out = Vec::new();
     for (k, &count) in counts.iter().enumerate() {
@@ -180,7 +179,7 @@ fn svg(height: f64, what: &str, inner: Markup) -> Markup {
 mod tests {
     use super::*;
 
-    fn sample(value: u64, status: Status) -> Sample<'static> {
+    fn sample(value: u64, status: ShownStatus) -> Sample<'static> {
         Sample {
             label: "a.txt",
             value,
@@ -203,9 +202,9 @@ mod tests {
         let samples: Vec<Sample> = (0..10_000u64)
             .map(|i| {
                 let status = if i % 7 == 0 {
-                    Status::Failed
+                    ShownStatus::Failed
                 } else {
-                    Status::Succeeded
+                    ShownStatus::Succeeded
                 };
                 sample(i * 37 % 60_001, status)
             })
@@ -215,11 +214,11 @@ mod tests {
         assert_eq!(step, 5_000);
         let total: u64 = counts.iter().flatten().sum();
         assert_eq!(total, 10_000);
-        let failed: u64 = counts.iter().map(|c| c[1]).sum();
+        let failed: u64 = counts.iter().map(|c| c[2]).sum();
         assert_eq!(failed, (0..10_000).filter(|i| i % 7 == 0).count() as u64);
 
         let svg = chart(&samples, &|v| v.to_string(), "durations", Lang::En).into_string();
-        assert!(svg.matches("<rect").count() <= 3 * 21, "bounded size");
+        assert!(svg.matches("<rect").count() <= 4 * 21, "bounded size");
     }
 
     #[test]
@@ -228,12 +227,12 @@ mod tests {
             Sample {
                 label: "<b>small</b>.txt",
                 value: 5,
-                status: Status::Succeeded,
+                status: ShownStatus::Succeeded,
             },
             Sample {
                 label: "big.txt",
                 value: 50,
-                status: Status::Failed,
+                status: ShownStatus::Failed,
             },
         ];
         let svg = chart(&samples, &|v| format!("{v} s"), "durations", Lang::En).into_string();
@@ -246,8 +245,22 @@ mod tests {
     }
 
     #[test]
+    fn a_doubted_job_is_charted_in_its_own_colour_not_as_a_success() {
+        let samples = [
+            sample(5, ShownStatus::Doubted),
+            sample(7, ShownStatus::Succeeded),
+        ];
+        let svg = chart(&samples, &|v| v.to_string(), "t", Lang::En).into_string();
+        assert!(svg.contains(r#"class="b-doubted""#), "{svg}");
+        let many: Vec<Sample> = (0..40).map(|i| sample(i, ShownStatus::Doubted)).collect();
+        let (_, counts) = buckets(&many);
+        assert_eq!(counts.iter().map(|c| c[1]).sum::<u64>(), 40);
+        assert_eq!(counts.iter().map(|c| c[0]).sum::<u64>(), 0);
+    }
+
+    #[test]
     fn all_zero_values_still_draw() {
-        let samples: Vec<Sample> = (0..40).map(|_| sample(0, Status::Failed)).collect();
+        let samples: Vec<Sample> = (0..40).map(|_| sample(0, ShownStatus::Failed)).collect();
         let (step, counts) = buckets(&samples);
         assert_eq!((step, counts.len()), (1, 1));
         assert!(

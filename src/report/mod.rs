@@ -168,7 +168,7 @@ fn wall_ms(start: Option<Timestamp>, end: Option<Timestamp>) -> Option<u64> {
 
 /// The style sheet: plain, legible, no web fonts (the CJK fonts people have installed).
 const CSS: &str = r#"
-:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--head:#f6f8fa;--ok:#1a7f37;--fail:#cf222e;--failbg:#fff1f0;--cache:#0969da;--skip:#6e7781;--cancel:#9a6700}
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--head:#f6f8fa;--ok:#1a7f37;--fail:#cf222e;--failbg:#fff1f0;--cache:#0969da;--skip:#6e7781;--cancel:#9a6700;--doubt:#bc4c00}
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","Source Han Sans SC","WenQuanYi Micro Hei","PingFang SC","Microsoft YaHei",sans-serif;color:var(--fg);margin:0 auto;max-width:1240px;padding:20px 24px 40px}
 h1{font-size:21px;margin:0 0 6px}
@@ -187,9 +187,9 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Cons
 .badge.succeeded,.badge.completed{background:var(--ok)}
 .badge.failed,.badge.completed_with_failures,.badge.aborted,.badge.incomplete{background:var(--fail)}
 .badge.cached{background:var(--cache)}
-.badge.doubted{background:var(--cancel)}
-.tile.doubt{border-color:var(--cancel)}
-.tile.doubt b{color:var(--cancel)}
+.badge.doubted{background:var(--doubt)}
+.tile.doubt{border-color:var(--doubt)}
+.tile.doubt b{color:var(--doubt)}
 .badge.cancelled,.badge.interrupted{background:var(--cancel)}
 .failures{border:2px solid var(--fail);border-radius:8px;padding:2px 16px 12px;background:var(--failbg);margin-top:18px}
 .failures h2{color:var(--fail);margin-top:12px}
@@ -215,12 +215,14 @@ figcaption{font-weight:600;margin-bottom:6px}
 figure p{color:var(--muted);margin:4px 0 0;font-size:12px}
 svg text{font-size:11px;fill:var(--muted)}
 .b-succeeded{fill:var(--ok)}
+.b-doubted{fill:var(--doubt)}
 .b-failed{fill:var(--fail)}
 .b-cancelled{fill:var(--cancel)}
 .grid{stroke:var(--line)}
 .axis{stroke:var(--muted)}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px}
 .sw.b-succeeded{background:var(--ok)}
+.sw.b-doubted{background:var(--doubt)}
 .sw.b-failed{background:var(--fail)}
 .sw.b-cancelled{background:var(--cancel)}
 th button{all:unset;cursor:pointer;font-weight:600}

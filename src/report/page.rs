@@ -13,7 +13,7 @@ use super::{
 use crate::i18n::Lang;
 use crate::manifest::merge::LoadedRun;
 use crate::manifest::summary::{self, JobLine, RunSummary};
-use crate::manifest::{JobRecord, ShownStatus, Status};
+use crate::manifest::{JobRecord, ShownStatus};
 use chart::Sample;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use std::collections::BTreeSet;
@@ -321,7 +321,7 @@ impl Page<'_> {
                 .map(|r| Sample {
                     label: &r.input,
                     value: value(r),
-                    status: r.status,
+                    status: r.shown(),
                 })
                 .collect()
         };
@@ -359,13 +359,14 @@ impl Page<'_> {
         let lang = self.lang;
         let skipped = self.run.records.len() - ran.len();
         html! {
-            @for (class, st) in [
-                ("b-succeeded", Status::Succeeded),
-                ("b-failed", Status::Failed),
-                ("b-cancelled", Status::Cancelled),
-            ] {
-                @if ran.iter().any(|r| r.status == st) {
-                    span class={ "sw " (class) } {} (status_label(ShownStatus::of(st, false), lang))
+            @for (class, st) in chart::CLASSES.into_iter().zip([
+                ShownStatus::Succeeded,
+                ShownStatus::Doubted,
+                ShownStatus::Failed,
+                ShownStatus::Cancelled,
+            ]) {
+                @if ran.iter().any(|r| r.shown() == st) {
+                    span class={ "sw " (class) } {} (status_label(st, lang))
                 }
             }
             @if !per_job { " · " (t!(in lang; "each column counts the jobs in one range")) }
