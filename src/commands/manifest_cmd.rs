@@ -163,6 +163,10 @@ fn tokens_line(t: &Tokens) -> String {
 
 fn merge_runs(ctx: &Ctx, paths: &[PathBuf], output: &Path) -> Result<Exit, ExitError> {
     let dest = absolute(&ctx.cwd, output);
+    // A merge is an output folder like any: never inside records, never a settings file.
+    let config = ctx.config(Overrides::default()).ok();
+    crate::plan::check_output_folder(&dest, &ctx.settings_files(config.as_ref()))
+        .map_err(|e| ExitError::usage(e.to_string()))?;
     let dest_real = std::fs::canonicalize(&dest).ok();
     let mut dirs: Vec<RunDir> = Vec::new();
     let mut seen = std::collections::HashSet::new();

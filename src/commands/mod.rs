@@ -52,6 +52,17 @@ impl Ctx {
         }
     }
 
+    /// The settings files a later command may read besides any folder's `zhi.yaml`: the
+    /// user's (when the settings say where it is), and the one `--config` names. No output
+    /// folder, report or merge may take their place.
+    pub(crate) fn settings_files(&self, config: Option<&Config>) -> Vec<PathBuf> {
+        let user = config
+            .and_then(|c| c.config_dir.as_deref())
+            .map(crate::config::user_file);
+        let given = self.global.config.as_deref().map(|f| self.cwd.join(f));
+        user.into_iter().chain(given).collect()
+    }
+
     /// Print a warning unless `-q`.
     pub(crate) fn warn(&self, msg: &str) {
         if !self.global.quiet {

@@ -11,6 +11,27 @@ use crate::manifest::merge::LoadedRun;
 use crate::sanitize::one_line;
 use std::path::PathBuf;
 
+/// A report written where zhi keeps records or reads settings would break the next command
+/// there (`--out zhi.yaml`, `--out out/.zhi/runs/…/results.jsonl`): refused, naming the place.
+fn refuse_place(ctx: &Ctx, path: &std::path::Path) -> Result<(), ExitError> {
+    let config = ctx.config(crate::config::Overrides::default()).ok();
+    let why = match crate::plan::forbidden(path, &ctx.settings_files(config.as_ref())) {
+        None => return Ok(()),
+        Some(crate::plan::Forbidden::Records(r)) => msg!(
+            "it lies inside {records}, where zhi keeps a folder's records",
+            records = one_line(&r.display().to_string())
+        ),
+        Some(crate::plan::Forbidden::Settings(f)) => msg!(
+            "it is, or lies inside, {file}, where zhi reads a settings file",
+            file = one_line(&f.display().to_string())
+        ),
+    };
+    Err(ExitError::usage(msg!(
+        "--out {path} cannot be the report's file: {why}; name another file",
+        path = one_line(&path.display().to_string())
+    )))
+}
+
 /// The report's file name in the run's folder, unless `--out` names another place.
 pub(super) const REPORT_FILE: &str = "report.html";
 
@@ -47,7 +68,11 @@ pub(super) fn run(
     let loaded = LoadedRun::load(&dir).map_err(|e| ExitError::usage(e.to_string()))?;
 
     let path = match out {
-        Some(p) => ctx.cwd.join(p),
+        Some(p) => {
+            let path = ctx.cwd.join(p);
+            refuse_place(ctx, &path)?;
+            path
+        }
         None => dir.path.join(REPORT_FILE),
     };
     if path.is_dir() {

@@ -121,7 +121,7 @@ pub(super) fn prepare(ctx: &Ctx, a: &RunArgs) -> Result<Prepared, ExitError> {
     }
 
     let output_dir = absolute(&ctx.cwd, &config.run.output_dir);
-    plan::check_output_folder(&output_dir, &settings_files(ctx, &config))?;
+    plan::check_output_folder(&output_dir, &ctx.settings_files(Some(&config)))?;
     let shard = match a.shard {
         Some(s) => Some(s),
         None => plan::shard_from_env(&|k| std::env::var(k).ok())?,
@@ -176,14 +176,6 @@ pub(super) fn unknown_mcp_server(
             "skill `{skill}` uses the MCP server `{server}`, which no settings file defines under `mcp:` (defined: {list})"
         )
     })
-}
-
-/// The settings files a later command may read besides any folder's `zhi.yaml`: the user's,
-/// and the one `--config` names. No output folder may take their place.
-fn settings_files(ctx: &Ctx, config: &Config) -> Vec<PathBuf> {
-    let user = config.config_dir.as_deref().map(crate::config::user_file);
-    let given = ctx.global.config.as_deref().map(|f| absolute(&ctx.cwd, f));
-    user.into_iter().chain(given).collect()
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

@@ -16,7 +16,7 @@ pub(crate) use args::{parse_arg, resolve_args};
 pub(crate) use error::PlanError;
 pub(crate) use expand::{ExpandOptions, expand};
 pub(crate) use jobs_file::read_jobs_file;
-pub(crate) use output::check_output_folder;
+pub(crate) use output::{Forbidden, check_output_folder, forbidden};
 pub(crate) use shard::{Shard, shard_from_env};
 pub(crate) use store::{Plan, Selection};
 

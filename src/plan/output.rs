@@ -13,36 +13,53 @@ use std::path::{Component, Path, PathBuf};
 /// one zhi runs in next), or one of `settings` (the user's file, `--config FILE`). The path is
 /// checked as written and with its links resolved as far as it exists.
 pub(crate) fn check_output_folder(out: &Path, settings: &[PathBuf]) -> Result<(), PlanError> {
+    match forbidden(out, settings) {
+        None => Ok(()),
+        Some(Forbidden::Records(records)) => Err(PlanError::OutputInRecords {
+            output_dir: out.to_path_buf(),
+            records,
+        }),
+        Some(Forbidden::Settings(file)) => Err(PlanError::OutputIsSettings {
+            output_dir: out.to_path_buf(),
+            file,
+        }),
+    }
+}
+
+/// Why zhi may write nothing at a place: the `.zhi` folder, or the settings file, it is or
+/// lies inside.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Forbidden {
+    Records(PathBuf),
+    Settings(PathBuf),
+}
+
+/// Whether `path` (absolute) is, or lies inside, a place zhi writes nothing of a user's: a
+/// `.zhi` folder, a `zhi.yaml` in any case, or one of `settings`; as written and with its
+/// links resolved as far as it exists. An output folder, a report's file and a merge's folder
+/// are checked alike.
+pub(crate) fn forbidden(path: &Path, settings: &[PathBuf]) -> Option<Forbidden> {
     let files: Vec<PathBuf> = settings
         .iter()
         .flat_map(|f| std::iter::once(normal(f)).chain(canonical_prefix(f)))
         .collect();
-    for path in std::iter::once(normal(out)).chain(canonical_prefix(out)) {
+    for path in std::iter::once(normal(path)).chain(canonical_prefix(path)) {
         let mut prefix = PathBuf::new();
         for part in path.components() {
             prefix.push(part);
             let name = part.as_os_str();
             if name.eq_ignore_ascii_case(RECORDS_DIR) {
-                return Err(PlanError::OutputInRecords {
-                    output_dir: out.to_path_buf(),
-                    records: prefix,
-                });
+                return Some(Forbidden::Records(prefix));
             }
             if name.eq_ignore_ascii_case(crate::config::PROJECT_FILE) {
-                return Err(PlanError::OutputIsSettings {
-                    output_dir: out.to_path_buf(),
-                    file: prefix,
-                });
+                return Some(Forbidden::Settings(prefix));
             }
         }
         if let Some(file) = files.iter().find(|f| path.starts_with(f)) {
-            return Err(PlanError::OutputIsSettings {
-                output_dir: out.to_path_buf(),
-                file: file.clone(),
-            });
+            return Some(Forbidden::Settings(file.clone()));
         }
     }
-    Ok(())
+    None
 }
 
 /// `path` as written, `.` left out and each `..` taking away the part before it (links are

@@ -173,12 +173,22 @@ fn report_names_runs_like_manifest_show() {
 
     // What is not there: a folder without runs, a folder that does not exist.
     std::fs::create_dir(env.path("empty")).unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    // Nor where zhi reads settings or keeps records: the next command there would break.
+    env.write("zhi.yaml", "temperature: 0\n");
+    let cases: [(&[&str], &str); 7] = [
         (&["-o", "out", "nope"], "no run `nope`"),
         (&["-o", "empty"], "has no runs yet"),
         (&["-o", "elsewhere"], "elsewhere does not exist"),
         (&["-o", "out", "--out", "missing/r.html"], "no folder"),
         (&["-o", "out", "--out", "reports"], "is a folder"),
+        (
+            &["-o", "out", "--out", "zhi.yaml"],
+            "where zhi reads a settings file",
+        ),
+        (
+            &["-o", "out", "--out", "out/.zhi/runs.html"],
+            "where zhi keeps a folder's records",
+        ),
     ];
     for (args, says) in cases {
         let out = env.zhi().arg("report").args(args).output().unwrap();
@@ -186,6 +196,21 @@ fn report_names_runs_like_manifest_show() {
         assert!(stderr(&out).contains(says), "{args:?}: {}", show(&out));
         assert!(stdout(&out).is_empty());
     }
+    assert_eq!(read(&env.path("zhi.yaml")), "temperature: 0\n");
+    assert!(!env.path("out/.zhi/runs.html").exists());
+    // A merge is an output folder: not inside records either.
+    let out = env
+        .zhi()
+        .args(["manifest", "merge", "out", "-o", "out/.zhi/merged"])
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Usage);
+    assert!(
+        stderr(&out).contains("cannot be the output folder"),
+        "{}",
+        show(&out)
+    );
+    assert!(!env.path("out/.zhi/merged").exists());
     // `manifest show` finds runs the same way, and says the same.
     let out = env
         .zhi()
