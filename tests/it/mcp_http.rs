@@ -85,13 +85,16 @@ fn post(addr: &str, path: &str, auth: Option<&str>, body: &str) -> (u16, String)
 #[test]
 fn every_request_needs_the_token_and_sigterm_ends_the_server() {
     let env = TestEnv::new();
-    let mut child = env
-        .zhi_process()
-        .args(["mcp", "--listen", "127.0.0.1:0"])
-        .env("ZHI_MCP_TOKEN", TOKEN)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Reaped: an assert that fails before the SIGTERM leaves no server behind.
+    let mut server = Reaped(
+        env.zhi_process()
+            .args(["mcp", "--listen", "127.0.0.1:0"])
+            .env("ZHI_MCP_TOKEN", TOKEN)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut server.0;
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
