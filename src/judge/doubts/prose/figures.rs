@@ -2,6 +2,7 @@
 //! translation's or a summary's can be held against its source's.
 
 use super::*;
+use crate::judge::numbers::Decimal;
 use crate::judge::work::Work;
 
 /// A figure of a text: a number, a time, a date's part.
@@ -517,13 +518,25 @@ pub(super) fn clock_time(
     Some((time_figure(shown, &hours, minute, certain, false), next))
 }
 
-pub(super) fn digit_figure(chars: &[char], start: usize, out: &mut Vec<Figure>) -> usize {
+/// The figure of the digit run at `start`. Where the run stands for one number its value is
+/// read by the one reader of numbers ([`crate::judge::numbers`]), with the text's own decimal
+/// mark: `1.500` is the `1,500` of a translation, and `1,50` is 1.5, as the audit and the
+/// schema read them. A run of parts (`2.6.1`) is read as the scan wrote it.
+pub(super) fn digit_figure(
+    chars: &[char],
+    start: usize,
+    decimal: Decimal,
+    out: &mut Vec<Figure>,
+) -> usize {
     let (written, end) = digit_run(chars, start);
     if let Some((figure, next)) = clock_time(chars, start, &written, end) {
         out.push(figure);
         return next;
     }
-    let Ok(value) = written.parse::<f64>() else {
+    let raw: String = chars[start..end].iter().collect();
+    let Some(value) =
+        crate::judge::numbers::number_as(&raw, decimal).or_else(|| written.parse::<f64>().ok())
+    else {
         return end.max(start + 1);
     };
     let (scale, next) = scale_after(chars, end);
@@ -717,6 +730,7 @@ pub(super) struct Figures {
 /// it did.
 pub(super) fn read_figures(text: &str, work: &Work) -> Figures {
     let norm: String = ideographic_commas(text).nfkc().collect();
+    let decimal = Decimal::of_text(&norm);
     let mut list = Vec::new();
     for line in norm.lines() {
         if work.over() {
@@ -729,7 +743,7 @@ pub(super) fn read_figures(text: &str, work: &Work) -> Figures {
             let c = chars[i];
             let prev = i.checked_sub(1).map(|k| chars[k]);
             i = if c.is_ascii_digit() && !prev.is_some_and(|p| p.is_ascii_digit()) {
-                digit_figure(&chars, i, &mut list)
+                digit_figure(&chars, i, decimal, &mut list)
             } else if cn_digit(c).is_some() || c == '十' {
                 cn_figure(&chars, i, &mut list)
             } else if c.is_ascii_alphabetic() && !prev.is_some_and(|p| p.is_ascii_alphabetic()) {

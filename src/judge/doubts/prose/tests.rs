@@ -558,3 +558,24 @@ fn a_stopped_check_raises_no_doubt() {
     assert_eq!(checks(&condensed(MEETING_ZH, &copy)), ["near_copy"]);
     assert_eq!(super::condensed(MEETING_ZH, &copy, &|| true), []);
 }
+
+#[test]
+fn figures_are_read_by_the_one_reader_of_numbers() {
+    // A translator who writes the source's grouping dot as a comma keeps the figure.
+    let doubts = translation(
+        "Der Server verarbeitete 1.500 Anfragen.",
+        "服务器处理了1,500个请求。",
+        "zh",
+    );
+    assert!(!checks(&doubts).contains(&"figures"), "{doubts:?}");
+    // A decimal comma is the decimal point of the translation.
+    let doubts = translation("Die Fehlerquote lag bei 1,50 %.", "错误率为1.50%。", "zh");
+    assert!(!checks(&doubts).contains(&"figures"), "{doubts:?}");
+    // A changed figure is still one.
+    let doubts = translation(
+        "Der Server verarbeitete 1.500 Anfragen.",
+        "服务器处理了1,600个请求。",
+        "zh",
+    );
+    assert!(checks(&doubts).contains(&"figures"), "{doubts:?}");
+}
