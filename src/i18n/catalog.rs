@@ -38,7 +38,7 @@ pub(super) const VERBATIM: &[&str] = &[
     "command", "started", "finished", "counts", "condition", "source", "problem", "done", "left",
     "longest", "running", "s", "h", "d", "ms", "agree", "rate", "low", "high", "set", "unset",
     "roots", "job", "uri", "tool", "t", "addr", "held", "attempt", "of", "at",
-    "other", "doubted", "labels",
+    "other", "doubted", "labels", "level", "needed",
 ];
 
 /// Names of log fields (`job=…`).
@@ -756,6 +756,10 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("must be a share above 0% and at most 100%", "必须是大于 0%、不超过 100% 的比例"),
     ("must be at least 1 (leave it out for no audit)", "至少为 1（不抽查就不要给这个选项）"),
     ("must be a share above 0 and at most 1 (0.95 for 95%)", "必须是大于 0、不超过 1 的比例（95% 写作 0.95）"),
+    ("must be a share above 0 and below 1 (0.95 for 95%)", "必须是大于 0、小于 1 的比例（95% 写作 0.95）"),
+    ("it is, or lies inside, {file}, where zhi reads a settings file", "它就是 {file} 或位于其中，zhi 从那里读取设置文件"),
+    ("it lies inside {records}, where zhi keeps a folder's records", "它位于 {records} 之内，zhi 在那里保存文件夹的运行记录"),
+    ("--out {path} cannot be the report's file: {why}; name another file", "--out {path} 不能作为报告文件：{why}；请另选一个文件"),
     ("the workflow's steps wait for each other", "工作流的步骤相互等待"),
     ("step `{id}` failed: {reason}", "步骤 `{id}` 失败：{reason}"),
     ("step `{id}`: `{arg}: {value}` names no file of this job", "步骤 `{id}`：`{arg}: {value}` 指向的不是本任务的文件"),
