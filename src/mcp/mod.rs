@@ -576,6 +576,10 @@ impl Zhi {
             "jobs": shown,
             "jobs_listed": shown.len(),
         });
+        // A plan sends nothing, so it answers without a key; the run would not start.
+        if let Some(var) = self.key_missing() {
+            v["run_would_fail"] = json!(no_key(&var));
+        }
         self.opts.roots.redact_json(&mut v);
         CallToolResult::structured(v)
     }

@@ -590,6 +590,8 @@ fn a_run_without_a_key_names_the_agents_env_setting_and_the_settings_file() {
     let (refused, err) = s.call("run", job);
     assert!(err, "{refused}");
     let message = refused["error"].as_str().unwrap();
+    // The plan said so first, in the same words.
+    assert_eq!(plan["run_would_fail"].as_str(), Some(message), "{plan}");
     for said in [
         "no API key",
         "ZHI_API_KEY",
