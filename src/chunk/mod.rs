@@ -289,14 +289,19 @@ mod tests {
     #[test]
     fn a_fenced_block_is_never_cut_at_its_blank_or_comment_lines() {
         let code = "```sh\n# list the packages\ndpkg -l\n\n# and their files\ndpkg -L bash\n```\n";
-        let para = |i: usize| format!("Paragraph {i} says what the commands below do, at some length.\n\n");
+        let para = |i: usize| {
+            format!("Paragraph {i} says what the commands below do, at some length.\n\n")
+        };
         let doc = format!("{}{}{code}\n{}", para(1), para(2), para(3));
         for budget in [20, 30, 40, 200] {
             let pieces = split(&doc, budget, false);
             assert_eq!(joined(&pieces), doc);
             let holding: Vec<&Piece> = pieces.iter().filter(|p| p.text.contains("dpkg")).collect();
             assert_eq!(holding.len(), 1, "budget {budget}: {pieces:?}");
-            assert!(holding[0].text.contains(code), "budget {budget}: {pieces:?}");
+            assert!(
+                holding[0].text.contains(code),
+                "budget {budget}: {pieces:?}"
+            );
         }
     }
 

@@ -40,7 +40,12 @@ pub(super) fn plain_message(instruction: &str, text: &str, before: Option<&str>)
     let context = before
         .map(|b| b.trim())
         .filter(|b| !b.is_empty())
-        .map(|b| format!("For context only, the text before it ends: \"{}\"\n\n", tail(b)))
+        .map(|b| {
+            format!(
+                "For context only, the text before it ends: \"{}\"\n\n",
+                tail(b)
+            )
+        })
         .unwrap_or_default();
     format!("{context}{instruction}\n\n{}\n", text.trim_end())
 }
@@ -50,7 +55,11 @@ pub(super) const PIECE_CONTEXT_CHARS: usize = 240;
 
 /// The last paragraph of `text`, cut at a word to [`PIECE_CONTEXT_CHARS`] from its end.
 fn tail(text: &str) -> String {
-    let last = text.rsplit("\n\n").map(str::trim).find(|p| !p.is_empty()).unwrap_or("");
+    let last = text
+        .rsplit("\n\n")
+        .map(str::trim)
+        .find(|p| !p.is_empty())
+        .unwrap_or("");
     let flat = last.split_whitespace().collect::<Vec<_>>().join(" ");
     let n = flat.chars().count();
     if n <= PIECE_CONTEXT_CHARS {

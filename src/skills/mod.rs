@@ -380,7 +380,10 @@ impl Skill {
             let value = if key == "language" {
                 preamble::language_name(&self.output_language(args)?)
             } else {
-                args.get(key)?.split_whitespace().collect::<Vec<_>>().join(" ")
+                args.get(key)?
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
             };
             out.push_str(&value);
             rest = &rest[close + 1..];

@@ -54,12 +54,24 @@ pub(crate) fn language_name(value: &str) -> String {
         (&["ko", "korean", "한국어", "韩语"], "Korean"),
         (&["fr", "french", "français", "francais", "法语"], "French"),
         (&["de", "german", "deutsch", "德语"], "German"),
-        (&["es", "spanish", "español", "espanol", "西班牙语"], "Spanish"),
+        (
+            &["es", "spanish", "español", "espanol", "西班牙语"],
+            "Spanish",
+        ),
         (&["it", "italian", "italiano"], "Italian"),
         (&["pt", "portuguese", "português"], "Portuguese"),
         (&["ru", "russian", "русский"], "Russian"),
     ];
-    let chinese = ["zh", "zho", "chi", "cn", "chinese", "mandarin", "simplified"].contains(&base)
+    let chinese = [
+        "zh",
+        "zho",
+        "chi",
+        "cn",
+        "chinese",
+        "mandarin",
+        "simplified",
+    ]
+    .contains(&base)
         || l.contains("中文")
         || l.contains("汉语")
         || l.contains("漢語")

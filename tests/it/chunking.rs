@@ -380,10 +380,18 @@ fn chunking_none_fails_too_large_with_sizes() {
 fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_again() {
     let env = TestEnv::new();
     env.write("zhi.yaml", BUDGET);
-    let para = |i: usize| format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n");
+    let para = |i: usize| {
+        format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n")
+    };
     let code = "```sh\n# list what is installed\ndpkg -l\n\n# and where its files are\ndpkg -L bash\n```\n\n";
-    let doc = format!("{}{}{}{code}{}{}", para(1), para(2), para(3), para(4), para(5))
-        + &(6..=12).map(para).collect::<String>();
+    let doc = format!(
+        "{}{}{}{code}{}{}",
+        para(1),
+        para(2),
+        para(3),
+        para(4),
+        para(5)
+    ) + &(6..=12).map(para).collect::<String>();
     env.write("manual.md", &doc);
     let copied = Arc::new(Mutex::new(false));
     let c2 = copied.clone();
@@ -406,7 +414,17 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
     });
     let out = env
         .zhi()
-        .args(["run", "translate", "manual.md", "-o", "out", "-j", "1", "--no-progress", "--base-url"])
+        .args([
+            "run",
+            "translate",
+            "manual.md",
+            "-o",
+            "out",
+            "-j",
+            "1",
+            "--no-progress",
+            "--base-url",
+        ])
         .arg(api.base_url())
         .output()
         .unwrap();
@@ -415,7 +433,11 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
     let pieces = r["chunks"]["total"].as_u64().unwrap() as usize;
     assert!(pieces >= 3, "{r}");
     let requests = api.chat_requests();
-    assert_eq!(requests.len(), pieces + 1, "one request a piece, and one more for the copy");
+    assert_eq!(
+        requests.len(),
+        pieces + 1,
+        "one request a piece, and one more for the copy"
+    );
     for (k, req) in requests.iter().enumerate() {
         assert!(req.system_prompt().is_none(), "no system prompt");
         let text = req.last_user_text().unwrap();
@@ -424,15 +446,25 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
     }
     // The piece asked again is the one that was copied, alone.
     let asked: Vec<Vec<String>> = requests.iter().map(|r| markers(&document(r))).collect();
-    let again: Vec<&Vec<String>> = asked.iter().filter(|m| m.contains(&"MARK-006".to_string())).collect();
+    let again: Vec<&Vec<String>> = asked
+        .iter()
+        .filter(|m| m.contains(&"MARK-006".to_string()))
+        .collect();
     assert_eq!(again.len(), 2, "{asked:?}");
     assert_eq!(again[0], again[1]);
     // The fence is whole in one piece, and in the translation as it was.
-    let holding = requests.iter().filter(|r| document(r).contains("dpkg")).count();
+    let holding = requests
+        .iter()
+        .filter(|r| document(r).contains("dpkg"))
+        .count();
     assert_eq!(holding, 1);
     let translation =
         std::fs::read_to_string(env.path("out/translate/manual.md/translation.md")).unwrap();
     assert!(translation.contains(code.trim_end()), "{translation}");
     let want: Vec<String> = (1..=12).map(|i| format!("MARK-{i:03}")).collect();
-    assert_eq!(markers(&translation), want, "every paragraph, once, in order");
+    assert_eq!(
+        markers(&translation),
+        want,
+        "every paragraph, once, in order"
+    );
 }

@@ -400,7 +400,11 @@ fn llama_cpp_context_exceeded_splits_the_document() {
 fn document_of(req: &Recorded) -> String {
     let user = req.last_user_text().unwrap_or_default();
     if !user.contains("--- BEGIN DOCUMENT") {
-        return user.split_once("\n\n").map_or("", |(_, t)| t).trim_end().to_string();
+        return user
+            .split_once("\n\n")
+            .map_or("", |(_, t)| t)
+            .trim_end()
+            .to_string();
     }
     user.split_once(" ---\n")
         .map(|(_, t)| t)
@@ -512,7 +516,10 @@ individual files in /usr/share/doc/*/copyright.\n\n\
 fn a_translation_is_judged_on_what_it_translated_and_a_half_copy_is_not() {
     let env = env();
     env.write("docs/shell.txt", SHELL);
-    env.write("docs/half.txt", SHELL.replace("The shell prompt", "The shell"));
+    env.write(
+        "docs/half.txt",
+        SHELL.replace("The shell prompt", "The shell"),
+    );
     let api = FakeApi::start(|req: &Recorded| {
         if document_of(req).starts_with("The shell prompt") {
             return Reply::text(SHELL_ZH);
@@ -532,14 +539,20 @@ fn a_translation_is_judged_on_what_it_translated_and_a_half_copy_is_not() {
     let half = record(&env, "docs/half.txt");
     assert_eq!(half["error"]["kind"], "missing_output", "{half}");
     assert!(
-        half["error"]["message"].as_str().unwrap().contains("not written in chinese"),
+        half["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not written in chinese"),
         "{half}"
     );
     // What zhi sent: one user message, the instruction before the text.
     for req in api.chat_requests() {
         assert!(req.system_prompt().is_none());
         let user = req.last_user_text().unwrap();
-        assert!(user.starts_with("Translate the following text into Simplified Chinese."), "{user}");
+        assert!(
+            user.starts_with("Translate the following text into Simplified Chinese."),
+            "{user}"
+        );
     }
 }
 

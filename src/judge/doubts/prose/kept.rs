@@ -282,7 +282,7 @@ pub(super) struct Aligned {
     pub(super) copied: usize,
     /// Words of prose in the source.
     pub(super) prose: usize,
-    /// The first shared run with prose in it, and its line (1-based).
+    /// The shared run of the line with the most prose in them, and its line (1-based).
     pub(super) example: Option<(String, usize)>,
 }
 
@@ -319,6 +319,7 @@ fn lines_of(answer: &str, terms: &SourceTerms, runs: Option<&SourceRuns>, work: 
         prose: 0,
         example: None,
     };
+    let mut most = 0;
     for line in unfenced_lines(answer) {
         if work.over() {
             break;
@@ -333,7 +334,9 @@ fn lines_of(answer: &str, terms: &SourceTerms, runs: Option<&SourceRuns>, work: 
         } else {
             let (kept, copied, example) = strip_kept(line, terms, runs, work);
             out.copied += copied;
-            if out.example.is_none() {
+            // The example is the line's run with the most prose.
+            if copied > most {
+                most = copied;
                 out.example = example.map(|e| (e, out.lines.len() + 1));
             }
             out.lines.push(kept);
@@ -357,10 +360,22 @@ pub(super) fn strip_kept(
         gone[a..b].fill(true);
     }
     let toks = tokens(&chars, &gone);
-    for t in &toks {
+    // Whether token `k` follows token `k - 1` with only blanks between.
+    let next_to = |k: usize| {
+        k > 0
+            && k < toks.len()
+            && (toks[k - 1].end..toks[k].start).all(|i| chars[i] == ' ' || chars[i] == '\t')
+    };
+    for (k, t) in toks.iter().enumerate() {
+        let alone = !next_to(k) && !next_to(k + 1);
         if matches!(t.kind, Kind::Code | Kind::Plain) {
             gone[t.start..t.end].fill(true);
-        } else if kept_token(t, terms) {
+        } else if kept_token(t, terms)
+            || (alone
+                && t.kind == Kind::Word
+                && kept_term(&t.core)
+                && terms.tokens.contains(&t.core))
+        {
             gone[t.core_start..t.core_end].fill(true);
         }
     }
@@ -375,7 +390,10 @@ pub(super) fn strip_kept(
         if prose > 0
             && let (Some(&a), Some(&b)) = (marked.first(), marked.last())
         {
-            example = Some(cut(&chars[toks[a].start..toks[b].end].iter().collect::<String>(), 60));
+            example = Some(cut(
+                &chars[toks[a].start..toks[b].end].iter().collect::<String>(),
+                60,
+            ));
         }
     }
     // Tokens with only spaces between them are one phrase (`apt-get update`, `At 09:12`), up
@@ -418,6 +436,19 @@ pub(super) fn kept_token(t: &Token, terms: &SourceTerms) -> bool {
         }
     }
 }
+
+/// A word of the source a translator keeps as it is, alone between translated text (no other
+/// word beside it but across a character of the translation): a short
+/// term or identifier (`root`, `setuid`, `shell`, `tty1`), not a function word and not a word
+/// that is surely English (`answering`, `precautions`).
+fn kept_term(core: &str) -> bool {
+    core.len() <= KEPT_TERM_LETTERS
+        && !is_function_word(core)
+        && !super::untranslated::english_looking(core)
+}
+
+/// The longest word [`kept_term`] keeps.
+const KEPT_TERM_LETTERS: usize = 8;
 
 /// A phrase of the source's code, or a command line or a short phrase with code in it that the
 /// source holds verbatim (`apt-cache policy`): kept. A phrase with only a number in it (`At

@@ -23,7 +23,7 @@ pub(super) const HALF_COPY: f64 = 0.5;
 /// Shared prose of this share of the source's prose words, and of [`COPIED_MIN_WORDS`] words
 /// or more, is a doubt.
 pub(super) const COPIED_DOUBT: f64 = 0.1;
-pub(super) const COPIED_MIN_WORDS: usize = 8;
+pub(super) const COPIED_MIN_WORDS: usize = 5;
 
 /// A word as the alignment compares it: its core, lowercased; punctuation alone is no word.
 fn norm(token: &str) -> Option<String> {
@@ -80,12 +80,14 @@ impl SourceRuns {
 }
 
 /// The Latin-script words of one answer line the source shares runs of: for each word (by its
-/// index in `tokens`), whether it is in a shared run; and the words of prose among them.
+/// index in `tokens`), whether it is in a shared run; and the words of prose among them (in
+/// runs where three or more of the shared words, and most of them, are prose).
 ///
 /// Words follow one another in a run when only spaces and punctuation stand between them (a
 /// Chinese character breaks it). A run shares with the source where three words in a row are
 /// three words in a row of the source; a run of only two words, where they are two words in a
-/// row of the source and one of them is not a function word (`setuid root`, `foo login:`).
+/// row of the source and both are words, neither a function word (`setuid root`, `foo
+/// login:`; not `At 09:12`, which is prose with a time).
 pub(super) fn shared_words(
     chars: &[char],
     tokens: &[Token],
@@ -93,6 +95,7 @@ pub(super) fn shared_words(
     code: &HashSet<String>,
 ) -> (Vec<bool>, usize) {
     let mut shared = vec![false; tokens.len()];
+    let mut prose = 0;
     let words: Vec<Option<String>> = tokens.iter().map(|t| norm(&t.core)).collect();
     // Runs of tokens with only spaces and ASCII punctuation between them.
     let mut start = 0;
@@ -109,8 +112,8 @@ pub(super) fn shared_words(
         let w = |i: usize| words[idx[i]].clone().unwrap_or_default();
         if idx.len() == 2 {
             let (x, y) = (w(0), w(1));
-            let function = is_function_word(&x) && is_function_word(&y);
-            if !function && runs.pairs.contains(&(x, y)) {
+            let word = |v: &str| v.chars().any(char::is_alphabetic) && !is_function_word(v);
+            if word(&x) && word(&y) && runs.pairs.contains(&(x, y)) {
                 shared[idx[0]] = true;
                 shared[idx[1]] = true;
             }
@@ -123,11 +126,16 @@ pub(super) fn shared_words(
                 }
             }
         }
+        // Its shared words are prose when three or more of them are, and most are: a
+        // sentence, not a command line with a word or two in it.
+        let kept: Vec<usize> = idx.iter().copied().filter(|&i| shared[i]).collect();
+        let p = kept
+            .iter()
+            .filter(|&&i| prose_word(&tokens[i].core, code))
+            .count();
+        if p >= 3 && 2 * p > kept.len() {
+            prose += p;
+        }
     }
-    let prose = tokens
-        .iter()
-        .zip(&shared)
-        .filter(|(t, s)| **s && prose_word(&t.core, code))
-        .count();
     (shared, prose)
 }

@@ -138,9 +138,8 @@ pub(super) fn copied_prose(aligned: &Aligned) -> Option<ProseDoubt> {
         .as_ref()
         .map(|(run, line)| format!(": '{run}' (line {line})"))
         .unwrap_or_default();
-    let detail = format!(
-        "{copied} of the source's {prose} words of prose kept as they are{example}"
-    );
+    let detail =
+        format!("{copied} of the source's {prose} words of prose kept as they are{example}");
     Some(ProseDoubt::new("untranslated", detail))
 }
 
