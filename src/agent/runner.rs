@@ -243,16 +243,22 @@ pub(crate) async fn run_direct(
     stats: &mut AgentStats,
 ) -> Result<std::path::PathBuf, JobError> {
     let file = accept.file.as_str();
-    let fresh = vec![Message::system(ask.system.clone()), Message::user(ask.user)];
+    // A request asked in one user message (a skill's instruction) has no system prompt.
+    let mut fresh = Vec::with_capacity(2);
+    if !ask.system.is_empty() {
+        fresh.push(Message::system(ask.system.clone()));
+    }
+    let user = ask.user.clone();
+    fresh.push(Message::user(ask.user));
     let instructions = format!(
         "{}\n{}",
         without_documents(&ask.system),
-        without_documents(fresh[1].content.as_deref().unwrap_or_default())
+        without_documents(&user)
     );
     let accept = accept
         .clone()
         .with_instructions(&instructions)
-        .grounded_in(fresh[1].content.as_deref().unwrap_or_default());
+        .grounded_in(&user);
     let mut messages = fresh.clone();
     let mut round = 0;
     let mut penalised = false;

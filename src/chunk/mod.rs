@@ -84,6 +84,9 @@ pub(crate) fn split(text: &str, budget: u32, overlap: bool) -> Vec<Piece> {
     for block in blocks(text) {
         if tokens(&block) <= budget {
             units.push(block);
+        } else if is_fenced(&block) {
+            // Code is cut at its lines, never inside one (a piece may then hold a part of it).
+            units.extend(block.split_inclusive('\n').map(str::to_string));
         } else {
             for s in sentences(&block) {
                 if tokens(&s) <= budget {
@@ -126,18 +129,37 @@ pub(crate) fn split(text: &str, budget: u32, overlap: bool) -> Vec<Piece> {
     out
 }
 
+/// A block that is a fenced code block (opened by ``` or ~~~).
+fn is_fenced(block: &str) -> bool {
+    let t = block.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
 /// Natural blocks, each keeping its trailing separator so that joining them restores the
 /// text: pages (form feed), then Markdown headings and blank-line paragraphs.
 fn blocks(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut prev_blank = false;
+    // Inside a fenced code block: its blank lines and `#` lines (a shell comment) end nothing.
+    let mut fence: Option<&str> = None;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_end_matches(['\n', '\r']);
-        let is_heading = trimmed.starts_with('#');
+        let marker = ["```", "~~~"]
+            .into_iter()
+            .find(|m| trimmed.trim_start().starts_with(m));
+        let is_heading = trimmed.starts_with('#') && fence.is_none();
         let starts_page = line.starts_with('\u{c}');
-        if (is_heading || starts_page || prev_blank) && !cur.trim().is_empty() {
+        let opens = fence.is_none() && marker.is_some();
+        if (is_heading || starts_page || (prev_blank && fence.is_none()) || opens)
+            && !cur.trim().is_empty()
+        {
             out.push(std::mem::take(&mut cur));
+        }
+        match (fence, marker) {
+            (None, Some(m)) => fence = Some(m),
+            (Some(f), Some(m)) if f == m => fence = None,
+            _ => {}
         }
         // A form feed inside a line ends a page there.
         if let Some(pos) = line.find('\u{c}').filter(|p| *p > 0) {
@@ -262,6 +284,25 @@ mod tests {
 
     fn joined(p: &[Piece]) -> String {
         p.iter().map(|p| p.text.as_str()).collect()
+    }
+
+    #[test]
+    fn a_fenced_block_is_never_cut_at_its_blank_or_comment_lines() {
+        let code = "```sh\n# list the packages\ndpkg -l\n\n# and their files\ndpkg -L bash\n```\n";
+        let para = |i: usize| {
+            format!("Paragraph {i} says what the commands below do, at some length.\n\n")
+        };
+        let doc = format!("{}{}{code}\n{}", para(1), para(2), para(3));
+        for budget in [20, 30, 40, 200] {
+            let pieces = split(&doc, budget, false);
+            assert_eq!(joined(&pieces), doc);
+            let holding: Vec<&Piece> = pieces.iter().filter(|p| p.text.contains("dpkg")).collect();
+            assert_eq!(holding.len(), 1, "budget {budget}: {pieces:?}");
+            assert!(
+                holding[0].text.contains(code),
+                "budget {budget}: {pieces:?}"
+            );
+        }
     }
 
     #[test]

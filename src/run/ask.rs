@@ -94,7 +94,17 @@ pub(super) async fn ask_on(
     if let Some(file) = skill.direct_output(&job.args)
         && let Some(accept) = expected.declared.iter().find(|a| a.file == file)
     {
-        runner::run_direct(&env, DirectAsk::of(skill, &file, message), accept, stats).await?;
+        // A skill with an instruction is asked in the one user message that holds it
+        // (docs/skills.md#direct-mode): no system prompt.
+        let ask = match skill.direct_instruction(&job.args) {
+            Some(_) => DirectAsk {
+                name: skill.name.clone(),
+                system: String::new(),
+                user: message,
+            },
+            None => DirectAsk::of(skill, &file, message),
+        };
+        runner::run_direct(&env, ask, accept, stats).await?;
         return Ok((String::new(), sandbox.written()));
     }
     let answer = runner::run_skill(&env, skill, message, Vec::new(), stats, &expected).await?;

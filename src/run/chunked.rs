@@ -86,7 +86,8 @@ pub(super) async fn run(
 
     let direct = skill.direct_output(&job.args).is_some();
     let results = run_pieces(ctx, &pieces, &ckpt, "piece", stats, |p| {
-        piece_message(job, skill, p, total, direct)
+        let before = p.index.checked_sub(1).map(|i| pieces[i].text.as_str());
+        piece_message(job, skill, p, before, total, direct)
     })
     .await;
     let done = results.iter().filter(|r| r.is_ok()).count();
@@ -379,11 +380,23 @@ fn save_done(layout: &OutputLayout, dir: &Path, d: &PieceDone) -> Result<(), Job
         })
 }
 
-fn piece_message(job: &Job, skill: &Skill, p: &Piece, total: usize, direct: bool) -> String {
+/// A piece's user message. A direct skill with an instruction asks for it in the instruction's
+/// one message, the end of the piece `before` it given as context.
+fn piece_message(
+    job: &Job,
+    skill: &Skill,
+    p: &Piece,
+    before: Option<&str>,
+    total: usize,
+    direct: bool,
+) -> String {
     let n = p.index + 1;
     if skill.schema().is_some() {
         let label = format!("{} (part {n}/{total})", job.input);
         return super::message::extraction_message(&label, &p.text);
+    }
+    if direct && let Some(instruction) = skill.direct_instruction(&job.args) {
+        return super::message::plain_message(&instruction, &p.text, before);
     }
     let mut m = format!("Input document: {} — part {n} of {total}\n", job.input);
     // A small model in direct mode takes explanations of the process for content to write

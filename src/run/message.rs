@@ -30,6 +30,48 @@ pub(super) fn document_message(
     m
 }
 
+/// The one user message of a direct request whose skill has an `instruction`
+/// (docs/skills.md#direct-mode): the instruction, then the text as it is — no frame, no
+/// arguments, no closing line. A small model reads a short task followed by the text as one
+/// request and does it; rules, a frame and a task line after the text it takes for more text.
+/// A piece of a long document is preceded by the end of the piece before it, named as
+/// context, so the model knows where the text stands ([`PIECE_CONTEXT_CHARS`] at most).
+pub(super) fn plain_message(instruction: &str, text: &str, before: Option<&str>) -> String {
+    let context = before
+        .map(|b| b.trim())
+        .filter(|b| !b.is_empty())
+        .map(|b| {
+            format!(
+                "For context only, the text before it ends: \"{}\"\n\n",
+                tail(b)
+            )
+        })
+        .unwrap_or_default();
+    format!("{context}{instruction}\n\n{}\n", text.trim_end())
+}
+
+/// How much of the piece before a piece is shown as its context.
+pub(super) const PIECE_CONTEXT_CHARS: usize = 240;
+
+/// The last paragraph of `text`, cut at a word to [`PIECE_CONTEXT_CHARS`] from its end.
+fn tail(text: &str) -> String {
+    let last = text
+        .rsplit("\n\n")
+        .map(str::trim)
+        .find(|p| !p.is_empty())
+        .unwrap_or("");
+    let flat = last.split_whitespace().collect::<Vec<_>>().join(" ");
+    let n = flat.chars().count();
+    if n <= PIECE_CONTEXT_CHARS {
+        return flat;
+    }
+    let rest: String = flat.chars().skip(n - PIECE_CONTEXT_CHARS).collect();
+    match rest.split_once(' ') {
+        Some((_, words)) if !words.is_empty() => format!("…{words}"),
+        _ => format!("…{rest}"),
+    }
+}
+
 /// The message of an extraction request: the document (or one part of it); the task and the
 /// fields follow once the schema is known ([`crate::agent::structured::task`]).
 pub(super) fn extraction_message(label: &str, text: &str) -> String {
@@ -124,6 +166,11 @@ pub(crate) fn first_request_text(job: &Job, skill: &Skill, text: &str) -> String
             structured::system_prompt(&skill.system_prompt),
             extraction_message(&job.input, text)
         );
+    }
+    if skill.direct_output(&job.args).is_some()
+        && let Some(instruction) = skill.direct_instruction(&job.args)
+    {
+        return plain_message(&instruction, text, None);
     }
     if let Some(file) = skill.direct_output(&job.args) {
         let mut m = document_message(job, text, &[], true);

@@ -91,6 +91,12 @@ async fn first_message(
         return extraction_message(&job.input, text);
     }
     let extras = extra_texts(run, job).await;
+    if direct
+        && extras.is_empty()
+        && let Some(instruction) = skill.direct_instruction(&job.args)
+    {
+        return super::message::plain_message(&instruction, text, None);
+    }
     let mut m = document_message(job, text, &extras, direct);
     if direct {
         m.push_str(&task_line(job, skill, "the document above"));

@@ -735,6 +735,7 @@ fn step_skill(
         },
         tools: Vec::new(),
         steps: Vec::new(),
+        instruction: None,
         chunking: crate::skills::Chunking::None,
         output: Some(OutputSpec {
             description: Some(task.map_or_else(

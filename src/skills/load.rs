@@ -59,6 +59,8 @@ struct SkillFields {
     steps: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     escalate: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    instruction: Option<Value>,
     /// Keys no field takes: each is a warning.
     #[serde(flatten)]
     unknown: Mapping,
@@ -376,6 +378,10 @@ fn load_fields(
     };
     let model = optional_text("model", &f.model).map_err(fail)?;
     let escalate = parse_escalate(&f.escalate).map_err(fail)?;
+    let instruction = optional_text("instruction", &f.instruction)
+        .map_err(fail)?
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
     let extraction = matches!(&f.output, Some(Value::Mapping(m)) if m.get("schema").is_some_and(|v| !v.is_null()));
     let tools = if absent(&f.tools) && (!steps.is_empty() || extraction) {
         Vec::new()
@@ -419,6 +425,7 @@ fn load_fields(
             file_hash: content_hash,
             folder: None,
             escalate,
+            instruction,
         },
         warnings,
         strict_errors,

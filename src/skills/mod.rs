@@ -90,6 +90,10 @@ pub struct Skill {
     /// (docs/escalation.md#the-ladder).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub escalate: Vec<String>,
+    /// `instruction:`: the short task a direct request opens with, the document's text after
+    /// it, in one user message and without a system prompt (docs/skills.md#direct-mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) instruction: Option<String>,
 }
 
 /// An Agent Skill's folder: `SKILL.md`, and optionally `references/`, `assets/`, `scripts/`.
@@ -356,6 +360,36 @@ impl Skill {
             .and_then(|o| o.language.as_deref())
             .map(|l| fill_template(l, args))
             .filter(|l| !l.trim().is_empty() && !l.contains('{'))
+    }
+
+    /// The instruction a direct request of a job opens with, its placeholders filled:
+    /// `{language}` is the output language in words (`to=zh` → `Simplified Chinese`), `{ARG}`
+    /// an argument's value. `None` when the skill has none, or it names an argument the job
+    /// does not have.
+    pub(crate) fn direct_instruction(
+        &self,
+        args: &std::collections::BTreeMap<String, String>,
+    ) -> Option<String> {
+        let template = self.instruction.as_deref()?;
+        let mut out = String::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            let close = open + rest[open..].find('}')?;
+            let key = &rest[open + 1..close];
+            out.push_str(&rest[..open]);
+            let value = if key == "language" {
+                preamble::language_name(&self.output_language(args)?)
+            } else {
+                args.get(key)?
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            out.push_str(&value);
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        Some(out)
     }
 
     /// The one text file a job of this skill writes from the model's plain answer, when the

@@ -38,6 +38,57 @@ pub(crate) fn system_prompt(skill: &Skill) -> String {
     prompt
 }
 
+/// A language as a user names it (`chinese`, `zh`, `中文`, `zh-TW`, `ja`, `fr`) in the words a
+/// model reads best in a short instruction (`Simplified Chinese`, `Traditional Chinese`,
+/// `Japanese`, `French`); a name it does not know, as given.
+pub(crate) fn language_name(value: &str) -> String {
+    let l = value.trim().to_lowercase();
+    let traditional = ["tw", "hk", "mo", "hant", "traditional"]
+        .iter()
+        .any(|t| l.split(['-', '_', ' ']).any(|p| p == *t))
+        || l.contains('繁');
+    let base = l.split(['-', '_', ' ']).next().unwrap_or("");
+    const NAMES: &[(&[&str], &str)] = &[
+        (&["en", "eng", "english", "英文", "英语", "英語"], "English"),
+        (&["ja", "jp", "japanese", "日本語", "日语"], "Japanese"),
+        (&["ko", "korean", "한국어", "韩语"], "Korean"),
+        (&["fr", "french", "français", "francais", "法语"], "French"),
+        (&["de", "german", "deutsch", "德语"], "German"),
+        (
+            &["es", "spanish", "español", "espanol", "西班牙语"],
+            "Spanish",
+        ),
+        (&["it", "italian", "italiano"], "Italian"),
+        (&["pt", "portuguese", "português"], "Portuguese"),
+        (&["ru", "russian", "русский"], "Russian"),
+    ];
+    let chinese = [
+        "zh",
+        "zho",
+        "chi",
+        "cn",
+        "chinese",
+        "mandarin",
+        "simplified",
+    ]
+    .contains(&base)
+        || l.contains("中文")
+        || l.contains("汉语")
+        || l.contains("漢語")
+        || l.contains("简体");
+    if chinese || (traditional && (base == "zh" || l.contains('繁') || base == "traditional")) {
+        return if traditional {
+            "Traditional Chinese".into()
+        } else {
+            "Simplified Chinese".into()
+        };
+    }
+    NAMES
+        .iter()
+        .find(|(names, _)| names.contains(&base) || names.contains(&l.as_str()))
+        .map_or_else(|| value.trim().to_string(), |(_, name)| (*name).to_string())
+}
+
 /// The language a text is written in, when its script says so plainly: the share of Han,
 /// kana, Hangul or Cyrillic letters, and for Latin text a few English function words. A
 /// small model follows "write in Chinese" far better than "write in the document's language".

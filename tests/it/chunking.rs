@@ -20,7 +20,9 @@ fn pages(n: usize) -> String {
         .collect()
 }
 
-/// The document text of a chat request (between the BEGIN/END fences of the user message).
+/// The document text of a chat request: between the BEGIN/END fences of the user message, or,
+/// in a skill's one-message request (docs/skills.md#direct-mode), after its instruction (and
+/// the context line before it).
 fn document(r: &Recorded) -> String {
     let text = r.last_user_text().unwrap_or_default();
     let start = text
@@ -29,7 +31,19 @@ fn document(r: &Recorded) -> String {
     let end = text.find("--- END DOCUMENT");
     match (start, end) {
         (Some(s), Some(e)) if s <= e => text[s..e].to_string(),
-        _ => String::new(),
+        _ => plain_text(&text).to_string(),
+    }
+}
+
+/// The text after a one-message request's instruction.
+fn plain_text(message: &str) -> &str {
+    let rest = match message.strip_prefix("For context only") {
+        Some(r) => r.split_once("\n\n").map_or("", |(_, r)| r),
+        None => message,
+    };
+    match rest.split_once("\n\n") {
+        Some((first, text)) if first.starts_with("Translate ") => text,
+        _ => "",
     }
 }
 
@@ -354,5 +368,109 @@ fn chunking_none_fails_too_large_with_sizes() {
     assert!(
         msg.contains("tokens") && msg.contains("chunking: none"),
         "{msg}"
+    );
+}
+
+/// A manual of paragraphs and shell code, translated in pieces on a small window: each piece
+/// is asked in one message (the instruction, then its text; from the second on, the end of
+/// the piece before as context), a fenced block stays whole in one piece, and a piece whose
+/// first answer is the English handed back is asked again alone — one request more than there
+/// are pieces. The pieces are joined in order, the code as it was.
+#[test]
+fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_again() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    let para = |i: usize| {
+        format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n")
+    };
+    let code = "```sh\n# list what is installed\ndpkg -l\n\n# and where its files are\ndpkg -L bash\n```\n\n";
+    let doc = format!(
+        "{}{}{}{code}{}{}",
+        para(1),
+        para(2),
+        para(3),
+        para(4),
+        para(5)
+    ) + &(6..=24).map(para).collect::<String>();
+    env.write("manual.md", &doc);
+    let copied = Arc::new(Mutex::new(false));
+    let c2 = copied.clone();
+    let api = FakeApi::start(move |r| {
+        let text = document(r);
+        // The piece holding MARK-006 first answers with its own text.
+        if text.contains("MARK-006") && !std::mem::replace(&mut *c2.lock().unwrap(), true) {
+            return Reply::text(text);
+        }
+        let zh: String = text
+            .split("\n\n")
+            // The text's paragraphs and its code, not the line a retry adds after it.
+            .filter(|p| p.starts_with("MARK-") || p.starts_with("```") || p.starts_with('#'))
+            .map(|p| match p.strip_prefix("MARK-") {
+                Some(rest) => format!("MARK-{} 系统启动时读取其设置并记录日志。", &rest[..3]),
+                None => p.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        Reply::text(zh)
+    });
+    let out = env
+        .zhi()
+        .args([
+            "run",
+            "translate",
+            "manual.md",
+            "-o",
+            "out",
+            "-j",
+            "1",
+            "--no-progress",
+            "--base-url",
+        ])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let r = &records(&env, "out")[0];
+    let pieces = r["chunks"]["total"].as_u64().unwrap() as usize;
+    assert!(pieces >= 3, "{r}");
+    let requests = api.chat_requests();
+    assert_eq!(
+        requests.len(),
+        pieces + 1,
+        "one request a piece, and one more for the copy"
+    );
+    for req in &requests {
+        assert!(req.system_prompt().is_none(), "no system prompt");
+        let text = req.last_user_text().unwrap();
+        let first = markers(&document(req)).contains(&"MARK-001".to_string());
+        assert_eq!(!first, text.starts_with("For context only"), "{text}");
+        assert!(!text.contains("--- BEGIN DOCUMENT"), "{text}");
+    }
+    // The piece asked again is the one that was copied, alone.
+    let asked: Vec<Vec<String>> = requests.iter().map(|r| markers(&document(r))).collect();
+    let again: Vec<&Vec<String>> = asked
+        .iter()
+        .filter(|m| m.contains(&"MARK-006".to_string()))
+        .collect();
+    assert_eq!(again.len(), 2, "{asked:?}");
+    assert_eq!(again[0], again[1]);
+    // The fence is whole in one piece, and in the translation as it was.
+    let holding: BTreeSet<Vec<String>> = requests
+        .iter()
+        .filter(|r| document(r).contains("dpkg -l"))
+        .map(|r| {
+            assert!(document(r).contains(code.trim_end()));
+            markers(&document(r))
+        })
+        .collect();
+    assert_eq!(holding.len(), 1, "one piece holds the code: {holding:?}");
+    let translation =
+        std::fs::read_to_string(env.path("out/translate/manual.md/translation.md")).unwrap();
+    assert!(translation.contains(code.trim_end()), "{translation}");
+    let want: Vec<String> = (1..=24).map(|i| format!("MARK-{i:03}")).collect();
+    assert_eq!(
+        markers(&translation),
+        want,
+        "every paragraph, once, in order"
     );
 }

@@ -395,12 +395,17 @@ fn llama_cpp_context_exceeded_splits_the_document() {
     );
 }
 
-/// The text of the document block in a request's user message.
+/// The text of the document in a request's user message: its block, or in a skill's
+/// one-message request (docs/skills.md#direct-mode) what follows the instruction.
 fn document_of(req: &Recorded) -> String {
-    let user = req.messages()[1]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let user = req.last_user_text().unwrap_or_default();
+    if !user.contains("--- BEGIN DOCUMENT") {
+        return user
+            .split_once("\n\n")
+            .map_or("", |(_, t)| t)
+            .trim_end()
+            .to_string();
+    }
     user.split_once(" ---\n")
         .map(|(_, t)| t)
         .and_then(|t| t.split("\n--- END DOCUMENT").next())
@@ -453,8 +458,8 @@ fn a_translation_that_leaves_most_of_the_document_out_fails_and_a_whole_one_succ
 ## 登录\n\n用户使用密码和手机上身份验证器应用生成的一次性代码登录。\n\n\
 ## 日志\n\n日志每天轮换。当磁盘使用超过百分之八十时会发送警报。\n\n\
 ## 更新\n\n安全更新在每周二上午自动安装；其他更新等待人工处理。\n";
-        let retried = req.messages()[1]["content"]
-            .as_str()
+        let retried = req
+            .last_user_text()
             .unwrap_or_default()
             .contains("nothing left out");
         if document_of(req).contains("Copies") && retried {
@@ -480,6 +485,75 @@ fn a_translation_that_leaves_most_of_the_document_out_fails_and_a_whole_one_succ
     let text =
         std::fs::read_to_string(env.path("out/translate/docs/other.md/translation.md")).unwrap();
     assert!(text.contains("## 更新"), "{text}");
+}
+
+/// A section like the Debian Reference's: commands in plain quotes, a banner printed as text.
+const SHELL: &str = "The shell prompt\n\n\
+To repeat a command, type \"for x in foo1 foo2 foo3 ; do command ; done\" at the prompt. \
+Programs marked setuid root run with the privilege of the root account.\n\n\
+The programs included with the Debian GNU/Linux system are free software;\n\
+the exact distribution terms for each program are described in the\n\
+individual files in /usr/share/doc/*/copyright.\n\n\
+Now you are in the shell. The shell interprets your commands and runs the programs you name. \
+Each command you type is read, expanded and run, and its output is shown on the screen. \
+When you are done, type exit or press Ctrl-D to leave the shell and log out of the system.\n";
+
+const SHELL_ZH: &str = "shell 提示符\n\n\
+要重复执行一条命令，在提示符下输入 \"for x in foo1 foo2 foo3 ; do command ; done\"。\
+标记为 setuid root 的程序以 root 账户的权限运行。\n\n\
+The programs included with the Debian GNU/Linux system are free software;\n\
+the exact distribution terms for each program are described in the\n\
+individual files in /usr/share/doc/*/copyright.\n\n\
+现在你在 shell 中了。shell 解释你的命令并运行你指定的程序。\
+你输入的每条命令都会被读取、展开并运行，其输出显示在屏幕上。\
+完成后，输入 exit 或按 Ctrl-D 离开 shell 并退出系统。\n";
+
+/// The language of a translation is judged on what the model wrote: a command in plain
+/// quotes and a banner kept in English, as the source has them, leave a Chinese translation
+/// Chinese (kept, the banner said as a doubt); the same translation with its last paragraph
+/// left in English is a half copy, refused twice.
+#[test]
+fn a_translation_is_judged_on_what_it_translated_and_a_half_copy_is_not() {
+    let env = env();
+    env.write("docs/shell.txt", SHELL);
+    env.write(
+        "docs/half.txt",
+        SHELL.replace("The shell prompt", "The shell"),
+    );
+    let api = FakeApi::start(|req: &Recorded| {
+        if document_of(req).starts_with("The shell prompt") {
+            return Reply::text(SHELL_ZH);
+        }
+        let (head, _) = SHELL_ZH.split_once("现在").unwrap();
+        let (_, tail) = SHELL.split_once("Now you are").unwrap();
+        Reply::text(format!("{head}Now you are{tail}"))
+    });
+    let out = run(&env, &api, "translate", &["docs", "-a", "to=chinese"]);
+    assert_exit(&out, Exit::JobsFailed);
+    let good = record(&env, "docs/shell.txt");
+    assert_eq!(good["status"], "succeeded", "{good}");
+    assert_eq!(good["requests"], 1, "{good}");
+    let doubts = good["doubts"].to_string();
+    assert!(doubts.contains("kept as they are"), "{doubts}");
+    assert!(!doubts.contains("setuid"), "{doubts}");
+    let half = record(&env, "docs/half.txt");
+    assert_eq!(half["error"]["kind"], "missing_output", "{half}");
+    assert!(
+        half["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not written in chinese"),
+        "{half}"
+    );
+    // What zhi sent: one user message, the instruction before the text.
+    for req in api.chat_requests() {
+        assert!(req.system_prompt().is_none());
+        let user = req.last_user_text().unwrap();
+        assert!(
+            user.starts_with("Translate the following text into Simplified Chinese."),
+            "{user}"
+        );
+    }
 }
 
 #[test]

@@ -271,10 +271,55 @@ pub(super) fn source_code(source: &str) -> String {
 /// each piece kept verbatim replaced by [`GAP`].
 /// Lines after the work ran out (or the run stopped) are left out.
 pub(super) fn translated_lines(source: &str, answer: &str, work: &Work) -> Vec<String> {
+    aligned(source, answer, work).lines
+}
+
+/// An answer aligned with its source: its lines with what it kept set aside, and how much of
+/// the source's prose it shares word for word ([`super::shared`]).
+pub(super) struct Aligned {
+    pub(super) lines: Vec<String>,
+    /// Words of prose in the runs the answer shares with its source.
+    pub(super) copied: usize,
+    /// Words of prose in the source.
+    pub(super) prose: usize,
+    /// The shared run of the line with the most prose in them, and its line (1-based).
+    pub(super) example: Option<(String, usize)>,
+}
+
+/// The answer's lines with what it keeps verbatim set aside: code, names and commands the
+/// source holds, and the runs it shares with a Latin-script source, unless those hold
+/// [`HALF_COPY`] of the source's prose or more (then they are judged as written).
+pub(super) fn aligned(source: &str, answer: &str, work: &Work) -> Aligned {
     let terms = SourceTerms::new(source);
     work.charge(source.len());
+    // A source in Han characters shares only names with its translation.
+    let runs = (!terms.han).then(|| SourceRuns::new(source, &terms.code_tokens, work));
+    let first = lines_of(answer, &terms, runs.as_ref(), work);
+    let prose = runs.as_ref().map_or(0, |r| r.prose);
+    let half_copy = first.copied > 0 && first.copied as f64 >= HALF_COPY * prose as f64;
+    let lines = if half_copy {
+        lines_of(answer, &terms, None, work).lines
+    } else {
+        first.lines
+    };
+    Aligned {
+        lines,
+        copied: first.copied,
+        prose,
+        example: first.example,
+    }
+}
+
+/// [`aligned`]'s pass over the answer's lines, with the source's runs to set aside or none.
+fn lines_of(answer: &str, terms: &SourceTerms, runs: Option<&SourceRuns>, work: &Work) -> Aligned {
     let mut fenced = false;
-    let mut out = Vec::new();
+    let mut out = Aligned {
+        lines: Vec::new(),
+        copied: 0,
+        prose: 0,
+        example: None,
+    };
+    let mut most = 0;
     for line in unfenced_lines(answer) {
         if work.over() {
             break;
@@ -283,28 +328,72 @@ pub(super) fn translated_lines(source: &str, answer: &str, work: &Work) -> Vec<S
         let t = line.trim_start();
         if t.starts_with("```") || t.starts_with("~~~") {
             fenced = !fenced;
-            out.push(String::new());
+            out.lines.push(String::new());
         } else if fenced {
-            out.push(String::new());
+            out.lines.push(String::new());
         } else {
-            out.push(strip_kept(line, &terms, work));
+            let (kept, copied, example) = strip_kept(line, terms, runs, work);
+            out.copied += copied;
+            // The example is the line's run with the most prose.
+            if copied > most {
+                most = copied;
+                out.example = example.map(|e| (e, out.lines.len() + 1));
+            }
+            out.lines.push(kept);
         }
     }
     out
 }
 
-pub(super) fn strip_kept(line: &str, terms: &SourceTerms, work: &Work) -> String {
+/// One line with what it keeps verbatim replaced by [`GAP`]; with the source's `runs`, the
+/// runs it shares with the source too. Returns the line, the words of prose in its shared
+/// runs, and its first shared run with prose in it.
+pub(super) fn strip_kept(
+    line: &str,
+    terms: &SourceTerms,
+    runs: Option<&SourceRuns>,
+    work: &Work,
+) -> (String, usize, Option<String>) {
     let chars: Vec<char> = line.chars().collect();
     let mut gone = vec![false; chars.len()];
     for (a, b) in code_spans(&chars) {
         gone[a..b].fill(true);
     }
     let toks = tokens(&chars, &gone);
-    for t in &toks {
+    // Whether token `k` follows token `k - 1` with only blanks between.
+    let next_to = |k: usize| {
+        k > 0
+            && k < toks.len()
+            && (toks[k - 1].end..toks[k].start).all(|i| chars[i] == ' ' || chars[i] == '\t')
+    };
+    for (k, t) in toks.iter().enumerate() {
+        let alone = !next_to(k) && !next_to(k + 1);
         if matches!(t.kind, Kind::Code | Kind::Plain) {
             gone[t.start..t.end].fill(true);
-        } else if kept_token(t, terms) {
+        } else if kept_token(t, terms)
+            || (alone
+                && t.kind == Kind::Word
+                && kept_term(&t.core)
+                && terms.tokens.contains(&t.core))
+        {
             gone[t.core_start..t.core_end].fill(true);
+        }
+    }
+    let (mut copied, mut example) = (0, None);
+    if let Some(runs) = runs {
+        let (shared, prose) = shared_words(&chars, &toks, runs, &terms.code_tokens);
+        copied = prose;
+        let marked: Vec<usize> = (0..toks.len()).filter(|&i| shared[i]).collect();
+        for &i in &marked {
+            gone[toks[i].start..toks[i].end].fill(true);
+        }
+        if prose > 0
+            && let (Some(&a), Some(&b)) = (marked.first(), marked.last())
+        {
+            example = Some(cut(
+                &chars[toks[a].start..toks[b].end].iter().collect::<String>(),
+                60,
+            ));
         }
     }
     // Tokens with only spaces between them are one phrase (`apt-get update`, `At 09:12`), up
@@ -334,7 +423,7 @@ pub(super) fn strip_kept(line: &str, terms: &SourceTerms, work: &Work) -> String
             out.push(GAP);
         }
     }
-    out
+    (out, copied, example)
 }
 
 pub(super) fn kept_token(t: &Token, terms: &SourceTerms) -> bool {
@@ -347,6 +436,19 @@ pub(super) fn kept_token(t: &Token, terms: &SourceTerms) -> bool {
         }
     }
 }
+
+/// A word of the source a translator keeps as it is, alone between translated text (no other
+/// word beside it but across a character of the translation): a short
+/// term or identifier (`root`, `setuid`, `shell`, `tty1`), not a function word and not a word
+/// that is surely English (`answering`, `precautions`).
+fn kept_term(core: &str) -> bool {
+    core.len() <= KEPT_TERM_LETTERS
+        && !is_function_word(core)
+        && !super::untranslated::english_looking(core)
+}
+
+/// The longest word [`kept_term`] keeps.
+const KEPT_TERM_LETTERS: usize = 8;
 
 /// A phrase of the source's code, or a command line or a short phrase with code in it that the
 /// source holds verbatim (`apt-cache policy`): kept. A phrase with only a number in it (`At

@@ -13,6 +13,7 @@ mod kept;
 mod near_copy;
 mod remarks;
 mod script;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod untranslated;
@@ -23,6 +24,7 @@ use kept::*;
 use near_copy::*;
 use remarks::*;
 use script::*;
+use shared::*;
 use std::collections::HashSet;
 use unicode_normalization::UnicodeNormalization;
 use untranslated::*;
@@ -130,7 +132,10 @@ impl ProseCheck {
                 })
             }
             ProseCheck::ChangedFigures => changed_figures(source, answer, &work),
-            ProseCheck::EnglishLeft => english_left(&translated_lines(source, answer, &work)),
+            ProseCheck::EnglishLeft => {
+                let aligned = aligned(source, answer, &work);
+                english_left(&aligned.lines).or_else(|| copied_prose(&aligned))
+            }
             ProseCheck::ChineseLeft => chinese_left(&translated_lines(source, answer, &work)),
             ProseCheck::Remark => remark(source, answer),
             ProseCheck::Headings => added_headings(source, answer),

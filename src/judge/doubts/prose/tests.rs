@@ -579,3 +579,116 @@ fn figures_are_read_by_the_one_reader_of_numbers() {
     );
     assert!(checks(&doubts).contains(&"figures"), "{doubts:?}");
 }
+
+/// A section like the Debian Reference's: a command written in plain quotes, a login banner
+/// printed as text, kept terms.
+const SHELL_EN: &str = "The shell prompt
+
+Suppose your hostname is foo, the login prompt looks as follows.
+
+foo login:
+
+To repeat a command, type \"for x in foo1 foo2 foo3 ; do command ; done\" at the prompt.
+Programs marked setuid root run with the privilege of the root account.
+
+The greeting message comes from the file \"/etc/motd\".
+
+The programs included with the Debian GNU/Linux system are free software;
+the exact distribution terms for each program are described in the
+individual files in /usr/share/doc/*/copyright.
+
+Now you are in the shell. The shell interprets your commands and runs the programs you name.
+Each command you type is read, expanded and run, and its output is shown on the screen.
+When you are done, type exit or press Ctrl-D to leave the shell and log out of the system.";
+
+/// Its translation, keeping what a translator keeps.
+const SHELL_ZH: &str = "shell 提示符
+
+假设你的主机名为 foo，登录提示符如下所示。
+
+foo login:
+
+要重复执行一条命令，在提示符下输入 \"for x in foo1 foo2 foo3 ; do command ; done\"。
+标记为 setuid root 的程序以 root 账户的权限运行。
+
+欢迎信息来自文件 \"/etc/motd\"。
+
+The programs included with the Debian GNU/Linux system are free software;
+the exact distribution terms for each program are described in the
+individual files in /usr/share/doc/*/copyright.
+
+现在你在 shell 中了。shell 解释你的命令并运行你指定的程序。
+你输入的每条命令都会被读取、展开并运行，其输出显示在屏幕上。
+完成后，输入 exit 或按 Ctrl-D 离开 shell 并退出系统。";
+
+#[test]
+fn what_a_translation_shares_with_its_source_is_in_no_language() {
+    // The command in plain quotes, `setuid root`, `foo login:` and the banner are set aside.
+    let part = translated_part(SHELL_EN, SHELL_ZH);
+    for kept in [
+        "do command",
+        "setuid root",
+        "login",
+        "free software",
+        "copyright",
+    ] {
+        assert!(!part.contains(kept), "{kept} in {part}");
+    }
+    assert!(
+        !crate::judge::junk::is_wrong_language(&part, "chinese"),
+        "{part}"
+    );
+    // The banner is said (a passage kept in English), the kept terms are not.
+    let doubts = translation(SHELL_EN, SHELL_ZH, "chinese");
+    let said = detail(&doubts, "untranslated");
+    assert!(said.contains("kept as they are"), "{doubts:?}");
+    assert!(said.contains("distribution terms"), "{said}");
+    assert!(!said.contains("setuid"), "{said}");
+    // Without the banner, nothing is doubted.
+    let cut = |t: &str| -> String {
+        t.lines()
+            .filter(|l| {
+                !l.contains("programs") && !l.contains("distribution") && !l.contains("individual")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let doubts = translation(&cut(SHELL_EN), &cut(SHELL_ZH), "chinese");
+    assert!(!checks(&doubts).contains(&"untranslated"), "{doubts:?}");
+}
+
+#[test]
+fn a_half_copied_translation_is_still_judged_as_written() {
+    // The first lines translated, the last three paragraphs copied.
+    let zh: Vec<&str> = SHELL_ZH.lines().take(8).collect();
+    let en: Vec<&str> = SHELL_EN.lines().skip(8).collect();
+    let half = format!("{}\n{}", zh.join("\n"), en.join("\n"));
+    let part = translated_part(SHELL_EN, &half);
+    assert!(part.contains("interprets your commands"), "{part}");
+    assert!(crate::judge::junk::is_wrong_language(&part, "chinese"));
+    assert!(checks(&translation(SHELL_EN, &half, "chinese")).contains(&"untranslated"));
+    // The source handed back whole is English through and through.
+    assert!(crate::judge::junk::is_wrong_language(
+        &translated_part(SHELL_EN, SHELL_EN),
+        "chinese"
+    ));
+}
+
+#[test]
+fn words_shared_with_the_source_are_aligned_in_linear_work() {
+    let source: String = (0..2_000)
+        .map(|i| format!("The daemon number {i} reads its settings at start and writes a log.\n"))
+        .collect();
+    let answer: String = (0..20_000)
+        .map(|i| format!("守护进程 {i} 启动时 reads its settings at start 并写日志。\n"))
+        .collect();
+    let work = Work::new(&|| false);
+    let a = aligned(&source, &answer, &work);
+    assert_eq!(a.lines.len(), 20_000);
+    let read = (source.len() + answer.len()) as u64;
+    assert!(
+        work.done() <= 4 * read,
+        "{} units for {read} bytes",
+        work.done()
+    );
+}

@@ -125,6 +125,24 @@ pub(super) fn english_left(lines: &[String]) -> Option<ProseDoubt> {
     Some(ProseDoubt::new("untranslated", detail))
 }
 
+/// Prose the answer shares word for word with its source, [`COPIED_DOUBT`] of the source's or
+/// more: a passage kept in English (a banner, a quotation) or left untranslated. Set aside
+/// from the language check when under [`HALF_COPY`], it is still said.
+pub(super) fn copied_prose(aligned: &Aligned) -> Option<ProseDoubt> {
+    let (copied, prose) = (aligned.copied, aligned.prose);
+    if copied < COPIED_MIN_WORDS || (copied as f64) < COPIED_DOUBT * prose as f64 {
+        return None;
+    }
+    let example = aligned
+        .example
+        .as_ref()
+        .map(|(run, line)| format!(": '{run}' (line {line})"))
+        .unwrap_or_default();
+    let detail =
+        format!("{copied} of the source's {prose} words of prose kept as they are{example}");
+    Some(ProseDoubt::new("untranslated", detail))
+}
+
 /// Chinese characters left in a Latin-script rendering of a Han-script source (`Zhang伟`).
 pub(super) fn chinese_left(lines: &[String]) -> Option<ProseDoubt> {
     let mut runs: Vec<String> = Vec::new();
