@@ -2,12 +2,13 @@
 """Score an extraction run over manual pages against the pages' own NAME lines, cell by cell,
 and say per field which cells zhi doubted.
 
-    scripts/score-manpages.py OUT [TRUTH.jsonl]
+    scripts/score-manpages.py OUT [TRUTH.jsonl] [--recorded]
 
 OUT is a zhi output folder of `zhi run extract DIR -a schema=examples/manpage.schema.json`
 over the pages of scripts/fetch-manpages.sh (its latest record per document is read from
 .zhi/runs/*/results.jsonl); TRUTH (default target/test-docs/manpages/truth.jsonl) holds one
-JSON object per line: `file`, `command`, `section`, `summary`.
+JSON object per line: `file`, `command`, `section`, `summary`. `--recorded` scores only the
+pages the run has a record of (a run stopped part way).
 
 A cell is right when, both sides NFKC-normalised (full-width is half-width), lower-cased, white
 space runs as one space and a trailing period dropped, they are equal; a section with a suffix
@@ -48,10 +49,13 @@ def right(field, got, want):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
+    args = [a for a in sys.argv[1:] if a != "--recorded"]
+    recorded = "--recorded" in sys.argv[1:]
+    if len(args) not in (1, 2):
         sys.exit(__doc__.split("\n\n")[1])
-    out = sys.argv[1]
-    truth_path = sys.argv[2] if len(sys.argv) == 3 else "target/test-docs/manpages/truth.jsonl"
+    out = args[0]
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    truth_path = args[1] if len(args) == 2 else os.path.join(repo, "target/test-docs/manpages/truth.jsonl")
     truth = [json.loads(l) for l in open(truth_path, encoding="utf-8") if l.strip()]
     latest = {}
     for path in sorted(glob.glob(os.path.join(out, ".zhi/runs/*/results.jsonl"))):
@@ -62,6 +66,8 @@ def main():
                 continue
             if r.get("status") in ("succeeded", "cached", "failed"):
                 latest[os.path.basename(r["input"])] = r
+    if recorded:
+        truth = [t for t in truth if t["file"] in latest]
     table = {f: {"wrong_doubted": 0, "wrong_not_doubted": 0, "right_doubted": 0,
                  "right_not_doubted": 0, "no_answer": 0} for f in FIELDS}
     strong_docs = 0
