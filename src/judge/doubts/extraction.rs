@@ -590,6 +590,11 @@ fn label_doubt<'l>(
     let mut other: Option<&Label> = None;
     let mut unlabelled = false;
     for (start, _) in &places {
+        // `Date: November 3, 2026` for `date`: the value follows its field's own name on its
+        // line, a name too generic to be a label elsewhere, and no label of the line above.
+        if after_own_name(chars, *start, &field.path) {
+            return None;
+        }
         match label_before(chars, *start, labels) {
             Some(l) if l.owners.contains(&field.path) => return None,
             Some(l) => other = other.or(Some(l)),
@@ -634,6 +639,31 @@ fn label_doubt<'l>(
         };
         (d, None)
     })
+}
+
+/// Whether the value at char offset `start` follows, on its own line, nothing but the last
+/// segment of the field's path in words and a colon (`Date:` for `date`, `Invoice date：` for
+/// `invoice_date`).
+fn after_own_name(chars: &[char], start: usize, path: &str) -> bool {
+    let start = start.min(chars.len());
+    let line_start = chars[..start]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |i| i + 1);
+    let before: String = chars[line_start..start].iter().collect();
+    let Some(key) = before
+        .trim_end()
+        .strip_suffix([':', '：'])
+        .map(grounding::normalize)
+    else {
+        return false;
+    };
+    let last = path
+        .rsplit(['.', ']'])
+        .find(|s| !s.is_empty() && *s != "[")
+        .unwrap_or(path);
+    let name = super::labels::words_of(last).join(" ");
+    !name.is_empty() && key.trim() == name
 }
 
 /// The label nearest before char offset `start` of the text, within the window; of labels
@@ -838,6 +868,27 @@ mod tests {
                 ("seller".into(), "label".into()),
                 ("total".into(), "label".into())
             ]
+        );
+    }
+
+    #[test]
+    fn a_value_after_its_own_generic_name_is_not_under_the_line_aboves_label() {
+        // `Date` is no label (too generic), and `Invoice No.` stands on the line above.
+        let fields = crate::skills::schema::fields(&json!({
+            "type": "object",
+            "properties": {
+                "invoice_number": {"type": "string"},
+                "date": {"type": "string"}
+            }
+        }));
+        let text = "GLOBEX CORPORATION\n\nInvoice No.: GX-7781\nDate: November 3, 2026\n";
+        let right = json!({"invoice_number": "GX-7781", "date": "November 3, 2026"});
+        assert_eq!(checks(&extraction(text, &right, &fields, &|| false)), []);
+        let swapped = json!({"invoice_number": "November 3, 2026", "date": "GX-7781"});
+        let got = checks(&extraction(text, &swapped, &fields, &|| false));
+        assert!(
+            got.contains(&("invoice_number".into(), "label".into())),
+            "{got:?}"
         );
     }
 

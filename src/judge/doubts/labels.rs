@@ -164,7 +164,7 @@ pub(crate) fn found(path: &str) -> Vec<String> {
 
 /// A name's words, lower case: `invoice_number`, `invoiceNumber`, `Invoice-Number` all give
 /// `invoice`, `number`.
-fn words_of(name: &str) -> Vec<String> {
+pub(super) fn words_of(name: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     let mut current = String::new();
     let mut prev_lower = false;
