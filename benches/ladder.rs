@@ -10,7 +10,16 @@
 //!   published Chinese translation;
 //! - the project's eight invoices (`examples/invoices/`), extracted with
 //!   `examples/invoice.schema.json` (`extract`), scored by cells right of 48 against
-//!   `examples/invoices.truth.jsonl`, values compared as `scripts/score-invoices.py` does.
+//!   `examples/invoices.truth.jsonl`, values compared as `scripts/score-invoices.py` does; and
+//!   again with `examples/invoice-plain.schema.json`, the schema a user writes, naming no
+//!   labels (set `invoices-plain`);
+//! - short manual pages, English and Chinese (`scripts/fetch-manpages.sh`), extracted with
+//!   `examples/manpage.schema.json` (command, section, summary), scored by cells right against
+//!   each page's own NAME line, compared as `scripts/score-manpages.py` does.
+//!
+//! On the extraction sets, each zhi row also counts, per field, the cells right and wrong that
+//! zhi doubted and did not, for the answer the row kept and for the cheap model's own answer
+//! (on a ladder row, read from the transcript): how well the doubts pick out wrong cells.
 //!
 //! The rows: (a) one plain chat request per document to the cheap model ("Summarize…",
 //! "Translate into Simplified Chinese…", "Extract these fields as JSON: …", temperature 0, the
@@ -32,17 +41,21 @@
 //! `cargo bench --bench ladder`. `ZHI_BENCH_LLM_URL` and `ZHI_BENCH_STRONG_URL` name running
 //! servers; otherwise the bench starts the project's own (`examples/local-llm/start.sh`, ports
 //! 8085 and 8086) and stops them at the end. `ZHI_BENCH_ROWS=a,c,f` runs some rows,
-//! `ZHI_BENCH_SETS=invoices,debian,aclsum` some sets (in that order), `ZHI_BENCH_PAPERS`
+//! `ZHI_BENCH_SETS=invoices,invoices-plain,manpages,debian,aclsum` some sets (in that order),
+//! `ZHI_BENCH_MANPAGES` (default all) the first pages of the truth, `ZHI_BENCH_PAPERS`
 //! (default 5) papers of `ZHI_BENCH_SPLIT` (default `test`), `ZHI_BENCH_SECTIONS` (default 6)
 //! sections. `ZHI_BENCH_KEEP=1` keeps each zhi run's folder (its records and transcripts) and
-//! says where. `cargo test --bench ladder` (no `--bench` argument) only checks the scorers.
+//! says where. `ZHI_BENCH_REPORT=NAME` writes `target/NAME.md` and `target/NAME-outputs.md`
+//! instead, so that two runs at once (one row on each server) keep their own.
+//! `cargo test --bench ladder` (no `--bench` argument) only checks the scorers.
 
 mod common;
 
 use common::aclsum;
 use common::chrf::chrf;
+use common::manpages;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,8 +110,16 @@ impl Row {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Invoices,
+    Manpages,
     Debian,
     Aclsum,
+}
+
+impl Kind {
+    /// An extraction set: scored cell by cell, its doubts counted field by field.
+    fn extraction(self) -> bool {
+        matches!(self, Kind::Invoices | Kind::Manpages)
+    }
 }
 
 /// One document of a set and what its answer is scored against.
@@ -120,14 +141,14 @@ struct DataSet {
     kind: Kind,
     name: &'static str,
     docs: Vec<Doc>,
-    /// The invoice schema, for the extraction set.
+    /// The schema, for an extraction set.
     schema: Option<Value>,
 }
 
 impl DataSet {
     fn skill(&self) -> &'static str {
         match self.kind {
-            Kind::Invoices => "extract",
+            Kind::Invoices | Kind::Manpages => "extract",
             Kind::Debian => "translate",
             Kind::Aclsum => "summarize",
         }
@@ -135,7 +156,7 @@ impl DataSet {
 
     fn output_file(&self) -> &'static str {
         match self.kind {
-            Kind::Invoices => "extracted.json",
+            Kind::Invoices | Kind::Manpages => "extracted.json",
             Kind::Debian => "translation.md",
             Kind::Aclsum => "summary.md",
         }
@@ -163,6 +184,20 @@ struct Answer {
     escalated: bool,
     /// The output zhi refused, kept in `.zhi/failed/` (not scored; shown for reading).
     rejected: Option<String>,
+    /// The top-level fields the record's doubts name (`seller` for `seller` and
+    /// `items[0].amount` for `items`).
+    doubted_fields: BTreeSet<String>,
+    /// The cheap model's own answer on a ladder row, read from the transcript: its first
+    /// answer, and the fields zhi doubted in it before climbing.
+    cheap: Option<CheapAnswer>,
+}
+
+/// The cheap model's answer to a job, whatever the ladder then kept.
+#[derive(Default, Clone)]
+struct CheapAnswer {
+    /// Its JSON, `None` when it gave none (failed, or no request to it).
+    output: Option<String>,
+    doubted_fields: BTreeSet<String>,
 }
 
 impl Answer {
@@ -284,7 +319,15 @@ fn data_sets() -> Vec<DataSet> {
     let want = |name: &str| wanted.is_empty() || wanted.contains(&name);
     let mut sets = Vec::new();
     if want("invoices") {
-        sets.push(invoices());
+        sets.push(invoices(false));
+    }
+    if want("invoices-plain") {
+        sets.push(invoices(true));
+    }
+    if want("manpages")
+        && let Some(set) = manual_pages()
+    {
+        sets.push(set);
     }
     if want("debian")
         && let Some(set) = debian()
@@ -299,12 +342,18 @@ fn data_sets() -> Vec<DataSet> {
     sets
 }
 
-fn invoices() -> DataSet {
+/// The eight invoices with the project's schema, whose descriptions name the labels
+/// (`invoices`), or with the schema a user writes, naming none (`invoices-plain`).
+fn invoices(plain: bool) -> DataSet {
     let data = repo().join("examples");
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(data.join("invoice.schema.json")).expect("invoice schema"),
-    )
-    .expect("the invoice schema is JSON");
+    let file = if plain {
+        "invoice-plain.schema.json"
+    } else {
+        "invoice.schema.json"
+    };
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join(file)).expect("invoice schema"))
+            .expect("the invoice schema is JSON");
     let docs = std::fs::read_to_string(data.join("invoices.truth.jsonl"))
         .expect("invoice truth")
         .lines()
@@ -326,10 +375,39 @@ fn invoices() -> DataSet {
         .collect();
     DataSet {
         kind: Kind::Invoices,
-        name: "invoices",
+        name: if plain { "invoices-plain" } else { "invoices" },
         docs,
         schema: Some(schema),
     }
+}
+
+/// `ZHI_BENCH_MANPAGES` (default all) pages of `scripts/fetch-manpages.sh`, extracted with
+/// `examples/manpage.schema.json`.
+fn manual_pages() -> Option<DataSet> {
+    let n = std::env::var("ZHI_BENCH_MANPAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0);
+    let pages = manpages::pages(n)?;
+    let schema_file = repo().join("examples/manpage.schema.json");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(schema_file).expect("the manual page schema"),
+    )
+    .expect("the manual page schema is JSON");
+    let docs = pages
+        .into_iter()
+        .map(|p| Doc {
+            name: p.file,
+            text: p.text,
+            reference: Reference::Fields(p.truth),
+        })
+        .collect();
+    Some(DataSet {
+        kind: Kind::Manpages,
+        name: "manpages",
+        docs,
+        schema: Some(schema),
+    })
 }
 
 /// `ZHI_BENCH_SECTIONS` (default 6) sections of `scripts/fetch-debian-sections.sh`.
@@ -476,7 +554,7 @@ fn plain_prompt(set: &DataSet, doc: &Doc) -> String {
     match set.kind {
         Kind::Aclsum => format!("{SUMMARIZE_TASK}\n\n{}", doc.text),
         Kind::Debian => format!("{TRANSLATE_TASK}\n\n{}", doc.text),
-        Kind::Invoices => {
+        Kind::Invoices | Kind::Manpages => {
             let fields: Vec<String> = set
                 .schema
                 .as_ref()
@@ -504,7 +582,9 @@ fn plain_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
             Ok((text, u)) => {
                 add_usage(&mut usage, model, u);
                 let output = match set.kind {
-                    Kind::Invoices => json_object(&text).map(|o| Value::Object(o).to_string()),
+                    Kind::Invoices | Kind::Manpages => {
+                        json_object(&text).map(|o| Value::Object(o).to_string())
+                    }
                     _ => Some(text.clone()),
                 };
                 Answer {
@@ -601,8 +681,8 @@ fn zhi_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
     let mut cmd = common::zhi(&home);
     cmd.current_dir(&work).args(["run", set.skill()]);
     match set.kind {
-        Kind::Invoices => {
-            let schema = set.schema.as_ref().expect("the invoice schema");
+        Kind::Invoices | Kind::Manpages => {
+            let schema = set.schema.as_ref().expect("the set's schema");
             std::fs::write(work.join("S.json"), schema.to_string()).expect("write the schema");
             cmd.args(["-a", "schema=S.json"]);
         }
@@ -665,7 +745,11 @@ fn read_run(row: Row, set: &DataSet, out: &Path) -> Outcome {
         if let Some(c) = r["cost"]["amount"].as_f64() {
             *zhi_cost.get_or_insert(0.0) += c;
         }
-        answers.push(record_answer(r, out, set.output_file()));
+        let mut answer = record_answer(r, out, set.output_file());
+        if set.kind.extraction() {
+            answer.cheap = cheap_answer(r, out, &answer);
+        }
+        answers.push(answer);
     }
     let audit = std::fs::read_dir(out.join(".zhi/runs"))
         .into_iter()
@@ -745,6 +829,13 @@ fn record_answer(r: &Value, out: &Path, file: &str) -> Answer {
                 })
         })
         .flatten();
+    let doubted_fields = r["doubts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["field"].as_str())
+        .map(|f| top_field(f).to_string())
+        .collect();
     let doubts = r["doubts"]
         .as_array()
         .into_iter()
@@ -780,7 +871,83 @@ fn record_answer(r: &Value, out: &Path, file: &str) -> Answer {
         doubts,
         error,
         escalated: r["escalated"].as_bool().unwrap_or(false),
+        doubted_fields,
+        cheap: None,
     }
+}
+
+/// The top-level field a doubt's path names: `seller`, and `items` for `items[0].amount`.
+fn top_field(path: &str) -> &str {
+    path.split(['.', '[']).next().unwrap_or(path)
+}
+
+/// The cheap model's own answer to an extraction job. When the job kept it, it is the
+/// record's answer with the record's doubts; when the ladder climbed past it, its last answer
+/// in the transcript, with the fields the ladder's note says were doubted (`glm-4-flash's
+/// answer is doubted (seller (label: …); total (…)); the step is asked of 1.5b`), or no
+/// answer when it failed a check. `None` when the cheap model was not asked (row d).
+fn cheap_answer(r: &Value, out: &Path, kept: &Answer) -> Option<CheapAnswer> {
+    if kept.model.as_deref() == Some(CHEAP) {
+        return Some(CheapAnswer {
+            output: kept.output.clone().filter(|_| kept.succeeded()),
+            doubted_fields: kept.doubted_fields.clone(),
+        });
+    }
+    let transcript = r["transcript"]
+        .as_str()
+        .and_then(|t| std::fs::read_to_string(out.join(t)).ok())?;
+    let entries: Vec<Value> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let asked = entries
+        .iter()
+        .rfind(|e| e["type"] == "request" && e["model"] == CHEAP)?;
+    let notes: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["type"] == "note")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    let failed = notes
+        .iter()
+        .any(|n| n.starts_with(&format!("{CHEAP} failed (")));
+    let doubted_note = notes
+        .iter()
+        .find(|n| n.starts_with(&format!("{CHEAP}'s answer is doubted (")));
+    let doubted_fields = doubted_note
+        .map(|note| doubted_in_note(note))
+        .unwrap_or_default();
+    let output = asked["answer"]["content"]
+        .as_str()
+        .and_then(json_object)
+        .map(|o| Value::Object(o).to_string())
+        .filter(|_| !failed);
+    Some(CheapAnswer {
+        output,
+        doubted_fields,
+    })
+}
+
+/// The top-level fields the ladder's note names as doubted: each doubt is `FIELD (CHECK: …)`,
+/// after `doubted (` or `; `.
+fn doubted_in_note(note: &str) -> BTreeSet<String> {
+    let body = note.split_once("doubted (").map_or("", |(_, b)| b);
+    let mut fields = BTreeSet::new();
+    let mut rest = body;
+    loop {
+        let head: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']'))
+            .collect();
+        if !head.is_empty() && rest[head.len()..].starts_with(" (") {
+            fields.insert(top_field(&head).to_string());
+        }
+        match rest.find("; ") {
+            Some(i) => rest = &rest[i + 2..],
+            None => break,
+        }
+    }
+    fields
 }
 
 /// The output zhi refused for a failed job: `.zhi/failed/RUN/JOB/FILE.rejected`.
@@ -801,16 +968,32 @@ fn score(set: &DataSet, doc: &Doc, answer: &Answer) -> f64 {
         return 0.0;
     };
     match (&doc.reference, set.kind) {
-        (Reference::Fields(truth), _) => {
-            let got = json_object(output).unwrap_or_default();
-            truth
-                .iter()
-                .filter(|(k, v)| norm(got.get(*k).unwrap_or(&Value::Null)) == norm(v))
-                .count() as f64
-        }
+        (Reference::Fields(truth), kind) => cells(kind, truth, Some(output))
+            .iter()
+            .filter(|(_, right)| *right)
+            .count() as f64,
         (Reference::Text(reference), Kind::Debian) => chrf(output, reference),
         (Reference::Text(reference), _) => aclsum::rouge_l(output, reference),
     }
+}
+
+/// Each field of the truth, and whether the answer (an object's JSON; `None`: no answer) has it
+/// right: an invoice's value as `scripts/score-invoices.py` compares it, a manual page's as
+/// [`manpages::cell_right`] does.
+fn cells(kind: Kind, truth: &Map<String, Value>, output: Option<&str>) -> Vec<(String, bool)> {
+    let got = output.and_then(json_object).unwrap_or_default();
+    truth
+        .iter()
+        .map(|(k, want)| {
+            let value = got.get(k).unwrap_or(&Value::Null);
+            let right = output.is_some()
+                && match kind {
+                    Kind::Manpages => manpages::cell_right(k, value, want),
+                    _ => norm(value) == norm(want),
+                };
+            (k.clone(), right)
+        })
+        .collect()
 }
 
 /// The row's quality over the set: cells right of all, mean chrF or mean ROUGE-L.
@@ -826,7 +1009,7 @@ fn quality(o: &Outcome, set: &DataSet) -> String {
         .sum();
     let n = set.docs.len().max(1) as f64;
     match set.kind {
-        Kind::Invoices => {
+        Kind::Invoices | Kind::Manpages => {
             let cells: usize = set
                 .docs
                 .iter()
@@ -929,7 +1112,148 @@ fn render(sets: &[DataSet], outcomes: &[Outcome], wall: Duration, done: bool) ->
             t.push_str(&table_row(o, set));
         }
     }
+    t.push_str(&render_confusion(sets, outcomes));
     t
+}
+
+/// Which answer of a zhi row its doubts are counted on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Judged {
+    /// The answer the row kept (after the ladder).
+    Kept,
+    /// The cheap model's own answer ([`CheapAnswer`]).
+    Cheap,
+}
+
+/// One field's cells over a set, by whether they are right and whether zhi doubted them.
+#[derive(Default, Clone, Copy)]
+struct Confusion {
+    wrong_doubted: usize,
+    wrong_clear: usize,
+    right_doubted: usize,
+    right_clear: usize,
+    /// Cells of documents with no answer (failed, or a cheap answer refused as junk).
+    unanswered: usize,
+}
+
+impl Confusion {
+    fn add(&mut self, o: Confusion) {
+        self.wrong_doubted += o.wrong_doubted;
+        self.wrong_clear += o.wrong_clear;
+        self.right_doubted += o.right_doubted;
+        self.right_clear += o.right_clear;
+        self.unanswered += o.unanswered;
+    }
+}
+
+/// Per field, an extraction row's cells by right or wrong and doubted or not; `None` for a
+/// plain row, or for the cheap answer where the cheap model was not asked.
+fn confusion(set: &DataSet, o: &Outcome, which: Judged) -> Option<BTreeMap<String, Confusion>> {
+    if !set.kind.extraction() || o.row.plain() || o.skipped.is_some() {
+        return None;
+    }
+    if which == Judged::Cheap && o.answers.iter().all(|a| a.cheap.is_none()) {
+        return None;
+    }
+    let mut by_field: BTreeMap<String, Confusion> = BTreeMap::new();
+    for (doc, a) in set.docs.iter().zip(&o.answers) {
+        let Reference::Fields(truth) = &doc.reference else {
+            continue;
+        };
+        let (output, doubted) = match which {
+            Judged::Kept => (
+                a.output.as_deref().filter(|_| a.succeeded()),
+                a.doubted_fields.clone(),
+            ),
+            Judged::Cheap => a.cheap.as_ref().map_or((None, BTreeSet::new()), |c| {
+                (c.output.as_deref(), c.doubted_fields.clone())
+            }),
+        };
+        for (field, right) in cells(set.kind, truth, output) {
+            let c = by_field.entry(field.clone()).or_default();
+            let flagged = doubted.contains(&field);
+            match (output.is_some(), right, flagged) {
+                (false, _, _) => c.unanswered += 1,
+                (_, false, true) => c.wrong_doubted += 1,
+                (_, false, false) => c.wrong_clear += 1,
+                (_, true, true) => c.right_doubted += 1,
+                (_, true, false) => c.right_clear += 1,
+            }
+        }
+    }
+    Some(by_field)
+}
+
+/// `part/whole (NN%)`, or `—` of nothing.
+fn share(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        "—".into()
+    } else {
+        format!(
+            "{part}/{whole} ({:.0}%)",
+            100.0 * part as f64 / whole as f64
+        )
+    }
+}
+
+/// The doubts' table: per extraction set, zhi row, answer judged and field.
+fn render_confusion(sets: &[DataSet], outcomes: &[Outcome]) -> String {
+    let mut t = String::new();
+    for o in outcomes {
+        let Some(set) = sets.iter().find(|s| s.name == o.set) else {
+            continue;
+        };
+        for which in [Judged::Cheap, Judged::Kept] {
+            // Row c's kept answer is the cheap one: said once.
+            if which == Judged::Kept && o.row == Row::C {
+                continue;
+            }
+            let Some(by_field) = confusion(set, o, which) else {
+                continue;
+            };
+            let mut all = Confusion::default();
+            let name = match which {
+                Judged::Cheap => "cheap",
+                Judged::Kept => "kept",
+            };
+            for (field, c) in &by_field {
+                all.add(*c);
+                t.push_str(&confusion_row(set.name, o.row, name, field, c));
+            }
+            t.push_str(&confusion_row(set.name, o.row, name, "**all**", &all));
+        }
+    }
+    if t.is_empty() {
+        return t;
+    }
+    format!(
+        "\nDoubts per field, on the extraction sets' zhi rows. A cell is doubted when its \
+         record's `doubts` name its field. Answer: `cheap`, the cheap model's own answer (row \
+         c's kept answer; on a ladder row its answer before the climb, read from the \
+         transcript, with the fields the ladder's note names); `kept`, the answer the row kept. \
+         No answer: cells of documents without one (failed, or the cheap answer refused as \
+         junk), counted apart.\n\n\
+         | set | row | answer | field | right | wrong, doubted | wrong, not doubted | right, \
+         doubted | right, not doubted | no answer | wrong cells doubted | right cells doubted |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n{t}"
+    )
+}
+
+fn confusion_row(set: &str, row: Row, which: &str, field: &str, c: &Confusion) -> String {
+    let right = c.right_doubted + c.right_clear;
+    let wrong = c.wrong_doubted + c.wrong_clear;
+    format!(
+        "| {set} | {} | {which} | {field} | {right}/{} | {} | {} | {} | {} | {} | {} | {} |\n",
+        row.letter(),
+        right + wrong + c.unanswered,
+        c.wrong_doubted,
+        c.wrong_clear,
+        c.right_doubted,
+        c.right_clear,
+        c.unanswered,
+        share(c.wrong_doubted, wrong),
+        share(c.right_doubted, right),
+    )
 }
 
 /// Every document's answers beside its reference, with their scores.
@@ -988,7 +1312,13 @@ fn run_notes(out: &mut String, o: &Outcome) {
 fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answer) {
     let scored = score(set, doc, a);
     let shown = match set.kind {
-        Kind::Invoices => format!("{scored:.0}/6 cells"),
+        Kind::Invoices | Kind::Manpages => {
+            let n = match &doc.reference {
+                Reference::Fields(t) => t.len(),
+                Reference::Text(_) => 0,
+            };
+            format!("{scored:.0}/{n} cells")
+        }
         Kind::Debian => format!("chrF {scored:.1}"),
         Kind::Aclsum => format!("ROUGE-L {scored:.3}"),
     };
@@ -1012,12 +1342,30 @@ fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answ
     }
     if let (Reference::Fields(truth), Some(o)) = (&doc.reference, a.output.as_deref()) {
         let got = json_object(o).unwrap_or_default();
-        for (k, want) in truth {
-            let value = got.get(k).unwrap_or(&Value::Null);
-            if norm(value) != norm(want) {
-                let _ = writeln!(out, "- wrong {k}: got `{value}`, want `{want}`");
+        for (k, right) in cells(set.kind, truth, Some(o)) {
+            if !right {
+                let value = got.get(&k).unwrap_or(&Value::Null);
+                let _ = writeln!(out, "- wrong {k}: got `{value}`, want `{}`", truth[&k]);
             }
         }
+    }
+    if let (Reference::Fields(truth), Some(cheap)) = (&doc.reference, &a.cheap)
+        && a.model.as_deref() != Some(CHEAP)
+    {
+        let scored = cells(set.kind, truth, cheap.output.as_deref());
+        let right = scored.iter().filter(|(_, r)| *r).count();
+        let doubted: Vec<&str> = cheap.doubted_fields.iter().map(String::as_str).collect();
+        let _ = writeln!(
+            out,
+            "- the cheap model's answer before it: {right}/{} cells, doubted: {}; `{}`",
+            scored.len(),
+            if doubted.is_empty() {
+                "none".to_string()
+            } else {
+                doubted.join(", ")
+            },
+            cheap.output.as_deref().unwrap_or("(none)")
+        );
     }
     if !a.doubts.is_empty() || a.error.is_some() {
         out.push('\n');
@@ -1038,8 +1386,12 @@ fn write_reports(sets: &[DataSet], outcomes: &[Outcome], wall: Duration, done: b
     if done {
         println!("{table}");
     }
-    let dest = repo().join("target/ladder.md");
-    let outputs = repo().join("target/ladder-outputs.md");
+    let name = std::env::var("ZHI_BENCH_REPORT")
+        .ok()
+        .filter(|n| !n.is_empty() && !n.contains('/'))
+        .unwrap_or_else(|| "ladder".into());
+    let dest = repo().join(format!("target/{name}.md"));
+    let outputs = repo().join(format!("target/{name}-outputs.md"));
     let _ = std::fs::write(&dest, &table);
     let _ = std::fs::write(&outputs, details(sets, outcomes));
     if done {
@@ -1157,5 +1509,32 @@ fn check_scorers() {
     assert_eq!(
         json_object("```json\n{\"a\": 1}\n```").map(|o| o.len()),
         Some(1)
+    );
+    manpages::check();
+    let truth: Map<String, Value> = serde_json::from_str(
+        r#"{"command": "ls", "section": "1", "summary": "list directory contents"}"#,
+    )
+    .expect("JSON");
+    let right = |answer: &str| {
+        cells(Kind::Manpages, &truth, Some(answer))
+            .into_iter()
+            .filter(|(_, r)| *r)
+            .count()
+    };
+    assert_eq!(
+        right(r#"{"command": "LS", "section": 1, "summary": "List directory contents."}"#),
+        3
+    );
+    assert_eq!(
+        right(r#"{"command": "ls(1)", "section": "8", "summary": "list"}"#),
+        0
+    );
+    assert!(cells(Kind::Manpages, &truth, None).iter().all(|(_, r)| !r));
+    assert_eq!(
+        doubted_in_note(
+            "glm-4-flash's answer is doubted (seller (label: found under \"Bill to\"; x); \
+             items[0].amount (ungrounded: 12)); the step is asked of 1.5b"
+        ),
+        BTreeSet::from(["seller".to_string(), "items".to_string()])
     );
 }

@@ -909,6 +909,27 @@ mod tests {
     }
 
     #[test]
+    fn a_value_after_its_own_generic_name_is_not_under_the_line_aboves_label() {
+        // `Date` is no label (too generic), and `Invoice No.` stands on the line above.
+        let fields = crate::skills::schema::fields(&json!({
+            "type": "object",
+            "properties": {
+                "invoice_number": {"type": "string"},
+                "date": {"type": "string"}
+            }
+        }));
+        let text = "GLOBEX CORPORATION\n\nInvoice No.: GX-7781\nDate: November 3, 2026\n";
+        let right = json!({"invoice_number": "GX-7781", "date": "November 3, 2026"});
+        assert_eq!(checks(&extraction(text, &right, &fields, &|| false)), []);
+        let swapped = json!({"invoice_number": "November 3, 2026", "date": "GX-7781"});
+        let got = checks(&extraction(text, &swapped, &fields, &|| false));
+        assert!(
+            got.contains(&("invoice_number".into(), "label".into())),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn a_swap_doubts_both_sides_even_where_one_stands_unlabelled() {
         // The seller's name atop the page has no label: given as the buyer, only the swap
         // tells it is wrong.
