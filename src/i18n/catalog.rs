@@ -756,6 +756,7 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("must be a share above 0% and at most 100%", "必须是大于 0%、不超过 100% 的比例"),
     ("must be at least 1 (leave it out for no audit)", "至少为 1（不抽查就不要给这个选项）"),
     ("must be a share above 0 and at most 1 (0.95 for 95%)", "必须是大于 0、不超过 1 的比例（95% 写作 0.95）"),
+    ("no figure in it, though it is a number", "其中没有数字，而它应当是一个编号"),
     ("must be a share above 0 and below 1 (0.95 for 95%)", "必须是大于 0、小于 1 的比例（95% 写作 0.95）"),
     ("it is, or lies inside, {file}, where zhi reads a settings file", "它就是 {file} 或位于其中，zhi 从那里读取设置文件"),
     ("it lies inside {records}, where zhi keeps a folder's records", "它位于 {records} 之内，zhi 在那里保存文件夹的运行记录"),

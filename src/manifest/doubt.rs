@@ -69,6 +69,7 @@ impl Doubt {
                 t!(in lang; "the same value as {other}", other = other)
             }
             ("same_value", ..) => t!(in lang; "the same value as another field"),
+            ("no_figure", ..) => t!(in lang; "no figure in it, though it is a number"),
             ("holds_label", Some(label), _) => {
                 t!(in lang; "begins with a label (\"{label}\"): a line copied, not a value", label = label)
             }

@@ -73,6 +73,7 @@ pub(crate) fn extraction(
             });
         }
     }
+    out.extend(figureless(object, fields));
     let labels = labels(fields);
     if labels.iter().all(|l| l.weak) {
         return out;
@@ -101,6 +102,37 @@ pub(crate) fn extraction(
     }
     out.extend(partners(object, fields, &swapped, &out));
     out
+}
+
+/// Text fields the schema calls a number (`section_number`, `invoice_no`, "the manual section
+/// number", 编号) given a value with no figure in it: a page header or a heading taken for the
+/// number (`General Commands Manual` as a man page's section). A number written in words or
+/// Chinese numerals has its figure.
+fn figureless(object: &Value, fields: &[Field]) -> Vec<Doubt> {
+    fields
+        .iter()
+        .filter(|f| f.items.is_empty() && f.kind.split('|').any(|k| k == "string"))
+        .filter(|f| super::labels::names_a_number(&f.path, f.description.as_deref()))
+        .take(MAX_LABELLED)
+        .filter_map(|f| {
+            let Some(Value::String(s)) = value_at(object, &f.path) else {
+                return None;
+            };
+            let figure = s.chars().any(|c| {
+                c.is_numeric() || "零〇一二三四五六七八九十百千万两壹贰叁肆伍陆柒捌玖拾".contains(c)
+            }) || crate::judge::numbers::number(s).is_some();
+            (!s.trim().is_empty() && !figure && s.chars().count() <= 200).then(|| {
+                doubt(
+                    "no_figure",
+                    &f.path,
+                    format!(
+                        "{} has no figure, but the schema calls it a number",
+                        shown(&Value::String(s.clone()))
+                    ),
+                )
+            })
+        })
+        .collect()
 }
 
 /// The fields whose label a doubted value stands under: a value under `Bill to` given as the
@@ -842,6 +874,42 @@ mod tests {
             doubted.contains(&("date".into(), "label".into())),
             "{doubted:?}"
         );
+    }
+
+    #[test]
+    fn a_number_with_no_figure_is_doubted() {
+        let fields = crate::skills::schema::fields(&json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "the command the page documents"},
+                "section": {"type": "string", "description": "the manual section number"},
+                "pages": {"type": "string", "description": "the number of pages"},
+                "ticket_no": {"type": "string"}
+            }
+        }));
+        let text = "LS(1) General Commands Manual LS(1)\nNAME\n ls - list directory contents\n\
+            Ticket 12; about nine pages\n";
+        let header = json!({"command": "ls", "section": "General Commands Manual",
+            "pages": "nine", "ticket_no": "Ticket"});
+        let got = checks(&extraction(text, &header, &fields, &|| false));
+        assert!(
+            got.contains(&("section".into(), "no_figure".into())),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&("ticket_no".into(), "no_figure".into())),
+            "{got:?}"
+        );
+        // A count is not a number's name; a number in words or Chinese numerals has its figure.
+        assert!(
+            !got.iter().any(|(f, _)| f == "pages" || f == "command"),
+            "{got:?}"
+        );
+        let right = json!({"command": "ls", "section": "1", "pages": "nine", "ticket_no": "12"});
+        assert_eq!(checks(&extraction(text, &right, &fields, &|| false)), []);
+        let chinese = json!({"section": "第一节"});
+        let got = checks(&extraction("第一节", &chinese, &fields, &|| false));
+        assert!(!got.iter().any(|(_, c)| c == "no_figure"), "{got:?}");
     }
 
     #[test]

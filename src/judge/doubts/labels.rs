@@ -174,6 +174,34 @@ pub(crate) fn generic(path: &str) -> Option<String> {
     GENERIC.contains(&joined.as_str()).then_some(joined)
 }
 
+/// Whether a field named `path` and described by `description` is a number written as text:
+/// its name ends in `number`, `no` or `num` (`invoice_no`, `sectionNumber`), or its
+/// description calls it one (`the manual section number`, `发票号码`, `编号`) — not a count
+/// (`the number of items`).
+pub(crate) fn names_a_number(path: &str, description: Option<&str>) -> bool {
+    let last = path
+        .rsplit(['.', ']'])
+        .find(|s| !s.is_empty() && *s != "[")
+        .unwrap_or(path);
+    let words = words_of(last);
+    if words
+        .last()
+        .is_some_and(|w| matches!(w.as_str(), "number" | "no" | "num"))
+    {
+        return true;
+    }
+    let Some(d) = description.map(str::to_lowercase) else {
+        return false;
+    };
+    let english = d
+        .split(|c: char| !c.is_alphanumeric())
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|w| w[0] == "number" && w[1] != "of")
+        || d.trim_end_matches(['.', ' ']).ends_with("number");
+    english || ["号码", "编号", "序号"].iter().any(|z| d.contains(z))
+}
+
 /// A name's words, lower case: `invoice_number`, `invoiceNumber`, `Invoice-Number` all give
 /// `invoice`, `number`.
 fn words_of(name: &str) -> Vec<String> {
