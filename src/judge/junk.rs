@@ -185,20 +185,8 @@ pub(crate) enum Script {
 pub(crate) fn script_of(language: &str) -> Option<Script> {
     let l = language.trim().to_lowercase();
     let base = l.split(['-', '_', ' ']).next().unwrap_or("");
-    const HAN: &[&str] = &[
-        "zh",
-        "zho",
-        "chi",
-        "cn",
-        "chinese",
-        "mandarin",
-        "cantonese",
-        "simplified",
-        "traditional",
-        "ja",
-        "jp",
-        "japanese",
-    ];
+    // Chinese as `names_chinese` reads it, and the other languages written in Han.
+    const HAN: &[&str] = &["cantonese", "traditional", "ja", "jp", "japanese"];
     const LATIN: &[&str] = &[
         "en",
         "eng",
@@ -246,11 +234,8 @@ pub(crate) fn script_of(language: &str) -> Option<Script> {
         "ro",
         "romanian",
     ];
-    if HAN.contains(&base)
-        || l.contains("中文")
-        || l.contains("汉语")
-        || l.contains("漢語")
-        || l.contains("简体")
+    if crate::skills::names_chinese(&l)
+        || HAN.contains(&base)
         || l.contains("繁體")
         || l.contains("繁体")
         || l.contains("日本語")

@@ -16,7 +16,7 @@ pub(crate) use discover::{SKILL_MD, SkillSet, discover, unknown_skill};
 pub use discover::{SkillSource, builtin_sources};
 pub(crate) use graph::MAX_NESTING;
 pub use load::{LoadError, Loaded, load_str};
-pub(crate) use preamble::{language_of, system_prompt};
+pub(crate) use preamble::{language_of, names_chinese, system_prompt};
 pub(crate) use schema::{GroundingRule, SchemaSpec};
 pub(crate) use steps::{Step, StepRun};
 

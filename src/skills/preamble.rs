@@ -38,6 +38,25 @@ pub(crate) fn system_prompt(skill: &Skill) -> String {
     prompt
 }
 
+/// Whether a language named as a user would, lower case (`zh-cn`, `chinese`, `中文`,
+/// `简体中文`), is Chinese: the one list the instruction's wording and the language check share.
+pub(crate) fn names_chinese(lower: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "zh",
+        "zho",
+        "chi",
+        "cn",
+        "chinese",
+        "mandarin",
+        "simplified",
+    ];
+    let base = lower.split(['-', '_', ' ']).next().unwrap_or("");
+    NAMES.contains(&base)
+        || ["中文", "汉语", "漢語", "简体"]
+            .iter()
+            .any(|n| lower.contains(n))
+}
+
 /// A language as a user names it (`chinese`, `zh`, `中文`, `zh-TW`, `ja`, `fr`) in the words a
 /// model reads best in a short instruction (`Simplified Chinese`, `Traditional Chinese`,
 /// `Japanese`, `French`); a name it does not know, as given.
@@ -62,20 +81,7 @@ pub(crate) fn language_name(value: &str) -> String {
         (&["pt", "portuguese", "português"], "Portuguese"),
         (&["ru", "russian", "русский"], "Russian"),
     ];
-    let chinese = [
-        "zh",
-        "zho",
-        "chi",
-        "cn",
-        "chinese",
-        "mandarin",
-        "simplified",
-    ]
-    .contains(&base)
-        || l.contains("中文")
-        || l.contains("汉语")
-        || l.contains("漢語")
-        || l.contains("简体");
+    let chinese = names_chinese(&l);
     if chinese || (traditional && (base == "zh" || l.contains('繁') || base == "traditional")) {
         return if traditional {
             "Traditional Chinese".into()
