@@ -473,6 +473,13 @@ fn a_routed_extraction_asks_the_top_rung_for_the_fields_not_shown_only() {
     let m = manifest(&env);
     assert_eq!(m["audit"]["routed"], json!({"extract": ["total"]}), "{m}");
     assert_eq!(m["audit"]["needed"], 3, "{m}");
+    // The run's model is the one its jobs asked, though the top rung answered most of them
+    // for the audit and the routes.
+    assert!(
+        !stderr(&out).contains("model: strong-model"),
+        "{}",
+        show(&out)
+    );
     // The two jobs past the window of six waited for the sample and were routed, and so was
     // a job of the window that started after the sample was in.
     let records = records_by_input(&env.path("out"));

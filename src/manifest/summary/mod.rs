@@ -138,10 +138,10 @@ impl ModelSeen {
     fn of(m: Option<&RunManifest>, fold: &SummaryFold) -> Option<ModelSeen> {
         // The model the run asked first: an escalated job's record names the model that
         // answered it, and the escalation line says so.
-        let asked = most_common(&fold.asked)?;
+        let asked = most_common(&fold.asked).or_else(|| most_common(&fold.top))?;
         let served = m
             .and_then(|m| m.served_model.clone())
-            .or_else(|| most_common(&fold.served));
+            .or_else(|| most_common(fold.served()));
         let runs = m
             .and_then(|m| m.server.as_ref())
             .and_then(|s| s.model_source.clone());
@@ -149,7 +149,14 @@ impl ModelSeen {
             asked,
             served,
             runs,
-            answered: fold.served.clone(),
+            // Every model that answered a job, the audit's and the routes' too.
+            answered: fold
+                .served_top
+                .iter()
+                .fold(fold.served.clone(), |mut all, (m, n)| {
+                    *all.entry(m.clone()).or_default() += n;
+                    all
+                }),
         })
     }
 
@@ -302,6 +309,10 @@ pub(crate) struct SummaryFold {
     finished_at: Option<Timestamp>,
     /// How many records asked each model first, and how many each served model answered.
     asked: BTreeMap<String, u64>,
+    /// The models of audited and routed jobs, and what their server said answered: the run's
+    /// only when no other job ran.
+    top: BTreeMap<String, u64>,
+    served_top: BTreeMap<String, u64>,
     served: BTreeMap<String, u64>,
 }
 
@@ -363,15 +374,33 @@ impl SummaryFold {
         };
         self.finished_at = self.finished_at.max(r.finished_at);
         let asked = r.escalated_from.as_deref().unwrap_or(&r.model);
-        *self.asked.entry(asked.to_string()).or_default() += 1;
+        // An audited or routed job was answered by the top rung by design: the run's model is
+        // the one its other jobs asked (the audit's lines name the top rung).
+        let by_audit = r.audited || r.routed;
+        let seen = if by_audit {
+            &mut self.top
+        } else {
+            &mut self.asked
+        };
+        *seen.entry(asked.to_string()).or_default() += 1;
         if let Some(m) = &r.served_model {
-            *self.served.entry(m.clone()).or_default() += 1;
+            let said = if by_audit {
+                &mut self.served_top
+            } else {
+                &mut self.served
+            };
+            *said.entry(m.clone()).or_default() += 1;
         }
     }
 
-    /// How many records answered each served model.
+    /// How many records answered each served model: those of the run's own jobs, or of its
+    /// audited and routed ones when it had no other.
     pub(crate) fn served(&self) -> &BTreeMap<String, u64> {
-        &self.served
+        if self.served.is_empty() {
+            &self.served_top
+        } else {
+            &self.served
+        }
     }
 
     /// The requests the records say they sent.
