@@ -126,10 +126,7 @@ const GENERIC: &[&str] = &[
 /// under: its name in words (unless generic), its number's usual abbreviations, and its
 /// concept's common labels; each once, in that order.
 pub(crate) fn found(path: &str) -> Vec<String> {
-    let last = path
-        .rsplit(['.', ']'])
-        .find(|s| !s.is_empty() && *s != "[")
-        .unwrap_or(path);
+    let last = last_segment(path);
     let words = words_of(last);
     if PLACELESS.contains(&words.join("_").as_str()) {
         return Vec::new();
@@ -166,10 +163,7 @@ pub(crate) fn found(path: &str) -> Vec<String> {
 /// own (a document prints it before other values too), but a value printed right after it is
 /// not under some other field's label further up (`Invoice No.: GX-7781` / `Date: 3 Nov`).
 pub(crate) fn generic(path: &str) -> Option<String> {
-    let last = path
-        .rsplit(['.', ']'])
-        .find(|s| !s.is_empty() && *s != "[")
-        .unwrap_or(path);
+    let last = last_segment(path);
     let joined = words_of(last).join(" ");
     GENERIC.contains(&joined.as_str()).then_some(joined)
 }
@@ -179,10 +173,7 @@ pub(crate) fn generic(path: &str) -> Option<String> {
 /// description calls it one (`the manual section number`, `发票号码`, `编号`) — not a count
 /// (`the number of items`).
 pub(crate) fn names_a_number(path: &str, description: Option<&str>) -> bool {
-    let last = path
-        .rsplit(['.', ']'])
-        .find(|s| !s.is_empty() && *s != "[")
-        .unwrap_or(path);
+    let last = last_segment(path);
     let words = words_of(last);
     if words
         .last()
@@ -200,6 +191,14 @@ pub(crate) fn names_a_number(path: &str, description: Option<&str>) -> bool {
         .any(|w| w[0] == "number" && w[1] != "of")
         || d.trim_end_matches(['.', ' ']).ends_with("number");
     english || ["号码", "编号", "序号"].iter().any(|z| d.contains(z))
+}
+
+/// The last segment of a field's path: `seller` of `seller`, `name` of `seller.name` and of
+/// `items[].name`.
+fn last_segment(path: &str) -> &str {
+    path.rsplit(['.', ']'])
+        .find(|s| !s.is_empty() && *s != "[")
+        .unwrap_or(path)
 }
 
 /// A name's words, lower case: `invoice_number`, `invoiceNumber`, `Invoice-Number` all give
