@@ -15,7 +15,7 @@
 //!   labels (set `invoices-plain`);
 //! - short manual pages, English and Chinese (`scripts/fetch-manpages.sh`), extracted with
 //!   `examples/manpage.schema.json` (command, section, summary), scored by cells right against
-//!   each page's own NAME line, compared as `scripts/score-manpages.py` does.
+//!   each page's own NAME line, compared as `scripts/score-fields.py` does.
 //!
 //! On the extraction sets, each zhi row also counts, per field, the cells right and wrong that
 //! zhi doubted and did not, for the answer the row kept and for the cheap model's own answer

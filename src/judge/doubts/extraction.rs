@@ -10,7 +10,8 @@
 //! It catches swapped parties and a value taken from under another field's label, when the
 //! schema names the labels, and a field left empty whose own label stands in the document with
 //! a value after it. It lets through a wrong value under no known label, and any field of a
-//! schema that names no labels (only grounding and sameness judge those).
+//! schema that names no labels (only grounding and sameness judge those). A text value away
+//! from its own label, while that label holds another value, is doubted too.
 
 use crate::judge::grounding::{self, Haystack};
 use crate::manifest::Doubt;
@@ -79,9 +80,14 @@ pub(crate) fn extraction(
         return out;
     }
     let mut swapped: Vec<(&str, &Value, &Label)> = Vec::new();
-    out.extend(missing(object, fields, text, &labels, stop));
+    let lines: Vec<String> = text.lines().map(grounding::normalize).collect();
+    out.extend(missing(object, fields, &lines, &labels, stop));
     let norm_text = grounding::normalize(text);
-    let chars = hay.chars();
+    let page = Page {
+        chars: hay.chars(),
+        text: &norm_text,
+        lines: &lines,
+    };
     for field in fields
         .iter()
         .filter(|f| f.items.is_empty())
@@ -93,7 +99,7 @@ pub(crate) fn extraction(
         let Some(value) = value_at(object, &field.path) else {
             continue;
         };
-        if let Some((d, under)) = label_doubt(hay, chars, &norm_text, field, value, &labels) {
+        if let Some((d, under)) = label_doubt(hay, &page, field, value, &labels) {
             out.push(d);
             if let Some(l) = under {
                 swapped.push((field.path.as_str(), value, l));
@@ -101,6 +107,19 @@ pub(crate) fn extraction(
         }
     }
     out.extend(partners(object, fields, &swapped, &out));
+    // A text value under no label of its own, its field's label holding another: after the
+    // swaps, which say more.
+    let off: Vec<Doubt> = fields
+        .iter()
+        .filter(|f| f.items.is_empty())
+        .take(MAX_LABELLED)
+        .filter(|f| !out.iter().any(|d| d.field.as_deref() == Some(f.path.as_str())))
+        .filter_map(|f| match value_at(object, &f.path) {
+            Some(Value::String(s)) => text_off_label(hay, &page, f, s, &labels),
+            _ => None,
+        })
+        .collect();
+    out.extend(off);
     out
 }
 
@@ -156,7 +175,16 @@ fn partners(
             continue;
         };
         let seen = |d: &Doubt| d.field.as_deref() == Some(owner.as_str());
-        if !value.is_string() || held == *value || doubted.iter().any(seen) || out.iter().any(seen)
+        let (Value::String(given), Value::String(kept)) = (value, held) else {
+            continue;
+        };
+        // A value that holds the other (`facebookgo/inject` in the source's URL) is no swap:
+        // the other field took part of it.
+        let (given, kept) = (grounding::normalize(given), grounding::normalize(kept));
+        if kept.contains(given.trim())
+            || given.contains(kept.trim())
+            || doubted.iter().any(seen)
+            || out.iter().any(seen)
         {
             continue;
         }
@@ -296,7 +324,7 @@ fn same_values(object: &Value, fields: &[Field]) -> Vec<Doubt> {
 fn missing(
     object: &Value,
     fields: &[Field],
-    text: &str,
+    lines: &[String],
     labels: &[Label],
     stop: &dyn Fn() -> bool,
 ) -> Vec<Doubt> {
@@ -321,7 +349,6 @@ fn missing(
     if empty.is_empty() {
         return Vec::new();
     }
-    let lines: Vec<String> = text.lines().map(grounding::normalize).collect();
     let mut out = Vec::new();
     for (field, own) in empty {
         if stop() {
@@ -331,24 +358,9 @@ fn missing(
             .kind
             .split('|')
             .any(|k| k == "number" || k == "integer");
-        let shown_label = own.into_iter().find(|l| {
-            lines.iter().enumerate().any(|(i, line)| {
-                places_of(line, l).into_iter().any(|end| {
-                    let next = lines.get(i + 1).map(String::as_str);
-                    value_after(
-                        &line[end..],
-                        next,
-                        numeric,
-                        || {
-                            labels
-                                .iter()
-                                .any(|o| o.owners != l.owners && !places_of(line, o).is_empty())
-                        },
-                        |s| labels.iter().any(|o| !places_of(s, o).is_empty()),
-                    )
-                })
-            })
-        });
+        let shown_label = own
+            .into_iter()
+            .find(|l| !values_after(l, lines, labels, numeric).is_empty());
         if let Some(l) = shown_label {
             out.push(Doubt {
                 label: Some(l.said.clone()),
@@ -361,6 +373,37 @@ fn missing(
                     ),
                 )
             });
+        }
+    }
+    out
+}
+
+/// The lines (normalised) on which label `l` stands with a value after it ([`value_after`]),
+/// each with the text after the label (the next line's, when the label ends its own).
+fn values_after<'t>(l: &Label, lines: &'t [String], labels: &[Label], numeric: bool) -> Vec<&'t str> {
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        for end in places_of(line, l) {
+            let next = lines.get(i + 1).map(String::as_str);
+            let shown = value_after(
+                &line[end..],
+                next,
+                numeric,
+                || {
+                    labels
+                        .iter()
+                        .any(|o| o.owners != l.owners && !places_of(line, o).is_empty())
+                },
+                |s| labels.iter().any(|o| !places_of(s, o).is_empty()),
+            );
+            if shown {
+                let rest = skip_separators(&line[end..]);
+                out.push(if rest.is_empty() {
+                    next.unwrap_or("").trim()
+                } else {
+                    rest
+                });
+            }
         }
     }
     out
@@ -622,13 +665,19 @@ fn bracketed(s: &str) -> Vec<String> {
     out
 }
 
+/// The document as the label checks read it: its characters, its normalised text and lines.
+struct Page<'p> {
+    chars: &'p [char],
+    text: &'p str,
+    lines: &'p [String],
+}
+
 /// A doubt when no place of `value` stands under its own field's label and one stands under
 /// another field's; or, for a number, when none stands under any label while its own label is
 /// in the document (a total taken from elsewhere than the total's line).
 fn label_doubt<'l>(
     hay: &Haystack,
-    chars: &[char],
-    norm_text: &str,
+    page: &Page,
     field: &Field,
     value: &Value,
     labels: &'l [Label],
@@ -647,7 +696,7 @@ fn label_doubt<'l>(
     let mut other: Option<&Label> = None;
     let mut unlabelled = false;
     for (start, _) in &places {
-        match label_before(chars, *start, labels) {
+        match label_before(page.chars, *start, labels) {
             Some(l) if l.owners.contains(&field.path) => return None,
             Some(l) if !l.weak => other = other.or(Some(l)),
             Some(_) | None => unlabelled = true,
@@ -675,7 +724,7 @@ fn label_doubt<'l>(
     let own = labels
         .iter()
         .filter(|l| !l.weak && l.owners.contains(&field.path))
-        .find(|l| find_label(norm_text, l).is_some())?;
+        .find(|l| find_label(page.text, l).is_some())?;
     value.is_number().then(|| {
         let d = Doubt {
             label: Some(own.said.clone()),
@@ -691,6 +740,55 @@ fn label_doubt<'l>(
         };
         (d, None)
     })
+}
+
+/// A text value that stands under no label of its own, while a label of its field alone
+/// stands in the document with another value after it: the document says what the field
+/// holds, and the answer is something else.
+fn text_off_label(
+    hay: &Haystack,
+    page: &Page,
+    field: &Field,
+    value: &str,
+    labels: &[Label],
+) -> Option<Doubt> {
+    let want = grounding::normalize(value);
+    let want = want.trim();
+    if want.is_empty() || hay.spent() {
+        return None;
+    }
+    let places = hay.occurrences(&Value::String(value.to_string()), MAX_PLACES);
+    let under_own = places.iter().any(|(start, _)| {
+        label_before(page.chars, *start, labels).is_some_and(|l| l.owners.contains(&field.path))
+    });
+    // Found nowhere, it is grounding's doubt; under its own label, it is where it belongs.
+    if places.is_empty() || under_own {
+        return None;
+    }
+    labels
+        .iter()
+        .filter(|l| !l.weak && l.owners.len() == 1 && l.owners[0] == field.path)
+        .find_map(|l| {
+            let after = values_after(l, page.lines, labels, false);
+            // A value the answer holds, or that holds the answer, is the same value.
+            let other = after
+                .iter()
+                .find(|a| !a.contains(want) && !want.contains(a.trim()))?;
+            Some(Doubt {
+                label: Some(l.said.clone()),
+                ..doubt(
+                    "label",
+                    &field.path,
+                    format!(
+                        "{} does not stand under its label “{}”, which the document prints \
+                         before “{}”",
+                        shown(&Value::String(value.to_string())),
+                        l.text,
+                        crate::sanitize::fit(other, 60)
+                    ),
+                )
+            })
+        })
 }
 
 /// The label nearest before char offset `start` of the text, within the window; of labels
@@ -874,6 +972,70 @@ mod tests {
             doubted.contains(&("date".into(), "label".into())),
             "{doubted:?}"
         );
+    }
+
+    /// A Debian copyright file's header, as `scripts/fetch-copyright.sh` takes them.
+    const COPYRIGHT: &str = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
+        Upstream-Contact: Will Thompson <will.thompson@collabora.co.uk>\n\
+        Upstream-Name: bustle\nSource: http://www.willthompson.co.uk/bustle/releases/\n\n\
+        Files: *\nCopyright: (C) 2008-2011 Collabora Ltd. <http://www.collabora.co.uk>\n\
+        License: LGPL-2.1+\n\nFiles: bustle-dbus-monitor.c\nCopyright: 2003 Philip Blundell\n\
+        License: GPL-2+\n";
+
+    fn copyright_schema() -> Vec<Field> {
+        crate::skills::schema::fields(&json!({
+            "type": "object",
+            "properties": {
+                "upstream_name": {"type": "string", "description": "the name of the upstream project"},
+                "license": {"type": "string", "description": "the short name of the licence"},
+                "source": {"type": "string", "description": "where the upstream source can be found"}
+            }
+        }))
+    }
+
+    #[test]
+    fn a_text_value_away_from_its_own_label_is_doubted_when_the_label_holds_another() {
+        let right = json!({"upstream_name": "bustle", "license": "LGPL-2.1+",
+            "source": "http://www.willthompson.co.uk/bustle/releases/"});
+        assert_eq!(
+            checks(&extraction(COPYRIGHT, &right, &copyright_schema(), &|| false)),
+            []
+        );
+        // Another paragraph's licence still stands under its own label: not doubted here.
+        let other_licence = json!({"license": "GPL-2+"});
+        assert_eq!(
+            checks(&extraction(COPYRIGHT, &other_licence, &copyright_schema(), &|| false)),
+            []
+        );
+        // The copyright holder for the project's name, its web site for the source.
+        let wrong = json!({"upstream_name": "Collabora Ltd.", "license": "LGPL-2.1+",
+            "source": "http://www.collabora.co.uk"});
+        let doubts = extraction(COPYRIGHT, &wrong, &copyright_schema(), &|| false);
+        let got = checks(&doubts);
+        assert_eq!(
+            got,
+            [
+                ("upstream_name".to_string(), "label".to_string()),
+                ("source".to_string(), "label".to_string())
+            ],
+            "{doubts:?}"
+        );
+        assert!(
+            doubts[0].detail.contains("upstream name") && doubts[0].detail.contains("bustle"),
+            "{}",
+            doubts[0].detail
+        );
+        // Part of the source's URL for the name: the name is doubted, the source, which holds
+        // it, is no swap's other side.
+        let text = "Upstream-Name: inject\nSource: https://github.com/facebookgo/inject\n";
+        let part = json!({"upstream_name": "facebookgo/inject",
+            "source": "https://github.com/facebookgo/inject"});
+        let got = checks(&extraction(text, &part, &copyright_schema(), &|| false));
+        assert_eq!(got, [("upstream_name".into(), "label".into())]);
+        // With no label of the field in the document, a value is not judged by its place.
+        let headless = COPYRIGHT.replace("Upstream-Name: bustle\n", "");
+        let got = checks(&extraction(&headless, &wrong, &copyright_schema(), &|| false));
+        assert!(!got.contains(&("upstream_name".into(), "label".into())), "{got:?}");
     }
 
     #[test]

@@ -1,24 +1,25 @@
 #!/usr/bin/env python3
-"""Score an extraction run over manual pages against the pages' own NAME lines, cell by cell,
-and say per field which cells zhi doubted.
+"""Score an extraction run against a truth file, cell by cell, and say per field which cells
+zhi doubted: the manual pages of scripts/fetch-manpages.sh and the copyright files of
+scripts/fetch-copyright.sh.
 
-    scripts/score-manpages.py OUT [TRUTH.jsonl] [--recorded]
+    scripts/score-fields.py OUT [TRUTH.jsonl] [--recorded]
 
-OUT is a zhi output folder of `zhi run extract DIR -a schema=examples/manpage.schema.json`
-over the pages of scripts/fetch-manpages.sh (its latest record per document is read from
-.zhi/runs/*/results.jsonl); TRUTH (default target/test-docs/manpages/truth.jsonl) holds one
-JSON object per line: `file`, `command`, `section`, `summary`. `--recorded` scores only the
-pages the run has a record of (a run stopped part way).
+OUT is a zhi output folder of `zhi run extract DIR -a schema=…` over the set's files (its
+latest record per document is read from .zhi/runs/*/results.jsonl); TRUTH (default
+target/test-docs/manpages/truth.jsonl) holds one JSON object per line: `file` and the fields
+scored (every other key but `lang`, `page` and `package`). `--recorded` scores only the
+documents the run has a record of (a run stopped part way).
 
 A cell is right when, both sides NFKC-normalised (full-width is half-width), lower-cased, white
-space runs as one space and a trailing period dropped, they are equal; a section with a suffix
-(`3const`) is also right as its number (`3`); a summary is also right when both sides are equal
-once everything but letters and digits is dropped. The bench (`benches/common/manpages.rs`)
-compares the same way.
+space runs as one space and a trailing period dropped, they are equal; a `section` with a
+suffix (`3const`) is also right as its number (`3`); a `summary` is also right when both sides
+are equal once everything but letters and digits is dropped; a `source` is also right without
+its trailing slash. The bench (`benches/common/cells.rs`) compares the same way.
 """
 import glob, json, os, re, sys, unicodedata
 
-FIELDS = ("command", "section", "summary")
+NOT_SCORED = ("file", "lang", "page", "package")
 
 
 def text(v):
@@ -42,6 +43,8 @@ def right(field, got, want):
     if field == "section":
         number = re.match(r"\d*", want).group(0)
         return bool(number) and got == number
+    if field == "source":
+        return got.rstrip("/") == want.rstrip("/")
     if field == "summary":
         bare = lambda s: "".join(c for c in s if c.isalnum())
         return bool(bare(got)) and bare(got) == bare(want)
@@ -66,10 +69,11 @@ def main():
                 continue
             if r.get("status") in ("succeeded", "cached", "failed"):
                 latest[os.path.basename(r["input"])] = r
+    fields = [k for k in truth[0] if k not in NOT_SCORED] if truth else []
     if recorded:
         truth = [t for t in truth if t["file"] in latest]
     table = {f: {"wrong_doubted": 0, "wrong_not_doubted": 0, "right_doubted": 0,
-                 "right_not_doubted": 0, "no_answer": 0} for f in FIELDS}
+                 "right_not_doubted": 0, "no_answer": 0} for f in fields}
     strong_docs = 0
     for t in truth:
         r = latest.get(t["file"])
@@ -81,7 +85,7 @@ def main():
         doubted = {re.split(r"[.\[]", d.get("field") or "")[0] for d in (r or {}).get("doubts", [])}
         if r and r.get("escalated"):
             strong_docs += 1
-        for f in FIELDS:
+        for f in fields:
             if obj is None:
                 table[f]["no_answer"] += 1
                 print(f"{t['file']:12} {f:8} NO ANSWER      want {t[f]!r}")
@@ -92,7 +96,7 @@ def main():
             if not ok or flag:
                 mark = ("right" if ok else "WRONG") + (" doubted" if flag else "")
                 print(f"{t['file']:12} {f:8} {mark:14} got {obj.get(f)!r} want {t[f]!r}")
-    cells = len(truth) * len(FIELDS)
+    cells = len(truth) * len(fields)
     right_cells = sum(c["right_doubted"] + c["right_not_doubted"] for c in table.values())
     print(json.dumps({"cells": cells, "right": right_cells, "documents": len(truth),
                       "escalated_documents": strong_docs, "fields": table}))
