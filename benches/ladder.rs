@@ -15,7 +15,10 @@
 //!   labels (set `invoices-plain`);
 //! - short manual pages, English and Chinese (`scripts/fetch-manpages.sh`), extracted with
 //!   `examples/manpage.schema.json` (command, section, summary), scored by cells right against
-//!   each page's own NAME line, compared as `scripts/score-fields.py` does.
+//!   each page's own NAME line, compared as `scripts/score-fields.py` does;
+//! - Debian's machine-readable copyright files (`scripts/fetch-copyright.sh`), a set the cheap
+//!   model mostly reads right, extracted with `examples/copyright.schema.json` (upstream name,
+//!   licence, source), scored against each file's own header the same way.
 //!
 //! On the extraction sets, each zhi row also counts, per field, the cells right and wrong that
 //! zhi doubted and did not, for the answer the row kept and for the cheap model's own answer
@@ -41,8 +44,9 @@
 //! `cargo bench --bench ladder`. `ZHI_BENCH_LLM_URL` and `ZHI_BENCH_STRONG_URL` name running
 //! servers; otherwise the bench starts the project's own (`examples/local-llm/start.sh`, ports
 //! 8085 and 8086) and stops them at the end. `ZHI_BENCH_ROWS=a,c,f` runs some rows,
-//! `ZHI_BENCH_SETS=invoices,invoices-plain,manpages,debian,aclsum` some sets (in that order),
-//! `ZHI_BENCH_MANPAGES` (default all) the first pages of the truth, `ZHI_BENCH_PAPERS`
+//! `ZHI_BENCH_SETS=invoices,invoices-plain,manpages,copyright,debian,aclsum` some sets (in that
+//! order), `ZHI_BENCH_MANPAGES` and `ZHI_BENCH_COPYRIGHT` (default all) the first documents of
+//! their truth, `ZHI_BENCH_PAPERS`
 //! (default 5) papers of `ZHI_BENCH_SPLIT` (default `test`), `ZHI_BENCH_SECTIONS` (default 6)
 //! sections. `ZHI_BENCH_KEEP=1` keeps each zhi run's folder (its records and transcripts) and
 //! says where. `ZHI_BENCH_REPORT=NAME` writes `target/NAME.md` and `target/NAME-outputs.md`
@@ -53,7 +57,7 @@ mod common;
 
 use common::aclsum;
 use common::chrf::chrf;
-use common::manpages;
+use common::{copyright, manpages};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -111,6 +115,7 @@ impl Row {
 enum Kind {
     Invoices,
     Manpages,
+    Copyright,
     Debian,
     Aclsum,
 }
@@ -118,7 +123,7 @@ enum Kind {
 impl Kind {
     /// An extraction set: scored cell by cell, its doubts counted field by field.
     fn extraction(self) -> bool {
-        matches!(self, Kind::Invoices | Kind::Manpages)
+        matches!(self, Kind::Invoices | Kind::Manpages | Kind::Copyright)
     }
 }
 
@@ -148,7 +153,7 @@ struct DataSet {
 impl DataSet {
     fn skill(&self) -> &'static str {
         match self.kind {
-            Kind::Invoices | Kind::Manpages => "extract",
+            Kind::Invoices | Kind::Manpages | Kind::Copyright => "extract",
             Kind::Debian => "translate",
             Kind::Aclsum => "summarize",
         }
@@ -156,7 +161,7 @@ impl DataSet {
 
     fn output_file(&self) -> &'static str {
         match self.kind {
-            Kind::Invoices | Kind::Manpages => "extracted.json",
+            Kind::Invoices | Kind::Manpages | Kind::Copyright => "extracted.json",
             Kind::Debian => "translation.md",
             Kind::Aclsum => "summary.md",
         }
@@ -329,6 +334,11 @@ fn data_sets() -> Vec<DataSet> {
     {
         sets.push(set);
     }
+    if want("copyright")
+        && let Some(set) = copyright_files()
+    {
+        sets.push(set);
+    }
     if want("debian")
         && let Some(set) = debian()
     {
@@ -405,6 +415,35 @@ fn manual_pages() -> Option<DataSet> {
     Some(DataSet {
         kind: Kind::Manpages,
         name: "manpages",
+        docs,
+        schema: Some(schema),
+    })
+}
+
+/// `ZHI_BENCH_COPYRIGHT` (default all) files of `scripts/fetch-copyright.sh`, extracted with
+/// `examples/copyright.schema.json`.
+fn copyright_files() -> Option<DataSet> {
+    let n = std::env::var("ZHI_BENCH_COPYRIGHT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0);
+    let files = copyright::files(n)?;
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("examples/copyright.schema.json"))
+            .expect("the copyright schema"),
+    )
+    .expect("the copyright schema is JSON");
+    let docs = files
+        .into_iter()
+        .map(|(name, text, truth)| Doc {
+            name,
+            text,
+            reference: Reference::Fields(truth),
+        })
+        .collect();
+    Some(DataSet {
+        kind: Kind::Copyright,
+        name: "copyright",
         docs,
         schema: Some(schema),
     })
@@ -554,7 +593,7 @@ fn plain_prompt(set: &DataSet, doc: &Doc) -> String {
     match set.kind {
         Kind::Aclsum => format!("{SUMMARIZE_TASK}\n\n{}", doc.text),
         Kind::Debian => format!("{TRANSLATE_TASK}\n\n{}", doc.text),
-        Kind::Invoices | Kind::Manpages => {
+        Kind::Invoices | Kind::Manpages | Kind::Copyright => {
             let fields: Vec<String> = set
                 .schema
                 .as_ref()
@@ -582,7 +621,7 @@ fn plain_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
             Ok((text, u)) => {
                 add_usage(&mut usage, model, u);
                 let output = match set.kind {
-                    Kind::Invoices | Kind::Manpages => {
+                    Kind::Invoices | Kind::Manpages | Kind::Copyright => {
                         json_object(&text).map(|o| Value::Object(o).to_string())
                     }
                     _ => Some(text.clone()),
@@ -681,7 +720,7 @@ fn zhi_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
     let mut cmd = common::zhi(&home);
     cmd.current_dir(&work).args(["run", set.skill()]);
     match set.kind {
-        Kind::Invoices | Kind::Manpages => {
+        Kind::Invoices | Kind::Manpages | Kind::Copyright => {
             let schema = set.schema.as_ref().expect("the set's schema");
             std::fs::write(work.join("S.json"), schema.to_string()).expect("write the schema");
             cmd.args(["-a", "schema=S.json"]);
@@ -988,7 +1027,7 @@ fn cells(kind: Kind, truth: &Map<String, Value>, output: Option<&str>) -> Vec<(S
             let value = got.get(k).unwrap_or(&Value::Null);
             let right = output.is_some()
                 && match kind {
-                    Kind::Manpages => manpages::cell_right(k, value, want),
+                    Kind::Manpages | Kind::Copyright => manpages::cell_right(k, value, want),
                     _ => norm(value) == norm(want),
                 };
             (k.clone(), right)
@@ -1009,7 +1048,7 @@ fn quality(o: &Outcome, set: &DataSet) -> String {
         .sum();
     let n = set.docs.len().max(1) as f64;
     match set.kind {
-        Kind::Invoices | Kind::Manpages => {
+        Kind::Invoices | Kind::Manpages | Kind::Copyright => {
             let cells: usize = set
                 .docs
                 .iter()
@@ -1312,7 +1351,7 @@ fn run_notes(out: &mut String, o: &Outcome) {
 fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answer) {
     let scored = score(set, doc, a);
     let shown = match set.kind {
-        Kind::Invoices | Kind::Manpages => {
+        Kind::Invoices | Kind::Manpages | Kind::Copyright => {
             let n = match &doc.reference {
                 Reference::Fields(t) => t.len(),
                 Reference::Text(_) => 0,

@@ -98,7 +98,8 @@ fn same_text(a: &str, b: &str) -> bool {
 /// dropped). A section is compared as text (`"1"` = `1`), and a section with a suffix
 /// (`3const`, `3tk`) is also right as its number alone (`3`), which is what the schema asks
 /// for. A summary is also right when both sides agree once their punctuation and spaces are
-/// dropped.
+/// dropped; a source (the copyright set's URL) without its trailing slash. The copyright set
+/// compares its cells the same way.
 pub fn cell_right(field: &str, got: &Value, want: &Value) -> bool {
     let (got, want) = (cell_text(got), cell_text(want));
     if got.is_empty() {
@@ -112,6 +113,7 @@ pub fn cell_right(field: &str, got: &Value, want: &Value) -> bool {
             let number: String = want.chars().take_while(char::is_ascii_digit).collect();
             !number.is_empty() && got == number
         }
+        "source" => got.trim_end_matches('/') == want.trim_end_matches('/'),
         "summary" => {
             let bare = |s: &str| {
                 s.chars()
@@ -202,4 +204,7 @@ pub fn check() {
     ));
     assert!(!r("summary", json!("."), json!("list directory contents")));
     assert!(!r("command", json!(""), json!("ls")));
+    assert!(r("source", json!("https://x.org/a/"), json!("https://x.org/a")));
+    assert!(!r("source", json!("https://x.org"), json!("https://x.org/a")));
+    assert!(r("license", json!("BSD-3-Clause"), json!("BSD-3-clause")));
 }

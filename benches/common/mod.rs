@@ -6,6 +6,7 @@
 
 pub mod aclsum;
 pub mod chrf;
+pub mod copyright;
 pub mod manpages;
 
 use std::path::{Path, PathBuf};
