@@ -435,10 +435,10 @@ fn copyright_files() -> Option<DataSet> {
     .expect("the copyright schema is JSON");
     let docs = files
         .into_iter()
-        .map(|(name, text, truth)| Doc {
-            name,
-            text,
-            reference: Reference::Fields(truth),
+        .map(|p| Doc {
+            name: p.file,
+            text: p.text,
+            reference: Reference::Fields(p.truth),
         })
         .collect();
     Some(DataSet {

@@ -3,6 +3,7 @@
 //! mostly reads right, each with its own header as the truth (`upstream_name`, `license`,
 //! `source`). Cells are compared as [`super::manpages::cell_right`] compares them.
 
+use super::manpages::Page;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
@@ -14,10 +15,10 @@ pub fn dir() -> PathBuf {
     super::docs_dir().join("copyright")
 }
 
-/// The first `n` files of `truth.jsonl` (all when `None`), each `(file, text, truth)`; `None`
+/// The first `n` files of `truth.jsonl` (all when `None`), each as a [`Page`]; `None`
 /// with a note when the script has not been run. A truth the file does not show (`Upstream-Name:
 /// NAME` and `Source: URL` on their own lines) is a bad fetch, not a score.
-pub fn files(n: Option<usize>) -> Option<Vec<(String, String, Map<String, Value>)>> {
+pub fn files(n: Option<usize>) -> Option<Vec<Page>> {
     let dir = dir();
     let Ok(truth) = std::fs::read_to_string(dir.join("truth.jsonl")) else {
         eprintln!(
@@ -46,7 +47,12 @@ pub fn files(n: Option<usize>) -> Option<Vec<(String, String, Map<String, Value>
                 "{file}: the truth says {want:?}, the file does not"
             );
         }
-        out.push((file.to_string(), text, truth));
+        out.push(Page {
+            file: file.to_string(),
+            text,
+            truth,
+            lang: "en".into(),
+        });
     }
     Some(out)
 }

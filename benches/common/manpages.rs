@@ -204,7 +204,15 @@ pub fn check() {
     ));
     assert!(!r("summary", json!("."), json!("list directory contents")));
     assert!(!r("command", json!(""), json!("ls")));
-    assert!(r("source", json!("https://x.org/a/"), json!("https://x.org/a")));
-    assert!(!r("source", json!("https://x.org"), json!("https://x.org/a")));
+    assert!(r(
+        "source",
+        json!("https://x.org/a/"),
+        json!("https://x.org/a")
+    ));
+    assert!(!r(
+        "source",
+        json!("https://x.org"),
+        json!("https://x.org/a")
+    ));
     assert!(r("license", json!("BSD-3-Clause"), json!("BSD-3-clause")));
 }

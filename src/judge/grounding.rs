@@ -117,7 +117,8 @@ impl Haystack {
         self.work.get() >= MAX_WORK
     }
 
-    fn charge(&self, n: usize) {
+    /// Counts `n` places visited against [`MAX_WORK`] (a check that scans the whole text).
+    pub(crate) fn charge(&self, n: usize) {
         self.work.set(self.work.get().saturating_add(n as u64));
     }
 

@@ -5,13 +5,14 @@
 //! A small model swaps seller and buyer, or gives the pre-tax amount as the total, with every
 //! token at high probability; the document itself says which is which, in the words before
 //! each value. Labels come from the schema: a field's `x-labels`, else the terms its
-//! description names in parentheses or quotes (`The total (价税合计, "Total due")`).
+//! description names in parentheses or quotes (`The total (价税合计, "Total due")`), its name in
+//! words and the common labels of what it names ([`super::labels`]).
 //!
 //! It catches swapped parties and a value taken from under another field's label, when the
 //! schema names the labels, and a field left empty whose own label stands in the document with
-//! a value after it. It lets through a wrong value under no known label, and any field of a
-//! schema that names no labels (only grounding and sameness judge those). A text value away
-//! from its own label, while that label holds another value, is doubted too.
+//! a value after it, or a text value away from its own label while that label holds another.
+//! It lets through a wrong value under no known label, and any field with no label, written
+//! or found (only grounding and sameness judge those).
 
 use crate::judge::grounding::{self, Haystack};
 use crate::manifest::Doubt;
@@ -113,7 +114,10 @@ pub(crate) fn extraction(
         .iter()
         .filter(|f| f.items.is_empty())
         .take(MAX_LABELLED)
-        .filter(|f| !out.iter().any(|d| d.field.as_deref() == Some(f.path.as_str())))
+        .filter(|f| {
+            !out.iter()
+                .any(|d| d.field.as_deref() == Some(f.path.as_str()))
+        })
         .filter_map(|f| match value_at(object, &f.path) {
             Some(Value::String(s)) => text_off_label(hay, &page, f, s, &labels),
             _ => None,
@@ -380,7 +384,12 @@ fn missing(
 
 /// The lines (normalised) on which label `l` stands with a value after it ([`value_after`]),
 /// each with the text after the label (the next line's, when the label ends its own).
-fn values_after<'t>(l: &Label, lines: &'t [String], labels: &[Label], numeric: bool) -> Vec<&'t str> {
+fn values_after<'t>(
+    l: &Label,
+    lines: &'t [String],
+    labels: &[Label],
+    numeric: bool,
+) -> Vec<&'t str> {
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         for end in places_of(line, l) {
@@ -769,6 +778,7 @@ fn text_off_label(
         .iter()
         .filter(|l| !l.weak && l.owners.len() == 1 && l.owners[0] == field.path)
         .find_map(|l| {
+            hay.charge(page.text.len());
             let after = values_after(l, page.lines, labels, false);
             // A value the answer holds, or that holds the answer, is the same value.
             let other = after
@@ -998,13 +1008,20 @@ mod tests {
         let right = json!({"upstream_name": "bustle", "license": "LGPL-2.1+",
             "source": "http://www.willthompson.co.uk/bustle/releases/"});
         assert_eq!(
-            checks(&extraction(COPYRIGHT, &right, &copyright_schema(), &|| false)),
+            checks(&extraction(COPYRIGHT, &right, &copyright_schema(), &|| {
+                false
+            })),
             []
         );
         // Another paragraph's licence still stands under its own label: not doubted here.
         let other_licence = json!({"license": "GPL-2+"});
         assert_eq!(
-            checks(&extraction(COPYRIGHT, &other_licence, &copyright_schema(), &|| false)),
+            checks(&extraction(
+                COPYRIGHT,
+                &other_licence,
+                &copyright_schema(),
+                &|| false
+            )),
             []
         );
         // The copyright holder for the project's name, its web site for the source.
@@ -1034,8 +1051,13 @@ mod tests {
         assert_eq!(got, [("upstream_name".into(), "label".into())]);
         // With no label of the field in the document, a value is not judged by its place.
         let headless = COPYRIGHT.replace("Upstream-Name: bustle\n", "");
-        let got = checks(&extraction(&headless, &wrong, &copyright_schema(), &|| false));
-        assert!(!got.contains(&("upstream_name".into(), "label".into())), "{got:?}");
+        let got = checks(&extraction(&headless, &wrong, &copyright_schema(), &|| {
+            false
+        }));
+        assert!(
+            !got.contains(&("upstream_name".into(), "label".into())),
+            "{got:?}"
+        );
     }
 
     #[test]
