@@ -816,11 +816,42 @@ fn label_before<'l>(chars: &[char], start: usize, labels: &'l [Label]) -> Option
         keep = keep.max(blank + 1);
     }
     let window = grounding::normalize(&lines[keep..].join("\n"));
-    labels
+    let (_, _, label) = labels
         .iter()
         .filter_map(|l| last_label(&window, l).map(|end| (end, l.text.len(), l)))
-        .max_by_key(|(end, len, _)| (*end, *len))
-        .map(|(_, _, l)| l)
+        .max_by_key(|(end, len, _)| (*end, *len))?;
+    // `Upstream-Name: highwayhash` then `Upstream-Contact: Minio Inc.`: a label, a colon and
+    // its value on its own line is one key of a list, and a later line's key, known or not, is the one
+    // the value stands under. A label alone on its line (`Bill to:`, `购买方信息`) heads a block
+    // whose lines may have keys of their own (`名称：`).
+    let kept = &lines[keep..];
+    let at = kept.iter().rposition(|l| !places_of(&grounding::normalize(l), label).is_empty());
+    if let Some(at) = at {
+        let line = grounding::normalize(kept[at]);
+        let end = places_of(&line, label).last().copied().unwrap_or(line.len());
+        let rest = &line[end..];
+        let holds_value = rest.trim_start().starts_with([':', '：'])
+            && !skip_separators(rest).is_empty();
+        if holds_value && kept[at + 1..].iter().any(|l| begins_with_key(l)) {
+            return None;
+        }
+    }
+    Some(label)
+}
+
+/// Whether a line begins with a key: one to three words of letters (hyphens and dots
+/// inside), then a colon that does not begin a URL (`Upstream-Contact: …`, `名称：…`).
+fn begins_with_key(line: &str) -> bool {
+    let Some((head, rest)) = line.trim_start().split_once([':', '：']) else {
+        return false;
+    };
+    let words: Vec<&str> = head.split_whitespace().collect();
+    (1..=3).contains(&words.len())
+        && words.iter().all(|w| {
+            w.chars().next().is_some_and(char::is_alphabetic)
+                && w.chars().all(|c| c.is_alphabetic() || c == '-' || c == '.')
+        })
+        && !rest.starts_with("//")
 }
 
 /// Where the first place of label `l` in `text` ends (bytes), standing as a word.
@@ -1048,6 +1079,12 @@ mod tests {
         let part = json!({"upstream_name": "facebookgo/inject",
             "source": "https://github.com/facebookgo/inject"});
         let got = checks(&extraction(text, &part, &copyright_schema(), &|| false));
+        assert_eq!(got, [("upstream_name".into(), "label".into())]);
+        // A key of its own between the value and the field's label: `Upstream-Contact`.
+        let text = "Upstream-Name: highwayhash\nUpstream-Contact: Minio Inc. (https://github.com/minio>\n\
+            Source: https://github.com/minio/highwayhash\n\nFiles: *\nCopyright: 2017 Minio Inc.\n";
+        let contact = json!({"upstream_name": "Minio Inc."});
+        let got = checks(&extraction(text, &contact, &copyright_schema(), &|| false));
         assert_eq!(got, [("upstream_name".into(), "label".into())]);
         // With no label of the field in the document, a value is not judged by its place.
         let headless = COPYRIGHT.replace("Upstream-Name: bustle\n", "");
