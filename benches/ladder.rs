@@ -394,16 +394,33 @@ fn invoices(plain: bool) -> DataSet {
 /// `ZHI_BENCH_MANPAGES` (default all) pages of `scripts/fetch-manpages.sh`, extracted with
 /// `examples/manpage.schema.json`.
 fn manual_pages() -> Option<DataSet> {
-    let n = std::env::var("ZHI_BENCH_MANPAGES")
+    let pages = manpages::pages(first("ZHI_BENCH_MANPAGES"))?;
+    Some(field_set(Kind::Manpages, "manpages", pages, "manpage"))
+}
+
+/// `ZHI_BENCH_COPYRIGHT` (default all) files of `scripts/fetch-copyright.sh`, extracted with
+/// `examples/copyright.schema.json`.
+fn copyright_files() -> Option<DataSet> {
+    let files = copyright::files(first("ZHI_BENCH_COPYRIGHT"))?;
+    Some(field_set(Kind::Copyright, "copyright", files, "copyright"))
+}
+
+/// How many documents an environment variable asks for (all when unset or not a number).
+fn first(var: &str) -> Option<usize> {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0);
-    let pages = manpages::pages(n)?;
-    let schema_file = repo().join("examples/manpage.schema.json");
+        .filter(|&n: &usize| n > 0)
+}
+
+/// An extraction set of documents with their truth, extracted with
+/// `examples/{schema}.schema.json`.
+fn field_set(kind: Kind, name: &'static str, pages: Vec<manpages::Page>, schema: &str) -> DataSet {
+    let file = repo().join(format!("examples/{schema}.schema.json"));
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(schema_file).expect("the manual page schema"),
+        &std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
     )
-    .expect("the manual page schema is JSON");
+    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let docs = pages
         .into_iter()
         .map(|p| Doc {
@@ -412,41 +429,12 @@ fn manual_pages() -> Option<DataSet> {
             reference: Reference::Fields(p.truth),
         })
         .collect();
-    Some(DataSet {
-        kind: Kind::Manpages,
-        name: "manpages",
+    DataSet {
+        kind,
+        name,
         docs,
         schema: Some(schema),
-    })
-}
-
-/// `ZHI_BENCH_COPYRIGHT` (default all) files of `scripts/fetch-copyright.sh`, extracted with
-/// `examples/copyright.schema.json`.
-fn copyright_files() -> Option<DataSet> {
-    let n = std::env::var("ZHI_BENCH_COPYRIGHT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0);
-    let files = copyright::files(n)?;
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("examples/copyright.schema.json"))
-            .expect("the copyright schema"),
-    )
-    .expect("the copyright schema is JSON");
-    let docs = files
-        .into_iter()
-        .map(|p| Doc {
-            name: p.file,
-            text: p.text,
-            reference: Reference::Fields(p.truth),
-        })
-        .collect();
-    Some(DataSet {
-        kind: Kind::Copyright,
-        name: "copyright",
-        docs,
-        schema: Some(schema),
-    })
+    }
 }
 
 /// `ZHI_BENCH_SECTIONS` (default 6) sections of `scripts/fetch-debian-sections.sh`.

@@ -9,7 +9,10 @@ OUT is a zhi output folder of `zhi run extract DIR -a schema=…` over the set's
 latest record per document is read from .zhi/runs/*/results.jsonl); TRUTH (default
 target/test-docs/manpages/truth.jsonl) holds one JSON object per line: `file` and the fields
 scored (every other key but `lang`, `page` and `package`). `--recorded` scores only the
-documents the run has a record of (a run stopped part way).
+documents the run has a record of (a run stopped part way). `--cheap` scores the cheap
+model's own answer on a ladder run instead of the answer kept: for a job the ladder sent up,
+the last answer of `glm-4-flash` in its transcript, doubted in the fields the ladder's note
+names (`glm-4-flash's answer is doubted (FIELD (CHECK: …); …)`), as the bench reads it.
 
 A cell is right when, both sides NFKC-normalised (full-width is half-width), lower-cased, white
 space runs as one space and a trailing period dropped, they are equal; a `section` with a
@@ -51,9 +54,41 @@ def right(field, got, want):
     return False
 
 
+CHEAP = "glm-4-flash"
+
+
+def cheap_answer(out, r):
+    """The cheap model's answer and doubted fields, from a climbed job's transcript."""
+    entries = []
+    if r.get("transcript"):
+        for line in open(os.path.join(out, r["transcript"]), encoding="utf-8"):
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                pass
+    asked = [e for e in entries if e.get("type") == "request" and e.get("model") == CHEAP]
+    notes = [e.get("text", "") for e in entries if e.get("type") == "note"]
+    if not asked or any(n.startswith(CHEAP + " failed (") for n in notes):
+        return None, set()
+    content = ((asked[-1].get("answer") or {}).get("content") or "").strip()
+    start, end = content.find("{"), content.rfind("}")
+    try:
+        obj = json.loads(content[start:end + 1]) if start >= 0 else None
+    except ValueError:
+        obj = None
+    doubted = set()
+    for n in notes:
+        if n.startswith(CHEAP + "'s answer is doubted ("):
+            body = n.split("doubted (", 1)[1]
+            doubted |= {m.group(1) for m in re.finditer(r"(?:^|; )([\w\-]+)[.\[\w\]]* \(", body)}
+    return obj, doubted
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != "--recorded"]
+    flags = ("--recorded", "--cheap")
+    args = [a for a in sys.argv[1:] if a not in flags]
     recorded = "--recorded" in sys.argv[1:]
+    cheap = "--cheap" in sys.argv[1:]
     if len(args) not in (1, 2):
         sys.exit(__doc__.split("\n\n")[1])
     out = args[0]
@@ -85,6 +120,8 @@ def main():
         doubted = {re.split(r"[.\[]", d.get("field") or "")[0] for d in (r or {}).get("doubts", [])}
         if r and r.get("escalated"):
             strong_docs += 1
+            if cheap:
+                obj, doubted = cheap_answer(out, r)
         for f in fields:
             if obj is None:
                 table[f]["no_answer"] += 1

@@ -5,7 +5,7 @@
 //! caught before it is scored), and the comparison of an answer's cell with the truth.
 
 use serde_json::{Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use unicode_normalization::UnicodeNormalization;
 
 /// One rendered page and the truth the script parsed from its roff source.
@@ -30,10 +30,29 @@ pub fn dir() -> PathBuf {
 /// The first `n` pages of `truth.jsonl` (all when `None`), each checked against its rendered
 /// NAME line; `None` with a note when the script has not been run.
 pub fn pages(n: Option<usize>) -> Option<Vec<Page>> {
-    let dir = dir();
+    let pages = read(&dir(), n, &FIELDS, "scripts/fetch-manpages.sh")?;
+    for p in &pages {
+        let (command, summary) = (
+            p.truth["command"].as_str().unwrap_or(""),
+            p.truth["summary"].as_str().unwrap_or(""),
+        );
+        match rendered_name(&p.text) {
+            Some((c, s)) if same_text(&c, command) && same_text(&s, summary) => {}
+            other => panic!(
+                "{}: the truth says {command} - {summary}, the page {other:?}",
+                p.file
+            ),
+        }
+    }
+    Some(pages)
+}
+
+/// The first `n` documents of `dir`'s `truth.jsonl` (all when `None`) with the truth of
+/// `fields`; `None` with a note naming the `script` that fetches them when there are none.
+pub fn read(dir: &Path, n: Option<usize>, fields: &[&str], script: &str) -> Option<Vec<Page>> {
     let Ok(truth) = std::fs::read_to_string(dir.join("truth.jsonl")) else {
         eprintln!(
-            "note: no manual pages in {} (scripts/fetch-manpages.sh); the manpages set is skipped",
+            "note: no documents in {} ({script}); the set is skipped",
             dir.display()
         );
         return None;
@@ -45,23 +64,15 @@ pub fn pages(n: Option<usize>) -> Option<Vec<Page>> {
         }
         let row: Map<String, Value> = serde_json::from_str(line).expect("a truth line");
         let file = row["file"].as_str().expect("a truth line names its file");
-        let text = std::fs::read_to_string(dir.join(file)).expect("a page of the truth");
-        let truth: Map<String, Value> = FIELDS
+        let text = std::fs::read_to_string(dir.join(file)).expect("a document of the truth");
+        let truth: Map<String, Value> = fields
             .iter()
             .map(|f| (f.to_string(), row[*f].clone()))
             .collect();
-        let (command, summary) = (
-            truth["command"].as_str().unwrap_or(""),
-            truth["summary"].as_str().unwrap_or(""),
-        );
-        match rendered_name(&text) {
-            Some((c, s)) if same_text(&c, command) && same_text(&s, summary) => {}
-            other => panic!("{file}: the truth says {command} - {summary}, the page {other:?}"),
-        }
         pages.push(Page {
             file: file.to_string(),
             text,
-            lang: row["lang"].as_str().unwrap_or("").to_string(),
+            lang: row["lang"].as_str().unwrap_or("en").to_string(),
             truth,
         });
     }

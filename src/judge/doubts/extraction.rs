@@ -825,13 +825,18 @@ fn label_before<'l>(chars: &[char], start: usize, labels: &'l [Label]) -> Option
     // the value stands under. A label alone on its line (`Bill to:`, `购买方信息`) heads a block
     // whose lines may have keys of their own (`名称：`).
     let kept = &lines[keep..];
-    let at = kept.iter().rposition(|l| !places_of(&grounding::normalize(l), label).is_empty());
+    let at = kept
+        .iter()
+        .rposition(|l| !places_of(&grounding::normalize(l), label).is_empty());
     if let Some(at) = at {
         let line = grounding::normalize(kept[at]);
-        let end = places_of(&line, label).last().copied().unwrap_or(line.len());
+        let end = places_of(&line, label)
+            .last()
+            .copied()
+            .unwrap_or(line.len());
         let rest = &line[end..];
-        let holds_value = rest.trim_start().starts_with([':', '：'])
-            && !skip_separators(rest).is_empty();
+        let holds_value =
+            rest.trim_start().starts_with([':', '：']) && !skip_separators(rest).is_empty();
         if holds_value && kept[at + 1..].iter().any(|l| begins_with_key(l)) {
             return None;
         }
