@@ -196,7 +196,9 @@ impl Haystack {
     fn find_exact(&self, s: &str, norm: &str) -> Option<usize> {
         let want: Vec<char> = s.chars().collect();
         let needle: Vec<char> = norm.chars().collect();
+        let n = needle.len();
         self.places(&needle)
+            .filter(|&k| !self.inside_a_word(k, k + n))
             .map(|k| self.map[k])
             .find(|&o| self.chars[o..].starts_with(&want))
     }
@@ -287,7 +289,13 @@ impl Haystack {
         let needle: Vec<char> = needle.chars().collect();
         let n = needle.len();
         self.places(&needle)
-            .filter(|&k| !number || self.stands_alone(k, k + n))
+            .filter(|&k| {
+                if number {
+                    self.stands_alone(k, k + n)
+                } else {
+                    !self.inside_a_word(k, k + n)
+                }
+            })
             .take(max)
             .map(|k| (self.map[k], self.map[k + n - 1] + 1))
             .collect()
@@ -297,6 +305,17 @@ impl Haystack {
     /// stand alone: no digit (or digit-grouping mark before a digit) on either side.
     fn find_norm(&self, needle: &str, number: bool) -> Option<(usize, usize)> {
         self.find_norm_all(needle, number, 1).into_iter().next()
+    }
+
+    /// Whether the normalised text's `start..end` begins or ends inside a word of Latin
+    /// letters and digits: `GPL-2.1` in `LGPL-2.1+`, `Tool` in `Tools`. Such a place is not
+    /// the value's (a script without spaces between words has no such edge).
+    fn inside_a_word(&self, start: usize, end: usize) -> bool {
+        let word = |c: Option<&char>| c.is_some_and(char::is_ascii_alphanumeric);
+        let before = start.checked_sub(1).and_then(|i| self.norm.get(i));
+        let after = self.norm.get(end);
+        (word(self.norm.get(start)) && word(before))
+            || (end > start && word(self.norm.get(end - 1)) && word(after))
     }
 
     fn stands_alone(&self, start: usize, end: usize) -> bool {
@@ -686,6 +705,18 @@ mod tests {
             "punctuation alone"
         );
         assert_eq!(hay.locate(&json!("\".")).how, Match::None);
+    }
+
+    #[test]
+    fn a_value_inside_a_longer_word_is_not_found_there() {
+        let hay = Haystack::new("License: LGPL-2.1+\nACME Tools Ltd.\n上海明远科技有限公司");
+        assert_eq!(hay.locate(&json!("GPL-2.1")).how, Match::None);
+        assert_eq!(hay.locate(&json!("ACME Tool")).how, Match::None);
+        assert_eq!(hay.locate(&json!("LGPL-2.1+")).how, Match::Exact);
+        assert_eq!(hay.locate(&json!("lgpl-2.1")).how, Match::Normalized);
+        assert_eq!(hay.locate(&json!("ACME Tools")).how, Match::Exact);
+        // Chinese has no spaces between words: a part of a name is found.
+        assert_eq!(hay.locate(&json!("明远科技")).how, Match::Exact);
     }
 
     #[test]
