@@ -23,7 +23,8 @@
 # the apt lists, sorted by name, every STEP-th (default 37) taken, one per upstream name; the
 # first N (default 150) that qualify are kept, in name order. The file names say nothing of
 # the package.
-# Needs python3 (its standard library only), apt-get and dpkg-deb.
+# Needs python3 (its standard library only), apt-cache, apt-get (with its package lists) and
+# dpkg-deb.
 #
 # Idempotent: a complete DIR for the same choice is kept. Nothing is written outside DIR but a
 # temporary folder. Never commit DIR.

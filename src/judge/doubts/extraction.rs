@@ -507,8 +507,10 @@ fn leading_label(s: &str) -> Option<&str> {
     let (head, rest) = s.trim().split_once([':', '：'])?;
     let words = head.split_whitespace().count();
     let letters = head.chars().all(|c| c.is_alphabetic() || c.is_whitespace());
-    let url = rest.starts_with("//");
-    ((1..=3).contains(&words) && letters && !url && !rest.trim().is_empty()).then_some(head.trim())
+    // `https://…` is a URL, `HTTP::Link::Parser` a name with its scopes, not a label.
+    let joined = rest.starts_with("//") || rest.starts_with([':', '：']);
+    ((1..=3).contains(&words) && letters && !joined && !rest.trim().is_empty())
+        .then_some(head.trim())
 }
 
 fn looks_like_date(s: &str) -> bool {
@@ -1255,6 +1257,9 @@ mod tests {
             &|| false,
         );
         assert_eq!(checks(&got), [("buyer".into(), "holds_label".into())]);
+        let scoped = json!({"buyer": "HTTP::Link::Parser"});
+        let got = checks(&extraction("HTTP::Link::Parser\n", &scoped, &schema(), &|| false));
+        assert_eq!(got, []);
         let time = json!({"buyer": "Pied Piper GmbH"});
         assert_eq!(checks(&extraction(text, &time, &schema(), &|| false)), []);
     }
