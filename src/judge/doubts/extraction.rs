@@ -1258,7 +1258,12 @@ mod tests {
         );
         assert_eq!(checks(&got), [("buyer".into(), "holds_label".into())]);
         let scoped = json!({"buyer": "HTTP::Link::Parser"});
-        let got = checks(&extraction("HTTP::Link::Parser\n", &scoped, &schema(), &|| false));
+        let got = checks(&extraction(
+            "HTTP::Link::Parser\n",
+            &scoped,
+            &schema(),
+            &|| false,
+        ));
         assert_eq!(got, []);
         let time = json!({"buyer": "Pied Piper GmbH"});
         assert_eq!(checks(&extraction(text, &time, &schema(), &|| false)), []);
