@@ -57,6 +57,20 @@ def right(field, got, want):
 CHEAP = "glm-4-flash"
 
 
+def latest_records(out):
+    """The latest record of each document (by file name) in a zhi output folder's runs."""
+    latest = {}
+    for path in sorted(glob.glob(os.path.join(out, ".zhi/runs/*/results.jsonl"))):
+        for line in open(path, encoding="utf-8"):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("status") in ("succeeded", "cached", "failed"):
+                latest[os.path.basename(r["input"])] = r
+    return latest
+
+
 def cheap_answer(out, r):
     """The cheap model's answer and doubted fields, from a climbed job's transcript."""
     entries = []
@@ -95,15 +109,7 @@ def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     truth_path = args[1] if len(args) == 2 else os.path.join(repo, "target/test-docs/manpages/truth.jsonl")
     truth = [json.loads(l) for l in open(truth_path, encoding="utf-8") if l.strip()]
-    latest = {}
-    for path in sorted(glob.glob(os.path.join(out, ".zhi/runs/*/results.jsonl"))):
-        for line in open(path, encoding="utf-8"):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("status") in ("succeeded", "cached", "failed"):
-                latest[os.path.basename(r["input"])] = r
+    latest = latest_records(out)
     fields = [k for k in truth[0] if k not in NOT_SCORED] if truth else []
     if recorded:
         truth = [t for t in truth if t["file"] in latest]
@@ -139,4 +145,5 @@ def main():
                       "escalated_documents": strong_docs, "fields": table}))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,7 @@ TRUTH holds one JSON object per line: `file` (the document's name) and the field
 Values are compared as grounding does: case, space and punctuation ignored, numbers by value,
 dates by their digits.
 """
-import glob, json, os, re, sys, unicodedata
+import json, os, re, sys, unicodedata
 
 def norm(v):
     if v is None:
@@ -36,6 +36,15 @@ def norm(v):
         return f"{int(digits[0]):04d}-{int(digits[1]):02d}-{int(digits[2]):02d}"
     return re.sub(r"[\s\.,;:'\"()（）]", "", s)
 
+def score_fields():
+    """scripts/score-fields.py, whose reader of a run's records this script shares."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "score-fields.py")
+    spec = importlib.util.spec_from_file_location("score_fields", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 def main():
     out, truth_path = sys.argv[1], sys.argv[2]
     alias = {}
@@ -48,15 +57,7 @@ def main():
         else:
             sys.exit(f"score-invoices: unknown argument {args[0]!r}")
     truth = [json.loads(l) for l in open(truth_path, encoding="utf-8") if l.strip()]
-    latest = {}
-    for path in sorted(glob.glob(os.path.join(out, ".zhi/runs/*/results.jsonl"))):
-        for line in open(path, encoding="utf-8"):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("status") in ("succeeded", "cached", "failed"):
-                latest[os.path.basename(r["input"])] = r
+    latest = score_fields().latest_records(out)
     cells = right = flagged_wrong = unflagged_wrong = flagged_right = 0
     strong_docs = 0
     rows = []
