@@ -81,6 +81,7 @@ pub(crate) fn extraction(
         return out;
     }
     let mut swapped: Vec<(&str, &Value, &Label)> = Vec::new();
+    let mut away: Vec<(&Field, &str)> = Vec::new();
     let lines: Vec<String> = text.lines().map(grounding::normalize).collect();
     out.extend(missing(object, fields, &lines, &labels, stop));
     let norm_text = grounding::normalize(text);
@@ -100,28 +101,31 @@ pub(crate) fn extraction(
         let Some(value) = value_at(object, &field.path) else {
             continue;
         };
-        if let Some((d, under)) = label_doubt(hay, &page, field, value, &labels) {
-            out.push(d);
-            if let Some(l) = under {
-                swapped.push((field.path.as_str(), value, l));
+        match label_doubt(hay, &page, field, value, &labels) {
+            Placing::Doubted(d, under) => {
+                out.push(d);
+                if let Some(l) = under {
+                    swapped.push((field.path.as_str(), value, l));
+                }
             }
+            Placing::Away => {
+                if let Value::String(s) = value {
+                    away.push((field, s.as_str()));
+                }
+            }
+            Placing::Fine => {}
         }
     }
     out.extend(partners(object, fields, &swapped, &out));
     // A text value under no label of its own, its field's label holding another: after the
     // swaps, which say more.
-    let off: Vec<Doubt> = fields
-        .iter()
-        .filter(|f| f.items.is_empty())
-        .take(MAX_LABELLED)
-        .filter(|f| {
+    let off: Vec<Doubt> = away
+        .into_iter()
+        .filter(|(f, _)| {
             !out.iter()
                 .any(|d| d.field.as_deref() == Some(f.path.as_str()))
         })
-        .filter_map(|f| match value_at(object, &f.path) {
-            Some(Value::String(s)) => text_off_label(hay, &page, f, s, &labels),
-            _ => None,
-        })
+        .filter_map(|(f, s)| text_off_label(hay, &page, f, s, &labels))
         .collect();
     out.extend(off);
     out
@@ -504,13 +508,11 @@ fn starts_with_figure(s: &str) -> bool {
 /// The label a text value begins with (`Billed to: Pied Piper GmbH` → `Billed to`): one to
 /// three words of letters, then a colon, then more.
 fn leading_label(s: &str) -> Option<&str> {
-    let (head, rest) = s.trim().split_once([':', '：'])?;
-    let words = head.split_whitespace().count();
+    let (head, rest) = key_of(s.trim())?;
     let letters = head.chars().all(|c| c.is_alphabetic() || c.is_whitespace());
-    // `https://…` is a URL, `HTTP::Link::Parser` a name with its scopes, not a label.
-    let joined = rest.starts_with("//") || rest.starts_with([':', '：']);
-    ((1..=3).contains(&words) && letters && !joined && !rest.trim().is_empty())
-        .then_some(head.trim())
+    // `HTTP::Link::Parser` is a name with its scopes, not a label.
+    let scoped = rest.starts_with([':', '：']);
+    (letters && !scoped && !rest.trim().is_empty()).then_some(head.trim())
 }
 
 fn looks_like_date(s: &str) -> bool {
@@ -683,6 +685,17 @@ struct Page<'p> {
     lines: &'p [String],
 }
 
+/// What the places of a value say of it.
+enum Placing<'l> {
+    /// Doubted, with the other field's label it stands under, if it does.
+    Doubted(Doubt, Option<&'l Label>),
+    /// Found, under no label of its own, and not doubted for it: a text value may still be
+    /// doubted when its own label holds another value ([`text_off_label`]).
+    Away,
+    /// Under its own label, found nowhere, or of a field with no label: nothing to say.
+    Fine,
+}
+
 /// A doubt when no place of `value` stands under its own field's label and one stands under
 /// another field's; or, for a number, when none stands under any label while its own label is
 /// in the document (a total taken from elsewhere than the total's line).
@@ -692,23 +705,23 @@ fn label_doubt<'l>(
     field: &Field,
     value: &Value,
     labels: &'l [Label],
-) -> Option<(Doubt, Option<&'l Label>)> {
+) -> Placing<'l> {
     // A field with no label of its own cannot be told from the others by its place.
     if !labels
         .iter()
         .any(|l| !l.weak && l.owners.contains(&field.path))
     {
-        return None;
+        return Placing::Fine;
     }
     let places = hay.occurrences(value, MAX_PLACES);
     if places.is_empty() {
-        return None;
+        return Placing::Fine;
     }
     let mut other: Option<&Label> = None;
     let mut unlabelled = false;
     for (start, _) in &places {
         match label_before(page.chars, *start, labels) {
-            Some(l) if l.owners.contains(&field.path) => return None,
+            Some(l) if l.owners.contains(&field.path) => return Placing::Fine,
             Some(l) if !l.weak => other = other.or(Some(l)),
             Some(_) | None => unlabelled = true,
         }
@@ -730,32 +743,35 @@ fn label_doubt<'l>(
                 ),
             )
         };
-        return Some((d, Some(l)));
+        return Placing::Doubted(d, Some(l));
     }
     let own = labels
         .iter()
         .filter(|l| !l.weak && l.owners.contains(&field.path))
-        .find(|l| find_label(page.text, l).is_some())?;
-    value.is_number().then(|| {
-        let d = Doubt {
-            label: Some(own.said.clone()),
-            ..doubt(
-                "label",
-                &field.path,
-                format!(
-                    "{} does not stand under its label “{}”, which is in the document",
-                    shown(value),
-                    own.text
-                ),
-            )
-        };
-        (d, None)
-    })
+        .find(|l| find_label(page.text, l).is_some());
+    match own {
+        Some(own) if value.is_number() => Placing::Doubted(
+            Doubt {
+                label: Some(own.said.clone()),
+                ..doubt(
+                    "label",
+                    &field.path,
+                    format!(
+                        "{} does not stand under its label “{}”, which is in the document",
+                        shown(value),
+                        own.text
+                    ),
+                )
+            },
+            None,
+        ),
+        _ => Placing::Away,
+    }
 }
 
-/// A text value that stands under no label of its own, while a label of its field alone
-/// stands in the document with another value after it: the document says what the field
-/// holds, and the answer is something else.
+/// A text value found in the document under no label of its own ([`Placing::Away`]), while a
+/// label of its field alone stands in the document with another value after it: the document
+/// says what the field holds, and the answer is something else.
 fn text_off_label(
     hay: &Haystack,
     page: &Page,
@@ -766,14 +782,6 @@ fn text_off_label(
     let want = grounding::normalize(value);
     let want = want.trim();
     if want.is_empty() || hay.spent() {
-        return None;
-    }
-    let places = hay.occurrences(&Value::String(value.to_string()), MAX_PLACES);
-    let under_own = places.iter().any(|(start, _)| {
-        label_before(page.chars, *start, labels).is_some_and(|l| l.owners.contains(&field.path))
-    });
-    // Found nowhere, it is grounding's doubt; under its own label, it is where it belongs.
-    if places.is_empty() || under_own {
         return None;
     }
     labels
@@ -846,19 +854,24 @@ fn label_before<'l>(chars: &[char], start: usize, labels: &'l [Label]) -> Option
     Some(label)
 }
 
-/// Whether a line begins with a key: one to three words of letters (hyphens and dots
-/// inside), then a colon that does not begin a URL (`Upstream-Contact: …`, `名称：…`).
+/// Whether a line begins with a key ([`key_of`]).
 fn begins_with_key(line: &str) -> bool {
-    let Some((head, rest)) = line.trim_start().split_once([':', '：']) else {
-        return false;
-    };
+    key_of(line.trim_start()).is_some()
+}
+
+/// The key `s` begins with, and what follows its colon: one to three words of letters
+/// (hyphens and dots inside), then a colon that does not begin a URL (`Upstream-Contact: …`,
+/// `名称：…`; not `https://…`).
+fn key_of(s: &str) -> Option<(&str, &str)> {
+    let (head, rest) = s.split_once([':', '：'])?;
     let words: Vec<&str> = head.split_whitespace().collect();
-    (1..=3).contains(&words.len())
+    let key = (1..=3).contains(&words.len())
         && words.iter().all(|w| {
             w.chars().next().is_some_and(char::is_alphabetic)
                 && w.chars().all(|c| c.is_alphabetic() || c == '-' || c == '.')
         })
-        && !rest.starts_with("//")
+        && !rest.starts_with("//");
+    key.then_some((head, rest))
 }
 
 /// Where the first place of label `l` in `text` ends (bytes), standing as a word.
