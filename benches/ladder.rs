@@ -1,10 +1,13 @@
-//! What does an escalation ladder buy, and what does it cost? Three sets of documents with
+//! What does an escalation ladder buy, and what does it cost? Sets of documents with
 //! answers nobody here wrote, each done seven ways on two local models — the cheap one
 //! (Qwen2.5-Coder-0.5B, served as `glm-4-flash`) and the strong one (Qwen2.5-Coder-1.5B,
 //! served as `1.5b`):
 //!
 //! - ACLSum test papers (`scripts/fetch-aclsum.sh`), summarised (`summarize`), scored by ROUGE-L
-//!   F1 against the experts' summary (challenge, approach and outcome joined);
+//!   F1 against the experts' summary (challenge, approach and outcome joined); and the same
+//!   papers extracted with `examples/paper.schema.json` (`extract`: challenge, approach and
+//!   outcome, a sentence each; set `aclsum-fields`), each field scored by ROUGE-L F1 against
+//!   the expert's sentence for it, a paper's score their mean;
 //! - sections of the Debian Reference (`scripts/fetch-debian-sections.sh`), translated into
 //!   Simplified Chinese (`translate -a to=chinese`), scored by chrF against the manual's
 //!   published Chinese translation;
@@ -24,9 +27,10 @@
 //! zhi doubted and did not, for the answer the row kept and for the cheap model's own answer
 //! (on a ladder row, read from the transcript): how well the doubts pick out wrong cells.
 //!
-//! The rows: (a) one plain chat request per document to the cheap model ("Summarize…",
-//! "Translate into Simplified Chinese…", "Extract these fields as JSON: …", temperature 0, the
-//! answer budget zhi uses), no zhi: the floor; (b) the same to the strong model; (c) zhi on the
+//! The rows: (a) one plain chat request per document to the cheap model ("Summarize this paper
+//! in two to four sentences: …", "Translate the following text into Simplified Chinese. …",
+//! "Extract these fields as JSON: …", temperature 0, the answer budget zhi uses), no zhi: the
+//! floor; (b) the same to the strong model; (c) zhi on the
 //! cheap model alone; (d) zhi on the strong model alone; (e) zhi on the cheap model with the
 //! strong one as a ladder rung, escalating only junk answers (`escalate_on: []`); (f) the same
 //! escalating doubted answers too (the default); (g) (f) with `--audit 2`, a seeded sample of
@@ -44,8 +48,8 @@
 //! `cargo bench --bench ladder`. `ZHI_BENCH_LLM_URL` and `ZHI_BENCH_STRONG_URL` name running
 //! servers; otherwise the bench starts the project's own (`examples/local-llm/start.sh`, ports
 //! 8085 and 8086) and stops them at the end. `ZHI_BENCH_ROWS=a,c,f` runs some rows,
-//! `ZHI_BENCH_SETS=invoices,invoices-plain,manpages,copyright,debian,aclsum` some sets (in that
-//! order), `ZHI_BENCH_MANPAGES` and `ZHI_BENCH_COPYRIGHT` (default all) the first documents of
+//! `ZHI_BENCH_SETS=invoices,invoices-plain,manpages,copyright,debian,aclsum,aclsum-fields` some
+//! sets (in that order), `ZHI_BENCH_MANPAGES` and `ZHI_BENCH_COPYRIGHT` (default all) the first documents of
 //! their truth, `ZHI_BENCH_PAPERS`
 //! (default 5) papers of `ZHI_BENCH_SPLIT` (default `test`), `ZHI_BENCH_SECTIONS` (default 6)
 //! sections. `ZHI_BENCH_KEEP=1` keeps each zhi run's folder (its records and transcripts) and
@@ -72,9 +76,11 @@ const STRONG: &str = "1.5b";
 const PRICES: [(&str, f64); 2] = [(CHEAP, 0.1), (STRONG, 5.0)];
 const TIMEOUT_SECS: u64 = 900;
 
-const SUMMARIZE_TASK: &str =
-    "Summarize the paper in three sentences: the problem, the approach, the result.";
-const TRANSLATE_TASK: &str = "Translate the following text into Simplified Chinese.";
+/// The plain requests: what a user with the same intent would type (issue 46).
+const SUMMARIZE_TASK: &str = "Summarize this paper in two to four sentences: what it is about, \
+     what it proposes, and what it finds.";
+const TRANSLATE_TASK: &str = "Translate the following text into Simplified Chinese. Keep \
+     commands, paths and names as they are. Answer with the translation only.";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Row {
@@ -118,12 +124,19 @@ enum Kind {
     Copyright,
     Debian,
     Aclsum,
+    /// ACLSum papers extracted into the experts' three fields, each scored by ROUGE-L.
+    AclsumFields,
 }
 
 impl Kind {
     /// An extraction set: scored cell by cell, its doubts counted field by field.
     fn extraction(self) -> bool {
         matches!(self, Kind::Invoices | Kind::Manpages | Kind::Copyright)
+    }
+
+    /// A set run by `extract` with a schema, answered with a JSON object.
+    fn schema(self) -> bool {
+        self.extraction() || self == Kind::AclsumFields
     }
 }
 
@@ -153,7 +166,7 @@ struct DataSet {
 impl DataSet {
     fn skill(&self) -> &'static str {
         match self.kind {
-            Kind::Invoices | Kind::Manpages | Kind::Copyright => "extract",
+            Kind::Invoices | Kind::Manpages | Kind::Copyright | Kind::AclsumFields => "extract",
             Kind::Debian => "translate",
             Kind::Aclsum => "summarize",
         }
@@ -161,7 +174,9 @@ impl DataSet {
 
     fn output_file(&self) -> &'static str {
         match self.kind {
-            Kind::Invoices | Kind::Manpages | Kind::Copyright => "extracted.json",
+            Kind::Invoices | Kind::Manpages | Kind::Copyright | Kind::AclsumFields => {
+                "extracted.json"
+            }
             Kind::Debian => "translation.md",
             Kind::Aclsum => "summary.md",
         }
@@ -349,6 +364,11 @@ fn data_sets() -> Vec<DataSet> {
     {
         sets.push(set);
     }
+    if want("aclsum-fields")
+        && let Some(set) = paper_fields()
+    {
+        sets.push(set);
+    }
     sets
 }
 
@@ -495,6 +515,38 @@ fn papers() -> Option<DataSet> {
     })
 }
 
+/// The same papers, extracted with `examples/paper.schema.json` into the experts' three
+/// fields (challenge, approach, outcome), each scored against the expert's sentence.
+fn paper_fields() -> Option<DataSet> {
+    let (papers, _split) = aclsum::papers()?;
+    let file = repo().join("examples/paper.schema.json");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let docs = papers
+        .iter()
+        .map(|p| Doc {
+            name: format!("{}.txt", p.id),
+            text: p.text.clone(),
+            reference: Reference::Fields(
+                aclsum::FIELDS
+                    .iter()
+                    .zip(&p.summary)
+                    .filter(|(_, s)| !s.is_empty())
+                    .map(|(f, s)| (f.to_string(), Value::String(s.clone())))
+                    .collect(),
+            ),
+        })
+        .collect();
+    Some(DataSet {
+        kind: Kind::AclsumFields,
+        name: "aclsum-fields",
+        docs,
+        schema: Some(schema),
+    })
+}
+
 /// The strong model's base URL: `ZHI_BENCH_STRONG_URL` when set (left running), else the
 /// project's 1.5B server started on `port`, with the folder to stop it in at the end.
 fn strong_model(port: u16) -> (String, Option<PathBuf>) {
@@ -581,7 +633,7 @@ fn plain_prompt(set: &DataSet, doc: &Doc) -> String {
     match set.kind {
         Kind::Aclsum => format!("{SUMMARIZE_TASK}\n\n{}", doc.text),
         Kind::Debian => format!("{TRANSLATE_TASK}\n\n{}", doc.text),
-        Kind::Invoices | Kind::Manpages | Kind::Copyright => {
+        Kind::Invoices | Kind::Manpages | Kind::Copyright | Kind::AclsumFields => {
             let fields: Vec<String> = set
                 .schema
                 .as_ref()
@@ -608,11 +660,10 @@ fn plain_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
         let answer = match models.chat(model, &plain_prompt(set, doc)) {
             Ok((text, u)) => {
                 add_usage(&mut usage, model, u);
-                let output = match set.kind {
-                    Kind::Invoices | Kind::Manpages | Kind::Copyright => {
-                        json_object(&text).map(|o| Value::Object(o).to_string())
-                    }
-                    _ => Some(text.clone()),
+                let output = if set.kind.schema() {
+                    json_object(&text).map(|o| Value::Object(o).to_string())
+                } else {
+                    Some(text.clone())
                 };
                 Answer {
                     status: if output.is_some() {
@@ -707,16 +758,12 @@ fn zhi_row(row: Row, set: &DataSet, models: &Models) -> Outcome {
 
     let mut cmd = common::zhi(&home);
     cmd.current_dir(&work).args(["run", set.skill()]);
-    match set.kind {
-        Kind::Invoices | Kind::Manpages | Kind::Copyright => {
-            let schema = set.schema.as_ref().expect("the set's schema");
-            std::fs::write(work.join("S.json"), schema.to_string()).expect("write the schema");
-            cmd.args(["-a", "schema=S.json"]);
-        }
-        Kind::Debian => {
-            cmd.args(["-a", "to=chinese"]);
-        }
-        Kind::Aclsum => {}
+    if set.kind.schema() {
+        let schema = set.schema.as_ref().expect("the set's schema");
+        std::fs::write(work.join("S.json"), schema.to_string()).expect("write the schema");
+        cmd.args(["-a", "schema=S.json"]);
+    } else if set.kind == Kind::Debian {
+        cmd.args(["-a", "to=chinese"]);
     }
     cmd.args(["docs", "-o", "out", "--no-progress", "-q"])
         .args(["--timeout", &TIMEOUT_SECS.to_string()])
@@ -995,6 +1042,11 @@ fn score(set: &DataSet, doc: &Doc, answer: &Answer) -> f64 {
         return 0.0;
     };
     match (&doc.reference, set.kind) {
+        (Reference::Fields(truth), Kind::AclsumFields) => field_rouge(truth, output)
+            .iter()
+            .map(|(_, r)| r)
+            .sum::<f64>()
+            / truth.len().max(1) as f64,
         (Reference::Fields(truth), kind) => cells(kind, truth, Some(output))
             .iter()
             .filter(|(_, right)| *right)
@@ -1049,7 +1101,45 @@ fn quality(o: &Outcome, set: &DataSet) -> String {
         }
         Kind::Debian => format!("{:.1}", total / n),
         Kind::Aclsum => format!("{:.3}", total / n),
+        Kind::AclsumFields => {
+            // The mean of each field too: challenge / approach / outcome.
+            let each: Vec<String> = aclsum::FIELDS
+                .iter()
+                .map(|f| {
+                    let sum: f64 = set
+                        .docs
+                        .iter()
+                        .zip(&o.answers)
+                        .map(|(d, a)| match (&d.reference, a.output.as_deref()) {
+                            (Reference::Fields(t), Some(out)) if a.succeeded() => field_rouge(t, out)
+                                .into_iter()
+                                .find(|(k, _)| k == f)
+                                .map_or(0.0, |(_, r)| r),
+                            _ => 0.0,
+                        })
+                        .sum();
+                    format!("{:.3}", sum / n)
+                })
+                .collect();
+            format!("{:.3} ({})", total / n, each.join(" / "))
+        }
     }
+}
+
+/// Each of the experts' fields and the ROUGE-L F1 of the answer's value for it (0 when the
+/// answer has no text there).
+fn field_rouge(truth: &Map<String, Value>, output: &str) -> Vec<(String, f64)> {
+    let got = json_object(output).unwrap_or_default();
+    truth
+        .iter()
+        .map(|(k, want)| {
+            let r = match (got.get(k).and_then(Value::as_str), want.as_str()) {
+                (Some(value), Some(want)) => aclsum::rouge_l(value, want),
+                _ => 0.0,
+            };
+            (k.clone(), r)
+        })
+        .collect()
 }
 
 /// The cost of the usage at [`PRICES`], in CNY.
@@ -1348,6 +1438,17 @@ fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answ
         }
         Kind::Debian => format!("chrF {scored:.1}"),
         Kind::Aclsum => format!("ROUGE-L {scored:.3}"),
+        Kind::AclsumFields => {
+            let each = match (&doc.reference, a.output.as_deref().filter(|_| a.succeeded())) {
+                (Reference::Fields(t), Some(output)) => field_rouge(t, output)
+                    .iter()
+                    .map(|(k, r)| format!("{k} {r:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => String::new(),
+            };
+            format!("ROUGE-L {scored:.3} ({each})")
+        }
     };
     let _ = writeln!(
         out,

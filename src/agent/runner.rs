@@ -245,7 +245,8 @@ pub(crate) async fn run_direct(
     let file = accept.file.as_str();
     // A request asked in one user message (a skill's instruction) has no system prompt.
     let mut fresh = Vec::with_capacity(2);
-    if !ask.system.is_empty() {
+    let plain = ask.system.is_empty();
+    if !plain {
         fresh.push(Message::system(ask.system.clone()));
     }
     let user = ask.user.clone();
@@ -262,8 +263,9 @@ pub(crate) async fn run_direct(
     let mut messages = fresh.clone();
     let mut round = 0;
     let mut penalised = false;
-    // An accepted answer whose figures were asked about again: (content, its ungrounded figures).
-    let mut kept: Option<(String, Ungrounded)> = None;
+    // An accepted answer that was asked about again (its figures, or a near copy).
+    let mut kept: Option<Kept> = None;
+    let stop = || env.cancel.is_cancelled();
     loop {
         round += 1;
         if env.cancel.is_cancelled() {
@@ -272,6 +274,11 @@ pub(crate) async fn run_direct(
         let mut req = env.chat_request(messages.clone());
         if penalised {
             req.frequency_penalty = env.retry_penalty;
+        } else if plain {
+            // One message is sent as a plain request is: the repetition penalty that keeps a
+            // small model from looping also keeps it from ending a summary (it wrote the paper
+            // out) and costs a translation its repeated words; a loop's fresh try has it.
+            req.repeat_penalty = None;
         }
         let reply = request(env, &ask.name, round, &req, stats).await?;
         let answer = direct_answer(&reply.message);
@@ -286,23 +293,30 @@ pub(crate) async fn run_direct(
             return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
         }
         if !truncated && problem.is_none() {
-            let figures = accept.ungrounded(&content, &|| env.cancel.is_cancelled());
+            let figures = accept.ungrounded(&content, &stop);
+            let copied = accept.near_copy(&content, &stop);
             // A check the run's stop cut short judged nothing: the job ends here.
-            if figures.cut && env.cancel.is_cancelled() {
+            if stop() {
                 return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
             }
-            let better = match &kept {
-                Some((_, before)) if before.count <= figures.count => None,
-                _ => Some((content.clone(), figures)),
+            let answer = Kept {
+                content: content.clone(),
+                figures,
+                copied,
             };
-            if let Some(b) = better {
-                kept = Some(b);
+            if kept.as_ref().is_none_or(|before| answer.better_than(before)) {
+                kept = Some(answer);
             }
-            let (_, figures) = kept.as_ref().expect("kept above");
-            if figures.count == 0 || round >= 2 {
+            let best = kept.as_ref().expect("kept above");
+            if (best.figures.count == 0 && !best.copied) || round >= 2 {
                 return keep(env, stats, file, kept.take().expect("kept above"));
             }
-            messages = ask_for_figures(env, &fresh, file, figures);
+            messages = if best.copied {
+                penalised = true;
+                ask_in_own_words(env, &fresh, file)
+            } else {
+                ask_for_figures(env, &fresh, file, &best.figures)
+            };
             continue;
         }
         if let Some(k) = kept.take() {
@@ -330,8 +344,43 @@ pub(crate) async fn run_direct(
             keep_rejected(env, file, &content);
             return Err(JobError::new(kind, why));
         }
+        // A condensing cut at the length limit was, most likely, the document copied out.
+        let problem = match problem {
+            None if accept.condenses() => Some(Problem::Copy),
+            p => p,
+        };
         retry(&fresh, &mut messages, problem, &content, &mut penalised);
     }
+}
+
+/// An accepted direct answer, and what was asked about it again.
+struct Kept {
+    content: String,
+    /// Figures it states that the document does not hold.
+    figures: Ungrounded,
+    /// A condensing that is mostly its source again (`near_copy`).
+    copied: bool,
+}
+
+impl Kept {
+    /// Not a near copy before a near copy; then fewer figures the document lacks.
+    fn better_than(&self, other: &Kept) -> bool {
+        (self.copied, self.figures.count) < (other.copied, other.figures.count)
+    }
+}
+
+/// The fresh request that asks once more, in the document's own framing, for a condensing
+/// that is not the document's sentences again.
+fn ask_in_own_words(env: &AgentEnv, fresh: &[Message], file: &str) -> Vec<Message> {
+    env.transcript.note(&msg!(
+        "{file} is mostly the document's own sentences; asking once more"
+    ));
+    let mut messages = fresh.to_vec();
+    push_hint(
+        &mut messages,
+        "Do not copy sentences out of the text: write the result in your own words, far shorter than the text.",
+    );
+    messages
 }
 
 /// The text a direct request answered; a model that calls file_write anyway has still given
@@ -415,7 +464,11 @@ fn keep(
     env: &AgentEnv,
     stats: &mut AgentStats,
     file: &str,
-    (content, figures): (String, Ungrounded),
+    Kept {
+        content,
+        figures,
+        copied,
+    }: Kept,
 ) -> Result<std::path::PathBuf, JobError> {
     let rel = write_answer(env, file, &content)?;
     env.transcript
@@ -430,6 +483,11 @@ fn keep(
     if figures.cut {
         env.transcript.note(&format!(
             "the figures of {file} were checked only in part: the answer is too long to check whole"
+        ));
+    }
+    if copied {
+        env.transcript.note(&msg!(
+            "{file} is mostly the document's own sentences"
         ));
     }
     Ok(rel)

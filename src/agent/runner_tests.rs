@@ -377,3 +377,118 @@ async fn an_answer_cut_at_the_length_limit_is_never_saved() {
     assert!(!f.out.join("gist.md").exists());
     assert_eq!(model.seen().len(), DIRECT_ROUNDS as usize);
 }
+
+/// A five-line report for the condensing tests: its three short lines are most of its
+/// sentences (a near copy) but not most of its text (a copy).
+const REPORT: &str = "Sales rose in the north.\n\
+The south fell behind.\n\
+Prices stayed flat.\n\
+The board expects the south to recover once a new regional team has been hired and trained, \
+which it plans to do before the autumn, and it will review the whole plan again at that point.\n\
+Costs of transport grew faster than sales in every region this year, mostly because of fuel \
+and of the longer routes that the closing of the old depot in the east made necessary.\n";
+
+/// The direct request of the gist skill over [`REPORT`]: asked in one message (a skill's
+/// instruction, no system prompt) when `one_message`.
+async fn condensing(
+    f: &Fixture,
+    one_message: bool,
+) -> (Result<std::path::PathBuf, JobError>, AgentStats) {
+    let mut stats = AgentStats::default();
+    let skill = skill(DIRECT);
+    let accept = Acceptance::new(&skill, &Default::default(), "gist.md", Some(Arc::from(REPORT)));
+    let user = format!("Give the gist of this report:\n\n{REPORT}");
+    let ask = if one_message {
+        DirectAsk {
+            name: "gist".into(),
+            system: String::new(),
+            user,
+        }
+    } else {
+        DirectAsk::of(&skill, "gist.md", user)
+    };
+    let result = run_direct(&f.env, ask, &accept, &mut stats).await;
+    (result, stats)
+}
+
+#[tokio::test]
+async fn a_near_copy_is_asked_once_more_in_own_words_and_the_own_words_kept() {
+    let lines: Vec<&str> = REPORT.lines().collect();
+    let reordered = [lines[2], lines[0], lines[1]].join("\n");
+    let own = "The north grew and the south shrank, while costs of transport rose everywhere.";
+    let model = Scripted::new(vec![text(&reordered), text(own)]);
+    let f = fixture(model.clone());
+    let (result, stats) = condensing(&f, false).await;
+    assert_eq!(result.unwrap(), std::path::Path::new("gist.md"));
+    assert_eq!(
+        std::fs::read_to_string(f.out.join("gist.md")).unwrap().trim(),
+        own
+    );
+    let seen = model.seen();
+    assert_eq!((seen.len(), stats.requests), (2, 2));
+    // Asked afresh (the copy is not shown back), naming what was wrong, with the penalty.
+    assert_eq!(seen[1].messages.len(), 2);
+    let asked = seen[1].messages[1].content.as_deref().unwrap();
+    assert!(asked.contains("Do not copy sentences out of the text"), "{asked}");
+    assert_eq!(seen[1].frequency_penalty, Some(0.5));
+}
+
+#[tokio::test]
+async fn a_near_copy_asked_again_that_copies_again_is_kept_once_for_the_judge() {
+    let lines: Vec<&str> = REPORT.lines().collect();
+    let first = [lines[2], lines[0], lines[1]].join("\n");
+    let second = [lines[1], lines[2], lines[0]].join("\n");
+    let model = Scripted::new(vec![text(&first), text(&second)]);
+    let f = fixture(model.clone());
+    let (result, _) = condensing(&f, false).await;
+    // Both copy: the first stands (no third request), and the judge's doubt will say so.
+    assert!(result.is_ok());
+    assert_eq!(model.seen().len(), 2);
+    assert_eq!(
+        std::fs::read_to_string(f.out.join("gist.md")).unwrap().trim(),
+        first
+    );
+}
+
+#[tokio::test]
+async fn a_condensing_cut_at_the_length_limit_is_asked_not_to_copy() {
+    let cut = reply(Message::assistant(REPORT), "length");
+    let model = Scripted::new(vec![cut, text("The north grew; the south shrank.")]);
+    let f = fixture(model.clone());
+    let (result, _) = condensing(&f, false).await;
+    assert!(result.is_ok());
+    let seen = model.seen();
+    let asked = seen[1].messages.last().unwrap().content.as_deref().unwrap();
+    assert!(asked.contains("Do not copy the document out"), "{asked}");
+}
+
+#[tokio::test]
+async fn one_message_is_sent_as_a_plain_request_and_its_fresh_try_with_the_penalties() {
+    let lines: Vec<&str> = REPORT.lines().collect();
+    let copy = [lines[2], lines[0], lines[1]].join("\n");
+    let model = Scripted::new(vec![text(&copy), text("The north grew; the south shrank.")]);
+    let mut f = fixture(model.clone());
+    f.env.repeat_penalty = Some(1.15);
+    let (result, _) = condensing(&f, true).await;
+    assert!(result.is_ok());
+    let seen = model.seen();
+    assert_eq!(seen[0].messages.len(), 1, "one user message, no system prompt");
+    assert_eq!(
+        (seen[0].repeat_penalty, seen[0].frequency_penalty),
+        (None, None)
+    );
+    assert_eq!(
+        (seen[1].repeat_penalty, seen[1].frequency_penalty),
+        (Some(1.15), Some(0.5))
+    );
+}
+
+#[tokio::test]
+async fn a_framed_request_keeps_the_repetition_penalty() {
+    let model = Scripted::new(vec![text("The north grew; the south shrank.")]);
+    let mut f = fixture(model.clone());
+    f.env.repeat_penalty = Some(1.15);
+    let (result, _) = condensing(&f, false).await;
+    assert!(result.is_ok());
+    assert_eq!(model.seen()[0].repeat_penalty, Some(1.15));
+}

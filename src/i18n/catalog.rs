@@ -744,6 +744,8 @@ pub(super) const ENTRIES: &[(&str, &str)] = &[
     ("{file} holds JSON or a tool call written out as text, not the text asked for", "{file} 里是写成文字的 JSON 或工具调用，不是所要的文本"),
     ("{file} is a stub: headings or a few words, not the text asked for", "{file} 只是空架子：只有标题或寥寥几个词，不是所要的文本"),
     ("{file} states figures the document does not hold: {list}", "{file} 写出了文档中没有的数字：{list}"),
+    ("{file} is mostly the document's own sentences; asking once more", "{file} 大多是文档原句，再问一次"),
+    ("{file} is mostly the document's own sentences", "{file} 大多是文档原句"),
     ("the model wrote no file, and {reason}", "模型没有写出文件，而且{reason}"),
     ("skill `{skill}`: {reason}", "技能 `{skill}`：{reason}"),
     ("`when: {value}` must be an argument name, `NAME == VALUE` or `NAME != VALUE`", "`when: {value}` 必须是参数名、`NAME == VALUE` 或 `NAME != VALUE`"),

@@ -278,6 +278,26 @@ impl Acceptance {
 }
 
 impl Acceptance {
+    /// Whether the file condenses its source (a summary, notes, an analysis): holding most of
+    /// it is a copy, and an answer cut at the length limit was most likely one.
+    pub(crate) fn condenses(&self) -> bool {
+        self.condenses && self.language.is_none() && self.kind == FileKind::Prose
+    }
+
+    /// Whether an accepted condensing is mostly its source again: the `near_copy` doubt
+    /// (docs/outputs.md#doubts), which a direct request asks about once more.
+    pub(crate) fn near_copy(&self, text: &str, stop: &dyn Fn() -> bool) -> bool {
+        match self.source.as_deref() {
+            Some(source) if self.condenses() => {
+                let text = junk::strip_fence(text);
+                super::doubts::prose::ProseCheck::NearCopy
+                    .run(source, &text, stop)
+                    .is_some_and(|d| d.check == "near_copy")
+            }
+            _ => false,
+        }
+    }
+
     /// What zhi doubts in an accepted answer (docs/outputs.md#doubts): a rendering's changed
     /// figures, untranslated runs, remarks and added headings; a condensing's near-copy and
     /// invented figures. Prose files with a source only. `stop` is asked between items.

@@ -395,7 +395,7 @@ fn piece_message(
         let label = format!("{} (part {n}/{total})", job.input);
         return super::message::extraction_message(&label, &p.text);
     }
-    if direct && let Some(instruction) = skill.direct_instruction(&job.args) {
+    if direct && let Some(instruction) = skill.instruction_for(&job.args, &p.text) {
         return super::message::plain_message(&instruction, &p.text, before);
     }
     let mut m = format!("Input document: {} — part {n} of {total}\n", job.input);

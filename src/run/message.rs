@@ -168,7 +168,7 @@ pub(crate) fn first_request_text(job: &Job, skill: &Skill, text: &str) -> String
         );
     }
     if skill.direct_output(&job.args).is_some()
-        && let Some(instruction) = skill.direct_instruction(&job.args)
+        && let Some(instruction) = skill.instruction_for(&job.args, text)
     {
         return plain_message(&instruction, text, None);
     }

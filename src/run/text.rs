@@ -93,7 +93,7 @@ async fn first_message(
     let extras = extra_texts(run, job).await;
     if direct
         && extras.is_empty()
-        && let Some(instruction) = skill.direct_instruction(&job.args)
+        && let Some(instruction) = skill.instruction_for(&job.args, text)
     {
         return super::message::plain_message(&instruction, text, None);
     }

@@ -392,6 +392,24 @@ impl Skill {
         Some(out)
     }
 
+    /// The instruction of [`Skill::direct_instruction`] for a document whose text is `text`: a
+    /// skill that answers in its document's language (no `output.language`) names that
+    /// language after the instruction when it is not English, the instruction's own
+    /// (`… Answer in Chinese.`).
+    pub(crate) fn instruction_for(
+        &self,
+        args: &std::collections::BTreeMap<String, String>,
+        text: &str,
+    ) -> Option<String> {
+        let mut out = self.direct_instruction(args)?;
+        if self.output_language(args).is_none()
+            && let Some(lang) = language_of(text).filter(|l| *l != "English")
+        {
+            out.push_str(&format!(" Answer in {lang}."));
+        }
+        Some(out)
+    }
+
     /// The one text file a job of this skill writes from the model's plain answer, when the
     /// skill runs in direct mode: one declared text output, no nested skills, no folder input,
     /// no tool beyond reading its own inputs (which the first message already holds).
