@@ -7,9 +7,11 @@
 //! default (English text, Chinese text, a PDF), every builtin in under half an hour;
 //! `ZHI_BENCH_DOCS=all` for all seven. Set
 //! `ZHI_BENCH_LLM_URL` to use a running server; otherwise the bench starts the project's own
-//! and stops it at the end. `ZHI_BENCH_SKILLS=summarize,translate` runs only those skills.
+//! and stops it at the end (`ZHI_BENCH_LLM_URL` naming the 1.5B's server measures the strong
+//! model). `ZHI_BENCH_SKILLS=summarize,translate` runs only those skills;
+//! `ZHI_BENCH_REPORT=NAME` writes the table to `target/NAME.md`.
 //!
-//! Per skill it reports: jobs that succeeded (zhi's verification: every declared output
+//! Per skill it reports: jobs that succeeded (and of them, those zhi doubts) (zhi's verification: every declared output
 //! exists, is not empty, not a copy, not a loop), declared outputs present, outputs in the
 //! expected language (share of CJK characters: Chinese above 20%), figures of the source found
 //! in the output, requests and prompt tokens per document, and wall time. The table is printed
@@ -47,6 +49,8 @@ struct Run {
 struct Row {
     jobs: usize,
     succeeded: usize,
+    /// Of those, the ones whose record holds doubts.
+    doubted: usize,
     declared: usize,
     present: usize,
     lang_checked: usize,
@@ -128,7 +132,12 @@ fn main() {
 
     let table = render(&rows);
     println!("{table}");
-    let dest = repo().join("target/skills_real.md");
+    // `ZHI_BENCH_REPORT=NAME` writes `target/NAME.md` instead (a run on another model).
+    let name = std::env::var("ZHI_BENCH_REPORT")
+        .ok()
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| "skills_real".into());
+    let dest = repo().join(format!("target/{name}.md"));
     let _ = std::fs::write(&dest, &table);
     eprintln!("written to {}", dest.display());
 }
@@ -325,6 +334,10 @@ fn score(
     row.jobs += 1;
     if r["status"] == "succeeded" {
         row.succeeded += 1;
+        // Kept, but doubted: shown as doubted, never as a success (docs/outputs.md).
+        if r["doubts"].as_array().is_some_and(|d| !d.is_empty()) {
+            row.doubted += 1;
+        }
     } else {
         let kind = r["error"]["kind"].as_str().unwrap_or("?").to_string();
         *row.failures.entry(kind).or_default() += 1;
@@ -466,7 +479,7 @@ fn render(rows: &[(String, Row)]) -> String {
         }
     };
     let mut t = String::from(
-        "| skill | succeeded (verified) | declared outputs | language | figures kept | requests/doc | prompt tokens/doc | wall | failures |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| skill | succeeded (verified) | of them doubted | declared outputs | language | figures kept | requests/doc | prompt tokens/doc | wall | failures |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, r) in rows {
         let per = |x: u64| {
@@ -488,8 +501,9 @@ fn render(rows: &[(String, Row)]) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         t.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {prompt} | {:.0} s | {} |\n",
+            "| {name} | {} | {} | {} | {} | {} | {} | {prompt} | {:.0} s | {} |\n",
             pct(r.succeeded, r.jobs),
+            r.doubted,
             pct(r.present, r.declared),
             pct(r.lang_ok, r.lang_checked),
             pct(r.figures_found, r.figures),
