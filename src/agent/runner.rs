@@ -304,7 +304,10 @@ pub(crate) async fn run_direct(
                 figures,
                 copied,
             };
-            if kept.as_ref().is_none_or(|before| answer.better_than(before)) {
+            if kept
+                .as_ref()
+                .is_none_or(|before| answer.better_than(before))
+            {
                 kept = Some(answer);
             }
             let best = kept.as_ref().expect("kept above");
@@ -486,9 +489,8 @@ fn keep(
         ));
     }
     if copied {
-        env.transcript.note(&msg!(
-            "{file} is mostly the document's own sentences"
-        ));
+        env.transcript
+            .note(&msg!("{file} is mostly the document's own sentences"));
     }
     Ok(rel)
 }

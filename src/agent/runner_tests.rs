@@ -396,7 +396,12 @@ async fn condensing(
 ) -> (Result<std::path::PathBuf, JobError>, AgentStats) {
     let mut stats = AgentStats::default();
     let skill = skill(DIRECT);
-    let accept = Acceptance::new(&skill, &Default::default(), "gist.md", Some(Arc::from(REPORT)));
+    let accept = Acceptance::new(
+        &skill,
+        &Default::default(),
+        "gist.md",
+        Some(Arc::from(REPORT)),
+    );
     let user = format!("Give the gist of this report:\n\n{REPORT}");
     let ask = if one_message {
         DirectAsk {
@@ -421,7 +426,9 @@ async fn a_near_copy_is_asked_once_more_in_own_words_and_the_own_words_kept() {
     let (result, stats) = condensing(&f, false).await;
     assert_eq!(result.unwrap(), std::path::Path::new("gist.md"));
     assert_eq!(
-        std::fs::read_to_string(f.out.join("gist.md")).unwrap().trim(),
+        std::fs::read_to_string(f.out.join("gist.md"))
+            .unwrap()
+            .trim(),
         own
     );
     let seen = model.seen();
@@ -429,7 +436,10 @@ async fn a_near_copy_is_asked_once_more_in_own_words_and_the_own_words_kept() {
     // Asked afresh (the copy is not shown back), naming what was wrong, with the penalty.
     assert_eq!(seen[1].messages.len(), 2);
     let asked = seen[1].messages[1].content.as_deref().unwrap();
-    assert!(asked.contains("Do not copy sentences out of the text"), "{asked}");
+    assert!(
+        asked.contains("Do not copy sentences out of the text"),
+        "{asked}"
+    );
     assert_eq!(seen[1].frequency_penalty, Some(0.5));
 }
 
@@ -445,7 +455,9 @@ async fn a_near_copy_asked_again_that_copies_again_is_kept_once_for_the_judge() 
     assert!(result.is_ok());
     assert_eq!(model.seen().len(), 2);
     assert_eq!(
-        std::fs::read_to_string(f.out.join("gist.md")).unwrap().trim(),
+        std::fs::read_to_string(f.out.join("gist.md"))
+            .unwrap()
+            .trim(),
         first
     );
 }
@@ -472,7 +484,11 @@ async fn one_message_is_sent_as_a_plain_request_and_its_fresh_try_with_the_penal
     let (result, _) = condensing(&f, true).await;
     assert!(result.is_ok());
     let seen = model.seen();
-    assert_eq!(seen[0].messages.len(), 1, "one user message, no system prompt");
+    assert_eq!(
+        seen[0].messages.len(),
+        1,
+        "one user message, no system prompt"
+    );
     assert_eq!(
         (seen[0].repeat_penalty, seen[0].frequency_penalty),
         (None, None)

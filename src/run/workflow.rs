@@ -736,6 +736,7 @@ fn step_skill(
         tools: Vec::new(),
         steps: Vec::new(),
         instruction: None,
+        instruction_in: Default::default(),
         chunking: crate::skills::Chunking::None,
         output: Some(OutputSpec {
             description: Some(task.map_or_else(

@@ -14,6 +14,7 @@ use crate::small_file::present;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 
 /// A skill that loaded, with what the user should hear about it.
 #[derive(Debug, Clone)]
@@ -348,6 +349,53 @@ fn optional_text(k: &str, v: &Option<Value>) -> Result<Option<String>, String> {
     }
 }
 
+/// The languages a document is told to be in (`language_of`), the keys an `instruction:`
+/// mapping may give besides `default`.
+const INSTRUCTION_LANGUAGES: [&str; 5] = ["english", "chinese", "japanese", "korean", "russian"];
+
+/// `instruction:`, a string, or a mapping of `default` and document languages to strings
+/// (docs/skills.md#one-message-a-skills-instruction): the default and the others by language.
+fn parse_instruction(
+    v: &Option<Value>,
+) -> Result<(Option<String>, BTreeMap<String, String>), String> {
+    let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    let Some(Value::Mapping(m)) = v else {
+        return Ok((
+            optional_text("instruction", v)?.and_then(|s| text(&s)),
+            BTreeMap::new(),
+        ));
+    };
+    let mut default = None;
+    let mut by_language = BTreeMap::new();
+    for (k, v) in m {
+        let (Value::String(k), Value::String(v)) = (k, v) else {
+            return Err(msg!(
+                "field `instruction` maps `default` and languages to texts, found {}",
+                value_kind(v)
+            ));
+        };
+        let key = k.trim().to_lowercase();
+        if key == "default" {
+            default = text(v);
+        } else if INSTRUCTION_LANGUAGES.contains(&key.as_str()) {
+            if let Some(v) = text(v) {
+                by_language.insert(key, v);
+            }
+        } else {
+            return Err(msg!(
+                "field `instruction` has the key `{k}`: give `default` and any of {list}",
+                list = INSTRUCTION_LANGUAGES.join(", ")
+            ));
+        }
+    }
+    if default.is_none() {
+        return Err(msg!(
+            "field `instruction` gives no `default`: the instruction for a document in any other language"
+        ));
+    }
+    Ok((default, by_language))
+}
+
 /// The skill the fields describe (a skill file, or a SKILL.md's front matter with its body as
 /// `system_prompt`).
 fn load_fields(
@@ -378,10 +426,7 @@ fn load_fields(
     };
     let model = optional_text("model", &f.model).map_err(fail)?;
     let escalate = parse_escalate(&f.escalate).map_err(fail)?;
-    let instruction = optional_text("instruction", &f.instruction)
-        .map_err(fail)?
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    let (instruction, instruction_in) = parse_instruction(&f.instruction).map_err(fail)?;
     let extraction = matches!(&f.output, Some(Value::Mapping(m)) if m.get("schema").is_some_and(|v| !v.is_null()));
     let tools = if absent(&f.tools) && (!steps.is_empty() || extraction) {
         Vec::new()
@@ -426,6 +471,7 @@ fn load_fields(
             folder: None,
             escalate,
             instruction,
+            instruction_in,
         },
         warnings,
         strict_errors,

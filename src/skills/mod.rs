@@ -94,6 +94,10 @@ pub struct Skill {
     /// it, in one user message and without a system prompt (docs/skills.md#direct-mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) instruction: Option<String>,
+    /// `instruction:` as a mapping: the instruction for a document in a language (`chinese`),
+    /// by the lowercase name [`language_of`] gives; [`Skill::instruction`] is its `default`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) instruction_in: std::collections::BTreeMap<String, String>,
 }
 
 /// An Agent Skill's folder: `SKILL.md`, and optionally `references/`, `assets/`, `scripts/`.
@@ -370,7 +374,15 @@ impl Skill {
         &self,
         args: &std::collections::BTreeMap<String, String>,
     ) -> Option<String> {
-        let template = self.instruction.as_deref()?;
+        self.filled(self.instruction.as_deref()?, args)
+    }
+
+    /// An instruction's placeholders filled, as [`Skill::direct_instruction`] says.
+    fn filled(
+        &self,
+        template: &str,
+        args: &std::collections::BTreeMap<String, String>,
+    ) -> Option<String> {
         let mut out = String::new();
         let mut rest = template;
         while let Some(open) = rest.find('{') {
@@ -392,22 +404,27 @@ impl Skill {
         Some(out)
     }
 
-    /// The instruction of [`Skill::direct_instruction`] for a document whose text is `text`: a
-    /// skill that answers in its document's language (no `output.language`) names that
-    /// language after the instruction when it is not English, the instruction's own
+    /// The instruction of [`Skill::direct_instruction`] for a document whose text is `text`. A
+    /// skill that answers in its document's language (no `output.language`) is asked in the
+    /// document's language when its `instruction:` gives one for it; otherwise the default
+    /// names that language after it when it is not English, the default's own
     /// (`… Answer in Chinese.`).
     pub(crate) fn instruction_for(
         &self,
         args: &std::collections::BTreeMap<String, String>,
         text: &str,
     ) -> Option<String> {
-        let mut out = self.direct_instruction(args)?;
-        if self.output_language(args).is_none()
-            && let Some(lang) = language_of(text).filter(|l| *l != "English")
-        {
-            out.push_str(&format!(" Answer in {lang}."));
+        let default = self.direct_instruction(args)?;
+        let Some(lang) = language_of(text).filter(|_| self.output_language(args).is_none()) else {
+            return Some(default);
+        };
+        if let Some(own) = self.instruction_in.get(&lang.to_lowercase()) {
+            return self.filled(own, args);
         }
-        Some(out)
+        Some(match lang {
+            "English" => default,
+            _ => format!("{default} Answer in {lang}."),
+        })
     }
 
     /// The one text file a job of this skill writes from the model's plain answer, when the
@@ -523,6 +540,78 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    fn loaded(yaml: &str) -> Result<Skill, String> {
+        load_str(yaml.as_bytes(), SkillSource::File("t.yaml".into()))
+            .map(|l| l.skill)
+            .map_err(|e| e.to_string())
+    }
+
+    const GIST: &str = "name: gist\ndescription: The gist\nsystem_prompt: Give the gist.\ntools: [file_read, file_write]\noutput:\n  files: [gist.md]\n";
+
+    #[test]
+    fn a_document_not_in_english_is_asked_in_its_own_instruction_or_told_its_language() {
+        let en = "The board met on Monday and approved the budget for the year.";
+        let zh = "第三季度营收增长百分之十二，主要来自出口。";
+        let ja = "今日は会議があります。";
+        let one = loaded(&format!(
+            "{GIST}instruction: Give the gist of the following text.\n"
+        ))
+        .unwrap();
+        let none = args(&[]);
+        assert_eq!(
+            one.instruction_for(&none, en).as_deref(),
+            Some("Give the gist of the following text.")
+        );
+        assert_eq!(
+            one.instruction_for(&none, zh).as_deref(),
+            Some("Give the gist of the following text. Answer in Chinese.")
+        );
+        let both = loaded(&format!(
+            "{GIST}instruction:\n  default: Give the gist of the following text.\n  Chinese: 总结以下文本。\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            both.instruction_for(&none, zh).as_deref(),
+            Some("总结以下文本。")
+        );
+        assert_eq!(
+            both.instruction_for(&none, ja).as_deref(),
+            Some("Give the gist of the following text. Answer in Japanese.")
+        );
+        assert_eq!(
+            both.instruction_for(&none, en).as_deref(),
+            Some("Give the gist of the following text.")
+        );
+        // A target language decides the output: the document's language is not named.
+        let to = loaded(
+            "name: t\ndescription: A translation\nsystem_prompt: Translate.\ntools: [file_read, file_write]\n\
+             instruction: Translate the following text into {language}.\n\
+             output:\n  files: [t.md]\n  language: \"{to}\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            to.instruction_for(&args(&[("to", "english")]), zh)
+                .as_deref(),
+            Some("Translate the following text into English.")
+        );
+    }
+
+    #[test]
+    fn an_instruction_mapping_needs_a_default_and_known_languages() {
+        let no_default = loaded(&format!("{GIST}instruction:\n  chinese: 总结以下文本。\n"));
+        assert!(no_default.unwrap_err().contains("no `default`"));
+        let unknown = loaded(&format!(
+            "{GIST}instruction:\n  default: Give the gist.\n  klingon: Qapla'\n"
+        ));
+        let why = unknown.unwrap_err();
+        assert!(
+            why.contains("`klingon`") && why.contains("chinese"),
+            "{why}"
+        );
+        let not_text = loaded(&format!("{GIST}instruction: [a, b]\n"));
+        assert!(not_text.unwrap_err().contains("must be a string"));
     }
 
     #[test]
