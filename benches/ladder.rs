@@ -1042,11 +1042,13 @@ fn score(set: &DataSet, doc: &Doc, answer: &Answer) -> f64 {
         return 0.0;
     };
     match (&doc.reference, set.kind) {
-        (Reference::Fields(truth), Kind::AclsumFields) => field_rouge(truth, output)
-            .iter()
-            .map(|(_, r)| r)
-            .sum::<f64>()
-            / truth.len().max(1) as f64,
+        (Reference::Fields(truth), Kind::AclsumFields) => {
+            field_rouge(truth, output)
+                .iter()
+                .map(|(_, r)| r)
+                .sum::<f64>()
+                / truth.len().max(1) as f64
+        }
         (Reference::Fields(truth), kind) => cells(kind, truth, Some(output))
             .iter()
             .filter(|(_, right)| *right)
@@ -1111,10 +1113,12 @@ fn quality(o: &Outcome, set: &DataSet) -> String {
                         .iter()
                         .zip(&o.answers)
                         .map(|(d, a)| match (&d.reference, a.output.as_deref()) {
-                            (Reference::Fields(t), Some(out)) if a.succeeded() => field_rouge(t, out)
-                                .into_iter()
-                                .find(|(k, _)| k == f)
-                                .map_or(0.0, |(_, r)| r),
+                            (Reference::Fields(t), Some(out)) if a.succeeded() => {
+                                field_rouge(t, out)
+                                    .into_iter()
+                                    .find(|(k, _)| k == f)
+                                    .map_or(0.0, |(_, r)| r)
+                            }
                             _ => 0.0,
                         })
                         .sum();
@@ -1439,7 +1443,10 @@ fn answer_details(out: &mut String, set: &DataSet, doc: &Doc, row: Row, a: &Answ
         Kind::Debian => format!("chrF {scored:.1}"),
         Kind::Aclsum => format!("ROUGE-L {scored:.3}"),
         Kind::AclsumFields => {
-            let each = match (&doc.reference, a.output.as_deref().filter(|_| a.succeeded())) {
+            let each = match (
+                &doc.reference,
+                a.output.as_deref().filter(|_| a.succeeded()),
+            ) {
                 (Reference::Fields(t), Some(output)) => field_rouge(t, output)
                     .iter()
                     .map(|(k, r)| format!("{k} {r:.3}"))
