@@ -4,7 +4,7 @@
 //! binary against the fake API.
 
 use crate::support::testenv::{TestEnv, assert_exit, stderr, stdout};
-use crate::support::{FakeApi, Reply};
+use crate::support::{FakeApi, Recorded, Reply};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,10 +24,16 @@ fn env_with_docs(n: usize) -> TestEnv {
     for i in 0..n {
         env.write(
             &format!("docs/d{i:02}.txt"),
-            format!("document number {i}\n"),
+            format!("document number {i} <<docs/d{i:02}.txt>>\n"),
         );
     }
     env
+}
+
+/// The document a request is about: the `<<docs/dNN.txt>>` tag of its text (a summarize
+/// request is one message, which does not name its document).
+fn doc_of(req: &Recorded) -> String {
+    req.document_tag().unwrap_or_default()
 }
 
 /// Every chat request gets a plain answer (summarize is direct: each job makes one request
@@ -35,7 +41,7 @@ fn env_with_docs(n: usize) -> TestEnv {
 fn answering() -> FakeApi {
     FakeApi::start(|req| {
         if req.is_chat() {
-            Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
+            Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
         } else {
             Reply::status(404, serde_json::json!({"error": {"message": "no route"}}))
         }
@@ -196,12 +202,15 @@ fn rerun_costs_nothing_and_a_changed_file_reruns_only_its_job() {
     std::thread::sleep(Duration::from_millis(20));
     std::fs::write(env.path("docs/d01.txt"), &same).unwrap();
     // A new content is a new input: exactly that job reruns.
-    env.write("docs/d03.txt", "document number 3, revised\n");
+    env.write(
+        "docs/d03.txt",
+        "document number 3, revised <<docs/d03.txt>>\n",
+    );
     let o = run(&env, &api, &[]);
     assert_exit(&o, Exit::Success);
     let chat = api.chat_requests();
     assert_eq!(chat.len(), 6, "one job, one request");
-    assert_eq!(chat[5].input_document(), "docs/d03.txt");
+    assert_eq!(doc_of(&chat[5]), "docs/d03.txt");
     let (_, records) = latest(&env);
     let st = statuses(&records);
     assert_eq!(st["docs/d03.txt"], Status::Succeeded);
@@ -265,7 +274,7 @@ fn sigkill_at_any_point_loses_nothing() {
     let api = FakeApi::start(|req| {
         Reply::delay(
             Duration::from_millis(150),
-            Reply::text(format!("summary of {}", req.input_document())),
+            Reply::text(format!("summary of {}", doc_of(req))),
         )
     });
     let committed = |env: &TestEnv| docs.iter().filter(|d| response(env, d).exists()).count();
@@ -398,7 +407,7 @@ fn interrupted_by(sig: i32, exit: Exit) {
     let api = FakeApi::start(|req| {
         Reply::delay(
             Duration::from_millis(400),
-            Reply::text(format!("summary of {}", req.input_document())),
+            Reply::text(format!("summary of {}", doc_of(req))),
         )
     });
     let mut child = spawn(&env, &api, &["-j", "2"]);
@@ -473,7 +482,7 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
     let api = FakeApi::start(|req| {
         Reply::delay(
             Duration::from_millis(1200),
-            Reply::text(format!("summary of {}", req.input_document())),
+            Reply::text(format!("summary of {}", doc_of(req))),
         )
     });
     let mut first = spawn(&env, &api, &[]);
@@ -501,7 +510,7 @@ fn a_second_run_on_the_same_folder_gets_75_and_a_stale_lock_is_taken_over() {
         serde_json::json!({"pid": dead_pid, "started_at": "2020-01-01T00:00:00Z", "run_id": "20200101T000000.000Z"}).to_string(),
     )
     .unwrap();
-    env.write("docs/d00.txt", "changed\n");
+    env.write("docs/d00.txt", "changed <<docs/d00.txt>>\n");
     let o = run(&env, &api, &[]);
     assert_exit(&o, Exit::Success);
     assert!(
@@ -801,11 +810,10 @@ fn merge_prefers_a_success_over_a_failure_and_show_reads_a_killed_run() {
     let fail_d01 = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let flag = fail_d01.clone();
     let api = FakeApi::start(move |req| {
-        if req.input_document() == "docs/d01.txt" && flag.load(std::sync::atomic::Ordering::SeqCst)
-        {
+        if doc_of(req) == "docs/d01.txt" && flag.load(std::sync::atomic::Ordering::SeqCst) {
             Reply::zhipu_error(400, "1214", "bad parameter")
         } else {
-            Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
+            Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
         }
     });
     let o = run(&env, &api, &[]);
@@ -913,10 +921,10 @@ fn the_token_budget_stops_scheduling_in_time() {
 fn fail_fast_stops_after_the_first_failure() {
     let env = env_with_docs(5);
     let api = FakeApi::start(|req| {
-        if req.input_document() == "docs/d01.txt" {
+        if doc_of(req) == "docs/d01.txt" {
             Reply::zhipu_error(400, "1214", "bad parameter")
         } else {
-            Reply::text(format!("summary of {}", req.input_document()))
+            Reply::text(format!("summary of {}", doc_of(req)))
         }
     });
     let o = run(&env, &api, &["--fail-fast", "-j", "1"]);
@@ -937,7 +945,7 @@ fn auto_concurrency_halves_on_rate_limits() {
     // Every document's first request is rate limited; its retry succeeds.
     let seen = Mutex::new(HashSet::new());
     let api = FakeApi::start(move |req| {
-        let doc = req.input_document();
+        let doc = doc_of(req);
         if seen.lock().unwrap().insert(doc.clone()) {
             Reply::zhipu_error(429, "1302", "too many requests")
         } else {

@@ -28,14 +28,20 @@ pub(crate) fn write_docs(env: &TestEnv, n: usize) {
     for i in 0..n {
         env.write(
             &format!("docs/d{i:05}.txt"),
-            format!("document number {i}\n"),
+            format!("document number {i} <<docs/d{i:05}.txt>>\n"),
         );
     }
 }
 
+/// The document a request is about: the `<<docs/dNNNNN.txt>>` tag of its text (a summarize
+/// request is one message, which does not name its document).
+pub(crate) fn doc_of(req: &Recorded) -> String {
+    req.document_tag().unwrap_or_default()
+}
+
 /// A chat answer per document: its summary, usage 60 + 40.
 pub(crate) fn summary(req: &Recorded) -> Reply {
-    Reply::text(format!("summary of {}", req.input_document())).with_usage(60, 40)
+    Reply::text(format!("summary of {}", doc_of(req))).with_usage(60, 40)
 }
 
 /// `zhi --no-progress run summarize docs -o out --base-url <fake> ARGS…`.
@@ -419,7 +425,7 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
     let calls: std::sync::Arc<std::sync::Mutex<BTreeMap<String, usize>>> = Default::default();
     let seen = calls.clone();
     let batch = FakeBatch::new(move |req| {
-        let doc = req.input_document();
+        let doc = doc_of(req);
         let n = {
             let mut m = seen.lock().unwrap();
             let n = m.entry(doc.clone()).or_default();
@@ -429,7 +435,8 @@ fn expiry_failures_and_junk_answers_are_resubmitted_or_recorded() {
         match doc.as_str() {
             "docs/d00001.txt" => Reply::zhipu_error(400, "1301", "unsafe content"),
             "docs/d00002.txt" if n == 1 => Reply::zhipu_error(500, "500", "internal error"),
-            "docs/d00003.txt" if n == 1 => Reply::text("document number 3"),
+            // The document handed back: a copy, asked afresh.
+            "docs/d00003.txt" if n == 1 => Reply::text(req.document_text()),
             "docs/d00004.txt" => Reply::zhipu_error(503, "500", "overloaded"),
             _ => summary(req),
         }
@@ -1050,11 +1057,7 @@ fn a_plain_run_uses_batch_answers_and_sends_the_rest_now() {
         kinds(&latest(&env)),
         BTreeMap::from([("succeeded/-".into(), 6)])
     );
-    let sent: BTreeSet<String> = api
-        .chat_requests()
-        .iter()
-        .map(Recorded::input_document)
-        .collect();
+    let sent: BTreeSet<String> = api.chat_requests().iter().map(doc_of).collect();
     assert_eq!(
         sent,
         BTreeSet::from(["docs/d00004.txt".into(), "docs/d00005.txt".into()]),

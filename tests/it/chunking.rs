@@ -20,33 +20,6 @@ fn pages(n: usize) -> String {
         .collect()
 }
 
-/// The document text of a chat request: between the BEGIN/END fences of the user message, or,
-/// in a skill's one-message request (docs/skills.md#direct-mode), after its instruction (and
-/// the context line before it).
-fn document(r: &Recorded) -> String {
-    let text = r.last_user_text().unwrap_or_default();
-    let start = text
-        .find("--- BEGIN DOCUMENT")
-        .map(|p| p + text[p..].find('\n').unwrap_or(0) + 1);
-    let end = text.find("--- END DOCUMENT");
-    match (start, end) {
-        (Some(s), Some(e)) if s <= e => text[s..e].to_string(),
-        _ => plain_text(&text).to_string(),
-    }
-}
-
-/// The text after a one-message request's instruction.
-fn plain_text(message: &str) -> &str {
-    let rest = match message.strip_prefix("For context only") {
-        Some(r) => r.split_once("\n\n").map_or("", |(_, r)| r),
-        None => message,
-    };
-    match rest.split_once("\n\n") {
-        Some((first, text)) if first.starts_with("Translate ") => text,
-        _ => "",
-    }
-}
-
 fn markers(s: &str) -> Vec<String> {
     s.split_whitespace()
         .filter(|w| w.starts_with("MARK-") || w.starts_with("RESULT-MARK-"))
@@ -74,7 +47,7 @@ fn echo_translator() -> FakeApi {
         if r.has_tool_result() {
             return Reply::text("translated this part");
         }
-        let m = chinese(&document(r));
+        let m = chinese(&r.document_text());
         Reply::tool_calls(vec![(
             "file_write",
             json!({"path": "translation.md", "content": m}),
@@ -115,7 +88,7 @@ fn three_hundred_pages_translated_in_order_with_nothing_lost() {
     assert_eq!(r["chunks"]["done"], 300);
     // No piece saw more than its budget, and map pieces carry no overlap.
     for req in api.chat_requests() {
-        let doc = document(&req);
+        let doc = req.document_text();
         assert!(
             zhi::chunk::tokens(&doc) <= 80 + 2,
             "piece of {} tokens",
@@ -145,10 +118,10 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
         if user.contains("results of") {
             return Reply::text(format!(
                 "FINAL {}. {FILLER}",
-                markers(&document(r)).join(" ")
+                markers(&r.document_text()).join(" ")
             ));
         }
-        let first = markers(&document(r))
+        let first = markers(&r.document_text())
             .into_iter()
             .find(|m| m.starts_with("MARK-"))
             .unwrap_or_default();
@@ -183,7 +156,7 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
     assert_eq!(reduce.len(), 1, "one reduce pass");
     let pieces = reqs.len() - 1;
     assert!(pieces >= 5, "{pieces} pieces");
-    let results = markers(&document(reduce[0]));
+    let results = markers(&reduce[0].document_text());
     assert_eq!(
         results.len(),
         pieces,
@@ -200,6 +173,27 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
         })
         .count();
     assert_eq!(with_overlap, 0);
+    // Each piece is asked in summarize's one message: the instruction, then the piece's text;
+    // from the second piece on, the end of the piece before named as context first.
+    for r in reqs.iter().filter(|r| !std::ptr::eq(*r, reduce[0])) {
+        assert!(r.is_one_message(), "{:?}", r.messages());
+        let text = r.first_user_text();
+        let first = markers(&r.document_text()).contains(&"MARK-001".to_string());
+        let asked = match text.strip_prefix("For context only, the text before it ends: ") {
+            Some(rest) => rest.split_once("\n\n").map_or("", |(_, r)| r),
+            None => &text,
+        };
+        assert_eq!(!first, asked.len() < text.len(), "{text}");
+        assert!(asked.starts_with("Summarize the following text"), "{text}");
+    }
+    // The reduce request is framed: the pieces' results as one document.
+    assert!(
+        reduce[0].first_user_text().contains(&format!(
+            "--- BEGIN DOCUMENT report.txt (results of {pieces} parts) ---"
+        )),
+        "{}",
+        reduce[0].first_user_text()
+    );
     let summary = std::fs::read_to_string(env.path("out/summarize/report.txt/summary.md")).unwrap();
     assert!(summary.starts_with("FINAL RESULT-MARK-001"), "{summary}");
 }
@@ -215,7 +209,7 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
         if r.has_tool_result() {
             return Reply::text("done");
         }
-        let doc = document(r);
+        let doc = r.document_text();
         if doc.contains("MARK-015") && *f2.lock().unwrap() {
             return Reply::zhipu_error(400, "1301", "sensitive content");
         }
@@ -257,7 +251,7 @@ fn failure_at_piece_15_of_66_then_rerun_sends_only_missing_pieces() {
     let pieces: BTreeSet<String> = rerun
         .iter()
         .filter(|r| !r.has_tool_result())
-        .flat_map(|r| markers(&document(r)))
+        .flat_map(|r| markers(&r.document_text()))
         .collect();
     let want: BTreeSet<String> = (15..=66).map(|i| format!("MARK-{i:03}")).collect();
     assert_eq!(pieces, want, "only pieces 15..=66 are sent again");
@@ -312,7 +306,13 @@ fn a_document_just_under_the_budget_is_not_split() {
             .unwrap_or_default()
             .contains("part 1 of")
     );
-    assert_eq!(document(&reqs[0]).trim_end(), doc.trim_end());
+    assert!(reqs[0].is_one_message(), "{:?}", reqs[0].messages());
+    assert!(
+        reqs[0]
+            .first_user_text()
+            .starts_with("Summarize the following text")
+    );
+    assert_eq!(reqs[0].document_text().trim_end(), doc.trim_end());
     assert!(records(&env, "out")[0]["chunks"].is_null());
 
     // Over the budget it is split into two pieces and a reduce pass.
@@ -396,7 +396,7 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
     let copied = Arc::new(Mutex::new(false));
     let c2 = copied.clone();
     let api = FakeApi::start(move |r| {
-        let text = document(r);
+        let text = r.document_text();
         // The piece holding MARK-006 first answers with its own text.
         if text.contains("MARK-006") && !std::mem::replace(&mut *c2.lock().unwrap(), true) {
             return Reply::text(text);
@@ -442,12 +442,15 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
     for req in &requests {
         assert!(req.system_prompt().is_none(), "no system prompt");
         let text = req.last_user_text().unwrap();
-        let first = markers(&document(req)).contains(&"MARK-001".to_string());
+        let first = markers(&req.document_text()).contains(&"MARK-001".to_string());
         assert_eq!(!first, text.starts_with("For context only"), "{text}");
         assert!(!text.contains("--- BEGIN DOCUMENT"), "{text}");
     }
     // The piece asked again is the one that was copied, alone.
-    let asked: Vec<Vec<String>> = requests.iter().map(|r| markers(&document(r))).collect();
+    let asked: Vec<Vec<String>> = requests
+        .iter()
+        .map(|r| markers(&r.document_text()))
+        .collect();
     let again: Vec<&Vec<String>> = asked
         .iter()
         .filter(|m| m.contains(&"MARK-006".to_string()))
@@ -457,10 +460,10 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
     // The fence is whole in one piece, and in the translation as it was.
     let holding: BTreeSet<Vec<String>> = requests
         .iter()
-        .filter(|r| document(r).contains("dpkg -l"))
+        .filter(|r| r.document_text().contains("dpkg -l"))
         .map(|r| {
-            assert!(document(r).contains(code.trim_end()));
-            markers(&document(r))
+            assert!(r.document_text().contains(code.trim_end()));
+            markers(&r.document_text())
         })
         .collect();
     assert_eq!(holding.len(), 1, "one piece holds the code: {holding:?}");

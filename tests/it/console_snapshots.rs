@@ -25,11 +25,14 @@ fn snapshot_text(name: &str, text: &str) {
 }
 
 /// A summary for most documents; `docs/c.txt` refused by the content filter; `docs/d.txt`
-/// answered slowly (so it is the slowest job).
+/// answered slowly (so it is the slowest job). Each is told by its text (a summarize request
+/// does not name its document).
 fn server() -> FakeApi {
-    FakeApi::start(|req: &Recorded| match req.input_document().as_str() {
-        "docs/c.txt" => Reply::zhipu_error(400, "1301", "unsafe or sensitive content"),
-        "docs/d.txt" => Reply::delay(
+    FakeApi::start(|req: &Recorded| match req.document_text().as_str() {
+        "Sensitive words the provider refuses to read." => {
+            Reply::zhipu_error(400, "1301", "unsafe or sensitive content")
+        }
+        "A long report, read slowly." => Reply::delay(
             Duration::from_millis(300),
             Reply::text("# d\n\nA slow summary.\n").with_usage(300, 60),
         ),

@@ -231,15 +231,17 @@ fn a_run_over_a_hostile_corpus_fails_each_bad_document_alone() {
     assert_eq!(m["counts"]["failed"], expected.len(), "{m}");
     assert_eq!(m["counts"]["succeeded"], good.len(), "{m}");
 
-    // The model saw each good document, and nothing of a bad one.
+    // The model saw each good document (its marker in the text of a request of its own),
+    // and nothing of a bad one.
     let chats = api.chat_requests();
     for (input, marker) in &good {
-        assert!(
-            chats.iter().any(
-                |r| r.body_text.contains(&format!("Input document: {input}"))
-                    && r.body_text.contains(marker)
-            ),
-            "{input} never reached the model"
+        assert_eq!(
+            chats
+                .iter()
+                .filter(|r| r.document_text().contains(marker))
+                .count(),
+            1,
+            "{input} reached the model once"
         );
     }
     for r in &chats {

@@ -84,11 +84,7 @@ fn a_plain_answer_is_the_declared_file_in_one_request_without_tools() {
     );
     env.write("docs/b.txt", "第三季度营收增长百分之十二。\n");
     let api = FakeApi::start(|req: &Recorded| {
-        if req
-            .last_user_text()
-            .unwrap_or_default()
-            .contains("docs/b.txt")
-        {
+        if req.document_text().contains("第三季度") {
             Reply::text("```markdown\n# 摘要\n\n营收增长。\n```")
         } else {
             Reply::text("# Q3\n\nRevenue rose 12% on exports.")
@@ -107,26 +103,34 @@ fn a_plain_answer_is_the_declared_file_in_one_request_without_tools() {
     );
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 2, "one request per document");
+    // Summarize's one message: the instruction, a blank line, the text; no system prompt.
+    const ASK: &str = "Summarize the following text in two to four sentences: what it is about, what it proposes, and what it finds. Answer with the summary only.";
     for req in &reqs {
         assert!(
             req.tools_offered().is_empty(),
             "direct requests offer no tools"
         );
-        let system = req.system_prompt().unwrap();
-        assert!(
-            !system.contains("e.g."),
-            "no example a model can copy: {system}"
-        );
+        assert!(req.is_one_message(), "{:?}", req.messages());
+        assert_eq!(req.messages().len(), 1, "{:?}", req.messages());
     }
-    // The Chinese document is answered in Chinese: zhi says so plainly.
+    let en = reqs
+        .iter()
+        .find(|r| r.document_text().starts_with("Q3 revenue"))
+        .unwrap();
+    assert_eq!(
+        en.first_user_text(),
+        format!("{ASK}\n\nQ3 revenue rose 12%, driven by exports. Costs were flat.\n")
+    );
+    // The Chinese document is answered in Chinese: summarize's instruction for Chinese asks
+    // in Chinese.
     let zh = reqs
         .iter()
-        .find(|r| r.last_user_text().unwrap().contains("docs/b.txt"))
+        .find(|r| r.document_text().contains("第三季度"))
         .unwrap();
-    assert!(
-        zh.last_user_text()
-            .unwrap()
-            .contains("write the result in Chinese")
+    assert_eq!(
+        zh.first_user_text(),
+        "用两到四句话总结以下文本：它讲的是什么、提出了什么、得出了什么。只回答总结本身。\n\n\
+         第三季度营收增长百分之十二。\n"
     );
     let r = record(&env, "docs/a.txt");
     assert_eq!(
@@ -143,16 +147,8 @@ fn a_copy_of_the_input_is_not_a_summary() {
                a new plant in Suzhou with 200 jobs, and a dividend of 0.30 per share in May.\n";
     env.write("docs/a.txt", doc);
     let api = FakeApi::start(|req: &Recorded| {
-        let user = req.messages()[1]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let text = user
-            .split("--- BEGIN DOCUMENT docs/a.txt ---\n")
-            .nth(1)
-            .and_then(|t| t.split("\n--- END DOCUMENT").next())
-            .unwrap_or_default()
-            .to_string();
+        let text = req.document_text();
+        assert!(text.starts_with("The board met"), "{text}");
         Reply::text(format!("# Summary\n\n{text}"))
     });
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
@@ -236,9 +232,8 @@ fn every_job_has_a_transcript_and_none_holds_the_key() {
     env.write("docs/b.txt", "beta report\n");
     env.write("docs/c.txt", "gamma report\n");
     let api = FakeApi::start(|req: &Recorded| {
-        let user = req.last_user_text().unwrap_or_default();
         let key = req.bearer().unwrap_or("").to_string();
-        if user.contains("docs/c.txt") {
+        if req.document_text().contains("gamma") {
             Reply::zhipu_error(400, "1301", "blocked")
         } else {
             Reply::text(format!("Summary (server saw {key})."))
@@ -395,24 +390,6 @@ fn llama_cpp_context_exceeded_splits_the_document() {
     );
 }
 
-/// The text of the document in a request's user message: its block, or in a skill's
-/// one-message request (docs/skills.md#direct-mode) what follows the instruction.
-fn document_of(req: &Recorded) -> String {
-    let user = req.last_user_text().unwrap_or_default();
-    if !user.contains("--- BEGIN DOCUMENT") {
-        return user
-            .split_once("\n\n")
-            .map_or("", |(_, t)| t)
-            .trim_end()
-            .to_string();
-    }
-    user.split_once(" ---\n")
-        .map(|(_, t)| t)
-        .and_then(|t| t.split("\n--- END DOCUMENT").next())
-        .unwrap_or_default()
-        .to_string()
-}
-
 const GUIDE: &str = "## Backups\n\nThe backup job runs every night at two and keeps seven days of copies on the second disk.\n\n\
 ## Signing in\n\nUsers sign in with a password and a one-time code from the authenticator app on their phone.\n\n\
 ## Logs\n\nLogs are rotated daily. An alert is sent when a disk is more than 80 percent full.\n\n\
@@ -423,7 +400,8 @@ fn a_translation_in_the_wrong_language_is_asked_again_and_then_fails() {
     let env = env();
     env.write("docs/guide.md", GUIDE);
     // The model hands back English, lightly reworded: not a copy, but not Chinese.
-    let api = FakeApi::start(|req: &Recorded| Reply::text(document_of(req).replace("## ", "### ")));
+    let api =
+        FakeApi::start(|req: &Recorded| Reply::text(req.document_text().replace("## ", "### ")));
     let out = run(&env, &api, "translate", &["docs/guide.md", "-a", "to=中文"]);
     assert_exit(&out, Exit::JobsFailed);
     let r = record(&env, "docs/guide.md");
@@ -462,7 +440,7 @@ fn a_translation_that_leaves_most_of_the_document_out_fails_and_a_whole_one_succ
             .last_user_text()
             .unwrap_or_default()
             .contains("nothing left out");
-        if document_of(req).contains("Copies") && retried {
+        if req.document_text().contains("Copies") && retried {
             Reply::text(whole)
         } else {
             Reply::text(first)
@@ -521,7 +499,7 @@ fn a_translation_is_judged_on_what_it_translated_and_a_half_copy_is_not() {
         SHELL.replace("The shell prompt", "The shell"),
     );
     let api = FakeApi::start(|req: &Recorded| {
-        if document_of(req).starts_with("The shell prompt") {
+        if req.document_text().starts_with("The shell prompt") {
             return Reply::text(SHELL_ZH);
         }
         let (head, _) = SHELL_ZH.split_once("现在").unwrap();
@@ -563,9 +541,10 @@ fn an_answer_that_echoes_its_instructions_is_not_a_result() {
         "docs/a.txt",
         "The board met on Monday and approved the budget of 4.2 million for the year.\n",
     );
-    // What a 0.5B model says when its prompt ends with the rules: the rules' last words.
+    // What a 0.5B model says when it takes its one message's instruction for the text: the
+    // instruction handed back.
     let api = FakeApi::always(Reply::text(
-        "Your answer is saved as the result file as it is: answer with the Markdown itself, no remarks, no tool calls.",
+        "In two to four sentences: what it is about, what it proposes, and what it finds. Answer with the summary only.",
     ));
     let out = run(&env, &api, "summarize", &["docs/a.txt"]);
     assert_exit(&out, Exit::JobsFailed);
@@ -578,12 +557,22 @@ fn an_answer_that_echoes_its_instructions_is_not_a_result() {
             .contains("repeats the model's instructions"),
         "{r}"
     );
-    // Every direct request ends with the task, after the document.
-    for req in api.chat_requests() {
-        let user = req.messages()[1]["content"].as_str().unwrap().to_string();
-        let after = user.rsplit("--- END DOCUMENT").next().unwrap();
-        assert!(after.contains("Now answer with"), "{user}");
+    // Every request is summarize's one message: the instruction, a blank line and the text,
+    // no system prompt (a retry adds its line after the text).
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 2, "one fresh try, then the job fails");
+    let first = "Summarize the following text in two to four sentences: what it is about, what it proposes, and what it finds. Answer with the summary only.\n\n\
+                 The board met on Monday and approved the budget of 4.2 million for the year.\n";
+    for req in &reqs {
+        assert_eq!(req.messages().len(), 1, "{:?}", req.messages());
+        assert!(req.is_one_message(), "{:?}", req.messages());
+        assert!(
+            req.first_user_text().starts_with(first),
+            "{}",
+            req.first_user_text()
+        );
     }
+    assert_eq!(reqs[0].first_user_text(), first);
 }
 
 /// What a 0.5B model wrote for a two-line note: talk about the task, then a "summary" longer

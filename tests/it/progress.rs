@@ -73,7 +73,7 @@ fn the_summary_says_where_things_went_and_why_jobs_failed() {
         );
     }
     let api = FakeApi::start(|req| {
-        if req.input_document() == "docs/d22.txt" {
+        if req.document_text() == "Report number 22." {
             Reply::text("Report twelve, in short.")
         } else {
             Reply::zhipu_error(400, "1301", "unsafe or sensitive content")

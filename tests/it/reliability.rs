@@ -23,11 +23,7 @@ fn an_endless_response_body_fails_its_job_and_the_run_goes_on() {
     env.write("docs/a.txt", "The board approved the budget.\n");
     env.write("docs/b.txt", "The plant opens in May.\n");
     let api = FakeApi::start(|req| {
-        if req.messages()[1]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("budget")
-        {
+        if req.document_text().contains("budget") {
             Reply::Endless
         } else {
             Reply::text("# Summary\n\nA plant opens in May.")
@@ -295,11 +291,7 @@ fn a_server_that_echoes_the_key_never_gets_it_written_or_printed() {
     // stay in the failed staging folder); b.txt: the key in written files, a success.
     let api = FakeApi::start(|req| {
         let key = req.bearer().unwrap_or("").to_string();
-        let user = req.messages()[1]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if user.contains("budget") {
+        if req.document_text().contains("budget") {
             Reply::tool_calls(vec![(
                 "file_write",
                 json!({"path": format!("notes-{key}.md"), "content": format!("key {key}")}),
@@ -565,10 +557,7 @@ fn a_document_swapped_for_a_link_after_planning_is_not_sent() {
     // While a.txt is being asked, b.txt (planned and hashed already) becomes a link to a
     // file that was never an input.
     let api = FakeApi::start(move |req| {
-        if req.messages()[1]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("budget")
+        if req.document_text().contains("budget")
             && std::fs::symlink_metadata(&b).is_ok_and(|m| !m.file_type().is_symlink())
         {
             std::fs::remove_file(&b).unwrap();

@@ -292,8 +292,10 @@ fn markup_in_an_input_name_and_an_error_message_is_escaped() {
     let env = TestEnv::new();
     env.write(NAME, "A document with a hostile name.\n");
     env.write("docs/ok.txt", "A plain document.\n");
-    let api = crate::support::FakeApi::start(|req| match req.input_document().as_str() {
-        NAME => crate::support::Reply::zhipu_error(400, "1214", MESSAGE),
+    let api = crate::support::FakeApi::start(|req| match req.document_text().as_str() {
+        "A document with a hostile name." => {
+            crate::support::Reply::zhipu_error(400, "1214", MESSAGE)
+        }
         _ => crate::support::Reply::text("# ok\n\nA summary.\n").with_usage(10, 5),
     });
     let out = crate::support::testenv::run_skill(&env, &api, "summarize", &["docs"]);

@@ -60,29 +60,15 @@ fn kind(r: &Value) -> &str {
     r["error"]["kind"].as_str().unwrap_or("-")
 }
 
-/// The text of the first user message of a request.
-fn first_user(req: &Recorded) -> String {
-    req.messages()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .map(crate::support::fake_api::message_text)
-        .unwrap_or_default()
-}
-
-/// The document a top-level job request is about (`Input document: …`).
+/// The document a request is about: the `<<docs/…>>` tag its test document carries (a
+/// summarize request is one message, which does not name its document).
 fn doc_of(req: &Recorded) -> Option<String> {
-    let text = first_user(req);
-    let rest = text.strip_prefix("Input document: ")?;
-    Some(rest.lines().next().unwrap_or("").to_owned())
+    req.document_tag()
 }
 
-/// The text between `<<` and `>>` in the document block of the first user message.
-fn marker_in(req: &Recorded) -> Option<String> {
-    let text = first_user(req);
-    let body = &text[text.find("--- BEGIN DOCUMENT ")?..];
-    let start = body.find("<<")? + 2;
-    let end = start + body[start..].find(">>")?;
-    Some(body[start..end].to_owned())
+/// A test document's text that names it, for [`doc_of`].
+fn tagged(text: &str, name: &str) -> String {
+    format!("{text} <<{name}>>\n")
 }
 
 fn write_call(path: &str, content: &str) -> Reply {
@@ -112,12 +98,12 @@ impl PerDoc {
 fn forty_documents_eight_in_flight_each_get_their_own_output() {
     let env = fast_env();
     let mut markers = BTreeMap::new();
+    let mut texts = HashMap::new();
     for i in 0..40 {
         let marker = format!("M{i:02}-{:08x}", fastrand::u32(..));
-        env.write(
-            &format!("docs/d{i:02}.txt"),
-            format!("Report number {i}.\nThe code word is <<{marker}>>.\n"),
-        );
+        let text = format!("Report number {i}.\nThe code word is <<{marker}>>.\n");
+        env.write(&format!("docs/d{i:02}.txt"), &text);
+        texts.insert(text.trim_end().to_owned(), format!("docs/d{i:02}.txt"));
         markers.insert(format!("docs/d{i:02}.txt"), marker);
     }
     let delay = Duration::from_millis(200);
@@ -125,7 +111,7 @@ fn forty_documents_eight_in_flight_each_get_their_own_output() {
         let reply = if req.has_tool_result() {
             Reply::text("Wrote summary.md.")
         } else {
-            let marker = marker_in(req).expect("a marker in the document");
+            let marker = req.document_tag().expect("a marker in the document");
             write_call("summary.md", &format!("# Summary\n\nCode word: {marker}\n"))
         };
         Reply::delay(delay, reply)
@@ -166,13 +152,22 @@ fn forty_documents_eight_in_flight_each_get_their_own_output() {
     assert_eq!(m["counts"]["succeeded"], 40, "{m}");
     assert_eq!(m["status"], "completed");
 
-    // Every job's first request carried its own document and only it.
+    // Every job's request carried one document's text and only it, as summarize's one
+    // message, and each document was sent once.
     let reqs = api.chat_requests();
     assert_eq!(reqs.len(), 40);
-    for req in &reqs {
-        let doc = doc_of(req).expect("Input document line");
-        assert_eq!(marker_in(req).as_ref(), markers.get(&doc), "{doc}");
-    }
+    let mut sent: Vec<&String> = reqs
+        .iter()
+        .map(|req| {
+            assert!(req.is_one_message(), "{:?}", req.messages());
+            let text = req.document_text();
+            texts
+                .get(&text)
+                .unwrap_or_else(|| panic!("not one document's text: {text:?}"))
+        })
+        .collect();
+    sent.sort();
+    assert_eq!(sent, markers.keys().collect::<Vec<_>>());
 
     // Each reply takes 200 ms after its request arrives, and a worker sends its next request
     // only after the answer: requests arriving within 200 ms of each other were in flight
@@ -416,7 +411,8 @@ fn retry_after_is_honoured() {
 fn a_1302_storm_is_ridden_out() {
     let env = fast_env();
     for i in 0..6 {
-        env.write(&format!("docs/d{i}.txt"), format!("document {i}\n"));
+        let name = format!("docs/d{i}.txt");
+        env.write(&name, tagged(&format!("document {i}"), &name));
     }
     let seen = PerDoc::default();
     let api = FakeApi::start(move |req| {
@@ -446,7 +442,8 @@ fn a_1302_storm_is_ridden_out() {
 fn abort_on(status_code: u16, zhipu_code: &str, expected_kind: &str) {
     let env = fast_env();
     for i in 0..12 {
-        env.write(&format!("docs/d{i:02}.txt"), format!("document {i}\n"));
+        let name = format!("docs/d{i:02}.txt");
+        env.write(&name, tagged(&format!("document {i}"), &name));
     }
     let api = FakeApi::start({
         let code = zhipu_code.to_owned();
@@ -513,7 +510,8 @@ fn arrears_1113_aborts_with_exit_3() {
 fn content_filter_fails_only_its_job() {
     let env = fast_env();
     for i in 0..5 {
-        env.write(&format!("docs/d{i}.txt"), format!("document {i}\n"));
+        let name = format!("docs/d{i}.txt");
+        env.write(&name, tagged(&format!("document {i}"), &name));
     }
     let api = FakeApi::start(|req| {
         let doc = doc_of(req).unwrap();
@@ -552,9 +550,9 @@ fn content_filter_fails_only_its_job() {
 #[test]
 fn server_errors_and_invalid_json_are_retried() {
     let env = fast_env();
-    env.write("docs/a.txt", "a\n");
-    env.write("docs/b.txt", "b\n");
-    env.write("docs/c.txt", "c\n");
+    for name in ["docs/a.txt", "docs/b.txt", "docs/c.txt"] {
+        env.write(name, tagged("a document", name));
+    }
     let seen = PerDoc::default();
     let api = FakeApi::start(move |req| {
         let doc = doc_of(req).unwrap();
@@ -643,7 +641,7 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
     let usage = |seq: usize| (1000 + 10 * seq as u64 + 1, 100 + seq as u64);
     let api = FakeApi::start(move |req| {
         let (p, c) = usage(req.seq);
-        let first = first_user(req);
+        let first = req.first_user_text();
         let reply = if let Some(request) = first.strip_prefix("Request from the calling skill: ") {
             let file = if request.starts_with("ANALYZE") {
                 "analysis.md"
@@ -653,10 +651,11 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
                 "proofread.md"
             };
             // A direct skill called as a tool is one request without tools: its answer is the
-            // file.
+            // file (in words of its own: most of the contract's sentences again would be a
+            // near copy, asked once more).
             assert!(req.tools_offered().is_empty(), "{file}: a direct request");
             Reply::text(format!(
-                "The supplier delivers within 30 days (CLAUSE-Z), says {file}."
+                "Delivery is now due a month after the order (CLAUSE-Z), says {file}."
             ))
         } else {
             match req.tool_results().len() {
@@ -722,7 +721,7 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
 
     let mut offered: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in &reqs {
-        let first = first_user(r);
+        let first = r.first_user_text();
         let who = match first.strip_prefix("Request from the calling skill: ") {
             Some(q) => q.split_whitespace().next().unwrap().to_lowercase(),
             None => "top".into(),
@@ -755,14 +754,18 @@ fn a_nested_skill_chain_runs_and_its_tokens_add_up() {
     // The nested skills were given the document they were pointed at.
     for r in reqs
         .iter()
-        .filter(|r| first_user(r).starts_with("Request from"))
+        .filter(|r| r.first_user_text().starts_with("Request from"))
     {
-        assert!(first_user(r).contains("CLAUSE-Z"), "{}", first_user(r));
+        assert!(
+            r.first_user_text().contains("CLAUSE-Z"),
+            "{}",
+            r.first_user_text()
+        );
     }
     // The top skill heard back from each nested one.
     let back = reqs
         .iter()
-        .find(|r| doc_of(r).is_some() && r.tool_results().len() == 3);
+        .find(|r| r.input_document() == "contracts/c.txt" && r.tool_results().len() == 3);
     for t in back.expect("the top skill's second turn").tool_results() {
         assert!(t.content.contains("wrote"), "{}", t.content);
     }
@@ -812,8 +815,14 @@ fn json_prints_exactly_the_manifest_on_stdout() {
 #[test]
 fn bad_inputs_fail_alone() {
     let env = fast_env();
-    env.write("docs/good1.txt", "first good document\n");
-    env.write("docs/good2.md", "# second good document\n");
+    env.write(
+        "docs/good1.txt",
+        tagged("first good document", "docs/good1.txt"),
+    );
+    env.write(
+        "docs/good2.md",
+        tagged("# second good document", "docs/good2.md"),
+    );
     env.write("docs/empty.bin", "");
     env.write(
         "docs/blob.txt",

@@ -367,12 +367,13 @@ fn skills_validate_names_a_workflow_that_writes_no_declared_file() {
     );
 }
 
-/// The summary the fake gives of each note, by its name.
+/// The summary the fake gives of each note, told by its text (a summarize request does not
+/// name its document).
 fn note_summary(r: &Recorded) -> String {
-    let doc = r.input_document();
-    let what = if doc.contains("sales") {
+    let doc = r.document_text();
+    let what = if doc.starts_with("Sales:") {
         "Two customers signed contracts and the pipeline for the fourth quarter grew."
-    } else if doc.contains("incident") {
+    } else if doc.starts_with("Incident:") {
         "The nightly backup failed because the disk was full; old snapshots were deleted."
     } else {
         "The payment gateway bug is fixed and a load test went well on Friday."
@@ -405,7 +406,22 @@ fn daily_digest_is_a_request_per_document_and_one_overview() {
     });
     let out = run(&env, &api, "daily-digest", &["notes"]);
     assert_exit(&out, Exit::Success);
-    assert_eq!(api.chat_requests().len(), 4, "{}", show(&out));
+    let reqs = api.chat_requests();
+    assert_eq!(reqs.len(), 4, "{}", show(&out));
+    // A note's summary is summarize's one message, each note's text sent once.
+    let mut sent: Vec<String> = reqs
+        .iter()
+        .filter(|r| r.is_one_message())
+        .map(|r| {
+            r.document_text()
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    sent.sort();
+    assert_eq!(sent, ["Incident", "Sales", "Standup"]);
     let digest = std::fs::read_to_string(env.path("out/daily-digest/notes/digest.md")).unwrap();
     assert!(digest.starts_with("# Digest"), "{digest}");
     for part in [

@@ -63,7 +63,8 @@ pub struct ToolResult {
 
 impl Recorded {
     /// The document a job's request is about: the `Input document:` line zhi sends in a
-    /// user message (empty when there is none).
+    /// framed user message (empty when there is none, as in a one-message request: tell
+    /// those apart by [`Recorded::document_text`] or [`Recorded::document_tag`]).
     pub fn input_document(&self) -> String {
         self.messages()
             .iter()
@@ -74,6 +75,68 @@ impl Recorded {
                     .find_map(|l| l.strip_prefix("Input document: ").map(str::to_string))
             })
             .unwrap_or_default()
+    }
+
+    /// The text of the first user message (empty when there is none).
+    pub fn first_user_text(&self) -> String {
+        self.messages()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .map(message_text)
+            .unwrap_or_default()
+    }
+
+    /// Whether the request is a skill's one message (docs/skills.md, "One message: a skill's
+    /// `instruction`"; summarize, translate): no system prompt, and a first user message that
+    /// is the instruction and the text, not a framed `Input document:` / `Input folder:` one.
+    pub fn is_one_message(&self) -> bool {
+        let first = self.first_user_text();
+        self.system_prompt().is_none()
+            && !first.is_empty()
+            && !first.starts_with("Input document: ")
+            && !first.starts_with("Input folder: ")
+    }
+
+    /// The document text a job's request carries, in either framing of its first user message:
+    ///
+    /// - framed (most skills, the reduce of map-reduce, an extraction): the text between the
+    ///   first `--- BEGIN DOCUMENT NAME ---` line and its `--- END DOCUMENT NAME ---`;
+    /// - one message ([`Recorded::is_one_message`]): what follows the first blank line after
+    ///   the instruction (after a piece's `For context only, …` paragraph), its trailing
+    ///   newline dropped. A fresh retry's hint line stays at its end.
+    ///
+    /// Empty when the request has neither (a folder's request, a probe).
+    pub fn document_text(&self) -> String {
+        let first = self.first_user_text();
+        if self.is_one_message() {
+            // The text as it is, whatever it holds (a frame written in it too).
+            let mut rest = first.as_str();
+            if rest.starts_with("For context only, the text before it ends: ") {
+                rest = rest.split_once("\n\n").map_or("", |(_, r)| r);
+            }
+            let text = rest.split_once("\n\n").map_or("", |(_, t)| t);
+            return text.strip_suffix('\n').unwrap_or(text).to_owned();
+        }
+        let Some(start) = first.find("--- BEGIN DOCUMENT ") else {
+            return String::new();
+        };
+        let block = &first[start + "--- BEGIN DOCUMENT ".len()..];
+        let Some((name, body)) = block.split_once(" ---\n") else {
+            return String::new();
+        };
+        let end = format!("\n--- END DOCUMENT {name} ---");
+        body.find(&end).map_or(body, |e| &body[..e]).to_owned()
+    }
+
+    /// The tag of a test document: the text between `<<` and `>>` in the request's document
+    /// text ([`Recorded::document_text`]), in either framing. Tests that tell documents apart
+    /// write one into each (`<<docs/a.txt>>`, `<<M07-…>>`), since a one-message request does
+    /// not name its document.
+    pub fn document_tag(&self) -> Option<String> {
+        let text = self.document_text();
+        let start = text.find("<<")? + 2;
+        let end = start + text[start..].find(">>")?;
+        Some(text[start..end].to_owned())
     }
 
     /// `POST …/chat/completions`, under any prefix (`/v1`, `/api/paas/v4`).
@@ -781,6 +844,63 @@ mod tests {
         assert_eq!(reqs[1].query.as_deref(), Some("x=1"));
         assert_eq!(reqs[1].body, Value::Null);
         assert_eq!(api.chat_requests().len(), 1);
+    }
+
+    /// A chat request of these messages, as the server records it.
+    fn chat(messages: Value) -> Recorded {
+        let body = json!({"model": "m", "messages": messages});
+        Recorded {
+            seq: 0,
+            method: "POST".into(),
+            path: "/v1/chat/completions".into(),
+            query: None,
+            headers: Vec::new(),
+            body_text: body.to_string(),
+            body_bytes: body.to_string().into_bytes(),
+            body,
+            at: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_document_text_is_read_in_either_framing() {
+        // Summarize's one message, its retry's hint after the text, and a later piece's.
+        let ask = "Summarize the following text in two sentences. Answer with the summary only.";
+        let one = chat(
+            json!([{"role": "user", "content": format!("{ask}\n\nFirst line.\n\nSecond <<tag-1>>.\n")}]),
+        );
+        assert!(one.is_one_message());
+        assert_eq!(one.document_text(), "First line.\n\nSecond <<tag-1>>.");
+        assert_eq!(one.document_tag().as_deref(), Some("tag-1"));
+        let retried = chat(
+            json!([{"role": "user", "content": format!("{ask}\n\nThe text.\n\nDo not copy.\n")}]),
+        );
+        assert_eq!(retried.document_text(), "The text.\n\nDo not copy.");
+        let piece = chat(
+            json!([{"role": "user", "content": format!("For context only, the text before it ends: \"…the end.\"\n\n{ask}\n\nThe piece.\n")}]),
+        );
+        assert_eq!(piece.document_text(), "The piece.");
+        // A frame inside a one-message text is text.
+        let framed_text = "--- BEGIN DOCUMENT x ---\ninner\n--- END DOCUMENT x ---";
+        let hostile =
+            chat(json!([{"role": "user", "content": format!("{ask}\n\n{framed_text}\n")}]));
+        assert_eq!(hostile.document_text(), framed_text);
+        // The framed message of other skills, after their system prompt.
+        let framed = chat(json!([
+            {"role": "system", "content": "You analyse."},
+            {"role": "user", "content": "Input document: docs/a.txt\n\n--- BEGIN DOCUMENT docs/a.txt ---\nThe text <<a>>.\n--- END DOCUMENT docs/a.txt ---\n\nNow answer."}
+        ]));
+        assert!(!framed.is_one_message());
+        assert_eq!(framed.input_document(), "docs/a.txt");
+        assert_eq!(framed.document_text(), "The text <<a>>.");
+        assert_eq!(framed.document_tag().as_deref(), Some("a"));
+        // No document at all.
+        let folder =
+            chat(json!([{"role": "user", "content": "Input folder: docs/\nFiles in it:\n"}]));
+        assert_eq!(
+            (folder.document_text(), folder.document_tag()),
+            (String::new(), None)
+        );
     }
 
     #[test]

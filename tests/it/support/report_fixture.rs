@@ -20,10 +20,11 @@ pub fn run_with_failures() -> (TestEnv, FakeApi) {
         env.write(&format!("docs/{name}.txt"), format!("Document {name}.\n"));
     }
     env.write(HOSTILE, "A document with a hostile name.\n");
-    let api = FakeApi::start(|req| match req.input_document().as_str() {
-        "docs/bad.txt" => Reply::zhipu_error(400, "1301", "sensitive content"),
-        HOSTILE => Reply::zhipu_error(400, "1214", HOSTILE_MESSAGE),
-        "docs/c.txt" => Reply::delay(
+    // Each document is told by its text (a summarize request does not name its document).
+    let api = FakeApi::start(|req| match req.document_text().as_str() {
+        "Document bad." => Reply::zhipu_error(400, "1301", "sensitive content"),
+        "A document with a hostile name." => Reply::zhipu_error(400, "1214", HOSTILE_MESSAGE),
+        "Document c." => Reply::delay(
             Duration::from_millis(300),
             Reply::text("# c\n\nA slow summary.\n").with_usage(900, 300),
         ),
