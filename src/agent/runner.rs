@@ -293,24 +293,10 @@ pub(crate) async fn run_direct(
             return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
         }
         if !truncated && problem.is_none() {
-            let figures = accept.ungrounded(&content, &stop);
-            let copied = accept.near_copy(&content, &stop);
             // A check the run's stop cut short judged nothing: the job ends here.
-            if stop() {
+            let Some(best) = weigh(&accept, &content, &mut kept, &stop) else {
                 return Err(JobError::new(ErrorKind::Cancelled, msg!("cancelled")));
-            }
-            let answer = Kept {
-                content: content.clone(),
-                figures,
-                copied,
             };
-            if kept
-                .as_ref()
-                .is_none_or(|before| answer.better_than(before))
-            {
-                kept = Some(answer);
-            }
-            let best = kept.as_ref().expect("kept above");
             if (best.figures.count == 0 && !best.copied) || round >= 2 {
                 return keep(env, stats, file, kept.take().expect("kept above"));
             }
@@ -354,6 +340,32 @@ pub(crate) async fn run_direct(
         };
         retry(&fresh, &mut messages, problem, &content, &mut penalised);
     }
+}
+
+/// An accepted answer weighed — its figures the document lacks, whether it is a near copy —
+/// and kept when it is better than the one `kept` before it; the better of the two. `None`
+/// when the run's stop cut the checks short.
+fn weigh<'a>(
+    accept: &Acceptance,
+    content: &str,
+    kept: &'a mut Option<Kept>,
+    stop: &dyn Fn() -> bool,
+) -> Option<&'a Kept> {
+    let answer = Kept {
+        content: content.to_string(),
+        figures: accept.ungrounded(content, stop),
+        copied: accept.near_copy(content, stop),
+    };
+    if stop() {
+        return None;
+    }
+    if kept
+        .as_ref()
+        .is_none_or(|before| answer.better_than(before))
+    {
+        *kept = Some(answer);
+    }
+    kept.as_ref()
 }
 
 /// An accepted direct answer, and what was asked about it again.

@@ -9,6 +9,7 @@ use crate::agent::structured::{self, Schema};
 use crate::agent::tools::ToolEnv;
 use crate::agent::transcript::Transcript;
 use crate::error::{ErrorKind, JobError};
+use crate::judge::Part;
 use crate::judge::accept::Acceptance;
 use crate::judge::declared::Expected;
 use crate::plan::Job;
@@ -95,20 +96,32 @@ pub(super) async fn ask_on(
         && let Some(accept) = expected.declared.iter().find(|a| a.file == file)
     {
         // A skill with an instruction is asked in the one user message that holds it
-        // (docs/skills.md#direct-mode): no system prompt.
+        // (docs/skills.md#direct-mode): no system prompt. The reduce request of its pieces'
+        // results is framed, with the skill's instructions.
         let ask = match skill.direct_instruction(&job.args) {
-            Some(_) => DirectAsk {
+            Some(_) if part_of(part) != Part::Reduce => DirectAsk {
                 name: skill.name.clone(),
                 system: String::new(),
                 user: message,
             },
-            None => DirectAsk::of(skill, &file, message),
+            _ => DirectAsk::of(skill, &file, message),
         };
         runner::run_direct(&env, ask, accept, stats).await?;
         return Ok((String::new(), sandbox.written()));
     }
     let answer = runner::run_skill(&env, skill, message, Vec::new(), stats, &expected).await?;
     Ok((answer, sandbox.written()))
+}
+
+/// What of the document a step's name says it is.
+pub(super) fn part_of(name: &str) -> Part {
+    if name.starts_with("reduce") {
+        Part::Reduce
+    } else if name.is_empty() || name.starts_with("step-") {
+        Part::Whole
+    } else {
+        Part::Piece
+    }
 }
 
 /// The schema of an extraction job (docs/extract.md): the skill's own, or the file its

@@ -3,13 +3,13 @@
 //! that reads a [`Verdict`]; it asks ([`super::ask`]) and judges ([`crate::judge`]) nothing
 //! itself.
 
-use super::ask::{JobCtx, Rungs, ask_on, job_sandbox, job_schema};
+use super::ask::{JobCtx, Rungs, ask_on, job_sandbox, job_schema, part_of};
 use super::context::Rung;
 use crate::agent::runner::AgentStats;
 use crate::error::{ErrorKind, JobError};
 use crate::judge::accept::Acceptance;
 use crate::judge::declared::Expected;
-use crate::judge::{self, Asked, Judged, Part, Verdict};
+use crate::judge::{self, Asked, Judged, Verdict};
 use crate::manifest::Doubt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -346,17 +346,6 @@ fn verdict(
 
 /// The file a skill that declares none gets its answer saved as.
 const REPLY_FILE: &str = "response.md";
-
-/// What of the document a step's name says it is.
-fn part_of(name: &str) -> Part {
-    if name.starts_with("reduce") {
-        Part::Reduce
-    } else if name.is_empty() || name.starts_with("step-") {
-        Part::Whole
-    } else {
-        Part::Piece
-    }
-}
 
 /// A kept answer of a skill that declares no file and wrote none, written as `response.md`:
 /// its answer is its result (docs/skills.md#declared-outputs).

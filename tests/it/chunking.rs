@@ -154,6 +154,10 @@ fn map_reduce_reduce_request_sees_every_piece_result() {
         })
         .collect();
     assert_eq!(reduce.len(), 1, "one reduce pass");
+    // The reduce request is framed, with the skill's instructions as its system prompt: its
+    // text refers to them.
+    let system = reduce[0].system_prompt().unwrap_or_default();
+    assert!(system.contains("Summarize the document"), "{system}");
     let pieces = reqs.len() - 1;
     assert!(pieces >= 5, "{pieces} pieces");
     let results = markers(&reduce[0].document_text());
