@@ -433,14 +433,19 @@ fn first(var: &str) -> Option<usize> {
         .filter(|&n: &usize| n > 0)
 }
 
+/// `examples/{name}.schema.json`.
+fn example_schema(name: &str) -> Value {
+    let file = repo().join(format!("examples/{name}.schema.json"));
+    serde_json::from_str(
+        &std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
 /// An extraction set of documents with their truth, extracted with
 /// `examples/{schema}.schema.json`.
 fn field_set(kind: Kind, name: &'static str, pages: Vec<manpages::Page>, schema: &str) -> DataSet {
-    let file = repo().join(format!("examples/{schema}.schema.json"));
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
-    )
-    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let schema = example_schema(schema);
     let docs = pages
         .into_iter()
         .map(|p| Doc {
@@ -519,11 +524,7 @@ fn papers() -> Option<DataSet> {
 /// fields (challenge, approach, outcome), each scored against the expert's sentence.
 fn paper_fields() -> Option<DataSet> {
     let (papers, _split) = aclsum::papers()?;
-    let file = repo().join("examples/paper.schema.json");
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
-    )
-    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let schema = example_schema("paper");
     let docs = papers
         .iter()
         .map(|p| Doc {

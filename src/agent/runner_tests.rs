@@ -310,21 +310,36 @@ async fn a_cancelled_job_sends_nothing() {
 const DIRECT: &str = "name: gist\ndescription: The gist of a document\nsystem_prompt: Give the gist.\ntools: [file_read, file_write]\nmax_turns: 2\noutput:\n  description: gist.md, the gist\n  files: [gist.md]\nchunking: map-reduce\n";
 
 async fn direct(f: &Fixture) -> (Result<std::path::PathBuf, JobError>, AgentStats) {
+    let source = "Sales rose in the north and fell in the south.\n";
+    let user = format!("Input document: report.txt\n\n{source}");
+    ask_direct(f, source, user, false).await
+}
+
+/// The gist skill's direct request of `user` over `source`: asked in one message (a skill's
+/// instruction, no system prompt) when `one_message`, else with the skill's system prompt.
+async fn ask_direct(
+    f: &Fixture,
+    source: &str,
+    user: String,
+    one_message: bool,
+) -> (Result<std::path::PathBuf, JobError>, AgentStats) {
     let mut stats = AgentStats::default();
     let skill = skill(DIRECT);
     let accept = Acceptance::new(
         &skill,
         &Default::default(),
         "gist.md",
-        Some(Arc::from(
-            "Sales rose in the north and fell in the south.\n",
-        )),
+        Some(Arc::from(source)),
     );
-    let ask = DirectAsk::of(
-        &skill,
-        "gist.md",
-        "Input document: report.txt\n\nSales rose in the north and fell in the south.\n".into(),
-    );
+    let ask = if one_message {
+        DirectAsk {
+            name: "gist".into(),
+            system: String::new(),
+            user,
+        }
+    } else {
+        DirectAsk::of(&skill, "gist.md", user)
+    };
     let result = run_direct(&f.env, ask, &accept, &mut stats).await;
     (result, stats)
 }
@@ -388,32 +403,13 @@ which it plans to do before the autumn, and it will review the whole plan again 
 Costs of transport grew faster than sales in every region this year, mostly because of fuel \
 and of the longer routes that the closing of the old depot in the east made necessary.\n";
 
-/// The direct request of the gist skill over [`REPORT`]: asked in one message (a skill's
-/// instruction, no system prompt) when `one_message`.
+/// The direct request of the gist skill over [`REPORT`], in one message when `one_message`.
 async fn condensing(
     f: &Fixture,
     one_message: bool,
 ) -> (Result<std::path::PathBuf, JobError>, AgentStats) {
-    let mut stats = AgentStats::default();
-    let skill = skill(DIRECT);
-    let accept = Acceptance::new(
-        &skill,
-        &Default::default(),
-        "gist.md",
-        Some(Arc::from(REPORT)),
-    );
     let user = format!("Give the gist of this report:\n\n{REPORT}");
-    let ask = if one_message {
-        DirectAsk {
-            name: "gist".into(),
-            system: String::new(),
-            user,
-        }
-    } else {
-        DirectAsk::of(&skill, "gist.md", user)
-    };
-    let result = run_direct(&f.env, ask, &accept, &mut stats).await;
-    (result, stats)
+    ask_direct(f, REPORT, user, one_message).await
 }
 
 #[tokio::test]
