@@ -1214,7 +1214,9 @@ fn render(sets: &[DataSet], outcomes: &[Outcome], wall: Duration, done: bool) ->
         "Quality: invoices, cells right (of 8 invoices × 6 fields, compared as \
          `scripts/score-invoices.py` does); debian, mean chrF (0–100, sacrebleu's chrF2) of \
          the translation into Simplified Chinese against the Debian Reference's published \
-         zh-cn translation; aclsum, mean ROUGE-L F1 against the experts' summary. A failed \
+         zh-cn translation; aclsum, mean ROUGE-L F1 against the experts' summary; \
+         aclsum-fields, the mean over the papers of each field's ROUGE-L F1 against the \
+         expert's sentence for it (then challenge / approach / outcome alone). A failed \
          document scores 0. The cheap model is Qwen2.5-Coder-0.5B (served as glm-4-flash), the \
          strong one Qwen2.5-Coder-1.5B (Q4_K_M, llama.cpp, 2 CPU cores). Cost in CNY at list \
          prices per million tokens, input and output alike: the cheap model priced as \
