@@ -372,6 +372,23 @@ fn print_structure(set: &SkillSet, s: &Skill, name: &str, graph: &[impl std::fmt
     for e in graph {
         println!("{}", crate::i18n::error_line(&e.to_string()));
     }
+    if let Some(default) = &s.instruction {
+        println!(
+            "{}",
+            t!("instruction (a direct request is this one message, the text after it):")
+        );
+        println!("  {}", crate::sanitize::for_terminal(default));
+        for (lang, own) in &s.instruction_in {
+            println!(
+                "  {}",
+                t!(
+                    "for a document in {lang}: {own}",
+                    lang = lang,
+                    own = crate::sanitize::for_terminal(own)
+                )
+            );
+        }
+    }
     if s.schema().is_some() {
         println!("{}", t!("system prompt:"));
     } else {

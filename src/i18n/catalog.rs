@@ -1062,6 +1062,8 @@ pub(super) const SHOWN: &[(&str, &str)] = &[
     ("nested skills:", "嵌套技能："),
     ("system prompt:", "系统提示词："),
     ("system prompt (sent after the language preamble):", "系统提示词（在语言前言之后发送）："),
+    ("instruction (a direct request is this one message, the text after it):", "指令（直接请求就是这一条消息，文本在其后）："),
+    ("for a document in {lang}: {own}", "{lang} 文档：{own}"),
     ("{n} skill(s) valid: {names}", "{n} 个技能有效：{names}"),
     ("{n} problem(s) found", "发现 {n} 个问题"),
     ("created {path}", "已创建 {path}"),
