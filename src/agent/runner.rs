@@ -344,7 +344,7 @@ pub(crate) async fn run_direct(
 
 /// An accepted answer weighed — its figures the document lacks, whether it is a near copy —
 /// and kept when it is better than the one `kept` before it; the better of the two. `None`
-/// when the run's stop cut the checks short.
+/// when the run's stop cut the figures' check short.
 fn weigh<'a>(
     accept: &Acceptance,
     content: &str,
@@ -356,7 +356,7 @@ fn weigh<'a>(
         figures: accept.ungrounded(content, stop),
         copied: accept.near_copy(content, stop),
     };
-    if stop() {
+    if answer.figures.cut && stop() {
         return None;
     }
     if kept
