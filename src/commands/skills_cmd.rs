@@ -382,9 +382,9 @@ fn print_structure(set: &SkillSet, s: &Skill, name: &str, graph: &[impl std::fmt
             println!(
                 "  {}",
                 t!(
-                    "for a document in {lang}: {own}",
-                    lang = lang,
-                    own = crate::sanitize::for_terminal(own)
+                    "for a document in {name}: {value}",
+                    name = lang,
+                    value = crate::sanitize::for_terminal(own)
                 )
             );
         }

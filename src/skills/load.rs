@@ -383,7 +383,8 @@ fn parse_instruction(
             }
         } else {
             return Err(msg!(
-                "field `instruction` has the key `{k}`: give `default` and any of {list}",
+                "field `instruction` has the key `{key}`: give `default` and any of {list}",
+                key = k,
                 list = INSTRUCTION_LANGUAGES.join(", ")
             ));
         }
