@@ -338,7 +338,14 @@ pub(crate) async fn run_direct(
             None if accept.condenses() => Some(Problem::Copy),
             p => p,
         };
-        retry(&fresh, &mut messages, problem, &content, &mut penalised);
+        retry(
+            &fresh,
+            &mut messages,
+            problem,
+            &content,
+            &mut penalised,
+            plain,
+        );
     }
 }
 
@@ -431,13 +438,16 @@ fn ask_for_figures(
 }
 
 /// The next direct request after a bad answer: asked afresh, naming the problem, or the
-/// conversation corrected, as the problem's [`Retry`] says.
+/// conversation corrected, as the problem's [`Retry`] says. A request in `one_message` (a
+/// skill's instruction) is asked afresh as it was, with the penalties, naming nothing: a line
+/// after its text made the 0.5B stop at the text's heading.
 fn retry(
     fresh: &[Message],
     messages: &mut Vec<Message>,
     problem: Option<Problem>,
     content: &str,
     penalised: &mut bool,
+    one_message: bool,
 ) {
     match problem.as_ref().map(Problem::retry) {
         None | Some(Retry::Fresh) => {
@@ -446,6 +456,9 @@ fn retry(
             // takes one.
             *penalised = true;
             *messages = fresh.to_vec();
+            if one_message {
+                return;
+            }
             let hint = match &problem {
                 None => Problem::Loop.fresh_hint(),
                 Some(p) => p.fresh_hint(),

@@ -504,3 +504,24 @@ async fn a_framed_request_keeps_the_repetition_penalty() {
     assert!(result.is_ok());
     assert_eq!(model.seen()[0].repeat_penalty, Some(1.15));
 }
+
+#[tokio::test]
+async fn a_refused_one_message_answer_is_asked_again_as_it_was_with_the_penalties() {
+    // A heading alone: far less than the report, refused; asked again with nothing added
+    // after the text (a line there made the 0.5B stop at the heading).
+    let model = Scripted::new(vec![
+        text("Sales"),
+        text("The north grew; the south shrank; transport cost more."),
+    ]);
+    let mut f = fixture(model.clone());
+    f.env.repeat_penalty = Some(1.15);
+    let (result, _) = condensing(&f, true).await;
+    assert!(result.is_ok(), "{result:?}");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].messages, seen[0].messages, "the same one message");
+    assert_eq!(
+        (seen[1].repeat_penalty, seen[1].frequency_penalty),
+        (Some(1.15), Some(0.5))
+    );
+}
