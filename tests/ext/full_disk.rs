@@ -81,12 +81,7 @@ pub fn a_full_disk_stops_the_run_with_exit_75_and_leaves_no_temporary_files() {
     let asked = api
         .chat_requests()
         .iter()
-        .map(|r| {
-            r.messages()[1]["content"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
+        .map(|r| r.first_user_text())
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     assert!(
