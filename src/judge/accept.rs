@@ -84,6 +84,8 @@ pub(crate) struct Acceptance {
     source: Option<Arc<str>>,
     /// Whether figures are checked against the source (skills that condense it).
     condenses: bool,
+    /// Whether it renders the whole source (a translation, a proofread text).
+    whole: bool,
     /// What the model was told besides the document (numbers in it are not invented).
     given: String,
     /// Texts the answer was drawn from, each of which it may not copy out on its own.
@@ -175,6 +177,7 @@ impl Acceptance {
             checks,
             source,
             condenses: shape.condenses,
+            whole: shape.whole,
             given: String::new(),
             parts: Vec::new(),
             language,
@@ -299,8 +302,8 @@ impl Acceptance {
     }
 
     /// What zhi doubts in an accepted answer (docs/outputs.md#doubts): a rendering's changed
-    /// figures, untranslated runs, remarks and added headings; a condensing's near-copy and
-    /// invented figures. Prose files with a source only. `stop` is asked between items.
+    /// figures, untranslated runs, remarks and added headings; a rewriting's lost figures; a
+    /// condensing's near-copy and invented figures. Prose files with a source only. `stop` is asked between items.
     pub(crate) fn doubts(
         &self,
         text: &str,
@@ -316,6 +319,7 @@ impl Acceptance {
         match &self.language {
             Some(lang) => super::doubts::of_rendering(&self.file, source, &text, lang, stop),
             None if self.condenses => super::doubts::of_condensing(&self.file, source, &text, stop),
+            None if self.whole => super::doubts::of_rewriting(&self.file, source, &text, stop),
             None => Vec::new(),
         }
     }

@@ -83,6 +83,7 @@ fn prose_name(check: ProseCheck) -> &'static str {
         ProseCheck::NearCopy => "near-copy",
         ProseCheck::AddedFigures => "doubt: figures",
         ProseCheck::ChangedFigures => "doubt: changed figures",
+        ProseCheck::LostFigures => "doubt: lost figures",
         ProseCheck::EnglishLeft => "untranslated + kept",
         ProseCheck::ChineseLeft => "untranslated (Chinese left)",
         ProseCheck::Remark => "remarks",

@@ -253,44 +253,21 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         }
     }
 
-    /// One piece: asked, checkpointed, counted.
+    /// One piece: asked, checkpointed, counted. A piece of a `map` skill whose answer ran past
+    /// the length limit (its fresh try too) is asked again in halves, their outputs joined in
+    /// order: a proofread piece's text and its table of changes may not fit one answer.
     async fn one(&self, i: usize) -> PieceResult {
         let (job, n) = (self.ctx.job, self.pieces.list.len());
         let part = format!("{}-{i:05}", self.pieces.prefix);
         let dir = self.pieces.ckpt.join(&part);
-        let out = dir.join("out");
-        let _ = self.ctx.run.layout.remove_tree(&out);
-        let mut s = AgentStats::default();
-        let source: Arc<str> = Arc::from(self.pieces.list[i].text.as_str());
-        let message = (self.pieces.message)(&self.pieces.list[i]);
-        let r = ask(
-            self.ctx,
-            &out,
-            &part,
-            message,
-            Some(source),
-            self.pieces.require,
-            &mut s,
-        )
-        .await;
-        self.all_stats
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .add(&s);
-        let r = r.and_then(|(answer, files)| {
-            let d = PieceDone {
-                answer,
-                files: files
-                    .iter()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .collect(),
-                turns: s.turns,
-                attempts: s.attempts,
-                refused_tool_calls: s.refused_tool_calls,
-                tool_calls: s.tool_calls,
-                prompt_tokens: s.tokens.prompt,
-                completion_tokens: s.tokens.completion,
-            };
+        let piece = &self.pieces.list[i];
+        let r = match self.asked(piece, &dir, &part).await {
+            Err(Stop::Failed(e)) if e.kind == ErrorKind::Truncated && self.halves() => {
+                self.in_halves(piece, &dir, &part, e).await
+            }
+            r => r,
+        };
+        let r = r.and_then(|d| {
             save_done(&self.ctx.run.layout, &dir, &d)?;
             Ok((dir.clone(), d))
         });
@@ -308,6 +285,102 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
             }
         }
         r
+    }
+
+    /// `piece` asked, its answer and files in `<dir>/out`.
+    async fn asked(&self, piece: &Piece, dir: &Path, part: &str) -> Result<PieceDone, Stop> {
+        let out = dir.join("out");
+        let _ = self.ctx.run.layout.remove_tree(&out);
+        let mut s = AgentStats::default();
+        let source: Arc<str> = Arc::from(piece.text.as_str());
+        let message = (self.pieces.message)(piece);
+        let r = ask(
+            self.ctx,
+            &out,
+            part,
+            message,
+            Some(source),
+            self.pieces.require,
+            &mut s,
+        )
+        .await;
+        self.all_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(&s);
+        let (answer, files) = r?;
+        Ok(PieceDone {
+            answer,
+            files: files
+                .iter()
+                .map(|f| f.to_string_lossy().into_owned())
+                .collect(),
+            turns: s.turns,
+            attempts: s.attempts,
+            refused_tool_calls: s.refused_tool_calls,
+            tool_calls: s.tool_calls,
+            prompt_tokens: s.tokens.prompt,
+            completion_tokens: s.tokens.completion,
+        })
+    }
+
+    /// Whether a truncated piece may be asked again in halves: the pieces of a `map` skill
+    /// that renders text (an extraction's pieces are merged as objects).
+    fn halves(&self) -> bool {
+        let skill = self.ctx.skill;
+        self.pieces.prefix == "piece"
+            && skill.chunking == Chunking::Map
+            && skill.schema().is_none()
+            && skill.direct_output(&self.ctx.job.args).is_some()
+    }
+
+    /// `piece` asked again in pieces of half its size (split at its paragraphs or sentences:
+    /// two, or a few when they fall unevenly), each in `<dir>/half-N`, their files joined into
+    /// `<dir>/out`. A piece that does not split, or a half that fails, fails the piece.
+    async fn in_halves(
+        &self,
+        piece: &Piece,
+        dir: &Path,
+        part: &str,
+        cut: JobError,
+    ) -> Result<PieceDone, Stop> {
+        let halves = chunk::split(&piece.text, chunk::tokens(&piece.text).div_ceil(2), false);
+        if halves.len() < 2 {
+            return Err(Stop::Failed(cut));
+        }
+        self.ctx.transcript.note(&format!(
+            "{part}: the answer ran past the length limit; asking it again in {} smaller pieces",
+            halves.len()
+        ));
+        let mut done = Vec::with_capacity(halves.len());
+        for (k, half) in halves.into_iter().enumerate() {
+            let at = dir.join(format!("half-{k}"));
+            let half = Piece {
+                index: piece.index,
+                ..half
+            };
+            let d = self.asked(&half, &at, &format!("{part}-{k}")).await?;
+            done.push((at, d));
+        }
+        let out = dir.join("out");
+        let _ = self.ctx.run.layout.remove_tree(&out);
+        join_pieces(&self.ctx.run.layout, &done, &out)?;
+        let mut whole = done.remove(0).1;
+        for (_, d) in done {
+            whole.answer.push_str(&d.answer);
+            for f in d.files {
+                if !whole.files.contains(&f) {
+                    whole.files.push(f);
+                }
+            }
+            whole.turns += d.turns;
+            whole.attempts += d.attempts;
+            whole.refused_tool_calls += d.refused_tool_calls;
+            whole.tool_calls += d.tool_calls;
+            whole.prompt_tokens += d.prompt_tokens;
+            whole.completion_tokens += d.completion_tokens;
+        }
+        Ok(whole)
     }
 
     /// Every piece's result; a piece never started says why.

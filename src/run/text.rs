@@ -29,7 +29,23 @@ pub(super) async fn run_text(
 ) -> Result<(), Stop> {
     let (run, job, skill, transcript) = (ctx.run, ctx.job, ctx.skill, &ctx.transcript);
     let direct = skill.direct_output(&job.args).is_some();
-    let source: Arc<str> = Arc::from(text);
+    // The other inputs (a `file2` to compare with) are given with the document, and an answer
+    // is judged against all of them: a figure of the second file is not invented.
+    let extras = if skill.schema().is_some() {
+        Vec::new()
+    } else {
+        extra_texts(run, job).await
+    };
+    let source: Arc<str> = if extras.is_empty() {
+        Arc::from(text)
+    } else {
+        let mut all = text.to_string();
+        for (_, extra) in &extras {
+            all.push_str("\n\n");
+            all.push_str(extra);
+        }
+        Arc::from(all)
+    };
     let model = run.model(job);
     let mode = skill.chunking;
     let request = run.config.request_budget(&model);
@@ -56,7 +72,7 @@ pub(super) async fn run_text(
         composed(ctx, staging, Some(&source))?;
         return Ok(ground(ctx, text, staging, stats)?);
     }
-    let message = first_message(run, job, skill, text, direct).await;
+    let message = first_message(job, skill, text, &extras, direct);
     match ask(ctx, staging, "", message, Some(source.clone()), true, stats).await {
         // Judged on each rung as it answered: what is kept is the job's result.
         Ok(_) => {
@@ -80,24 +96,23 @@ pub(super) async fn run_text(
 
 /// The first message of a job whose document fits one request: the document (and its other
 /// inputs), then the task for a direct request; for an extraction, the document and the task.
-async fn first_message(
-    run: &RunContext,
+fn first_message(
     job: &Job,
     skill: &crate::skills::Skill,
     text: &str,
+    extras: &[(String, String)],
     direct: bool,
 ) -> String {
     if skill.schema().is_some() {
         return extraction_message(&job.input, text);
     }
-    let extras = extra_texts(run, job).await;
     if direct
         && extras.is_empty()
         && let Some(instruction) = skill.instruction_for(&job.args, text)
     {
         return super::message::plain_message(&instruction, text, None);
     }
-    let mut m = document_message(job, text, &extras, direct);
+    let mut m = document_message(job, text, extras, direct);
     if direct {
         m.push_str(&task_line(job, skill, "the document above"));
     }

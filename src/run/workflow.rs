@@ -737,7 +737,13 @@ fn step_skill(
         steps: Vec::new(),
         instruction: None,
         instruction_in: Default::default(),
-        chunking: crate::skills::Chunking::None,
+        // One request; a workflow that renders its document whole (`chunking: map`) has its
+        // answer judged as such a rendering, not as a condensing its inputs would be copied
+        // into.
+        chunking: match workflow.chunking {
+            crate::skills::Chunking::Map => crate::skills::Chunking::Map,
+            _ => crate::skills::Chunking::None,
+        },
         output: Some(OutputSpec {
             description: Some(task.map_or_else(
                 || format!("{file}, the text your instructions ask for"),
@@ -841,17 +847,15 @@ async fn prompt_step(
         rungs: ctx.rungs,
         only: None,
     };
+    // A rendering of the whole document is judged against the document; any other answer
+    // against all it was given.
+    let judged = match &source {
+        Some(src) if with_doc && own.chunking == crate::skills::Chunking::Map => src.clone(),
+        _ => Arc::from(all.as_str()),
+    };
     let part = format!("step-{}", step.id);
-    ask(
-        &sub,
-        dir,
-        &part,
-        message,
-        Some(Arc::from(all.as_str())),
-        true,
-        stats,
-    )
-    .await
-    .map_err(super::ladder::Stop::into_error)?;
+    ask(&sub, dir, &part, message, Some(judged), true, stats)
+        .await
+        .map_err(super::ladder::Stop::into_error)?;
     Ok(())
 }

@@ -481,3 +481,81 @@ fn a_long_document_is_translated_piece_by_piece_and_only_a_bad_piece_is_asked_ag
         "every paragraph, once, in order"
     );
 }
+
+/// A piece whose answer runs past the length limit twice (a proofread text with its table of
+/// changes) is asked again in halves, alone, and their outputs are joined in its place: every
+/// paragraph once, in order.
+#[test]
+fn a_piece_whose_answer_is_cut_twice_is_asked_again_in_halves() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", BUDGET);
+    let doc: String = (1..=24)
+        .map(|i| format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n"))
+        .collect();
+    env.write("manual.md", &doc);
+    // The size of the first piece asked, in paragraphs: the pieces' own.
+    let w2 = Arc::new(Mutex::new(None::<usize>));
+    let api = FakeApi::start(move |r| {
+        let text = r.document_text();
+        let marks = markers(&text);
+        let body: String = text
+            .split("\n\n")
+            .filter(|p| p.starts_with("MARK-"))
+            .map(|p| format!("{}\n\n", p.trim().replace("at start", "at its start")))
+            .collect();
+        // The piece holding MARK-010 is cut at the length limit while it is asked whole.
+        let whole = *w2.lock().unwrap().get_or_insert(marks.len());
+        if marks.contains(&"MARK-010".to_string()) && marks.len() >= whole {
+            return Reply::completion(
+                serde_json::json!({"role": "assistant", "content": body}),
+                "length",
+            );
+        }
+        Reply::text(body)
+    });
+    let out = env
+        .zhi()
+        .args(["run", "proofread", "manual.md", "-o", "out", "-j", "1"])
+        .args(["--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let asked: Vec<Vec<String>> = api
+        .chat_requests()
+        .iter()
+        .map(|r| markers(&r.document_text()))
+        .collect();
+    let cut: Vec<&Vec<String>> = asked
+        .iter()
+        .filter(|m| m.contains(&"MARK-010".to_string()))
+        .collect();
+    // Asked whole, asked afresh, then in its halves: each alone, together the piece.
+    assert!(cut.len() >= 3, "{asked:?}");
+    let whole = cut[0].clone();
+    let last = asked.iter().rposition(|m| *m == whole).unwrap();
+    assert!(
+        last >= 1 && asked[last - 1] == whole,
+        "asked afresh: {asked:?}"
+    );
+    let mut halves: Vec<String> = Vec::new();
+    for m in &asked[last + 1..] {
+        if halves.len() == whole.len() {
+            break;
+        }
+        assert!(m.len() < whole.len(), "{asked:?}");
+        halves.extend(m.iter().cloned());
+    }
+    assert_eq!(
+        halves, whole,
+        "the halves together are the piece: {asked:?}"
+    );
+    let proofread =
+        std::fs::read_to_string(env.path("out/proofread/manual.md/proofread.md")).unwrap();
+    let want: Vec<String> = (1..=24).map(|i| format!("MARK-{i:03}")).collect();
+    assert_eq!(markers(&proofread), want, "every paragraph, once, in order");
+    let r = &records(&env, "out")[0];
+    let transcript =
+        std::fs::read_to_string(env.path("out").join(r["transcript"].as_str().unwrap())).unwrap();
+    assert!(transcript.contains("smaller pieces"), "{transcript}");
+}

@@ -646,3 +646,50 @@ fn prompt_talk_is_no_summary_and_a_summary_longer_than_its_note_is_doubted() {
         assert!(stderr(&out).contains(said), "{}", show(&out));
     }
 }
+
+/// A comparison is judged against both files it was given: a figure of the second file is not
+/// invented, one in neither file is doubted.
+#[test]
+fn a_comparison_is_judged_against_both_files() {
+    const NEW: &str = "Release 2.4\n\nOffline mode keeps the last 30 days of documents. Sync is 40 percent faster on slow networks.\n";
+    const OLD: &str = "Release 2.4\n\nOffline mode keeps the last 14 days of documents. Sync is 25 percent faster on slow networks.\n";
+    let compared = |answer: &str| {
+        let env = env();
+        env.write("v/notes.md", NEW);
+        env.write("v/notes.old.md", OLD);
+        let api = FakeApi::always(Reply::text(answer));
+        let out = run(
+            &env,
+            &api,
+            "compare",
+            &["v/notes.md", "-a", "file2={dir}/{stem}.old{ext}"],
+        );
+        assert_exit(&out, Exit::Success);
+        let asked = api.chat_requests()[0].first_user_text();
+        assert!(
+            asked.contains("14 days") && asked.contains("30 days"),
+            "{asked}"
+        );
+        record(&env, "v/notes.md")
+    };
+    let r = compared(
+        "The new notes keep 30 days offline where the old kept 14, and sync is 40 percent faster where it was 25.",
+    );
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert!(r.get("doubts").is_none(), "{r}");
+    let r = compared(
+        "The new notes keep 30 days offline where the old kept 14, and sync is 60 percent faster where it was 25.",
+    );
+    let figures: Vec<&Value> = r["doubts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["check"] == "figures")
+        .collect();
+    assert_eq!(figures.len(), 1, "{r}");
+    let said = figures[0]["detail"].as_str().unwrap();
+    assert!(
+        said.contains("60") && !said.contains("14") && !said.contains("25"),
+        "{said}"
+    );
+}

@@ -466,3 +466,60 @@ fn an_overview_that_is_one_documents_summary_is_a_copy() {
     assert!(digest.starts_with("## notes/"), "{digest}");
     assert_eq!(digest.matches("disk was full").count(), 1, "{digest}");
 }
+
+const REPORT: &str = "Quarterly report\n\nSales rose 12 percent to 4.8 million euros in the \
+    third quarter. The new plant in Pune opened on 3 September and employs 140 people. Costs \
+    of the move were 0.6 million euros, paid from the reserve.\n";
+
+/// What report-polish's steps are answered with: the proofread text with its table of changes,
+/// then `polished` — the same sentences under headings, as a polishing of a clean report is.
+fn polish_answers(polished: &'static str) -> impl Fn(&Recorded) -> Reply + Send + 'static {
+    move |r: &Recorded| {
+        if r.system_prompt()
+            .unwrap_or_default()
+            .contains("Rewrite the report")
+        {
+            Reply::text(polished)
+        } else {
+            Reply::text(format!(
+                "# Quarterly report\n\n{}\n| # | original | correction | reason |\n|---|---|---|---|\n| 1 | employs 140 people | employs 140 people | check |\n",
+                REPORT.trim_start_matches("Quarterly report\n\n")
+            ))
+        }
+    }
+}
+
+/// A polished report is judged as what it is, the report rendered whole: a text that keeps
+/// the proofread sentences is not "a copy of the input"; one that leaves a figure out is kept,
+/// doubted for it.
+#[test]
+fn a_polished_report_is_judged_as_the_report_rewritten() {
+    const POLISHED: &str = "# Quarterly report\n\n## Sales\n\nSales rose 12 percent to 4.8 million euros in the third quarter.\n\n## The new plant\n\nThe new plant in Pune opened on 3 September and employs 140 people. Costs of the move were 0.6 million euros, paid from the reserve.\n";
+    let env = env();
+    env.write("docs/q3.txt", REPORT);
+    let api = FakeApi::start(polish_answers(POLISHED));
+    let out = run(&env, &api, "report-polish", &["docs/q3.txt"]);
+    assert_exit(&out, Exit::Success);
+    let r = record(&env, "docs/q3.txt");
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert!(r.get("doubts").is_none(), "{r}");
+    let polished =
+        std::fs::read_to_string(env.path("out/report-polish/docs/q3.txt/polished.md")).unwrap();
+    assert_eq!(polished.trim(), POLISHED.trim());
+    // The plant's staff left out: kept, and doubted for the figure it lost.
+    let env = self::env();
+    env.write("docs/q3.txt", REPORT);
+    let api = FakeApi::start(polish_answers(
+        "# Quarterly report\n\n## Sales\n\nSales rose 12 percent to 4.8 million euros in the third quarter.\n\n## The new plant\n\nThe new plant in Pune opened on 3 September. Costs of the move were 0.6 million euros, paid from the reserve.\n",
+    ));
+    let out = run(&env, &api, "report-polish", &["docs/q3.txt"]);
+    assert_exit(&out, Exit::Success);
+    let r = record(&env, "docs/q3.txt");
+    let doubts = r["doubts"].as_array().cloned().unwrap_or_default();
+    assert!(
+        doubts.iter().any(|d| d["check"] == "figures"
+            && d["file"] == "polished.md"
+            && d["detail"].as_str().unwrap().contains("140")),
+        "{r}"
+    );
+}

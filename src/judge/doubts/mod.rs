@@ -48,6 +48,20 @@ pub(crate) fn of_rendering(
         .collect()
 }
 
+/// Doubts of a prose file that renders the whole of its source in its own language (a
+/// proofread, reformatted or polished text). `stop` is asked between items.
+pub(crate) fn of_rewriting(
+    file: &str,
+    source: &str,
+    answer: &str,
+    stop: &dyn Fn() -> bool,
+) -> Vec<Doubt> {
+    prose::rewritten(source, answer, stop)
+        .into_iter()
+        .map(|d| on_file(file, d))
+        .collect()
+}
+
 /// Doubts of a prose file that condenses its source (a summary, notes, an analysis). `stop`
 /// is asked between items.
 pub(crate) fn of_condensing(

@@ -784,6 +784,23 @@ pub(super) fn unmatched(
 }
 
 /// Figures of the source the rendering lacks, and figures it has that the source does not.
+/// Figures of `source` that `answer`, a rendering in the source's own language (a proofread or
+/// reformatted text), lacks: a line left out, or a figure changed. What it adds is not judged:
+/// such a rendering may number its changes in a table of its own.
+pub(super) fn lost_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
+    let missing = unmatched(
+        &read_figures(source, work).list,
+        &read_figures(answer, work).known,
+        true,
+    );
+    (!missing.is_empty()).then(|| {
+        ProseDoubt::new(
+            "figures",
+            format!("figures of the source missing: {}", listed(&missing, 6)),
+        )
+    })
+}
+
 pub(super) fn changed_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
     let src = read_figures(source, work);
     let ans = read_figures(answer, work);

@@ -74,6 +74,15 @@ pub(crate) fn condensed(source: &str, answer: &str, stop: &dyn Fn() -> bool) -> 
         .collect()
 }
 
+/// Doubts of `answer`, a rendering of the whole of `source` in its own language (a proofread,
+/// reformatted or polished text). `stop` is asked between items.
+pub(crate) fn rewritten(source: &str, answer: &str, stop: &dyn Fn() -> bool) -> Vec<ProseDoubt> {
+    ProseCheck::LostFigures
+        .run(source, answer, stop)
+        .into_iter()
+        .collect()
+}
+
 /// One check of a prose answer against its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProseCheck {
@@ -83,6 +92,8 @@ pub(crate) enum ProseCheck {
     AddedFigures,
     /// Figures a rendering lacks or adds.
     ChangedFigures,
+    /// Figures a rendering in the source's own language lacks.
+    LostFigures,
     /// English left in a Chinese rendering (what the answer kept verbatim taken out first).
     EnglishLeft,
     /// Chinese left in an English rendering.
@@ -94,10 +105,11 @@ pub(crate) enum ProseCheck {
 }
 
 impl ProseCheck {
-    pub(crate) const ALL: [ProseCheck; 7] = [
+    pub(crate) const ALL: [ProseCheck; 8] = [
         ProseCheck::NearCopy,
         ProseCheck::AddedFigures,
         ProseCheck::ChangedFigures,
+        ProseCheck::LostFigures,
         ProseCheck::EnglishLeft,
         ProseCheck::ChineseLeft,
         ProseCheck::Remark,
@@ -132,6 +144,7 @@ impl ProseCheck {
                 })
             }
             ProseCheck::ChangedFigures => changed_figures(source, answer, &work),
+            ProseCheck::LostFigures => lost_figures(source, answer, &work),
             ProseCheck::EnglishLeft => {
                 let aligned = aligned(source, answer, &work);
                 english_left(&aligned.lines).or_else(|| copied_prose(&aligned))
@@ -156,6 +169,7 @@ impl ProseCheck {
             ProseCheck::NearCopy => "a near-copy",
             ProseCheck::AddedFigures => "added figures",
             ProseCheck::ChangedFigures => "changed figures",
+            ProseCheck::LostFigures => "lost figures",
             ProseCheck::EnglishLeft => "English left untranslated",
             ProseCheck::ChineseLeft => "Chinese left untranslated",
             ProseCheck::Remark => "remarks",

@@ -692,3 +692,26 @@ fn words_shared_with_the_source_are_aligned_in_linear_work() {
         work.done()
     );
 }
+
+#[test]
+fn a_proofread_text_that_loses_a_line_or_changes_a_figure_is_doubted() {
+    let rewritten = |answer: &str| super::rewritten(MEETING_ZH, answer, &|| false);
+    // Corrected and kept whole, a table of numbered changes after it: nothing to doubt.
+    let whole = format!(
+        "{MEETING_ZH}\n\n| 序号 | 原文 | 修改 | 原因 |\n|---|---|---|---|\n| 1 | 参会人 | 参会人员 | 用词 |\n| 2 | 上午九点半 | 上午九点半 | 核对 |"
+    );
+    assert_eq!(rewritten(&whole), []);
+    // The last line left out, and a rate changed.
+    let lost = MEETING_ZH
+        .replace("失败率0.8%", "失败率0.9%")
+        .replace("\n下次会议：3月19日 下午三点", "");
+    let doubts = rewritten(&lost);
+    assert_eq!(checks(&doubts), ["figures"]);
+    let said = detail(&doubts, "figures");
+    assert!(
+        said.starts_with("figures of the source missing:")
+            && said.contains("0.8")
+            && said.contains("19"),
+        "{said}"
+    );
+}
