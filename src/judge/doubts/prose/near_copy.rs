@@ -79,7 +79,8 @@ pub(super) fn longer(source: &str, answer: &str) -> Option<ProseDoubt> {
 const FOUND_SHARE: f64 = 0.8;
 
 /// A condensing that is its source again: most of the source's sentences in it, in any order,
-/// or more than half as long as a source of 200 characters or more.
+/// or most of its own sentences lifted from the source ([`lifted`]), or more than half as long
+/// as a source of [`LENGTH_JUDGED_CHARS`] or more.
 pub(super) fn near_copy(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
     let source: String = source.nfkc().collect();
     let answer: String = answer.nfkc().collect();
@@ -102,6 +103,8 @@ pub(super) fn near_copy(source: &str, answer: &str, work: &Work) -> Option<Prose
         notes.push(format!(
             "a near-copy: {found} of {n} of the source's lines are in it"
         ));
+    } else if let Some(note) = lifted(&source, &answer, work)? {
+        notes.push(note);
     }
     let size = |t: &str| t.chars().filter(|c| !c.is_whitespace()).count();
     let (had, has) = (size(&source), size(&answer));
@@ -111,6 +114,32 @@ pub(super) fn near_copy(source: &str, answer: &str, work: &Work) -> Option<Prose
         notes.push(format!("as long as {}% of the source", has * 100 / had));
     }
     (!notes.is_empty() && !work.over()).then(|| ProseDoubt::new("near_copy", notes.join("; ")))
+}
+
+/// A condensing whose own sentences mostly stand in its source (three or more, at least
+/// three in five of them, each verbatim or nearly): lines lifted from a long source, not a
+/// summary of it. `Ok(None)` when it is not; `None` when the work ran out first.
+fn lifted(source: &str, answer: &str, work: &Work) -> Option<Option<String>> {
+    let said = sentences(answer);
+    if said.len() < 3 {
+        return Some(None);
+    }
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    for line in source.lines() {
+        if work.over() {
+            return None;
+        }
+        work.charge(line.len() + 1);
+        let p = pieces(without_marker(line));
+        if !p.is_empty() {
+            lines.push(p);
+        }
+    }
+    let found = sentences_found(&said, &lines, work)?;
+    let n = said.len();
+    Some((found * 5 >= n * 3).then(|| {
+        format!("a near-copy: {found} of its {n} sentences stand in the source as they are")
+    }))
 }
 
 /// How many of the source's sentences (`units`, as pieces) the answer's `lines` hold: verbatim

@@ -715,3 +715,32 @@ fn a_proofread_text_that_loses_a_line_or_changes_a_figure_is_doubted() {
         "{said}"
     );
 }
+
+#[test]
+fn a_summary_of_lines_lifted_from_a_long_source_is_a_near_copy() {
+    let source: String = (1..=30)
+        .map(|i| {
+            format!(
+                "Package number {i} installs tool {i} and its manual page, kept in section {i}.\n"
+            )
+        })
+        .collect::<String>()
+        + "Debian integrates many independent free software projects into one system.\n";
+    // Four of its five sentences are the source's lines, as they are or nearly.
+    let lifted = "Debian is a system of packages.\n\
+        - Package number 3 installs tool 3 and its manual page, kept in section 3.\n\
+        - Package number 7 installs tool 7 and its manual page, kept in section 7.\n\
+        - Package number 9 installs tool 9 and its own manual page, kept in section 9.\n\
+        Debian integrates many independent free software projects into one system.";
+    let doubts = condensed(&source, lifted);
+    assert_eq!(checks(&doubts), ["near_copy"], "{doubts:?}");
+    assert_eq!(
+        detail(&doubts, "near_copy"),
+        "a near-copy: 4 of its 5 sentences stand in the source as they are"
+    );
+    // A summary in its own words that quotes one line is a summary.
+    let own = "The manual lists thirty packages, one tool and one manual section each. \
+        Each package installs its tool together with the manual page. \
+        Debian integrates many independent free software projects into one system.";
+    assert_eq!(condensed(&source, own), []);
+}
