@@ -42,10 +42,7 @@ pub(crate) fn of_rendering(
     language: &str,
     stop: &dyn Fn() -> bool,
 ) -> Vec<Doubt> {
-    prose::translation(source, answer, language, stop)
-        .into_iter()
-        .map(|d| on_file(file, d))
-        .collect()
+    on_file(file, prose::translation(source, answer, language, stop))
 }
 
 /// Doubts of a prose file that renders the whole of its source in its own language (a
@@ -56,10 +53,7 @@ pub(crate) fn of_rewriting(
     answer: &str,
     stop: &dyn Fn() -> bool,
 ) -> Vec<Doubt> {
-    prose::rewritten(source, answer, stop)
-        .into_iter()
-        .map(|d| on_file(file, d))
-        .collect()
+    on_file(file, prose::rewritten(source, answer, stop))
 }
 
 /// Doubts of a prose file that condenses its source (a summary, notes, an analysis). `stop`
@@ -70,19 +64,20 @@ pub(crate) fn of_condensing(
     answer: &str,
     stop: &dyn Fn() -> bool,
 ) -> Vec<Doubt> {
-    prose::condensed(source, answer, stop)
-        .into_iter()
-        .map(|d| on_file(file, d))
-        .collect()
+    on_file(file, prose::condensed(source, answer, stop))
 }
 
-fn on_file(file: &str, d: prose::ProseDoubt) -> Doubt {
-    Doubt {
-        check: d.check.to_string(),
-        file: Some(file.to_string()),
-        detail: d.detail,
-        ..Doubt::default()
-    }
+/// Prose doubts as doubts of `file`.
+fn on_file(file: &str, doubts: Vec<prose::ProseDoubt>) -> Vec<Doubt> {
+    doubts
+        .into_iter()
+        .map(|d| Doubt {
+            check: d.check.to_string(),
+            file: Some(file.to_string()),
+            detail: d.detail,
+            ..Doubt::default()
+        })
+        .collect()
 }
 
 /// `doubts` as one line for a transcript or a log: `seller (label: …); total (…)`.

@@ -86,17 +86,7 @@ pub(super) fn near_copy(source: &str, answer: &str, work: &Work) -> Option<Prose
     let answer: String = answer.nfkc().collect();
     let mut notes = Vec::new();
     let units = sentences(&source);
-    let mut lines: Vec<Vec<String>> = Vec::new();
-    for line in answer.lines() {
-        if work.over() {
-            return None;
-        }
-        work.charge(line.len() + 1);
-        let p = pieces(without_marker(line));
-        if !p.is_empty() {
-            lines.push(p);
-        }
-    }
+    let lines = line_pieces(&answer, work)?;
     let found = sentences_found(&units, &lines, work)?;
     if units.len() >= 3 && found * 5 >= units.len() * 3 {
         let n = units.len();
@@ -124,8 +114,19 @@ fn lifted(source: &str, answer: &str, work: &Work) -> Option<Option<String>> {
     if said.len() < 3 {
         return Some(None);
     }
-    let mut lines: Vec<Vec<String>> = Vec::new();
-    for line in source.lines() {
+    let lines = line_pieces(source, work)?;
+    let found = sentences_found(&said, &lines, work)?;
+    let n = said.len();
+    Some((found * 5 >= n * 3).then(|| {
+        format!("a near-copy: {found} of its {n} sentences stand in the source as they are")
+    }))
+}
+
+/// The pieces of each line of `text` that has any, list markers aside; `None` when the work
+/// ran out first.
+fn line_pieces(text: &str, work: &Work) -> Option<Vec<Vec<String>>> {
+    let mut lines = Vec::new();
+    for line in text.lines() {
         if work.over() {
             return None;
         }
@@ -135,11 +136,7 @@ fn lifted(source: &str, answer: &str, work: &Work) -> Option<Option<String>> {
             lines.push(p);
         }
     }
-    let found = sentences_found(&said, &lines, work)?;
-    let n = said.len();
-    Some((found * 5 >= n * 3).then(|| {
-        format!("a near-copy: {found} of its {n} sentences stand in the source as they are")
-    }))
+    Some(lines)
 }
 
 /// How many of the source's sentences (`units`, as pieces) the answer's `lines` hold: verbatim
