@@ -729,6 +729,21 @@ pub(super) struct Figures {
 /// The figures of `text`, read line by line; those of the lines before the work ran out, when
 /// it did.
 pub(super) fn read_figures(text: &str, work: &Work) -> Figures {
+    read_lines(text, work, true)
+}
+
+/// What `text` holds, for matching figures against it: its figures read as [`read_figures`]
+/// reads them, and as they stand with its lines' markers kept (`#### 14 October` holds 14
+/// October, not a section 14).
+fn held(text: &str, work: &Work) -> HashSet<String> {
+    let mut known = read_figures(text, work).known;
+    known.extend(read_lines(text, work, false).known);
+    known
+}
+
+/// The figures of `text`, read line by line, each line's list or heading marker set aside
+/// when `markers` says so.
+fn read_lines(text: &str, work: &Work, markers: bool) -> Figures {
     let norm: String = ideographic_commas(text).nfkc().collect();
     let decimal = Decimal::of_text(&norm);
     let mut list = Vec::new();
@@ -736,7 +751,8 @@ pub(super) fn read_figures(text: &str, work: &Work) -> Figures {
         if work.over() {
             break;
         }
-        let chars: Vec<char> = without_marker(line).chars().collect();
+        let line = if markers { without_marker(line) } else { line };
+        let chars: Vec<char> = line.chars().collect();
         work.charge(chars.len() + 1);
         let mut i = 0;
         while i < chars.len() && !work.over() {
@@ -788,11 +804,7 @@ pub(super) fn unmatched(
 /// reformatted text), lacks: a line left out, or a figure changed. What it adds is not judged:
 /// such a rendering may number its changes in a table of its own.
 pub(super) fn lost_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
-    let missing = unmatched(
-        &read_figures(source, work).list,
-        &read_figures(answer, work).known,
-        true,
-    );
+    let missing = unmatched(&read_figures(source, work).list, &held(answer, work), true);
     (!missing.is_empty()).then(|| {
         ProseDoubt::new(
             "figures",
@@ -804,7 +816,7 @@ pub(super) fn lost_figures(source: &str, answer: &str, work: &Work) -> Option<Pr
 pub(super) fn changed_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
     let src = read_figures(source, work);
     let ans = read_figures(answer, work);
-    let missing = unmatched(&src.list, &ans.known, true);
+    let missing = unmatched(&src.list, &held(answer, work), true);
     let added = unmatched(&ans.list, &src.known, false);
     let mut parts = Vec::new();
     if !missing.is_empty() {

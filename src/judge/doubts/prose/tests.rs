@@ -701,6 +701,10 @@ fn a_proofread_text_that_loses_a_line_or_changes_a_figure_is_doubted() {
         "{MEETING_ZH}\n\n| 序号 | 原文 | 修改 | 原因 |\n|---|---|---|---|\n| 1 | 参会人 | 参会人员 | 用词 |\n| 2 | 上午九点半 | 上午九点半 | 核对 |"
     );
     assert_eq!(rewritten(&whole), []);
+    // A date made a heading is still the date, not a section number.
+    let source = "Incident report, 14 October\n\nAt 09:12 the payment service stopped answering.\n";
+    let headed = "## Incident Report\n\n#### 14 October\n\nAt 09:12 the payment service stopped answering.\n";
+    assert_eq!(super::rewritten(source, headed, &|| false), []);
     // The last line left out, and a rate changed.
     let lost = MEETING_ZH
         .replace("失败率0.8%", "失败率0.9%")
