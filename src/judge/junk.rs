@@ -128,8 +128,9 @@ impl Problem {
 }
 
 /// The span (in characters, white space ignored) an answer must share with its instructions,
-/// and not with its input, to count as an echo of them.
-const ECHO_SPAN: usize = 40;
+/// and not with its input, to count as an echo of them: longer than a phrase a result may
+/// take from them as a heading (`changes (number, original, correction, reason)`, 42).
+const ECHO_SPAN: usize = 64;
 
 /// Whether `answer` hands back a passage of `instructions` ([`ECHO_SPAN`] characters or more,
 /// white space ignored) that the input `source` does not hold: a small model that repeats its
@@ -896,6 +897,15 @@ mod tests {
             "# Summary\n\nRevenue rose 12% in Q3.",
             prompt,
             None,
+            &|| false
+        ));
+        // A proofread text whose table is headed with the columns its instructions name.
+        let asked = "Give a table of the changes (number, original, correction, reason), one row per change.";
+        let proofread = "# 周会纪要\n\n新版本定于12月1日发布，由李娜负责发布说明。\n\n## 表格： changes (number, original, correction, reason)\n\n| 1 | 李娜负责 | 由李娜负责 | 语序 |";
+        assert!(!is_echo(
+            proofread,
+            asked,
+            Some("新版本定于12月1日发布，李娜负责发布说明。"),
             &|| false
         ));
     }
