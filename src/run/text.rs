@@ -88,6 +88,31 @@ pub(super) async fn run_text(
             let smaller = (estimate / 2).max(MIN_PIECE_TOKENS);
             split(ctx, cache, text, smaller, staging, stats, chunks).await?;
         }
+        // A rendering whose answer ran past the length limit, its fresh try too (a proofread
+        // text with its table of changes is longer than the text): in halves, as a piece that
+        // does the same is (docs/documents.md#splitting).
+        Err(Stop::Failed(e))
+            if e.kind == ErrorKind::Truncated
+                && mode == crate::skills::Chunking::Map
+                && direct
+                && skill.schema().is_none()
+                && crate::chunk::split(text, estimate.div_ceil(2), false).len() >= 2 =>
+        {
+            transcript.note(
+                "the answer ran past the length limit; asking again with the document in halves",
+            );
+            let _ = ctx.run.layout.remove_tree(staging);
+            split(
+                ctx,
+                cache,
+                text,
+                estimate.div_ceil(2),
+                staging,
+                stats,
+                chunks,
+            )
+            .await?;
+        }
         Err(stop) => return Err(stop),
     }
     composed(ctx, staging, Some(&source))?;

@@ -11,6 +11,9 @@ use zhi::exit::Exit;
 
 /// A small model budget so that pieces are small: map pieces hold 80 tokens (one page below),
 /// map-reduce pieces 1,200.
+/// A wide window and a small answer: a short document fits one request, its answer may not.
+const FAST_SMALL_ANSWER: &str = "models:\n  glm-4-flash: {context_window: 8000, max_output: 400}\nretry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
+
 const BUDGET: &str = "models:\n  glm-4-flash: {context_window: 4000, max_output: 100}\nretry: {max_attempts: 2, base_delay_ms: 5, max_delay_ms: 10}\n";
 
 /// `n` pages, each starting with a form feed and a marker `MARK-NNN`, about 70 tokens each.
@@ -558,4 +561,58 @@ fn a_piece_whose_answer_is_cut_twice_is_asked_again_in_halves() {
     let transcript =
         std::fs::read_to_string(env.path("out").join(r["transcript"].as_str().unwrap())).unwrap();
     assert!(transcript.contains("smaller pieces"), "{transcript}");
+}
+
+/// A document that fits one request, whose proofread answer runs past the length limit twice,
+/// is proofread again in halves, joined in order.
+#[test]
+fn a_whole_document_whose_answer_is_cut_twice_is_asked_again_in_halves() {
+    let env = TestEnv::new();
+    env.write("zhi.yaml", FAST_SMALL_ANSWER);
+    let doc: String = (1..=6)
+        .map(|i| format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n"))
+        .collect();
+    env.write("notes.md", &doc);
+    let api = FakeApi::start(move |r| {
+        let text = r.document_text();
+        let marks = markers(&text);
+        let body: String = text
+            .split("\n\n")
+            .filter(|p| p.starts_with("MARK-"))
+            .map(|p| format!("{}\n\n", p.trim().replace("at start", "at its start")))
+            .collect();
+        if marks.len() == 6 {
+            return Reply::completion(
+                serde_json::json!({"role": "assistant", "content": body}),
+                "length",
+            );
+        }
+        Reply::text(body)
+    });
+    let out = env
+        .zhi()
+        .args(["run", "proofread", "notes.md", "-o", "out", "-j", "1"])
+        .args(["--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    assert_exit(&out, Exit::Success);
+    let asked: Vec<usize> = api
+        .chat_requests()
+        .iter()
+        .map(|r| markers(&r.document_text()).len())
+        .collect();
+    let whole = asked.iter().take_while(|n| **n == 6).count();
+    assert!(whole >= 2, "asked whole, then afresh: {asked:?}");
+    let halves = &asked[whole..];
+    assert!(
+        halves.len() >= 2 && halves.iter().all(|n| *n <= 3) && halves.iter().sum::<usize>() == 6,
+        "then in pieces of half its size, each once: {asked:?}"
+    );
+    let r = &records(&env, "out")[0];
+    assert_eq!(r["chunks"]["total"], halves.len(), "{r}");
+    let proofread =
+        std::fs::read_to_string(env.path("out/proofread/notes.md/proofread.md")).unwrap();
+    let want: Vec<String> = (1..=6).map(|i| format!("MARK-{i:03}")).collect();
+    assert_eq!(markers(&proofread), want, "every paragraph, once, in order");
 }
