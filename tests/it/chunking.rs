@@ -496,33 +496,13 @@ fn a_piece_whose_answer_is_cut_twice_is_asked_again_in_halves() {
         .map(|i| format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n"))
         .collect();
     env.write("manual.md", &doc);
-    // The size of the first piece asked, in paragraphs: the pieces' own.
-    let w2 = Arc::new(Mutex::new(None::<usize>));
-    let api = FakeApi::start(move |r| {
-        let text = r.document_text();
-        let marks = markers(&text);
-        let body: String = text
-            .split("\n\n")
-            .filter(|p| p.starts_with("MARK-"))
-            .map(|p| format!("{}\n\n", p.trim().replace("at start", "at its start")))
-            .collect();
-        // The piece holding MARK-010 is cut at the length limit while it is asked whole.
-        let whole = *w2.lock().unwrap().get_or_insert(marks.len());
-        if marks.contains(&"MARK-010".to_string()) && marks.len() >= whole {
-            return Reply::completion(
-                serde_json::json!({"role": "assistant", "content": body}),
-                "length",
-            );
-        }
-        Reply::text(body)
+    // The size of the first piece asked, in paragraphs: the pieces' own. The piece holding
+    // MARK-010 is cut at the length limit while it is asked whole.
+    let first = Mutex::new(None::<usize>);
+    let (api, out) = proofread_cutting(&env, "manual.md", move |marks| {
+        let whole = *first.lock().unwrap().get_or_insert(marks.len());
+        marks.contains(&"MARK-010".to_string()) && marks.len() >= whole
     });
-    let out = env
-        .zhi()
-        .args(["run", "proofread", "manual.md", "-o", "out", "-j", "1"])
-        .args(["--no-progress", "--base-url"])
-        .arg(api.base_url())
-        .output()
-        .unwrap();
     assert_exit(&out, Exit::Success);
     let asked: Vec<Vec<String>> = api
         .chat_requests()
@@ -573,29 +553,7 @@ fn a_whole_document_whose_answer_is_cut_twice_is_asked_again_in_halves() {
         .map(|i| format!("MARK-{i:03} The system reads its settings at start and keeps a log.\n\n"))
         .collect();
     env.write("notes.md", &doc);
-    let api = FakeApi::start(move |r| {
-        let text = r.document_text();
-        let marks = markers(&text);
-        let body: String = text
-            .split("\n\n")
-            .filter(|p| p.starts_with("MARK-"))
-            .map(|p| format!("{}\n\n", p.trim().replace("at start", "at its start")))
-            .collect();
-        if marks.len() == 6 {
-            return Reply::completion(
-                serde_json::json!({"role": "assistant", "content": body}),
-                "length",
-            );
-        }
-        Reply::text(body)
-    });
-    let out = env
-        .zhi()
-        .args(["run", "proofread", "notes.md", "-o", "out", "-j", "1"])
-        .args(["--no-progress", "--base-url"])
-        .arg(api.base_url())
-        .output()
-        .unwrap();
+    let (api, out) = proofread_cutting(&env, "notes.md", |marks| marks.len() == 6);
     assert_exit(&out, Exit::Success);
     let asked: Vec<usize> = api
         .chat_requests()
@@ -615,4 +573,36 @@ fn a_whole_document_whose_answer_is_cut_twice_is_asked_again_in_halves() {
         std::fs::read_to_string(env.path("out/proofread/notes.md/proofread.md")).unwrap();
     let want: Vec<String> = (1..=6).map(|i| format!("MARK-{i:03}")).collect();
     assert_eq!(markers(&proofread), want, "every paragraph, once, in order");
+}
+
+/// `proofread` of `input` against a server that hands each request's paragraphs back lightly
+/// corrected, cut at the length limit when `cut` says so of the request's markers.
+fn proofread_cutting(
+    env: &TestEnv,
+    input: &str,
+    cut: impl Fn(&[String]) -> bool + Send + Sync + 'static,
+) -> (FakeApi, std::process::Output) {
+    let api = FakeApi::start(move |r| {
+        let text = r.document_text();
+        let body: String = text
+            .split("\n\n")
+            .filter(|p| p.starts_with("MARK-"))
+            .map(|p| format!("{}\n\n", p.trim().replace("at start", "at its start")))
+            .collect();
+        if cut(&markers(&text)) {
+            return Reply::completion(
+                serde_json::json!({"role": "assistant", "content": body}),
+                "length",
+            );
+        }
+        Reply::text(body)
+    });
+    let out = env
+        .zhi()
+        .args(["run", "proofread", input, "-o", "out", "-j", "1"])
+        .args(["--no-progress", "--base-url"])
+        .arg(api.base_url())
+        .output()
+        .unwrap();
+    (api, out)
 }
