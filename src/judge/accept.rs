@@ -303,7 +303,8 @@ impl Acceptance {
 
     /// What zhi doubts in an accepted answer (docs/outputs.md#doubts): a rendering's changed
     /// figures, untranslated runs, remarks and added headings; a rewriting's lost figures; a
-    /// condensing's near-copy and invented figures. Prose files with a source only. `stop` is asked between items.
+    /// condensing's near-copy and invented figures. Prose files with a source only. `stop` is
+    /// asked between items.
     pub(crate) fn doubts(
         &self,
         text: &str,

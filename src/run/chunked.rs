@@ -324,14 +324,10 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
         })
     }
 
-    /// Whether a truncated piece may be asked again in halves: the pieces of a `map` skill
-    /// that renders text (an extraction's pieces are merged as objects).
+    /// Whether a truncated piece may be asked again in halves: a piece of the document (not a
+    /// reduce group) of a skill that [`halves_when_cut`].
     fn halves(&self) -> bool {
-        let skill = self.ctx.skill;
-        self.pieces.prefix == "piece"
-            && skill.chunking == Chunking::Map
-            && skill.schema().is_none()
-            && skill.direct_output(&self.ctx.job.args).is_some()
+        self.pieces.prefix == "piece" && halves_when_cut(self.ctx.skill, self.ctx.job)
     }
 
     /// `piece` asked again in pieces of half its size (split at its paragraphs or sentences:
@@ -412,6 +408,15 @@ impl<'a, 'c, M: Fn(&Piece) -> String + Sync> PieceWork<'a, 'c, M> {
             })
             .collect()
     }
+}
+
+/// Whether a job's text whose answer ran past the length limit is asked again in halves: a
+/// `map` skill that writes its one text (an extraction's pieces are merged as objects)
+/// (docs/documents.md#splitting).
+pub(super) fn halves_when_cut(skill: &Skill, job: &Job) -> bool {
+    skill.chunking == Chunking::Map
+        && skill.schema().is_none()
+        && skill.direct_output(&job.args).is_some()
 }
 
 /// Await every future (they borrow from this frame, so no spawning).

@@ -93,9 +93,7 @@ pub(super) async fn run_text(
         // does the same is (docs/documents.md#splitting).
         Err(Stop::Failed(e))
             if e.kind == ErrorKind::Truncated
-                && mode == crate::skills::Chunking::Map
-                && direct
-                && skill.schema().is_none()
+                && super::chunked::halves_when_cut(skill, job)
                 && crate::chunk::split(text, estimate.div_ceil(2), false).len() >= 2 =>
         {
             transcript.note(
