@@ -799,20 +799,34 @@ pub(super) fn unmatched(
     out
 }
 
-/// Figures of the source the rendering lacks, and figures it has that the source does not.
 /// Figures of `source` that `answer`, a rendering in the source's own language (a proofread or
-/// reformatted text), lacks: a line left out, or a figure changed. What it adds is not judged:
-/// such a rendering may number its changes in a table of its own.
+/// reformatted text), lacks — a line left out, a figure changed — and figures it adds that the
+/// source does not hold (`4:00 PM` under the notes), plain whole numbers aside: such a
+/// rendering may number its changes in a table of its own.
 pub(super) fn lost_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
-    let missing = unmatched(&read_figures(source, work).list, &held(answer, work), true);
-    (!missing.is_empty()).then(|| {
-        ProseDoubt::new(
-            "figures",
-            format!("figures of the source missing: {}", listed(&missing, 6)),
-        )
-    })
+    let src = read_figures(source, work);
+    let missing = unmatched(&src.list, &held(answer, work), true);
+    let counted = |f: &Figure| !f.shown.chars().all(|c| c.is_ascii_digit());
+    let added: Vec<Figure> = read_figures(answer, work)
+        .list
+        .into_iter()
+        .filter(counted)
+        .collect();
+    let added = unmatched(&added, &src.known, false);
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!(
+            "figures of the source missing: {}",
+            listed(&missing, 6)
+        ));
+    }
+    if !added.is_empty() {
+        parts.push(format!("figures not in the source: {}", listed(&added, 6)));
+    }
+    (!parts.is_empty()).then(|| ProseDoubt::new("figures", parts.join("; ")))
 }
 
+/// Figures of the source the rendering lacks, and figures it has that the source does not.
 pub(super) fn changed_figures(source: &str, answer: &str, work: &Work) -> Option<ProseDoubt> {
     let src = read_figures(source, work);
     let ans = read_figures(answer, work);

@@ -705,6 +705,12 @@ fn a_proofread_text_that_loses_a_line_or_changes_a_figure_is_doubted() {
     let source = "Incident report, 14 October\n\nAt 09:12 the payment service stopped answering.\n";
     let headed = "## Incident Report\n\n#### 14 October\n\nAt 09:12 the payment service stopped answering.\n";
     assert_eq!(super::rewritten(source, headed, &|| false), []);
+    // A time the notes do not hold, added under them.
+    let doubts = rewritten(&format!("{MEETING_ZH}\n\n会议时间：4:00 PM"));
+    assert_eq!(
+        detail(&doubts, "figures"),
+        "figures not in the source: 16:00 (4:00 PM)"
+    );
     // The last line left out, and a rate changed.
     let lost = MEETING_ZH
         .replace("失败率0.8%", "失败率0.9%")
