@@ -129,8 +129,10 @@ impl Problem {
 
 /// The span (in characters, white space ignored) an answer must share with its instructions,
 /// and not with its input, to count as an echo of them: longer than a phrase a result may
-/// take from them as a heading (`changes (number, original, correction, reason)`, 42).
-const ECHO_SPAN: usize = 64;
+/// take from them as a heading (`changes (number, original, correction, reason)`, 42), short
+/// enough to catch zhi's own language line handed back (`The document is in English: write
+/// the result in English.`, 48).
+const ECHO_SPAN: usize = 45;
 
 /// Whether `answer` hands back a passage of `instructions` ([`ECHO_SPAN`] characters or more,
 /// white space ignored) that the input `source` does not hold: a small model that repeats its
@@ -908,6 +910,10 @@ mod tests {
             Some("新版本定于12月1日发布，李娜负责发布说明。"),
             &|| false
         ));
+        // zhi's language line handed back after a comparison is an echo.
+        let told = "Compare the files.\n\nThe document is in English: write the result in English.";
+        let compared = "- **file2**: Documents are in English.\n\nThe document is in English: write the result in English.";
+        assert!(is_echo(compared, told, Some("Release 2.4"), &|| false));
     }
 
     #[test]
